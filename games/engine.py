@@ -1,0 +1,214 @@
+"""The contract every rule engine in ``games/`` follows.
+
+A game variant is a module with ``new_hand(options, seed, dealer) -> State``; a ``State`` is a
+deterministic state machine in the spirit of OpenSpiel and PokerKit:
+
+* ``to_act()`` - the seats that must act now (several during a response window or a
+  simultaneous phase such as exchange-three); empty once the hand is over.
+* ``phase()`` - a short name for the current decision ("exchange", "void", "play",
+  "window", "alone", "friend", "over", ...). Services map it to a timer length.
+* ``legal_actions(seat)`` - every legal action of that seat now (candidates for clients and
+  bots). ``verify(seat, action)`` raises a :class:`RuleError` that says why an action is not
+  allowed; ``can(seat, action)`` is its boolean form; ``apply(seat, action)`` verifies, then
+  mutates and returns the events it caused. A rejected action leaves the state unchanged.
+* ``default_action(seat)`` - what a timeout or entrust (托管) plays for that seat.
+* ``observation(seat)`` - exactly what that seat may see; ``public_view()`` - what a spectator
+  may see. Hidden information leaves the engine only through these two and through events
+  addressed to one seat.
+* ``is_over()``, ``settlement()`` - the itemised, zero-sum ledger of the hand.
+* ``serialize()`` (a JSON string) / ``deserialize(text)`` (class method) / ``clone()``.
+
+Engines never read a clock, never touch the network and never draw randomness of their own:
+the caller supplies the seed and :mod:`games.rng` turns it into a reproducible stream.
+Same seed + same actions => the same events, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class RuleError(Exception):
+    """An action the rules do not allow now.
+
+    ``code`` is a stable snake_case reason (``not_your_turn``, ``illegal_action``,
+    ``stale_ref``, ``tile_not_in_hand``, ``bad_input``, ...) that services map to the numeric
+    error code of the game's range; ``message`` is for humans.
+    """
+
+    code = "illegal_action"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class NotYourTurn(RuleError):
+    code = "not_your_turn"
+
+
+class IllegalAction(RuleError):
+    code = "illegal_action"
+
+
+class StaleRef(RuleError):
+    """The action answers a response window or an out-token that is no longer current."""
+
+    code = "stale_ref"
+
+
+class BadInput(RuleError):
+    """The action is malformed: unknown kind, bad tile or card notation, wrong arity."""
+
+    code = "bad_input"
+
+
+class HandOver(RuleError):
+    code = "hand_over"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One player decision, in canonical names (``../shared/rules/README.md``).
+
+    ``tiles`` holds mahjong tiles or Dadun cards in notation (``"5m"``, ``"Th"``, ``"SJ"``);
+    ``ref`` is the response-window id or out-token the action answers (a string on the wire);
+    ``choice`` carries a small enumerated choice (a void suit ``"m"``, ``"yes"``/``"no"``).
+    """
+
+    kind: str
+    tiles: tuple[str, ...] = ()
+    ref: str = ""
+    choice: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.tiles:
+            out["tiles"] = list(self.tiles)
+        if self.ref:
+            out["ref"] = self.ref
+        if self.choice:
+            out["choice"] = self.choice
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Action:
+        if not isinstance(data, Mapping) or not isinstance(data.get("kind"), str):
+            raise BadInput("an action needs a string 'kind'")
+        tiles = data.get("tiles", ())
+        if isinstance(tiles, str) or not all(isinstance(t, str) for t in tiles):
+            raise BadInput("'tiles' must be a list of tile or card names")
+        ref = data.get("ref", "")
+        choice = data.get("choice", "")
+        if not isinstance(ref, str) or not isinstance(choice, str):
+            raise BadInput("'ref' and 'choice' must be strings")
+        return cls(data["kind"], tuple(tiles), ref, choice)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened. ``to is None``: public (every seat and spectators);
+    ``to == k``: private to seat k (own tiles, action candidates). ``data`` is JSON-ready."""
+
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    to: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "data": dict(self.data)}
+        if self.to is not None:
+            out["to"] = self.to
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """One line of the ledger: ``payer`` pays ``amount`` (> 0) to ``payee`` for ``reason``."""
+
+    reason: str
+    payer: int
+    payee: int
+    amount: int
+    ref: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The result of one hand: itemised payments, per-seat deltas (sum zero), the next
+    dealer/banker, and game-specific details (winners, patterns, flags) as JSON-ready data."""
+
+    payments: tuple[Payment, ...]
+    deltas: tuple[int, ...]
+    next_dealer: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "payments": [p.to_dict() for p in self.payments],
+            "deltas": list(self.deltas),
+            "next_dealer": self.next_dealer,
+            "details": dict(self.details),
+        }
+
+
+def deltas_from(payments: Sequence[Payment], seats: int) -> tuple[int, ...]:
+    """Per-seat net result of a list of payments (zero-sum by construction)."""
+    out = [0] * seats
+    for p in payments:
+        out[p.payer] -= p.amount
+        out[p.payee] += p.amount
+    return tuple(out)
+
+
+@runtime_checkable
+class State(Protocol):
+    """What services, bots, tools and the conformance suites rely on."""
+
+    num_seats: int
+
+    def to_act(self) -> tuple[int, ...]: ...
+
+    def phase(self) -> str: ...
+
+    def legal_actions(self, seat: int) -> list[Action]: ...
+
+    def verify(self, seat: int, action: Action) -> None: ...
+
+    def can(self, seat: int, action: Action) -> bool: ...
+
+    def apply(self, seat: int, action: Action) -> list[Event]: ...
+
+    def default_action(self, seat: int) -> Action: ...
+
+    def observation(self, seat: int) -> dict[str, Any]: ...
+
+    def public_view(self) -> dict[str, Any]: ...
+
+    def is_over(self) -> bool: ...
+
+    def settlement(self) -> Settlement: ...
+
+    def serialize(self) -> str: ...
+
+    def clone(self) -> State: ...
+
+
+class Variant(Protocol):
+    """A game module (``games.mahjong.xuezhan``, ``games.mahjong.changsha``, ``games.dadun``)."""
+
+    NAME: str
+    DEFAULT_OPTIONS: Mapping[str, Any]
+
+    def new_hand(self, options: Mapping[str, Any], seed: int, dealer: int) -> State: ...
+
+    def deserialize(self, text: str) -> State: ...
