@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from games.engine import BadInput
-from games.mahjong import rank_of
 from games.mahjong.meld import Meld
 from games.mahjong.score_common import (
     Shape,
@@ -27,6 +26,7 @@ from games.mahjong.score_common import (
     total_counts,
     with_tile,
 )
+from games.mahjong.tiles import rank_of
 
 OPENING_HU_TYPES = ("opening_four", "opening_no_258", "opening_missing_suit", "opening_two_triplets")
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from games.engine import BadInput
-from games.mahjong import rank_of, suit_of
 from games.mahjong.score_changsha import changsha_options
+from games.mahjong.tiles import rank_of, suit_of
 
 
 def changsha_opening_hu(counts: Sequence[int], options: Mapping[str, Any]) -> tuple[str, ...]:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from games.engine import BadInput
-from games.mahjong import decompositions, is_seven_pairs, rank_of, suit_of, tile_name
+from games.mahjong.decompose import decompositions
 from games.mahjong.meld import Meld
+from games.mahjong.tiles import rank_of, suit_of, tile_name
+from games.mahjong.wincheck import is_seven_pairs
 
 WIN_KINDS = frozenset({"discard", "self_draw", "rob_kong"})
 FLAGS = frozenset({"kong_bloom", "kong_shot", "last_tile", "heavenly", "earthly"})

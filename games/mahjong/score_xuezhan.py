@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from games.engine import BadInput
-from games.mahjong import rank_of
 from games.mahjong.meld import Meld
 from games.mahjong.score_common import (
     Shape,
@@ -26,6 +25,7 @@ from games.mahjong.score_common import (
     total_counts,
     with_tile,
 )
+from games.mahjong.tiles import rank_of
 
 # Scoring-related room options of §A11 with their DEFAULT values.
 XUEZHAN_SCORING_DEFAULTS: Mapping[str, Any] = {
