@@ -28,7 +28,12 @@ from games.mahjong.score_common import (
 )
 from games.mahjong.tiles import rank_of
 
-OPENING_HU_TYPES = ("opening_four", "opening_no_258", "opening_missing_suit", "opening_two_triplets")
+OPENING_HU_TYPES = (
+    "opening_four",
+    "opening_no_258",
+    "opening_missing_suit",
+    "opening_two_triplets",
+)
 
 # Scoring-related room options of §B8 with their DEFAULT values.
 CHANGSHA_SCORING_DEFAULTS: Mapping[str, Any] = {
@@ -116,18 +121,28 @@ def score_changsha(
     return ChangshaScore(True, False, patterns, big_hu, _big_x(big_hu, opts))
 
 
+def changsha_waits(
+    concealed: Sequence[int], melds: Sequence[Meld], options: Mapping[str, Any]
+) -> list[tuple[int, int]]:
+    """Each tile (not a fifth copy) that completes the 13-tile hand as a discard win with no
+    situational item, with its big hu count (0 for a small hu)."""
+    check_hand(concealed, melds)
+    held = total_counts(concealed, melds)
+    out = []
+    for tile in range(27):
+        if held[tile] < 4:
+            score = score_changsha(concealed, melds, WinContext(tile, "discard"), options)
+            if score.winning:
+                out.append((tile, score.big_hu))
+    return out
+
+
 def changsha_ready(
     concealed: Sequence[int], melds: Sequence[Meld], options: Mapping[str, Any]
 ) -> bool:
-    """听牌: some tile (not a fifth copy) would complete the 13-tile hand as a discard win.
-    开杠 is allowed only if this holds after the four tiles are set aside."""
-    check_hand(concealed, melds)
-    held = total_counts(concealed, melds)
-    return any(
-        score_changsha(concealed, melds, WinContext(tile, "discard"), options).winning
-        for tile in range(27)
-        if held[tile] < 4
-    )
+    """听牌: some tile would complete the 13-tile hand. 开杠 is allowed only if this holds
+    after the four tiles are set aside."""
+    return bool(changsha_waits(concealed, melds, options))
 
 
 def _shape_items(
