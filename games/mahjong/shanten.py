@@ -1,0 +1,138 @@
+"""Shanten (向听数): how far a concealed hand is from winning, and the tiles that help.
+
+The definition is exact: for a hand H whose concealed part needs n sets and a pair
+(n = total // 3, fewer when melds are declared), shanten is the least number of tiles H lacks
+from some winning hand W of n sets + pair (or, for 13/14 tiles, seven pairs, a quad counting
+as two pairs), minus one; W never holds a fifth copy of a tile. So -1 means a win, and a
+13-tile hand has shanten 0 exactly when it has a wait.
+
+Each suit is solved once by a small dynamic programme over its nine ranks (how many tiles of
+H the best arrangement of m sets, with or without the pair, can reuse) and memoised by its
+suit key; a hand then combines three cached suit rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from games.mahjong.tiles import COPIES, NUM_TILES
+from games.mahjong.wincheck import MAX_SETS, suit_keys
+
+_ROW = MAX_SETS + 1  # a suit row: cost[pair * _ROW + sets]
+_INF = 99
+
+
+def _state(a: int, b: int, m: int, p: int) -> int:
+    """DP state: runs started on the rank before (a) and two ranks before (b), sets so far
+    (m), pair taken (p)."""
+    return ((a * 5 + b) * _ROW + m) * 2 + p
+
+
+_STATES = 5 * 5 * _ROW * 2
+
+
+def _transitions(runs_allowed: bool) -> list[list[tuple[int, int]]]:
+    """For each state: (next state, tiles the arrangement uses on this rank) per choice of
+    new runs, triplet and pair on the rank; no rank above four copies, at most four sets."""
+    table: list[list[tuple[int, int]]] = [[] for _ in range(_STATES)]
+    for a in range(COPIES + 1):
+        for b in range(COPIES + 1 - a):
+            for m in range(MAX_SETS + 1):
+                for p in (0, 1):
+                    moves = table[_state(a, b, m, p)]
+                    for runs in range(COPIES + 1) if runs_allowed else (0,):
+                        for pung in (0, 1):
+                            for pair in (0,) if p else (0, 1):
+                                used = a + b + runs + 3 * pung + 2 * pair
+                                sets = m + runs + pung
+                                if used <= COPIES and sets <= MAX_SETS:
+                                    moves.append((_state(runs, a, sets, p + pair), used))
+    return table
+
+
+_MOVES = _transitions(True)
+_LAST_MOVES = _transitions(False)  # ranks 8 and 9 start no run
+
+
+@lru_cache(maxsize=1 << 17)
+def suit_costs(key: int) -> tuple[int, ...]:
+    """For one suit key: ``cost[pair * 5 + m]`` = fewest tiles to add so that the suit holds
+    m sets (plus the pair if ``pair``), tiles of H that do not fit being thrown away."""
+    best = {_state(0, 0, 0, 0): 0}  # state -> most tiles of H the arrangement reuses
+    for r, have in enumerate(key.to_bytes(9, "little")):
+        moves = _MOVES if r < 7 else _LAST_MOVES
+        nxt: dict[int, int] = {}
+        get = nxt.get
+        for state, value in best.items():
+            for target, used in moves[state]:
+                v = value + (used if used < have else have)
+                if get(target, -1) < v:
+                    nxt[target] = v
+        best = nxt
+    cost = [_INF] * (2 * _ROW)
+    for state, reused in best.items():
+        m, p = (state // 2) % _ROW, state % 2
+        cost[p * _ROW + m] = min(cost[p * _ROW + m], 3 * m + 2 * p - reused)
+    return tuple(cost)
+
+
+def _standard(k0: int, k1: int, k2: int, sets: int) -> int:
+    """Fewest tiles to add for ``sets`` sets + one pair over the three suits."""
+    c0, c1, c2 = suit_costs(k0), suit_costs(k1), suit_costs(k2)
+    best = _INF
+    for m0 in range(sets + 1):
+        for m1 in range(sets - m0 + 1):
+            m2 = sets - m0 - m1
+            if c0[m0] + c1[m1] + c2[m2] >= best:
+                continue  # adding the pair never costs less than no pair
+            best = min(
+                best,
+                c0[_ROW + m0] + c1[m1] + c2[m2],
+                c0[m0] + c1[_ROW + m1] + c2[m2],
+                c0[m0] + c1[m1] + c2[_ROW + m2],
+            )
+    return best
+
+
+def _seven_pairs(counts: Sequence[int]) -> int:
+    """Fewest tiles to add for seven pairs (a quad is two pairs)."""
+    pairs = sum(c // 2 for c in counts)
+    singles = sum(c & 1 for c in counts)
+    missing = 7 - pairs
+    if missing <= 0:
+        return 0
+    return missing if singles >= missing else singles + 2 * (missing - singles)
+
+
+def shanten(counts: Sequence[int]) -> int:
+    """Shanten of a concealed hand (1, 2, 4, 5, ..., 13, 14 tiles): -1 complete, 0 ready."""
+    total = sum(counts)
+    if total % 3 == 0 or total > 14:
+        raise ValueError(f"a concealed hand has 3n+1 or 3n+2 tiles (at most 14), not {total}")
+    k0, k1, k2 = suit_keys(counts)
+    need = _standard(k0, k1, k2, total // 3)
+    if total >= 13:
+        need = min(need, _seven_pairs(counts))
+    return need - 1
+
+
+def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> list[int]:
+    """Tiles (有效牌) whose draw lowers the shanten of a 3n+1-tile hand, skipping t when
+    ``held[t] >= 4`` (``held``: hand and melds, default ``counts``)."""
+    total = sum(counts)
+    if total % 3 != 1 or total > 13:
+        raise ValueError(f"useful tiles need a 3n+1-tile hand (1, 4, ..., 13), not {total}")
+    held = counts if held is None else held
+    now = shanten(counts)
+    work = list(counts)
+    out = []
+    for t in range(NUM_TILES):
+        if held[t] >= COPIES:
+            continue
+        work[t] += 1
+        if shanten(work) < now:
+            out.append(t)
+        work[t] -= 1
+    return out
+
