@@ -94,7 +94,7 @@ def score_changsha(
 ) -> ChangshaScore:
     """Value of winning on ``ctx.win_tile`` with ``concealed`` (27 counts without the winning
     tile) and ``melds`` (chi/peng/kaigang/buzhang/angang all count as sets)."""
-    check_hand(concealed, melds)
+    check_hand(concealed, melds, ctx.win_tile)
     opts = changsha_options(options)
     full = with_tile(concealed, ctx.win_tile)
     total = total_counts(full, melds)

@@ -81,16 +81,21 @@ def check_melds(melds: Sequence[Meld]) -> None:
             raise BadInput(f"{meld.kind} {names(meld.tiles)} needs identical tiles")
 
 
-def check_hand(concealed: Sequence[int], melds: Sequence[Meld], extra: int = 0) -> None:
-    """``concealed`` is 27 counts holding 13 - 3 x melds tiles (plus ``extra``); no tile
-    kind may exceed four copies across hand and melds."""
+def check_hand(
+    concealed: Sequence[int], melds: Sequence[Meld], win_tile: int | None = None
+) -> None:
+    """``concealed`` is 27 counts holding 13 - 3 x melds tiles; no tile kind may exceed four
+    copies across hand, melds and the winning tile (if given)."""
     if len(concealed) != 27 or not all(isinstance(c, int) and c >= 0 for c in concealed):
         raise BadInput("concealed must be 27 non-negative tile counts")
     check_melds(melds)
-    want = 13 - 3 * len(melds) + extra
+    want = 13 - 3 * len(melds)
     if sum(concealed) != want:
         raise BadInput(f"concealed holds {sum(concealed)} tiles, expected {want}")
-    for tile, count in enumerate(total_counts(concealed, melds)):
+    counts = total_counts(concealed, melds)
+    if win_tile is not None:
+        counts[win_tile] += 1
+    for tile, count in enumerate(counts):
         if count > 4:
             raise BadInput(f"{count} copies of {tile_name(tile)}; at most 4 exist")
 

@@ -66,7 +66,7 @@ def score_xuezhan(
 ) -> XueZhanScore:
     """Value of winning on ``ctx.win_tile`` with ``concealed`` (27 counts, without the
     winning tile) and ``melds``. Raises BadInput for malformed input or options."""
-    check_hand(concealed, melds)
+    check_hand(concealed, melds, ctx.win_tile)
     opts = resolve_options(XUEZHAN_SCORING_DEFAULTS, _ALLOWED, options)
     if any(meld.kind == "chi" for meld in melds):
         raise BadInput("XueZhan has no chi melds")
