@@ -1,0 +1,60 @@
+# Paiju: one command to set up and run, one to set up and test (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+SERVICES := lobby table arbiter records
+PROTOS := $(wildcard protos/paiju/v1/*.proto)
+STAMP := $(VENV)/.installed
+PROTO_STAMP := paiju/v1/__init__.py
+
+.PHONY: setup protos run test lint bench clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES))
+
+help:
+	@echo "make run    - set up everything, start NATS, the four services and robot tables"
+	@echo "make test   - set up everything and run the whole test suite"
+	@echo "make lint | bench | protos | setup | test-<svc> | build-<svc> | clean"
+
+# The virtualenv and dependencies: redone only when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# Generated protocol code: redone only when a .proto or the generator changes.
+$(PROTO_STAMP): $(PROTOS) scripts/gen_protos.sh $(STAMP)
+	PYTHON=$(PY) bash scripts/gen_protos.sh
+
+setup: $(STAMP) $(PROTO_STAMP)
+
+protos:
+	PYTHON=$(PY) bash scripts/gen_protos.sh
+
+run: setup
+	$(PY) -m scripts.devrun
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check games services clients paiju/frames.py tests bench scripts
+	$(VENV)/bin/mypy games
+
+bench: setup
+	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
+	@echo "reports in bench/reports/"
+
+test-%: setup
+	$(PY) -m pytest -q tests/service/test_$*.py $(wildcard tests/unit/services/test_$**.py)
+
+build-%: setup
+	$(VENV)/bin/ruff check services/$* services/common
+	$(PY) -m compileall -q services/$* services/common games paiju
+	mkdir -p dist/$*
+	$(PIP) wheel --quiet --no-deps -w dist/$* .
+	@echo "built dist/$*/ (image: deploy/docker/Dockerfile with SERVICE=$*)"
+
+clean:
+	rm -rf $(VENV) paiju/v1 dist build *.egg-info .pytest_cache .hypothesis var

@@ -1,0 +1,1 @@
+"""arbiter: stateless resolution of mahjong response windows (seed 002)."""

@@ -1,0 +1,95 @@
+"""NATS and JetStream helpers: connection with reconnect, stream and KV bucket set-up.
+
+Subjects (ARCHITECTURE.md): ``room.<id>.events`` (public events), ``user.<uid>.inbox``
+(private events), ``session.kick.<uid>`` (one session per user across lobby replicas),
+JetStream ``room.<id>.log`` (the room's action log) and ``settle.<room>`` (settlements),
+KV buckets ``tables`` (instances, TTL) and ``rooms`` (room owner leases and summaries).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import (
+    DiscardPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.kv import KeyValue
+
+log = logging.getLogger("paiju.bus")
+
+ROOM_LOG_STREAM = "ROOMLOG"
+SETTLE_STREAM = "SETTLE"
+TABLES_BUCKET = "tables"
+ROOMS_BUCKET = "rooms"
+
+
+def room_events(room_id: int) -> str:
+    return f"room.{room_id}.events"
+
+
+def room_log(room_id: int) -> str:
+    return f"room.{room_id}.log"
+
+
+def user_inbox(user_id: int) -> str:
+    return f"user.{user_id}.inbox"
+
+
+def session_kick(user_id: int) -> str:
+    return f"session.kick.{user_id}"
+
+
+def settle_subject(room_id: int) -> str:
+    return f"settle.{room_id}"
+
+
+async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
+    """Connect with unlimited reconnects (a restarted nats-server is picked up again)."""
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("nats error", extra={"error": repr(exc)})
+
+    async def on_disconnect() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnect() -> None:
+        log.info("nats reconnected")
+
+    return await nats.connect(
+        url, name=name, connect_timeout=connect_timeout, max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5, allow_reconnect=True, error_cb=on_error,
+        disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
+    )
+
+
+async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
+    try:
+        await js.add_stream(config)
+    except BadRequestError:
+        await js.update_stream(config)
+
+
+async def ensure_streams(js: JetStreamContext) -> None:
+    """Create (or update) the room log and settlement streams; idempotent."""
+    await _ensure_stream(js, StreamConfig(
+        name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
+        retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120))
+    await _ensure_stream(js, StreamConfig(
+        name=SETTLE_STREAM, subjects=["settle.*"], storage=StorageType.FILE,
+        retention=RetentionPolicy.LIMITS, discard=DiscardPolicy.OLD,
+        max_age=30 * 24 * 3600, duplicate_window=24 * 3600))
+
+
+async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = None) -> KeyValue:
+    try:
+        return await js.key_value(bucket)
+    except (NotFoundError, BadRequestError, Exception):  # bucket not created yet
+        return await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1))

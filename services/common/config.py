@@ -1,0 +1,206 @@
+"""Typed configuration: ``config/<env>.toml`` overridden by ``PAIJU_*`` environment variables.
+
+The environment is chosen by ``PAIJU_ENV`` (dev, test, prod; default dev), as the seed kept
+one conf file per environment. Any key can be overridden as ``PAIJU_<SECTION>__<KEY>``
+(``PAIJU_TABLE__TURN_SECONDS=30``); ``DATABASE_URL`` and ``NATS_URL`` are accepted as the
+usual short forms. A bad value is a :class:`ConfigError` naming the key, the value and the
+expected type, raised at start-up, never a crash later.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any, get_type_hints
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG_DIR = ROOT / "config"
+ENVIRONMENTS = ("dev", "test", "prod")
+
+
+class ConfigError(ValueError):
+    """A configuration file or variable that cannot be used."""
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class NatsConfig:
+    url: str = "nats://127.0.0.1:4222"
+    connect_timeout: float = 2.0
+
+
+@dataclass(frozen=True)
+class LobbyConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    metrics_port: int = 9101
+    token_secret: str = ""
+    legacy_md5: bool = False
+    heartbeat_seconds: int = 15
+    offline_after_seconds: int = 45
+    reconnect_grace_seconds: int = 120
+    chat_max_len: int = 200
+    chat_per_minute: int = 20
+    geo_alert_meters: int = 100
+    dev_profiles: bool = True
+    dismiss_vote_seconds: int = 90
+    idle_room_seconds: int = 1800
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    host: str = "127.0.0.1"
+    port: int = 50052
+    metrics_port: int = 9102
+    instance: str = ""
+    advertise: str = ""
+    turn_seconds: float = 20
+    window_seconds: float = 10
+    alone_seconds: float = 15
+    entrust_cancels: int = 3
+    entrust_delay_seconds: float = 1.0
+    lease_ttl_seconds: int = 10
+    arbiter_timeout_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class ArbiterConfig:
+    host: str = "127.0.0.1"
+    port: int = 50053
+    metrics_port: int = 9103
+
+
+@dataclass(frozen=True)
+class RecordsConfig:
+    host: str = "127.0.0.1"
+    port: int = 50054
+    metrics_port: int = 9104
+    database_url: str = "sqlite+aiosqlite:///var/paiju.db"
+
+
+@dataclass(frozen=True)
+class Config:
+    env: str = "dev"
+    log: LogConfig = field(default_factory=LogConfig)
+    nats: NatsConfig = field(default_factory=NatsConfig)
+    lobby: LobbyConfig = field(default_factory=LobbyConfig)
+    table: TableConfig = field(default_factory=TableConfig)
+    arbiter: ArbiterConfig = field(default_factory=ArbiterConfig)
+    records: RecordsConfig = field(default_factory=RecordsConfig)
+
+    def service(self, name: str) -> Any:
+        return getattr(self, name)
+
+
+_SHORT_ENV = {"DATABASE_URL": ("records", "database_url"), "NATS_URL": ("nats", "url")}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _coerce(value: Any, typ: type, where: str) -> Any:
+    """Turn a TOML or environment value into ``typ``; ConfigError when it does not fit."""
+    try:
+        if typ is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError
+        if typ is int:
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(str(value).strip()) if isinstance(value, str) else int(value)
+        if typ is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if typ is str:
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {value!r} is not a valid {typ.__name__}") from None
+    raise ConfigError(f"{where}: unsupported type {typ!r}")
+
+
+def _apply(section: Any, values: Mapping[str, Any], where: str) -> Any:
+    hints = get_type_hints(type(section))
+    known = {f.name for f in fields(section)}
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
+        typ = hints[key]
+        current = getattr(section, key)
+        if is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}.{key}: expected a table")
+            changes[key] = _apply(current, value, f"{where}.{key}")
+        else:
+            changes[key] = _coerce(value, typ, f"{where}.{key}")
+    return replace(section, **changes)
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for name, value in environ.items():
+        if name in _SHORT_ENV:
+            sec, key = _SHORT_ENV[name]
+            out.setdefault(sec, {})[key] = value
+        elif name.startswith("PAIJU_") and "__" in name:
+            sec, _, key = name[len("PAIJU_"):].partition("__")
+            out.setdefault(sec.lower(), {})[key.lower()] = value
+    return out
+
+
+def load_config(env: str | None = None, *, environ: Mapping[str, str] | None = None,
+                path: Path | None = None) -> Config:
+    """Load ``config/<env>.toml`` and apply environment overrides; validate everything."""
+    environ = os.environ if environ is None else environ
+    env = env or environ.get("PAIJU_ENV", "dev")
+    if path is None:
+        if env not in ENVIRONMENTS:
+            raise ConfigError(f"PAIJU_ENV={env!r}: expected one of {', '.join(ENVIRONMENTS)}")
+        path = CONFIG_DIR / f"{env}.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    cfg = _apply(Config(), data, path.name)
+    overrides = _env_overrides(environ)
+    for section, values in overrides.items():
+        if not hasattr(cfg, section) or not is_dataclass(getattr(cfg, section)):
+            raise ConfigError(f"environment: unknown section {section!r} in a PAIJU_ variable")
+        cfg = replace(cfg, **{section: _apply(getattr(cfg, section), values,
+                                              f"environment {section}")})
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: Config) -> None:
+    for name in ("lobby", "table", "arbiter", "records"):
+        sec = getattr(cfg, name)
+        for port_name in ("port", "metrics_port"):
+            port = getattr(sec, port_name)
+            if not 0 <= port <= 65535:
+                raise ConfigError(f"{name}.{port_name}: {port} is not a TCP port")
+    if cfg.log.level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
+    if cfg.env == "prod" and not cfg.lobby.token_secret:
+        raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
+    if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:
+        raise ConfigError("table.turn_seconds and table.window_seconds must be positive")

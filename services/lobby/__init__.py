@@ -1,0 +1,1 @@
+"""lobby: login, sessions, rooms, matchmaking, chat, geo, dismiss voting; the front door."""

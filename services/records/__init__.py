@@ -1,0 +1,1 @@
+"""records: settlements, the coin ledger, history scores, replays and profiles in SQL."""

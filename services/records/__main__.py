@@ -1,0 +1,4 @@
+from services.common.runner import main
+from services.records.server import start
+
+main("records", start)

@@ -1,0 +1,1 @@
+"""table: owns rooms and runs hands through the engines in games/."""

@@ -1,0 +1,4 @@
+from services.common.runner import main
+from services.table.server import start
+
+main("table", start)

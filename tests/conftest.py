@@ -1,0 +1,33 @@
+"""Shared fixtures: an embedded nats-server per test session (never the machine's NATS),
+and helpers to run services as real processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from services.common.natsd import EmbeddedNats  # noqa: E402
+
+os.environ.setdefault("PAIJU_ENV", "test")
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[EmbeddedNats]:
+    """A private nats-server with JetStream on a free port for the whole session."""
+    with EmbeddedNats() as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_nats() -> Iterator[EmbeddedNats]:
+    """A private nats-server for one test (tests that kill and restart it)."""
+    with EmbeddedNats() as server:
+        yield server

@@ -1,0 +1,96 @@
+"""Run services as real child processes for service and system tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from services.common.natsd import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ServiceProc:
+    name: str
+    port: int
+    metrics_port: int
+    env: dict[str, str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> ServiceProc:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"services.{self.name}", *self.extra_args],
+            cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True)
+        self.wait_serving(timeout)
+        return self
+
+    def wait_serving(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        with grpc.insecure_channel(self.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while time.monotonic() < deadline:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n"
+                                       + self.log_path.read_text(errors="replace")[-4000:])
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError as exc:
+                    last = exc
+                time.sleep(0.1)
+        raise TimeoutError(f"{self.name} not SERVING within {timeout}s ({last})\n"
+                           + self.log_path.read_text(errors="replace")[-4000:])
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait(timeout=5)
+        self.proc = None
+        return code
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+
+def service_env(nats_url: str, tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAIJU_")}
+    env.update({
+        "PAIJU_ENV": "test",
+        "NATS_URL": nats_url,
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp / 'records.db'}",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra)
+    return env
+
+
+def make_service(name: str, nats_url: str, tmp: Path, **extra_env: str) -> ServiceProc:
+    port, metrics = free_port(), free_port()
+    key = name.upper()
+    env = service_env(nats_url, tmp, **{f"PAIJU_{key}__PORT": str(port),
+                                        f"PAIJU_{key}__METRICS_PORT": str(metrics)}, **extra_env)
+    return ServiceProc(name, port, metrics, env, tmp / f"{name}-{port}.log")

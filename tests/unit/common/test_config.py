@@ -1,0 +1,63 @@
+"""Configuration: files per environment, environment overrides, clear errors."""
+
+from pathlib import Path
+
+import pytest
+
+from services.common.config import ConfigError, load_config
+
+
+def test_each_environment_file_loads() -> None:
+    dev = load_config("dev", environ={})
+    test = load_config("test", environ={})
+    assert dev.env == "dev" and test.env == "test"
+    assert test.table.turn_seconds < dev.table.turn_seconds
+    prod = load_config("prod", environ={"PAIJU_LOBBY__TOKEN_SECRET": "s3cret"})
+    assert prod.lobby.token_secret == "s3cret"
+    assert prod.records.database_url.startswith("postgresql+asyncpg://")
+
+
+def test_environment_overrides_file_values() -> None:
+    cfg = load_config("dev", environ={
+        "PAIJU_TABLE__TURN_SECONDS": "7.5",
+        "PAIJU_LOBBY__LEGACY_MD5": "yes",
+        "PAIJU_LOBBY__PORT": "6000",
+        "DATABASE_URL": "sqlite+aiosqlite:///x.db",
+        "NATS_URL": "nats://127.0.0.1:1",
+    })
+    assert cfg.table.turn_seconds == 7.5
+    assert cfg.lobby.legacy_md5 is True
+    assert cfg.lobby.port == 6000
+    assert cfg.records.database_url == "sqlite+aiosqlite:///x.db"
+    assert cfg.nats.url == "nats://127.0.0.1:1"
+
+
+@pytest.mark.parametrize(("name", "value", "fragment"), [
+    ("PAIJU_TABLE__TURN_SECONDS", "soon", "table.turn_seconds: 'soon' is not a valid float"),
+    ("PAIJU_LOBBY__PORT", "70000", "lobby.port: 70000 is not a TCP port"),
+    ("PAIJU_LOBBY__LEGACY_MD5", "maybe", "lobby.legacy_md5"),
+    ("PAIJU_LOBBY__NO_SUCH_KEY", "1", "unknown key"),
+    ("PAIJU_NOSECTION__X", "1", "unknown section"),
+])
+def test_bad_environment_value_is_a_clear_error(name: str, value: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config("dev", environ={name: value})
+    assert fragment in str(err.value)
+
+
+def test_bad_file_and_unknown_environment(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[table]\nturn_seconds = "fast"\n')
+    with pytest.raises(ConfigError, match="bad.toml.table.turn_seconds"):
+        load_config(path=bad, environ={})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[table\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path=broken, environ={})
+    with pytest.raises(ConfigError, match="PAIJU_ENV"):
+        load_config("staging", environ={})
+
+
+def test_prod_requires_a_token_secret() -> None:
+    with pytest.raises(ConfigError, match="token_secret"):
+        load_config("prod", environ={})
