@@ -1,0 +1,80 @@
+"""What a seat or a spectator may see (the one projection of hidden information).
+
+A seat sees its own concealed tiles, drawn tile, exchange and void; of the others only the
+table: melds (a concealed kong face down), discards, hand sizes and voids once revealed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from games.mahjong import SUITS, format_counts, tile_name
+
+
+class ViewMixin:
+    """Observation and notation helpers of :class:`~games.mahjong.flow.MahjongState`."""
+
+    @staticmethod
+    def name(tile: int) -> str:
+        return tile_name(tile)
+
+    @staticmethod
+    def names(tiles: Any) -> list[str]:
+        return [tile_name(t) for t in tiles]
+
+    @staticmethod
+    def fmt(counts: list[int]) -> str:
+        return format_counts(counts)
+
+    def public_view(self: Any) -> dict[str, Any]:
+        return self._view(None)
+
+    def observation(self: Any, seat: int) -> dict[str, Any]:
+        return self._view(seat)
+
+    def _view(self: Any, seat: int | None) -> dict[str, Any]:
+        voids_public = self.stage not in ("exchange", "void")
+        w = self.window
+        view: dict[str, Any] = {
+            "variant": self.rules.name,
+            "seat": seat,
+            "dealer": self.dealer,
+            "phase": self.stage,
+            "to_act": list(self.to_act()),
+            "melds": [[self._meld_view(m, seat == owner) for m in self.melds[owner]]
+                      for owner in range(4)],
+            "discards": [self.names(d) for d in self.discards],
+            "wall_remaining": self.wall.remaining(),
+            "void": [v if voids_public or owner == seat else None
+                     for owner, v in enumerate(self.voids)],
+            "won": [o if o else False for o in self.win_order],
+            "won_tiles": [self.names(t) for t in self.won_tiles],
+            "hand_counts": [sum(h) for h in self.hands],
+            "window": None if w is None else {"id": w["id"], "tile": self.name(w["tile"]),
+                                              "source": w["source"], "trigger": w["trigger"]},
+            "scores": self._running_scores(),
+            "wins": [{k: v for k, v in win.items() if k != "value"} for win in self.wins],
+        }
+        view.update(self.rules.view_extras(self))
+        if seat is None:
+            return view
+        view["hand"] = self.fmt(self.hands[seat])
+        drawn = self.drawn[seat]
+        view["drawn"] = None if drawn is None or seat != self.turn else tile_name(drawn)
+        sel, recv = self.exchange_sel[seat], self.exchange_recv[seat]
+        view["exchange"] = None if sel is None else {
+            "given": self.names(sel), "received": None if recv is None else self.names(recv)}
+        view["candidates"] = [a.to_dict() for a in self.legal_actions(seat)]
+        return view
+
+    def _meld_view(self: Any, meld: Any, own: bool) -> dict[str, Any]:
+        hidden = meld.concealed and meld.kind == "angang" and not own
+        tiles = "" if hidden else "".join(tile_name(t)[0] for t in meld.tiles) + \
+            SUITS[meld.tiles[0] // 9]
+        return {"kind": meld.kind, "tiles": tiles, "from": meld.source}
+
+    def _running_scores(self: Any) -> list[int]:
+        out = [0] * 4
+        for p in self.ledger:
+            out[p.payer] -= p.amount
+            out[p.payee] += p.amount
+        return out

@@ -1,0 +1,347 @@
+"""Response windows (响应窗口) after a discard, an added kong (抢杠胡), a Changsha 开杠 reveal
+or the exposed 海底 tile; wins (胡) and claims; the haidi offer; the end of the hand.
+
+Windows are decided by the pure :func:`games.arbitration.resolve`; this module builds the
+window, records answers, checks and applies a decision, and keeps 过水不胡 / 漏胡 state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from games.arbitration import Decision, Response, Window, resolve
+from games.engine import Action, BadInput, IllegalAction, NotYourTurn, StaleRef
+from games.mahjong import suit_of
+from games.mahjong.meld import Meld
+
+_CLAIMS = ("zhigang", "kaigang", "buzhang", "peng", "chi")
+
+
+class WindowMixin:
+    """Response windows, wins and the end of the hand for
+    :class:`~games.mahjong.flow.MahjongState`."""
+
+    # ------------------------------------------------------------------ opening
+
+    def open_window(self: Any, source: int, tile: int, trigger: str,
+                    extra: dict | None = None, tiles: list[int] | None = None) -> bool:
+        """Open a window on ``tile`` (or on any of ``tiles`` for 开杠 reveals); False when
+        no seat could answer anything but pass (no window is opened then)."""
+        candidates, hu_tiles = {}, {}
+        for seat in range(4):
+            if seat == source or not self.active(seat):
+                continue
+            kinds = set()
+            best = self._best_ron(seat, tiles or [tile], trigger, source)
+            if best is not None:
+                kinds.add("hu")
+                hu_tiles[str(seat)] = best[0]
+            if trigger == "discard" and not self.locked[seat]:
+                kinds |= self.rules.claim_kinds(self, seat, tile, source)
+            if kinds:
+                candidates[str(seat)] = sorted(kinds | {"pass"})
+        if not candidates:
+            return False
+        self.window_seq += 1
+        self.window = {"id": self.window_seq, "source": source, "tile": tile, "trigger": trigger,
+                       "tiles": tiles or [tile], "candidates": candidates, "responses": {},
+                       "hu_tiles": hu_tiles, "extra": extra or {}}
+        self.stage = "window"
+        data = {"window": self.window_seq, "source": source, "tile": self.name(tile),
+                "trigger": trigger}
+        if tiles:
+            data["tiles"] = self.names(tiles)
+        self.emit("window_opened", data)
+        for seat in sorted(candidates, key=int):
+            actions = [a.to_dict() for a in self._window_actions(int(seat))]
+            self.emit("candidates", {"window": self.window_seq, "actions": actions}, to=int(seat))
+        return True
+
+    def ron_flags(self: Any, trigger: str, source: int, tile: int) -> set[str]:
+        flags = set(self.rules.ron_flags(self, trigger, source))
+        if trigger == "haidi":
+            flags.add("last_tile")
+        return flags
+
+    def _best_ron(self: Any, seat: int, tiles: list[int], trigger: str, source: int):
+        """(tile, score) of the best discard-type win for ``seat`` on any of ``tiles``, or
+        None (also when 过水不胡 blocks it)."""
+        win = "rob_kong" if trigger == "rob_kong" else "discard"
+        best = None
+        for tile in dict.fromkeys(tiles):
+            score = self.rules.score(self, seat, self.hands[seat], tile, win,
+                                     self.ron_flags(trigger, source, tile))
+            if score is None or self._ron_blocked(seat, tile, score):
+                continue
+            if best is None or score["value"] > best[1]["value"]:
+                best = (tile, score)
+        return best
+
+    def _ron_blocked(self: Any, seat: int, tile: int, score: dict) -> bool:
+        block = self.pass_block[seat]
+        if block is None:
+            return False
+        if block["mode"] == "all":
+            return True
+        if block["mode"] == "tile":
+            return tile in block["tiles"]
+        return score["value"] <= block["value"]
+
+    # ------------------------------------------------------------------ answers
+
+    def _window_actions(self: Any, seat: int) -> list[Action]:
+        w, ref = self.window, str(self.window["id"])
+        out = []
+        for kind in w["candidates"].get(str(seat), []):
+            if kind == "chi":
+                out.extend(Action("chi", tuple(self.names(p)), ref) for p in self._chi_pairs(seat))
+            elif kind in ("hu", "pass"):
+                out.append(Action(kind, ref=ref))
+            else:
+                out.append(Action(kind, (self.name(w["tile"]),), ref))
+        return out
+
+    def _chi_pairs(self: Any, seat: int) -> list[tuple[int, int]]:
+        return self._chi_pairs_for(seat, self.window["tile"])
+
+    def _chi_pairs_for(self: Any, seat: int, tile: int) -> list[tuple[int, int]]:
+        """The hand-tile pairs that make a run (吃) with ``tile``."""
+        hand = self.hands[seat]
+        pairs = []
+        for low in (tile - 2, tile - 1, tile):
+            run = [low, low + 1, low + 2]
+            if low < 0 or suit_of(low) != suit_of(tile) or low + 2 > 26 \
+                    or suit_of(low + 2) != suit_of(tile):
+                continue
+            rest = [t for t in run if t != tile]
+            if all(hand[t] for t in rest):
+                pairs.append((rest[0], rest[1]))
+        return pairs
+
+    def _verify_response(self: Any, seat: int, action: Action) -> None:
+        w = self.window
+        if action.ref != str(w["id"]):
+            raise StaleRef(f"window {action.ref!r} is not the open window {w['id']}")
+        kinds = w["candidates"].get(str(seat))
+        if kinds is None:
+            raise NotYourTurn(f"seat {seat} cannot answer window {w['id']}")
+        if str(seat) in w["responses"]:
+            raise IllegalAction(f"seat {seat} already answered window {w['id']}")
+        if action.kind not in kinds:
+            raise IllegalAction(f"{action.kind} is not possible on window {w['id']}")
+        if action.kind == "chi":
+            pair = tuple(sorted(self.parse_tiles(action, 2)))
+            if pair not in self._chi_pairs(seat):
+                raise IllegalAction(f"chi with {action.tiles} does not make a run you hold")
+        elif action.tiles and action.kind != "pass":
+            if self.parse_tiles(action, 1)[0] != w["tile"]:
+                raise BadInput(f"{action.kind} must name the window tile {self.name(w['tile'])}")
+
+    def _record(self: Any, seat: int, action: Action) -> None:
+        tiles = sorted(self.parse_tiles(action, 2)) if action.kind == "chi" else []
+        self.window["responses"][str(seat)] = {"kind": action.kind, "tiles": tiles}
+        self.emit("response", {"window": self.window["id"], "kind": action.kind}, to=seat)
+
+    def record_response(self: Any, seat: int, action: Action) -> list:
+        """Record one answer without resolving (the table service asks the arbiter)."""
+        if self.stage != "window":
+            raise StaleRef("there is no open response window")
+        self.verify(seat, action)
+        self._out = []
+        self._record(seat, action)
+        out, self._out = self._out, []
+        return out
+
+    def pending_window(self: Any) -> Window | None:
+        w = self.window
+        if self.stage != "window" or w is None:
+            return None
+        return Window(
+            w["id"], w["source"], w["tile"], w["trigger"],
+            {int(s): frozenset(k) for s, k in w["candidates"].items()},
+            {int(s): Response(r["kind"], tuple(r["tiles"])) for s, r in w["responses"].items()},
+        )
+
+    def _auto_resolve(self: Any) -> None:
+        decision = resolve(self.pending_window(), self.rules.arbitration(self.options))
+        if decision.final:
+            self._apply_decision(decision)
+
+    def resolve_window(self: Any, decision: Decision) -> list:
+        """Check that ``decision`` is final, for the open window and legal, then apply it."""
+        w = self.window
+        if self.stage != "window" or decision.window_id != w["id"]:
+            raise StaleRef(f"decision for window {decision.window_id} is not current")
+        if not decision.final:
+            raise IllegalAction("the decision is not final")
+        if decision.action != "pass" or decision.winners:
+            for seat in decision.winners:
+                answer = w["responses"].get(str(seat))
+                if answer is None or answer["kind"] != decision.action \
+                        or decision.action not in w["candidates"][str(seat)]:
+                    raise IllegalAction(f"seat {seat} did not answer {decision.action}")
+            if not decision.winners or (decision.action != "hu" and len(decision.winners) != 1):
+                raise IllegalAction(f"bad winners {decision.winners} for {decision.action}")
+        self._out = []
+        self._apply_decision(decision)
+        out, self._out = self._out, []
+        return out
+
+    # ------------------------------------------------------------------ decisions
+
+    def _apply_decision(self: Any, d: Decision) -> None:
+        w, self.window = self.window, None
+        self._note_passes(w, d)
+        self.emit("window_closed", {"window": w["id"], "action": d.action,
+                                    "winners": list(d.winners)})
+        source, tile, trigger = w["source"], w["tile"], w["trigger"]
+        if d.action == "hu":
+            self._ron(w, d.winners)
+        elif d.action in _CLAIMS:
+            self._claim(d.winners[0], d.action, source, tile, w)
+        elif trigger == "rob_kong":
+            self.complete_kong(source, w["extra"]["kind"], tile, None)
+        elif trigger == "haidi":
+            self.end_hand("wall_exhausted")
+        else:
+            self.next_turn(self.next_active(source))
+
+    def _note_passes(self: Any, w: dict, d: Decision) -> None:
+        rule = self.rules.pass_rule(self.options)
+        for seat in d.passed_win:
+            if seat in d.winners or rule == "off":
+                continue
+            tile = w["hu_tiles"][str(seat)]
+            if rule == "until_next_draw":
+                self.pass_block[seat] = {"mode": "all"}
+            elif rule == "same_tile_only":
+                old = self.pass_block[seat] or {"mode": "tile", "tiles": []}
+                self.pass_block[seat] = {"mode": "tile", "tiles": old["tiles"] + [tile]}
+            else:
+                score = self.rules.score(self, seat, self.hands[seat], tile, "discard", set())
+                self.pass_block[seat] = {"mode": "value", "value": score["value"]}
+        if self.rules.pass_peng(self.options):
+            for seat, answer in w["responses"].items():
+                if answer["kind"] == "pass" and "peng" in w["candidates"][seat]:
+                    self.pass_peng[int(seat)].append(w["tile"])
+
+    def _ron(self: Any, w: dict, winners: tuple[int, ...]) -> None:
+        source, trigger = w["source"], w["trigger"]
+        results = []
+        for seat in winners:
+            tile = w["hu_tiles"][str(seat)]
+            win = "rob_kong" if trigger == "rob_kong" else "discard"
+            flags = self.ron_flags(trigger, source, tile)
+            results.append((seat, self.rules.score(self, seat, self.hands[seat], tile, win, flags)))
+        tile = w["hu_tiles"][str(winners[0])]
+        if trigger == "rob_kong":
+            self.hands[source][tile] -= 1
+            self.drawn[source] = None
+        else:
+            self.discards[source].reverse()
+            self.discards[source].remove(tile)
+            self.discards[source].reverse()
+        self.record_wins(trigger, source, tile, results)
+
+    def _claim(self: Any, seat: int, kind: str, source: int, tile: int, w: dict) -> None:
+        self.discards[source].pop()
+        self.ctx["claimed"] = True
+        if kind in ("zhigang", "kaigang", "buzhang"):
+            self.complete_kong(seat, kind, tile, source)
+            return
+        answer = w["responses"][str(seat)]
+        rest = answer["tiles"] if kind == "chi" else [tile, tile]
+        for t in rest:
+            self.hands[seat][t] -= 1
+        meld_tiles = tuple(sorted(rest + [tile]))
+        self.melds[seat].append(Meld(kind, meld_tiles, source))
+        self.emit(kind, {"seat": seat, "tiles": self.names(meld_tiles), "tile": self.name(tile),
+                         "from": source})
+        self.turn, self.stage, self.drawn[seat] = seat, "play", None
+        self.ctx["kong"] = None
+
+    # ------------------------------------------------------------------ wins and the end
+
+    def record_wins(self: Any, trigger: str, source: int, tile: int, results: list) -> None:
+        """Record winners (in order from the source), pay them, then continue or end."""
+        first = True
+        for seat, score in results:
+            self.win_order[seat] = max(self.win_order) + 1
+            if first:
+                self.won_tiles[seat].append(tile)
+            first = False
+            record = {"seat": seat, "tile": self.name(tile), "from": None if
+                      trigger == "self_draw" else source, "trigger": trigger, "multi": len(results) > 1, **score}
+            self.wins.append(record)
+            self.emit("hu", {k: v for k, v in record.items() if k != "value"})
+        self.rules.pay_wins(self, trigger, source, tile, [s for s, _ in results])
+        if self.stage == "over":
+            return
+        if self.rules.continues_after_win and sum(1 for o in self.win_order if o) < 3:
+            last = results[-1][0]
+            self.next_turn(self.next_active(last))
+        else:
+            self.end_hand("win" if not self.rules.continues_after_win else "three_won")
+
+    def end_hand(self: Any, reason: str) -> None:
+        self.stage, self.end_reason, self.window = "over", reason, None
+        self.rules.finish(self)
+        totals = [0] * 4
+        for p in self.ledger:
+            totals[p.payer] -= p.amount
+            totals[p.payee] += p.amount
+        self.emit("hand_over", {
+            "reason": reason, "deltas": totals,
+            "winners": [w["seat"] for w in self.wins],
+            "next_dealer": self.rules.next_dealer(self),
+            "hands": [self.fmt(h) for h in self.hands],
+        })
+
+    # ------------------------------------------------------------------ haidi (海底)
+
+    def offer_haidi(self: Any, seat: int) -> None:
+        self.haidi = {"first": seat, "offered": 1, "taker": None}
+        self.stage, self.turn = "haidi", seat
+        self.emit("haidi_offer", {"seat": seat})
+
+    def _haidi_must_take(self: Any, seat: int) -> bool:
+        return bool(self.rules.haidi_compulsory(self.options)) and self.haidi["offered"] == 1
+
+    def _haidi_actions(self: Any, seat: int) -> list[Action]:
+        if self._haidi_must_take(seat):
+            return [Action("haidi", choice="yes")]
+        return [Action("haidi", choice="yes"), Action("haidi", choice="no")]
+
+    def _verify_haidi(self: Any, seat: int, action: Action) -> None:
+        if action.kind != "haidi" or action.choice not in ("yes", "no"):
+            raise IllegalAction("answer the haidi offer: haidi with choice yes or no")
+        if action.choice == "no" and self._haidi_must_take(seat):
+            raise IllegalAction("taking the haidi tile is compulsory in this room")
+
+    def _do_haidi(self: Any, seat: int, action: Action) -> None:
+        if action.choice == "no":
+            self.emit("haidi_refuse", {"seat": seat})
+            if self.haidi["offered"] == 4:
+                self.end_hand("wall_exhausted")
+                return
+            self.haidi["offered"] += 1
+            self.turn = (seat + 1) % 4
+            self.emit("haidi_offer", {"seat": self.turn})
+            return
+        self.haidi["taker"] = seat
+        self.emit("haidi_take", {"seat": seat})
+        self.ctx["haidi_draw"] = True
+        self.draw_for(seat)
+        score = self._self_draw_score(seat)
+        if score is not None:
+            tile = self.drawn[seat]
+            self.hands[seat][tile] -= 1
+            self.record_wins("self_draw", seat, tile, [(seat, score)])
+            return
+        tile = self.drawn[seat]
+        self.hands[seat][tile] -= 1
+        self.drawn[seat] = None
+        self.discards[seat].append(tile)
+        self.emit("discard", {"seat": seat, "tile": self.name(tile), "haidi": True})
+        if not self.open_window(seat, tile, "haidi"):
+            self.end_hand("wall_exhausted")

@@ -1,0 +1,76 @@
+"""The wall (牌墙): 108 tiles, normal draws from the front, kong replacements, 开杠 reveals
+and birds (扎鸟) from the back. There is no dead wall: every tile can be drawn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from games.rng import Stream, derive
+
+NUM_KINDS = 27
+NUM_TILES = 108
+
+
+def full_set() -> list[int]:
+    """All 108 tiles in index order (four copies of each of the 27 kinds)."""
+    return [kind for kind in range(NUM_KINDS) for _ in range(4)]
+
+
+def shuffled_wall(seed: int) -> list[int]:
+    """The wall for a hand: Fisher-Yates over the full set with the hand's "wall" stream."""
+    tiles = full_set()
+    Stream(derive(seed, "wall")).shuffle(tiles)
+    return tiles
+
+
+def check_wall(tiles: Sequence[int]) -> None:
+    """Raise ValueError unless ``tiles`` is exactly the 108-tile set in some order."""
+    if len(tiles) != NUM_TILES or sorted(tiles) != full_set():
+        raise ValueError("a wall must hold each of the 27 tile kinds exactly four times")
+
+
+class Wall:
+    """The undrawn tiles between ``front`` (next normal draw) and ``back`` (exclusive end)."""
+
+    __slots__ = ("tiles", "front", "back")
+
+    def __init__(self, tiles: Sequence[int], front: int = 0, back: int | None = None) -> None:
+        self.tiles = list(tiles)
+        self.front = front
+        self.back = len(self.tiles) if back is None else back
+
+    def remaining(self) -> int:
+        return self.back - self.front
+
+    def draw_front(self) -> int:
+        if self.remaining() <= 0:
+            raise IndexError("the wall is empty")
+        tile = self.tiles[self.front]
+        self.front += 1
+        return tile
+
+    def draw_back(self) -> int:
+        if self.remaining() <= 0:
+            raise IndexError("the wall is empty")
+        self.back -= 1
+        return self.tiles[self.back]
+
+    def undrawn(self) -> list[int]:
+        return self.tiles[self.front : self.back]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tiles": list(self.tiles), "front": self.front, "back": self.back}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Wall:
+        return cls(data["tiles"], data["front"], data["back"])
+
+
+def deal(wall: Wall, dealer: int, seats: int = 4) -> list[list[int]]:
+    """Deal 13 tiles each, one at a time starting with the dealer, then a 14th to the dealer."""
+    hands: list[list[int]] = [[] for _ in range(seats)]
+    for _ in range(13):
+        for k in range(seats):
+            hands[(dealer + k) % seats].append(wall.draw_front())
+    hands[dealer].append(wall.draw_front())
+    return hands
