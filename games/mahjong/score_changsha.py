@@ -27,6 +27,7 @@ from games.mahjong.score_common import (
     with_tile,
 )
 from games.mahjong.tiles import rank_of
+from games.mahjong.wincheck import is_win
 
 OPENING_HU_TYPES = (
     "opening_four",
@@ -130,7 +131,9 @@ def changsha_waits(
     held = total_counts(concealed, melds)
     out = []
     for tile in range(27):
-        if held[tile] < 4:
+        full = with_tile(concealed, tile)
+        maybe = is_win(full) or ranks_used(total_counts(full, melds)) <= {2, 5, 8}
+        if held[tile] < 4 and maybe:  # fast pre-check: a shape, or 将将胡 (no shape needed)
             score = score_changsha(concealed, melds, WinContext(tile, "discard"), options)
             if score.winning:
                 out.append((tile, score.big_hu))

@@ -26,6 +26,7 @@ from games.mahjong.score_common import (
     with_tile,
 )
 from games.mahjong.tiles import rank_of
+from games.mahjong.wincheck import is_win
 
 # Scoring-related room options of §A11 with their DEFAULT values.
 XUEZHAN_SCORING_DEFAULTS: Mapping[str, Any] = {
@@ -96,7 +97,7 @@ def xuezhan_waits(
     held = total_counts(concealed, melds)
     out = []
     for tile in range(27):
-        if held[tile] < 4:
+        if held[tile] < 4 and is_win(with_tile(concealed, tile)):  # fast shape pre-check
             score = score_xuezhan(concealed, melds, WinContext(tile, "discard", void=void), options)
             if score.winning:
                 out.append((tile, score.fan))
