@@ -93,8 +93,15 @@ def _near_wins(draw: st.DrawFn, limit: int) -> list[int]:
     return counts
 
 
-no_quads = st.one_of(_copies(3), _wins(4, 3), _near_wins(3))
-any_hand = st.one_of(_copies(4), _wins(4, 4), _near_wins(4))
+def _pairs(unique: bool) -> st.SearchStrategy[list[int]]:
+    """Seven pairs; with ``unique=False`` a tile may give two pairs (a quad)."""
+    return st.lists(st.integers(0, 26), min_size=7, max_size=7, unique=unique).map(
+        lambda ts: [2 * ts.count(t) for t in range(27)]
+    ).filter(lambda c: max(c) <= 4)
+
+
+no_quads = st.one_of(_copies(3), _wins(4, 3), _near_wins(3), _pairs(True))
+any_hand = st.one_of(_copies(4), _wins(4, 4), _near_wins(4), _pairs(False))
 
 
 @settings(max_examples=1500)
