@@ -27,7 +27,7 @@ from games.dadun.entrust import default_friend_card, entrust_lead
 from games.dadun.legal import hint_plays
 from games.dadun.model import SEATS, Deal
 from games.dadun.options import DEFAULT_OPTIONS, normalize_options
-from games.engine import Action, BadInput, Event, RuleError, Settlement
+from games.engine import Action, BadInput, Event, NotYourTurn, RuleError, Settlement
 from games.rng import Stream, derive
 
 NAME = "dadun"
@@ -101,7 +101,7 @@ class DadunState:
         plays the lowest single not breaking a bomb or 510K, a follower passes."""
         d = self.deal
         if seat not in d.to_act():
-            raise RuleError(f"seat {seat} has nothing to decide now", "not_your_turn")
+            raise NotYourTurn(f"seat {seat} has nothing to decide now")
         if d.phase == "alone":
             return Action("choose_alone", choice="no")
         if d.phase == "friend":
