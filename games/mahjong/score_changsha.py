@@ -101,11 +101,9 @@ def score_changsha(
     total = total_counts(full, melds)
     extra = _situational(ctx, melds, opts)
     candidates = []
-    small_shape = False
     for shape in shapes(full, melds):
         items = _shape_items(shape, full, total, melds)
-        pair_258 = shape.kind == "standard" and rank_of(shape.pair) in (2, 5, 8)
-        small_shape = small_shape or pair_258
+        pair_258 = shape.pair is not None and rank_of(shape.pair) in (2, 5, 8)
         if items or pair_258:
             candidates.append(items + extra)
     if ranks_used(total) <= {2, 5, 8}:  # 将将胡 needs no set structure

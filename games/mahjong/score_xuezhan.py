@@ -115,8 +115,8 @@ def xuezhan_ready_value(
     waits = xuezhan_waits(concealed, melds, void, options)
     if not waits:
         return 0
-    cap = _cap(resolve_options(XUEZHAN_SCORING_DEFAULTS, _ALLOWED, options))
-    return 2 ** min(max(fan for _, fan in waits), cap)
+    opts = resolve_options(XUEZHAN_SCORING_DEFAULTS, _ALLOWED, options)
+    return _multiplier(max(fan for _, fan in waits), opts)
 
 
 def _hand_fan(
@@ -151,6 +151,8 @@ def _hand_fan(
 
 def _all_terminal_groups(shape: Shape) -> bool:
     """带幺九: every set and the pair contains a 1 or a 9."""
+    if shape.pair is None:
+        return False
     groups = [set_tiles(s) for s in shape.sets] + [(shape.pair,)]
     return all(any(rank_of(t) in (1, 9) for t in group) for group in groups)
 
@@ -190,16 +192,17 @@ def _heavenly_or_earthly(ctx: WinContext, opts: Mapping[str, Any]) -> str:
 
 
 def _per_payer(fan: int, ctx: WinContext, opts: Mapping[str, Any]) -> int:
-    amount = 2 ** min(fan, _cap(opts))
+    amount = _multiplier(fan, opts)
     plain_self_draw = ctx.win == "self_draw" and not _heavenly_or_earthly(ctx, opts)
     if plain_self_draw and opts["self_draw_bonus"] == "add_base":
         amount += 1
     return amount
 
 
-def _cap(opts: Mapping[str, Any]) -> int | float:
+def _multiplier(fan: int, opts: Mapping[str, Any]) -> int:
+    """``2^min(fan, cap)``; cap_fan "none" (or None) means no cap."""
     cap = opts["cap_fan"]
-    return float("inf") if cap in ("none", None) else cap
+    return 2 ** (fan if cap in ("none", None) else min(fan, cap))
 
 
 __all__ = [
