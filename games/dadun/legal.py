@@ -220,17 +220,21 @@ def has_legal_play(hand: Sequence[int], previous: Combo | None) -> bool:
 
 
 def hint_plays(hand: Sequence[int], previous: Combo | None, limit: int = 3) -> list[tuple[int, ...]]:
-    """A few sensible plays, lowest first: one play per shape, with the lowest cards as
-    kickers and wings; normal plays before bomb-tier ones, by rung, then key, then size."""
+    """A few sensible plays, lowest first: one per normal shape, with the lowest cards as
+    kickers and wings, and the lowest winning choice of each bomb-tier shape; ordered by
+    rung (normal plays first), then key, then size."""
     h = Hand(hand)
-    shapes = list(normal_shapes(h, previous)) + list(bomb_shapes(h))
     found: dict[tuple[int, ...], Combo] = {}
-    for bounds, total, free in shapes:
+    for bounds, total, free in normal_shapes(h, previous):
         play = _lowest_fill(h, bounds, total, free)
-        if play is not None and play not in found:
+        if play is not None:
+            found[play] = classify(play, h.size)
+    for bounds, total, free in bomb_shapes(h):
+        for play in compose(h, bounds, total, free):
             combo = classify(play, h.size)
             if previous is None or beats(combo, previous):
                 found[play] = combo
+                break
     whole = _whole_hand_play(h, previous)
     if whole is not None:
         found[whole] = classify(whole, h.size, against=previous)
