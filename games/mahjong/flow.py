@@ -28,9 +28,10 @@ from games.engine import (
     Payment,
     RuleError,
     Settlement,
+    StaleRef,
     deltas_from,
 )
-from games.mahjong import tile_index
+from games.mahjong import tile_index, tile_name
 from games.mahjong.flow_setup import SetupMixin
 from games.mahjong.flow_turn import TurnMixin
 from games.mahjong.flow_view import ViewMixin
@@ -44,6 +45,7 @@ ACTION_KINDS = frozenset(
     {"exchange_three", "declare_void", "hu", "pass", "discard", "angang", "bugang", "zhigang",
      "peng", "chi", "kaigang", "buzhang", "haidi"}
 )
+_TILE_NAMES = frozenset(tile_name(t) for t in range(27))
 # Fields serialized as they are (JSON-ready already).
 _PLAIN = (
     "seed", "dealer", "hands", "discards", "won_tiles", "drawn", "stage", "turn",
@@ -157,6 +159,8 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
         if self.stage == "window":
             self._verify_response(seat, action)
             return
+        if action.ref:
+            raise StaleRef(f"window {action.ref!r} is closed; no window is open now")
         if seat not in self.to_act():
             raise NotYourTurn(f"seat {seat} is not to act now (phase {self.stage})")
         if self.stage == "play":
@@ -220,6 +224,9 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
         if not isinstance(action, Action) or action.kind not in ACTION_KINDS:
             kind = getattr(action, "kind", action)
             raise BadInput(f"unknown action kind {kind!r}")
+        for name in action.tiles:
+            if not isinstance(name, str) or name not in _TILE_NAMES:
+                raise BadInput(f"bad tile name {name!r}")
 
     def parse_tiles(self, action: Action, count: int) -> list[int]:
         """The action's tile names as indices; exactly ``count`` of them."""

@@ -39,7 +39,7 @@ class ViewMixin:
             "seat": seat,
             "dealer": self.dealer,
             "phase": self.stage,
-            "to_act": list(self.to_act()),
+            "to_act": self._visible_to_act(seat),
             "melds": [[self._meld_view(m, seat == owner) for m in self.melds[owner]]
                       for owner in range(4)],
             "discards": [self.names(d) for d in self.discards],
@@ -65,6 +65,14 @@ class ViewMixin:
             "given": self.names(sel), "received": None if recv is None else self.names(recv)}
         view["candidates"] = [a.to_dict() for a in self.legal_actions(seat)]
         return view
+
+    def _visible_to_act(self: Any, seat: int | None) -> list[int]:
+        """Who may answer a window or declare an opening win depends on hidden tiles: a seat
+        sees only itself there, a spectator nobody."""
+        acting = self.to_act()
+        if self.stage in ("window", "opening"):
+            return [seat] if seat in acting else []
+        return list(acting)
 
     def _meld_view(self: Any, meld: Any, own: bool) -> dict[str, Any]:
         hidden = meld.concealed and meld.kind == "angang" and not own

@@ -101,6 +101,11 @@ class WindowMixin:
                 out.append(Action(kind, (self.name(w["tile"]),), ref))
         return out
 
+    def _default_response(self: Any, seat: int) -> Action:
+        """Entrust (托管) in a window: win if possible, else pass."""
+        kind = "hu" if "hu" in self.window["candidates"][str(seat)] else "pass"
+        return Action(kind, ref=str(self.window["id"]))
+
     def _chi_pairs(self: Any, seat: int) -> list[tuple[int, int]]:
         return self._chi_pairs_for(seat, self.window["tile"])
 

@@ -50,14 +50,15 @@ def _draw_birds(state: Any, source: int, tile: int, winners: list[int]) -> list[
         origin = state.dealer
     else:
         origin = source if len(winners) > 1 else winners[0]
-    if state.wall.remaining() == 0:
-        tiles = [tile]
-    else:
+    from_wall = state.wall.remaining() > 0
+    if from_wall:
         tiles = [state.wall.draw_back() for _ in range(min(count, state.wall.remaining()))]
+    else:
+        tiles = [tile]
     for t in tiles:
         hits[bird_seat(t % 9 + 1, origin)] += 1
     state.birds = {"tiles": state.names(tiles), "origin": origin, "hits": hits,
-                   "from_wall": state.wall.remaining() > 0 or tiles != [tile]}
+                   "from_wall": from_wall}
     state.emit("birds", {"tiles": state.names(tiles), "origin": origin, "hits": hits})
     return hits
 

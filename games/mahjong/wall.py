@@ -74,3 +74,30 @@ def deal(wall: Wall, dealer: int, seats: int = 4) -> list[list[int]]:
             hands[(dealer + k) % seats].append(wall.draw_front())
     hands[dealer].append(wall.draw_front())
     return hands
+
+
+def stacked_wall(
+    hands: Sequence[Sequence[int]], dealer: int, front: Sequence[int] = (),
+    back: Sequence[int] = (),
+) -> list[int]:
+    """A wall (for tests and replays of real tables) whose deal gives ``hands`` (the dealer's
+    with 14 tiles), then draws ``front`` in order from the front and ``back`` in order from
+    the back; every other tile fills the middle in index order."""
+    pool = full_set()
+    wall: list[int | None] = [None] * NUM_TILES
+    for r in range(14):
+        for k in range(4):
+            seat = (dealer + k) % 4
+            if r == 13 and seat != dealer:
+                continue
+            wall[4 * r + k if r < 13 else 52] = hands[seat][r]
+    for i, t in enumerate(front):
+        wall[53 + i] = t
+    for i, t in enumerate(back):
+        wall[NUM_TILES - 1 - i] = t
+    for t in wall:
+        if t is not None:
+            pool.remove(t)
+    filled = [t if t is not None else pool.pop(0) for t in wall]
+    check_wall(filled)
+    return filled
