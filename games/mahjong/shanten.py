@@ -51,29 +51,46 @@ def _transitions(runs_allowed: bool) -> list[list[tuple[int, int]]]:
     return table
 
 
-_MOVES = _transitions(True)
-_LAST_MOVES = _transitions(False)  # ranks 8 and 9 start no run
+def _rank_moves() -> list[list[list[tuple[int, int]]]]:
+    """Per rank, per tiles used on that rank (0..4): the (state, next state) moves from
+    the states reachable at that rank. Grouping by tiles used lets the DP add one gain per
+    group; keeping only reachable states keeps the inner loop short."""
+    inner, last = _transitions(True), _transitions(False)  # ranks 8 and 9 start no run
+    live = {_state(0, 0, 0, 0)}
+    out = []
+    for r in range(9):
+        groups: list[list[tuple[int, int]]] = [[] for _ in range(COPIES + 1)]
+        for src in sorted(live):
+            for dst, used in (inner if r < 7 else last)[src]:
+                groups[used].append((src, dst))
+        live = {dst for group in groups for _, dst in group}
+        out.append(groups)
+    return out
+
+
+_RANK_MOVES = _rank_moves()
+_FINAL = [(st, (st // 2) % _ROW, st % 2) for st in range(_STATES) if st // (2 * _ROW) == 0]
 
 
 @lru_cache(maxsize=1 << 17)
 def suit_costs(key: int) -> tuple[int, ...]:
     """For one suit key: ``cost[pair * 5 + m]`` = fewest tiles to add so that the suit holds
     m sets (plus the pair if ``pair``), tiles of H that do not fit being thrown away."""
-    best = {_state(0, 0, 0, 0): 0}  # state -> most tiles of H the arrangement reuses
-    for r, have in enumerate(key.to_bytes(9, "little")):
-        moves = _MOVES if r < 7 else _LAST_MOVES
-        nxt: dict[int, int] = {}
-        get = nxt.get
-        for state, value in best.items():
-            for target, used in moves[state]:
-                v = value + (used if used < have else have)
-                if get(target, -1) < v:
-                    nxt[target] = v
+    best = [-_INF] * _STATES  # state -> most tiles of H the arrangement reuses
+    best[0] = 0
+    for groups, have in zip(_RANK_MOVES, key.to_bytes(9, "little"), strict=True):
+        nxt = [-_INF] * _STATES
+        for used, moves in enumerate(groups):
+            gain = used if used < have else have
+            for src, dst in moves:
+                v = best[src] + gain
+                if nxt[dst] < v:
+                    nxt[dst] = v
         best = nxt
     cost = [_INF] * (2 * _ROW)
-    for state, reused in best.items():
-        m, p = (state // 2) % _ROW, state % 2
-        cost[p * _ROW + m] = min(cost[p * _ROW + m], 3 * m + 2 * p - reused)
+    for state, m, p in _FINAL:
+        if best[state] >= 0:
+            cost[p * _ROW + m] = min(cost[p * _ROW + m], 3 * m + 2 * p - best[state])
     return tuple(cost)
 
 
