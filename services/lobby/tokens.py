@@ -1,0 +1,105 @@
+"""Login tokens: ``"<uid>.<expiry_unix>.<hex hmac>"`` signed with HMAC-SHA256, and the seed's
+legacy check ``secret_string == md5(token + secret)`` (docs/services.md, "Login tokens").
+
+Run ``python -m services.lobby.tokens --user 1001 [--ttl S] [--secret S]`` to print a token;
+the secret defaults to ``lobby.token_secret`` of the current configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import time
+
+from paiju.v1 import common_pb2
+
+DEFAULT_TTL = 86400
+
+
+class TokenError(Exception):
+    """A login credential that is not accepted; ``code`` is the client ErrorCode."""
+
+    code = common_pb2.ERR_BAD_TOKEN
+
+
+class BadToken(TokenError):
+    code = common_pb2.ERR_BAD_TOKEN
+
+
+class TokenExpired(TokenError):
+    code = common_pb2.ERR_TOKEN_EXPIRED
+
+
+def _signature(secret: str, body: str) -> str:
+    return hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
+
+
+def mint(user_id: int, secret: str, ttl: int = DEFAULT_TTL, *, now: float | None = None) -> str:
+    """A token for ``user_id`` valid for ``ttl`` seconds from ``now``."""
+    if not secret:
+        raise ValueError("token secret is empty")
+    if user_id <= 0:
+        raise ValueError(f"user id must be positive, got {user_id}")
+    expiry = int((time.time() if now is None else now) + ttl)
+    body = f"{user_id}.{expiry}"
+    return f"{body}.{_signature(secret, body)}"
+
+
+def verify(token: str, secret: str, *, now: float | None = None) -> int:
+    """The user id of a valid token; BadToken (shape, signature) or TokenExpired otherwise."""
+    if not secret:
+        raise BadToken("token secret is not configured")
+    parts = token.split(".")
+    if len(parts) != 3 or not all(parts):
+        raise BadToken("token is not <uid>.<expiry>.<signature>")
+    uid_text, expiry_text, signature = parts
+    if not (uid_text.isdigit() and expiry_text.isdigit()):
+        raise BadToken("token uid and expiry must be decimal")
+    expected = _signature(secret, f"{uid_text}.{expiry_text}")
+    if not hmac.compare_digest(expected.encode(), signature.encode()):
+        raise BadToken("token signature does not match")
+    if int(expiry_text) <= (time.time() if now is None else now):
+        raise TokenExpired("token expired")
+    user_id = int(uid_text)
+    if user_id <= 0:
+        raise BadToken("token user id must be positive")
+    return user_id
+
+
+def legacy_secret_string(token: str, secret: str) -> str:
+    """The seed's client check value: hex md5 of token followed by the shared secret."""
+    return hashlib.md5((token + secret).encode(), usedforsecurity=False).hexdigest()
+
+
+def verify_legacy(token: str, secret_string: str, secret: str) -> int:
+    """Legacy mode: the token is the decimal user id and secret_string its md5 check."""
+    if not token.isdigit() or int(token) <= 0:
+        raise BadToken("legacy token must be a positive decimal user id")
+    expected = legacy_secret_string(token, secret)
+    if not hmac.compare_digest(expected.encode(), secret_string.lower().encode()):
+        raise BadToken("md5 check failed")
+    return int(token)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m services.lobby.tokens",
+                                     description="print a signed lobby login token")
+    parser.add_argument("--user", type=int, required=True, help="user id")
+    parser.add_argument("--ttl", type=int, default=DEFAULT_TTL, help="seconds of validity")
+    parser.add_argument("--secret", default=None, help="default: lobby.token_secret from config")
+    parser.add_argument("--env", default=None, help="config environment (dev, test, prod)")
+    args = parser.parse_args(argv)
+    secret = args.secret
+    if secret is None:
+        from services.common.config import load_config
+
+        secret = load_config(args.env).lobby.token_secret
+    try:
+        print(mint(args.user, secret, args.ttl))
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+if __name__ == "__main__":
+    main()

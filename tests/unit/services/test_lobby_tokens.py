@@ -1,0 +1,100 @@
+"""Lobby login tokens: HMAC mint/verify, tampering, expiry, the legacy md5 check, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import subprocess
+import sys
+
+import pytest
+
+from paiju.v1 import common_pb2
+from services.lobby.tokens import (
+    BadToken,
+    TokenExpired,
+    legacy_secret_string,
+    mint,
+    verify,
+    verify_legacy,
+)
+
+SECRET = "s3cret"
+NOW = 1_800_000_000.0
+
+
+def test_minted_token_verifies_to_its_user() -> None:
+    token = mint(1001, SECRET, 60, now=NOW)
+    assert verify(token, SECRET, now=NOW) == 1001
+    assert verify(token, SECRET, now=NOW + 59) == 1001
+
+
+def test_token_has_the_documented_shape() -> None:
+    token = mint(42, SECRET, 100, now=NOW)
+    uid, expiry, sig = token.split(".")
+    assert (uid, expiry) == ("42", str(int(NOW) + 100))
+    body = f"{uid}.{expiry}".encode()
+    assert sig == hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+
+
+def test_expired_token_is_refused_with_its_own_code() -> None:
+    token = mint(1001, SECRET, 60, now=NOW)
+    with pytest.raises(TokenExpired) as err:
+        verify(token, SECRET, now=NOW + 60)
+    assert err.value.code == common_pb2.ERR_TOKEN_EXPIRED
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda t: t.replace("1001.", "1002.", 1),          # other user, old signature
+    lambda t: t[:-1] + ("0" if t[-1] != "0" else "1"),  # flipped signature digit
+    lambda t: t.rsplit(".", 1)[0],                      # no signature
+    lambda t: t + ".x",                                 # extra part
+    lambda t: "abc." + t.split(".", 1)[1],              # non-numeric uid
+    lambda t: "",
+])
+def test_tampered_token_is_bad(tamper) -> None:  # type: ignore[no-untyped-def]
+    token = mint(1001, SECRET, 60, now=NOW)
+    with pytest.raises(BadToken) as err:
+        verify(tamper(token), SECRET, now=NOW)
+    assert err.value.code == common_pb2.ERR_BAD_TOKEN
+
+
+def test_token_signed_with_another_secret_is_bad() -> None:
+    with pytest.raises(BadToken):
+        verify(mint(1001, "other", 60, now=NOW), SECRET, now=NOW)
+
+
+def test_empty_secret_refuses_to_mint_or_verify() -> None:
+    with pytest.raises(ValueError):
+        mint(1001, "", 60)
+    with pytest.raises(BadToken):
+        verify("1.2.3", "")
+
+
+def test_legacy_md5_good_and_bad() -> None:
+    good = hashlib.md5(b"1001" + SECRET.encode()).hexdigest()
+    assert legacy_secret_string("1001", SECRET) == good
+    assert verify_legacy("1001", good, SECRET) == 1001
+    assert verify_legacy("1001", good.upper(), SECRET) == 1001
+    with pytest.raises(BadToken):
+        verify_legacy("1001", hashlib.md5(b"1001other").hexdigest(), SECRET)
+    with pytest.raises(BadToken):
+        verify_legacy("1002", good, SECRET)
+    with pytest.raises(BadToken):
+        verify_legacy("abc", legacy_secret_string("abc", SECRET), SECRET)
+
+
+def test_cli_prints_a_token_that_verifies() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "services.lobby.tokens", "--user", "1001", "--ttl", "300",
+         "--secret", SECRET], capture_output=True, text=True, check=True, timeout=60)
+    assert verify(out.stdout.strip(), SECRET) == 1001
+
+
+def test_cli_default_secret_comes_from_config() -> None:
+    from services.common.config import load_config
+
+    out = subprocess.run(
+        [sys.executable, "-m", "services.lobby.tokens", "--user", "7", "--env", "test"],
+        capture_output=True, text=True, check=True, timeout=60)
+    assert verify(out.stdout.strip(), load_config("test").lobby.token_secret) == 7
