@@ -1,0 +1,157 @@
+"""Benchmark of the mahjong core: ``python -m bench.bench_wincheck [--quick]``.
+
+A fixed, seeded corpus of 14-tile concealed hands without quads (half winning hands built
+from four random sets and a pair, a quarter random draws, a quarter winning hands with one
+tile swapped; the last two kinds keep only non-wins) is checked by ``is_win`` on counts, by
+``Hand.is_win`` on prebuilt hands, and by the ``mahjong`` package's ``Agari().is_agari`` on
+the same hands, in the same process; all three must agree. Shanten is timed on the same hands
+minus one tile (13 tiles), with a cold and a warm per-suit cache, next to the ``mahjong``
+package's ``Shanten().calculate_shanten``. Each figure is the best of several rounds (other
+work shares the machine). Writes bench/reports/wincheck.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from mahjong.agari import Agari
+from mahjong.shanten import Shanten
+
+from games.mahjong import Hand, is_win, shanten
+from games.mahjong.shanten import suit_costs
+from games.rng import Stream, derive
+
+REPORT = Path(__file__).resolve().parent / "reports" / "wincheck.md"
+COPIES = 3  # no quads: the mahjong package does not read a quad as two pairs
+
+
+def built_win(rng: Stream) -> list[int]:
+    while True:
+        counts = [0] * 27
+        counts[rng.below(27)] += 2
+        for _ in range(4):
+            t = rng.below(27)
+            for i in (t, t + 1, t + 2) if rng.below(2) and t % 9 <= 6 else (t, t, t):
+                counts[i] += 1
+        if max(counts) <= COPIES:
+            return counts
+
+
+def random_draw(rng: Stream) -> list[int]:
+    wall = [t for t in range(27) for _ in range(COPIES)]
+    rng.shuffle(wall)
+    return [wall[:14].count(t) for t in range(27)]
+
+
+def swapped_win(rng: Stream) -> list[int]:
+    counts = built_win(rng)
+    out = rng.choice([t for t in range(27) if counts[t]])
+    into = rng.choice([t for t in range(27) if counts[t] < COPIES and t != out])
+    counts[out] -= 1
+    counts[into] += 1
+    return counts
+
+
+def corpus(size: int) -> list[list[int]]:
+    rng = Stream(derive(2026, "bench.wincheck"))
+    hands = [built_win(rng) for _ in range(size // 2)]
+    while len(hands) < size:
+        maker = random_draw if len(hands) % 2 else swapped_win
+        counts = maker(rng)
+        if not is_win(counts):
+            hands.append(counts)
+    return hands
+
+
+def best_rate(fn: Callable[[], object], calls: int, rounds: int) -> float:
+    """Calls per second: ``fn`` performs ``calls`` checks; best of ``rounds``."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return calls / best
+
+
+def minus_one(hands: Sequence[list[int]]) -> list[list[int]]:
+    out = []
+    for counts in hands:
+        c = list(counts)
+        c[max(range(27), key=lambda t: c[t])] -= 1
+        out.append(c)
+    return out
+
+
+def run(size: int, rounds: int) -> tuple[list[tuple[str, float, str, float]], dict[str, int]]:
+    hands = corpus(size)
+    hands34 = [c + [0] * 7 for c in hands]
+    prebuilt = [Hand.from_counts(c) for c in hands]
+    agari = Agari()
+    ours = [is_win(c) for c in hands]
+    if ours != [agari.is_agari(c) for c in hands34] or ours != [h.is_win() for h in prebuilt]:
+        raise SystemExit("is_win, Hand.is_win and Agari disagree on the corpus")
+
+    base = best_rate(lambda: [agari.is_agari(c) for c in hands34], size, rounds)
+    rows = [("mahjong Agari().is_agari", base, "-", 1.0)]
+    for name, fn in (
+        ("is_win(counts)", lambda: [is_win(c) for c in hands]),
+        ("Hand.is_win()", lambda: [h.is_win() for h in prebuilt]),
+    ):
+        rate = best_rate(fn, size, rounds)
+        rows.append((name, rate, "Agari", rate / base))
+
+    thirteen = minus_one(hands)
+    thirteen34 = [c + [0] * 7 for c in thirteen]
+    calc = Shanten()
+    sbase = best_rate(lambda: [calc.calculate_shanten(c) for c in thirteen34], size, rounds)
+    rows.append(("mahjong Shanten().calculate_shanten", sbase, "-", 1.0))
+
+    def cold() -> None:
+        suit_costs.cache_clear()
+        for c in thirteen:
+            shanten(c)
+
+    cold_rate = best_rate(cold, size, rounds)
+    rows.append(("shanten, cold suit cache", cold_rate, "Shanten", cold_rate / sbase))
+    warm = best_rate(lambda: [shanten(c) for c in thirteen], size, rounds)
+    rows.append(("shanten, warm suit cache", warm, "Shanten", warm / sbase))
+    facts = {"hands": size, "wins": sum(ours), "rounds": rounds,
+             "suit keys": suit_costs.cache_info().currsize}
+    return rows, facts
+
+
+def report(rows: list[tuple[str, float, str, float]], facts: dict[str, int]) -> str:
+    lines = [
+        "# Mahjong core: win check and shanten",
+        "",
+        f"{facts['hands']} seeded 14-tile hands without quads ({facts['wins']} winning), "
+        f"best of {facts['rounds']} rounds, one process, Python {platform.python_version()}.",
+        "Shanten runs on the same hands minus one tile (13 tiles); the cold run clears the "
+        f"per-suit cache first ({facts['suit keys']} distinct suit keys in the corpus).",
+        "Reproduce: `python -m bench.bench_wincheck` (`--quick` for a short run).",
+        "",
+        "| check | per second | µs per call | baseline | ratio |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for name, rate, base, ratio in rows:
+        lines.append(f"| {name} | {rate:,.0f} | {1e6 / rate:.2f} | {base} | {ratio:.1f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run")
+    args = parser.parse_args(argv)
+    rows, facts = run(2000, 3) if args.quick else run(20000, 7)
+    text = report(rows, facts)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(text, encoding="utf-8")
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
