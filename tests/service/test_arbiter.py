@@ -1,0 +1,65 @@
+"""The arbiter service over real gRPC: the seed-002 examples, early answers, bad input."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from games.arbitration import Response, Rules, Window, resolve
+from paiju.v1 import arbiter_pb2_grpc
+from services.arbiter.server import start
+from services.common.arbwire import decision_from_pb, window_to_pb
+from services.common.config import load_config
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[arbiter_pb2_grpc.ArbiterStub]:
+    svc = await start(load_config("test", environ={}), port=0, metrics_port=-1)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{svc.port}")
+    yield arbiter_pb2_grpc.ArbiterStub(channel)
+    await channel.close()
+    await svc.stop(0)
+
+
+def window(responses: dict[int, Response], candidates: dict[int, set[str]] | None = None) -> Window:
+    cands = candidates or {1: {"peng", "pass"}, 2: {"hu", "pass"}, 3: {"peng", "pass"}}
+    return Window(7, 0, 4, "discard", {s: frozenset(k) for s, k in cands.items()}, responses)
+
+
+async def ask(stub: arbiter_pb2_grpc.ArbiterStub, w: Window, rules: Rules | None = None):  # noqa: ANN201
+    return decision_from_pb(await stub.Resolve(window_to_pb(w, rules or Rules())))
+
+
+async def test_nearest_peng_wins_and_matches_the_pure_function(stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    w = window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")})
+    got = await ask(stub, w)
+    assert got == resolve(w)
+    assert got.final and got.action == "peng" and got.winners == (1,)
+
+
+async def test_hu_beats_peng_and_early_answer(stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    # seat 2 can only hu or pass; once it says hu, pending seat 3 (peng) cannot change it
+    got = await ask(stub, window({2: Response("hu")}))
+    assert got.action == "hu" and got.winners == (2,) and got.final
+    # a pending hu seat keeps the window open
+    open_ = await ask(stub, window({1: Response("peng")}))
+    assert not open_.final and 2 in open_.pending
+
+
+async def test_multi_win_and_pass_then_no_win(stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    cands = {1: {"hu", "pass"}, 2: {"hu", "pass"}, 3: {"hu", "pass"}}
+    w = window({1: Response("hu"), 2: Response("pass"), 3: Response("hu")}, cands)
+    got = await ask(stub, w)
+    assert got.winners == (1, 3) and got.passed_win == (2,)
+    single = await ask(stub, w, Rules(multi_win=False))
+    assert single.winners == (1,)
+
+
+async def test_bad_window_is_invalid_argument(stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    bad = window({1: Response("hu")})  # seat 1 may not hu
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await stub.Resolve(window_to_pb(bad, Rules()))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "hu" in err.value.details()
