@@ -104,42 +104,43 @@ def classify(cards: Sequence[int], hand_size: int, against: Combo | None = None)
 def try_classify(cards: Sequence[int], hand_size: int) -> Combo | None:
     """:func:`classify`, or None instead of an error."""
     try:
-        return classify(cards, hand_size)
+        played, rc = _prepare(cards, hand_size)
     except InvalidCombo:
         return None
+    found = _detect(played, rc, len(played), hand_size == len(played))
+    return found[0] if found else None
 
 
 def interpretations(cards: Sequence[int], hand_size: int) -> list[Combo]:
     """Every legal reading of the cards, the canonical one first; InvalidCombo if none."""
-    played = _checked(cards, hand_size)
+    played, rc = _prepare(cards, hand_size)
     n = len(played)
-    rc = [0] * (RANK_BJ + 1)
-    for c in played:
-        rc[c >> 2 if c < SJ else c - SJ + RANK_SJ] += 1
-    last = hand_size == n
-    found = _detect(played, rc, n, last)
+    found = _detect(played, rc, n, hand_size == n)
     if not found:
-        raise InvalidCombo(_reason(played, rc, n, last))
+        raise InvalidCombo(_reason(played, rc, n, hand_size == n))
     return found
 
 
-def _checked(cards: Sequence[int], hand_size: int) -> tuple[int, ...]:
+def _prepare(cards: Sequence[int], hand_size: int) -> tuple[tuple[int, ...], list[int]]:
+    """The sorted cards and their 15 rank counts; InvalidCombo (bad_input) for bad input."""
     played = tuple(sorted(cards))
+    rc = [0] * (RANK_BJ + 1)
     for c in played:
-        if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c < NUM_CODES:
+        if type(c) is not int or not 0 <= c < NUM_CODES:
             raise InvalidCombo(f"bad card code {c!r}", code="bad_input")
-    for a, b in zip(played, played[COPIES:], strict=False):
-        if a == b:
-            raise InvalidCombo(f"{card_name(a)} appears more than twice", code="bad_input")
-    if not isinstance(hand_size, int) or hand_size < len(played):
+        rc[c >> 2 if c < SJ else c - SJ + RANK_SJ] += 1
+    for i in range(COPIES, len(played)):
+        if played[i] == played[i - COPIES]:
+            raise InvalidCombo(f"{card_name(played[i])} appears more than twice", code="bad_input")
+    if type(hand_size) is not int or hand_size < len(played):
         raise InvalidCombo(f"hand size {hand_size!r} is smaller than the play", code="bad_input")
     if not played:
         raise InvalidCombo("an empty play is no combination")
-    return played
+    return played, rc
 
 
 def _detect(played: tuple[int, ...], rc: list[int], n: int, last: bool) -> list[Combo]:
-    top = max(range(len(rc)), key=rc.__getitem__)
+    top = rc.index(max(rc))
     jokers = rc[RANK_SJ] + rc[RANK_BJ]
     if n == 1:
         return [_combo(SINGLE, top, played)]
