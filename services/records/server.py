@@ -1,24 +1,127 @@
-"""gRPC adapter of the records service."""
+"""gRPC adapter of the records service, and its start-up: migrate the schema, start the
+settlement consumer, serve ``paiju.v1.Records``.
+
+Handlers are thin: validate the request (INVALID_ARGUMENT with a message), call one query,
+map a missing row to NOT_FOUND.
+"""
 
 from __future__ import annotations
 
+import logging
+
 import grpc
 
-from paiju.v1 import records_pb2_grpc
+from paiju.v1 import lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from services.common.config import Config
 from services.common.server import ServiceHost, start_service
+from services.records.consumer import SettleConsumer
+from services.records.db import make_engine, migrate
+from services.records.reads import PlayerView, RecordsReader
+from services.records.store import SettlementWriter
+
+log = logging.getLogger("paiju.records")
+
+DEFAULT_LIST = 100
+MAX_NICKNAME = 64
+MAX_HEAD_URL = 512
+
+
+async def _invalid(context: grpc.aio.ServicerContext, message: str) -> None:
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+async def _not_found(context: grpc.aio.ServicerContext, message: str) -> None:
+    await context.abort(grpc.StatusCode.NOT_FOUND, message)
+
+
+def _player_record(p: PlayerView, created: bool = False) -> records_pb2.PlayerRecord:
+    return records_pb2.PlayerRecord(user_id=p.user_id, nickname=p.nickname,
+                                    head_url=p.head_url, sex=p.sex, coins=p.coins,
+                                    created=created)
 
 
 class RecordsService(records_pb2_grpc.RecordsServicer):
-    pass
+    """paiju.v1.Records over a :class:`RecordsReader`."""
+
+    def __init__(self, reader: RecordsReader) -> None:
+        self.reader = reader
+
+    async def GetHistoryScores(self, request: records_pb2.HistoryRequest,
+                               context: grpc.aio.ServicerContext) -> lobby_msgs_pb2.UseHistoryScore:
+        if request.room_id <= 0:
+            await _invalid(context, f"room_id must be positive, got {request.room_id}")
+        items = await self.reader.history(request.room_id)
+        if items is None:
+            await _not_found(context, f"no settled hand in room {request.room_id}")
+        return lobby_msgs_pb2.UseHistoryScore(room_id=request.room_id, items=[
+            lobby_msgs_pb2.HistoryScoreItem(user_id=i.user_id, scores=i.scores) for i in items])
+
+    async def GetReplay(self, request: records_pb2.ReplayRequest,
+                        context: grpc.aio.ServicerContext) -> lobby_msgs_pb2.Replay:
+        if request.room_id <= 0 or request.hand_no <= 0 or request.user_id < 0:
+            await _invalid(context, "room_id and hand_no must be positive, user_id >= 0 "
+                           f"(got {request.room_id}, {request.hand_no}, {request.user_id})")
+        view = await self.reader.replay(request.room_id, request.hand_no, request.user_id)
+        if view is None:
+            await _not_found(context, f"no hand {request.hand_no} in room {request.room_id}")
+        return lobby_msgs_pb2.Replay(room_id=view.room_id, hand_no=view.hand_no,
+                                     game=view.game, cells=[
+            lobby_msgs_pb2.ReplayCell(event_id=c.event_id, event_data=c.frame, kind=c.kind,
+                                      json=c.json) for c in view.cells])
+
+    async def EnsurePlayer(self, request: records_pb2.EnsurePlayerRequest,
+                           context: grpc.aio.ServicerContext) -> records_pb2.PlayerRecord:
+        if request.user_id <= 0:
+            await _invalid(context, f"user_id must be positive, got {request.user_id}")
+        if len(request.nickname) > MAX_NICKNAME or len(request.head_url) > MAX_HEAD_URL:
+            await _invalid(context, f"nickname (max {MAX_NICKNAME} characters) or head_url "
+                           f"(max {MAX_HEAD_URL}) too long")
+        if "\x00" in request.nickname or "\x00" in request.head_url:
+            await _invalid(context, "nickname and head_url must not contain NUL characters")
+        profile = PlayerView(request.user_id, request.nickname, request.head_url,
+                             request.sex, 0)
+        player, created = await self.reader.ensure_player(profile)
+        return _player_record(player, created)
+
+    async def GetPlayer(self, request: records_pb2.GetPlayerRequest,
+                        context: grpc.aio.ServicerContext) -> records_pb2.PlayerRecord:
+        if request.user_id <= 0:
+            await _invalid(context, f"user_id must be positive, got {request.user_id}")
+        player = await self.reader.get_player(request.user_id)
+        if player is None:
+            await _not_found(context, f"no player {request.user_id}")
+        return _player_record(player)
+
+    async def ListHands(self, request: records_pb2.ListHandsRequest,
+                        context: grpc.aio.ServicerContext) -> records_pb2.ListHandsReply:
+        if request.room_id < 0 or request.limit < 0:
+            await _invalid(context, f"room_id and limit must not be negative "
+                           f"(got {request.room_id}, {request.limit})")
+        hands, total = await self.reader.list_hands(request.room_id,
+                                                    request.limit or DEFAULT_LIST)
+        return records_pb2.ListHandsReply(total=total, hands=[
+            records_pb2.HandRecord(room_id=h.room_id, hand_no=h.hand_no, game=h.game,
+                                   user_ids=h.user_ids, deltas=h.deltas,
+                                   settled_at=h.settled_at, final=h.final) for h in hands])
 
 
-async def start(cfg: Config, *, port: int | None = None, metrics_port: int | None = None) -> ServiceHost:
+async def start(cfg: Config, *, port: int | None = None,
+                metrics_port: int | None = None) -> ServiceHost:
     c = cfg.records
+    engine = make_engine(c.database_url)
+    await migrate(engine)
+    consumer = SettleConsumer(cfg.nats.url, SettlementWriter(engine),
+                              connect_timeout=cfg.nats.connect_timeout)
 
     def register(server: grpc.aio.Server) -> list[str]:
-        records_pb2_grpc.add_RecordsServicer_to_server(RecordsService(), server)
+        records_pb2_grpc.add_RecordsServicer_to_server(RecordsService(RecordsReader(engine)),
+                                                       server)
         return ["paiju.v1.Records"]
 
-    return await start_service("records", c.host, c.port if port is None else port,
-                               c.metrics_port if metrics_port is None else metrics_port, register)
+    svc = await start_service("records", c.host, c.port if port is None else port,
+                              c.metrics_port if metrics_port is None else metrics_port, register)
+    consumer.start()
+    # hooks run in reverse: stop the consumer (closes NATS), then dispose of the engine
+    svc.on_stop.append(engine.dispose)
+    svc.on_stop.append(consumer.stop)
+    return svc

@@ -1,0 +1,156 @@
+"""The durable JetStream pull consumer ``records`` on ``SETTLE`` (settle.*).
+
+Each message is parsed, written in one transaction, and only then acknowledged:
+- written or already written (duplicate): ack;
+- malformed, or rejected by the database for its content (integrity / data errors): logged,
+  counted and terminated (``term``), so it is never redelivered;
+- any other failure (database or NATS unavailable): ``nak`` with a delay, redelivered later.
+A process killed between commit and ack gets the message again and acks it as a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from prometheus_client import Counter, Histogram
+from sqlalchemy.exc import DataError, IntegrityError
+
+from services.common.bus import SETTLE_STREAM, connect, ensure_streams
+from services.common.metrics import LATENCY_BUCKETS
+from services.records.settlement import MalformedSettlement, parse_settlement
+from services.records.store import SettlementWriter
+
+log = logging.getLogger("paiju.records.consumer")
+
+DURABLE = "records"
+SUBJECTS = "settle.*"
+ACK_WAIT_SECONDS = 30.0
+RETRY_DELAY_SECONDS = 1.0
+
+WRITTEN = Counter("paiju_records_settlements_written_total",
+                  "Settlements written (hands and final messages)")
+DUPLICATES = Counter("paiju_records_duplicates_ignored_total",
+                     "Settlements already written, acknowledged and ignored")
+MALFORMED = Counter("paiju_records_malformed_total",
+                    "Settlement messages terminated because they can never be written")
+FAILURES = Counter("paiju_records_write_failures_total",
+                   "Settlement writes that failed and were left for redelivery")
+WRITE_SECONDS = Histogram("paiju_records_write_seconds",
+                          "Time to write one settlement transaction", buckets=LATENCY_BUCKETS)
+
+
+def consumer_config() -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=DURABLE, filter_subject=SUBJECTS, ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL, ack_wait=ACK_WAIT_SECONDS, max_deliver=-1,
+        max_ack_pending=1000)
+
+
+async def handle(msg: Msg, writer: SettlementWriter) -> str:
+    """Process one delivery; returns what happened: written, duplicate, malformed, retry."""
+    try:
+        settlement = parse_settlement(msg.data)
+    except MalformedSettlement as exc:
+        log.error("malformed settlement terminated",
+                  extra={"subject": msg.subject, "error": str(exc)})
+        MALFORMED.inc()
+        await msg.term()
+        return "malformed"
+    started = time.perf_counter()
+    try:
+        written = await writer.write(settlement)
+    except (IntegrityError, DataError) as exc:
+        log.error("settlement rejected by the database, terminated",
+                  extra={"key": settlement.key, "error": str(exc.orig)})
+        MALFORMED.inc()
+        await msg.term()
+        return "malformed"
+    except Exception:
+        log.exception("settlement write failed, will be redelivered",
+                      extra={"key": settlement.key})
+        FAILURES.inc()
+        await msg.nak(delay=RETRY_DELAY_SECONDS)
+        return "retry"
+    WRITE_SECONDS.observe(time.perf_counter() - started)
+    (WRITTEN if written else DUPLICATES).inc()
+    await msg.ack()
+    log.debug("settlement %s", "written" if written else "duplicate",
+              extra={"key": settlement.key})
+    return "written" if written else "duplicate"
+
+
+class SettleConsumer:
+    """Connects to NATS (retrying until it can), then pulls and writes settlements until
+    :meth:`stop`. Messages are handled one at a time, in delivery order."""
+
+    def __init__(self, nats_url: str, writer: SettlementWriter, *, batch: int = 32,
+                 connect_timeout: float = 2.0) -> None:
+        self.nats_url = nats_url
+        self.writer = writer
+        self.batch = batch
+        self.connect_timeout = connect_timeout
+        self.nc: Client | None = None
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="records-consumer")
+
+    async def _connect(self) -> Client:
+        while True:
+            try:
+                return await connect(self.nats_url, "records", self.connect_timeout)
+            except Exception as exc:  # NATS not up yet: keep serving reads, retry
+                log.warning("nats connect failed, retrying", extra={"error": repr(exc)})
+                await asyncio.sleep(RETRY_DELAY_SECONDS)
+
+    async def _run(self) -> None:
+        self.nc = await self._connect()
+        while not self._stopping.is_set():
+            try:
+                await self._consume(self.nc)
+            except Exception:  # stream set-up or NATS trouble: start over
+                log.exception("consumer loop failed, restarting")
+                await asyncio.sleep(RETRY_DELAY_SECONDS)
+
+    async def _consume(self, nc: Client) -> None:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
+                                      config=consumer_config())
+        self.ready.set()
+        log.info("consuming settlements", extra={"durable": DURABLE})
+        while not self._stopping.is_set():
+            try:
+                msgs = await sub.fetch(self.batch, timeout=1.0)
+            except NatsTimeout:
+                continue
+            for i, msg in enumerate(msgs):
+                if self._stopping.is_set():  # hand the rest back at once
+                    for rest in msgs[i:]:
+                        await rest.nak()
+                    return
+                await handle(msg, self.writer)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Finish the message in hand, then close the NATS connection."""
+        self._stopping.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout)
+            except TimeoutError:
+                log.warning("consumer did not stop in time, cancelled")
+            except Exception:
+                log.exception("consumer ended with an error")
+        if self.nc is not None and not self.nc.is_closed:
+            with contextlib.suppress(Exception):
+                await self.nc.flush(timeout=2)
+            await self.nc.close()

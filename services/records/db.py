@@ -1,0 +1,49 @@
+"""Database engine and schema migration for records: SQLite (aiosqlite) or PostgreSQL
+(asyncpg), chosen by the URL; ``alembic upgrade head`` runs at service start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
+SUPPORTED = ("sqlite", "postgresql")
+# Any fixed number: serialises concurrent migrations of replicas on PostgreSQL.
+_MIGRATION_LOCK = 0x7061696A
+
+
+class DatabaseConfigError(ValueError):
+    """A database URL records cannot use."""
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An async engine for ``url``; a SQLite file's directory is created if missing."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() not in SUPPORTED:
+        raise DatabaseConfigError(f"database_url {parsed.render_as_string()!r}: "
+                                  f"records supports {', '.join(SUPPORTED)}")
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        return create_async_engine(url, connect_args={"timeout": 30})
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+def _upgrade(connection: Connection) -> None:
+    cfg = AlembicConfig(str(ALEMBIC_INI))
+    cfg.attributes["connection"] = connection
+    command.upgrade(cfg, "head")
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest Alembic revision (idempotent)."""
+    async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                               {"k": _MIGRATION_LOCK})
+        await conn.run_sync(_upgrade)

@@ -1,0 +1,93 @@
+"""SQLAlchemy 2 models of the records schema (the Alembic migrations create the tables).
+
+Times are naive UTC. Coins and deltas are points that already include the base score.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer, "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Player(Base):
+    """A player profile and coin balance (金币)."""
+
+    __tablename__ = "players"
+
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    nickname: Mapped[str] = mapped_column(String(), default="")
+    head_url: Mapped[str] = mapped_column(String(), default="")
+    sex: Mapped[int] = mapped_column(Integer, default=0)
+    coins: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Hand(Base):
+    """One settled hand, or the room's final settlement (``hand_no`` 0, ``is_final``,
+    ``deltas`` = room totals). Unique on room + hand: the exactly-once gate."""
+
+    __tablename__ = "hands"
+    __table_args__ = (UniqueConstraint("room_id", "hand_no", name="uq_hands_room_hand"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    room_id: Mapped[int] = mapped_column(BigInteger)
+    hand_no: Mapped[int] = mapped_column(Integer)
+    game: Mapped[str] = mapped_column(String())
+    is_final: Mapped[bool] = mapped_column(Boolean, default=False)
+    base_score: Mapped[int] = mapped_column(Integer, default=0)
+    seats: Mapped[list[int]] = mapped_column(JSON)
+    deltas: Mapped[list[int]] = mapped_column(JSON)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    settled_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class LedgerEntry(Base):
+    """A coin movement of one user in one hand: two rows per payment (payer and payee,
+    each naming the other), so ``SUM(delta)`` per (room_id, hand_no) is zero."""
+
+    __tablename__ = "ledger"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    room_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    hand_no: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    seat: Mapped[int] = mapped_column(Integer)
+    delta: Mapped[int] = mapped_column(BigInteger)
+    reason: Mapped[str] = mapped_column(String())
+    counterparty_user_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class HandEvent(Base):
+    """One event of a hand's replay; ``to_seat`` NULL means public."""
+
+    __tablename__ = "hand_events"
+
+    room_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hand_no: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    idx: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    to_seat: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    kind: Mapped[str] = mapped_column(String())
+    event_id: Mapped[int] = mapped_column(Integer)
+    frame: Mapped[bytes] = mapped_column(LargeBinary)
+    json: Mapped[str] = mapped_column(Text)
