@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from games.dadun.cards import (
     BLACK_SUITS,
@@ -231,7 +232,7 @@ def is_bomb_tier(combo: Combo) -> bool:
 
 def bomb_odds(combo: Combo, table: Mapping[int | str, int] | None = None) -> int:
     """The odds (赔率) a play pays when made (§6.2); 0 for plays that pay nothing."""
-    odds = DEFAULT_BOMB_ODDS if table is None else table
+    odds: Mapping[Any, int] = DEFAULT_BOMB_ODDS if table is None else table
     return int(odds.get(combo.cls, odds.get(str(combo.cls), 0)))
 
 

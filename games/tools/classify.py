@@ -26,8 +26,11 @@ def answer(request: Any) -> dict[str, Any]:
     """The output object for one decoded input object."""
     if not isinstance(request, Mapping):
         return {"error": "each line must be a JSON object"}
+    cards_text = request.get("cards")
+    if not isinstance(cards_text, str):
+        return {"error": "'cards' must be a string of space-separated cards"}
     try:
-        cards = parse_cards(request.get("cards"))
+        cards = parse_cards(cards_text)
         previous_text = request.get("previous")
         previous_cards = None if previous_text is None else parse_cards(previous_text)
     except ValueError as exc:
