@@ -1,0 +1,176 @@
+"""One handler per client frame payload. Each validates, calls one use case and answers
+the request: a reply frame or a Return with a code. ``dispatch`` never lets an exception
+escape, so nothing a client sends can end its session."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from paiju.frames import client_frame, error_frame, ok_frame, server_frame
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
+from services.common import bus
+from services.lobby import metrics
+from services.lobby.app import LobbyApp, request_event_id
+from services.lobby.directory import Reject
+from services.lobby.login import login
+from services.lobby.sessions import Session
+
+log = logging.getLogger("paiju.lobby.commands")
+
+Handler = Callable[[LobbyApp, Session, client_pb2.ClientFrame], Awaitable[None]]
+
+# Commands forwarded unchanged to the table owning the sender's room.
+SEATED = frozenset({"ask_ready", "ask_exit", "refresh_room", "ask_geo", "cancel_entrust",
+                    "ask_dismiss", "report_dismiss", "mahjong_action", "dd_ask_alone",
+                    "dd_choose_friend", "dd_ask_out"})
+# Table answers after which quick start tries another room once.
+RETRY_QUICK = frozenset({common_pb2.ERR_ROOM_FULL, common_pb2.ERR_NO_SUCH_ROOM,
+                         common_pb2.ERR_HAND_IN_PROGRESS})
+QUICK_ROOM = {"base_score": 1, "total_hands": 8}  # a quick-start room when none is waiting
+
+
+async def dispatch(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    name = frame.WhichOneof("payload")
+    event_id = request_event_id(frame)
+    metrics.FRAMES_IN.labels(str(event_id)).inc()
+    try:
+        if name is None:
+            raise Reject(common_pb2.ERR_BAD_FRAME, "frame has no known payload")
+        if name == "login":
+            await login(app, session, frame)
+        elif not session.logged_in:
+            raise Reject(common_pb2.ERR_NOT_LOGGED_IN, "log in first")
+        elif name in SEATED:
+            await seated(app, session, frame)
+        else:
+            await HANDLERS[name](app, session, frame)
+    except Reject as exc:
+        session.send(error_frame(exc.code, exc.message, request_event_id=event_id,
+                                 reply_to=frame.seq))
+    except Exception:
+        log.exception("command failed", extra={"user": session.user_id, "payload": name})
+        session.send(error_frame(common_pb2.ERR_INTERNAL, "internal error",
+                                 request_event_id=event_id, reply_to=frame.seq))
+
+
+async def heartbeat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    beat = lobby_msgs_pb2.HeartBeat(client_time_ms=frame.heartbeat.client_time_ms)
+    session.send(server_frame(beat, reply_to=frame.seq))
+
+
+async def room_list(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    rooms = app.cache.room_list(frame.ask_room_list.game)
+    session.send(server_frame(rooms, reply_to=frame.seq))
+
+
+async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    if not session.room_id:
+        raise Reject(common_pb2.ERR_NOT_IN_ROOM, "not in a room")
+    app.relay(session, frame, await app.forward(session, frame=frame))
+
+
+async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.create_room
+    await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
+        game=req.game, base_score=req.base_score, total_hands=req.total_hands,
+        options_json=req.options_json, password=req.password, min_hands=req.min_hands,
+        creator_id=session.user_id))
+
+
+async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
+                           req: table_pb2.CreateRoomRequest) -> None:
+    """Place a room on the least-loaded live table, then seat the creator in it."""
+    if session.room_id:
+        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
+    link = await app.directory.least_loaded_table()
+    created = await link.create_room(req)
+    room_id = created.room.room_id
+    reply = await _join(app, session, frame, room_id, req.password, req.game, link.address)
+    app.relay(session, frame, reply)
+
+
+async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, room_id: int,
+                password: str, game: int, address: str) -> table_pb2.TableReply:
+    join = lobby_msgs_pb2.JoinRoom(room_id=room_id, password=password, game=game)
+    return await app.forward(session, frame=client_frame(join, seq=frame.seq), room_id=room_id,
+                             address=address, with_profile=True)
+
+
+async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.join_room
+    if session.room_id and session.room_id != req.room_id:
+        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
+    if req.room_id:
+        address = await app.owner_address(req.room_id, fresh=True)
+        app.relay(session, frame, await _join(app, session, frame, req.room_id, req.password,
+                                              req.game, address))
+        return
+    await quick_start(app, session, frame)
+
+
+async def quick_start(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    """Join a waiting public room of the game with a free seat, else create one; when the
+    picked room filled up meanwhile, try once more."""
+    game = frame.join_room.game
+    if game == common_pb2.GAME_UNSPECIFIED:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, "quick start needs a game")
+    tried: set[int] = set()
+    for attempt in (1, 2):
+        entry = app.cache.quick_pick(game, frozenset(tried))
+        if entry is None:
+            break
+        reply = await _join(app, session, frame, entry.room_id, "", game, entry.address)
+        if reply.code in RETRY_QUICK and attempt == 1:
+            tried.add(entry.room_id)
+            continue
+        app.relay(session, frame, reply)
+        return
+    await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
+        game=game, creator_id=session.user_id, options_json="{}", **QUICK_ROOM))
+
+
+async def chat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.chat
+    if not session.room_id:
+        raise Reject(common_pb2.ERR_NOT_IN_ROOM, "chat needs a room")
+    if len(req.content) > app.lobby.chat_max_len or len(req.extend) > app.lobby.chat_max_len:
+        raise Reject(common_pb2.ERR_TOO_LONG, f"chat longer than {app.lobby.chat_max_len}")
+    if not app.chat_limit.allow(session.user_id):
+        raise Reject(common_pb2.ERR_RATE_LIMITED,
+                     f"at most {app.lobby.chat_per_minute} chat messages a minute")
+    out = lobby_msgs_pb2.Chat(type=req.type, content=req.content, extend=req.extend,
+                              author_id=session.user_id)
+    await app.nc.publish(bus.room_events(session.room_id), server_frame(out).SerializeToString())
+    session.send(ok_frame(request_event_id(frame), reply_to=frame.seq))
+
+
+def _room_or_current(session: Session, room_id: int) -> int:
+    room_id = room_id or session.room_id
+    if not room_id:
+        raise Reject(common_pb2.ERR_NOT_IN_ROOM, "no room given and not in a room")
+    return room_id
+
+
+async def history(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    room_id = _room_or_current(session, frame.ask_history_score.room_id)
+    scores = await app.records.history(room_id)
+    session.send(server_frame(scores, reply_to=frame.seq))
+
+
+async def replay(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.ask_replay
+    room_id = _room_or_current(session, req.room_id)
+    result = await app.records.replay(room_id, req.hand_no, session.user_id)
+    session.send(server_frame(result, reply_to=frame.seq))
+
+
+HANDLERS: dict[str, Handler] = {
+    "heartbeat": heartbeat,
+    "ask_room_list": room_list,
+    "create_room": create_room,
+    "join_room": join_room,
+    "chat": chat,
+    "ask_history_score": history,
+    "ask_replay": replay,
+}

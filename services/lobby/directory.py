@@ -1,0 +1,199 @@
+"""Where things are: the directory buckets (``tables``, ``rooms``, ``seats``) and one
+long-lived ``Table.Session`` stream per table address, multiplexed by request id.
+
+A broken stream fails its pending requests with :class:`Unavailable` and is opened again on
+the next command. See docs/services.md, "Directory" and "Lobby → table".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from nats.js import JetStreamContext
+from nats.js.errors import KeyNotFoundError, NoKeysError
+from nats.js.kv import KeyValue
+
+from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
+from services.lobby import metrics
+
+log = logging.getLogger("paiju.lobby.directory")
+
+SEATS_BUCKET = "seats"
+TABLES_TTL = 10.0
+
+
+class Reject(Exception):
+    """A request answered with an ErrorCode (becomes a Return frame for the client)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Unavailable(Reject):
+    def __init__(self, message: str) -> None:
+        super().__init__(common_pb2.ERR_UNAVAILABLE, message)
+
+
+class TableLink:
+    """The lobby's connection to one table instance: a channel, the unary stub and one
+    bidi Session stream shared by every session of this lobby."""
+
+    def __init__(self, address: str, timeout: float = 5.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.channel = grpc.aio.insecure_channel(address)
+        self.stub = table_pb2_grpc.TableStub(self.channel)
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
+        self._outgoing: asyncio.Queue[table_pb2.TableCommand | None] | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        """Send one command on the Session stream and wait for its reply."""
+        self._ensure_stream()
+        assert self._outgoing is not None
+        self._next_id += 1
+        cmd.request_id = self._next_id
+        future: asyncio.Future[table_pb2.TableReply] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.request_id] = future
+        started = time.perf_counter()
+        self._outgoing.put_nowait(cmd)
+        try:
+            reply = await asyncio.wait_for(future, self.timeout)
+        except TimeoutError:
+            raise Unavailable(f"table {self.address} did not answer in {self.timeout}s") from None
+        finally:
+            self._pending.pop(cmd.request_id, None)
+        metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
+        return reply
+
+    async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
+        try:
+            return await self.stub.CreateRoom(req, timeout=self.timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise Reject(common_pb2.ERR_BAD_OPTIONS, exc.details() or "bad options") from None
+            raise Unavailable(f"table {self.address}: {exc.code().name} {exc.details()}") from None
+
+    def _ensure_stream(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            return
+        queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue()
+        self._outgoing = queue
+        call = self.stub.Session(_drain(queue))
+        self._reader = asyncio.create_task(self._read(call, queue))
+
+    async def _read(self, call: Any, queue: asyncio.Queue[Any]) -> None:
+        reason = "stream ended"
+        try:
+            async for reply in call:
+                future = self._pending.get(reply.request_id)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except grpc.aio.AioRpcError as exc:
+            reason = f"{exc.code().name} {exc.details()}"
+        finally:
+            queue.put_nowait(None)
+            if self._outgoing is queue:
+                self._outgoing = None
+            self._fail_pending(f"table {self.address} session stream broke: {reason}")
+            call.cancel()
+
+    def _fail_pending(self, message: str) -> None:
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(Unavailable(message))
+        self._pending.clear()
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        await self.channel.close()
+
+
+async def _drain(queue: asyncio.Queue[table_pb2.TableCommand | None],
+                 ) -> AsyncIterator[table_pb2.TableCommand]:
+    while (cmd := await queue.get()) is not None:
+        yield cmd
+
+
+class Directory:
+    """Reads of the directory buckets and the pool of table links."""
+
+    def __init__(self, tables: KeyValue, rooms: KeyValue, seats: KeyValue,
+                 timeout: float = 5.0) -> None:
+        self.tables = tables
+        self.rooms = rooms
+        self.seats = seats
+        self.timeout = timeout
+        self._links: dict[str, TableLink] = {}
+
+    @classmethod
+    async def open(cls, js: JetStreamContext, timeout: float = 5.0) -> Directory:
+        """Open (creating if absent, with the contract's TTLs) the three buckets."""
+        return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL),
+                   await bus.ensure_bucket(js, bus.ROOMS_BUCKET),
+                   await bus.ensure_bucket(js, SEATS_BUCKET), timeout)
+
+    def link(self, address: str) -> TableLink:
+        link = self._links.get(address)
+        if link is None:
+            link = self._links[address] = TableLink(address, self.timeout)
+        return link
+
+    async def live_tables(self) -> list[dict[str, Any]]:
+        try:
+            keys = await self.tables.keys()
+        except NoKeysError:
+            return []
+        out = []
+        for key in keys:
+            value = await _get_json(self.tables, key)
+            if value and value.get("address"):
+                out.append(value)
+        return out
+
+    async def least_loaded_table(self) -> TableLink:
+        tables = await self.live_tables()
+        if not tables:
+            raise Reject(common_pb2.ERR_NO_TABLE, "no live table instance")
+        best = min(tables, key=lambda t: (int(t.get("rooms", 0)), t.get("instance", "")))
+        return self.link(best["address"])
+
+    async def room(self, room_id: int) -> dict[str, Any] | None:
+        return await _get_json(self.rooms, str(room_id))
+
+    async def seat(self, user_id: int) -> dict[str, Any] | None:
+        return await _get_json(self.seats, str(user_id))
+
+    async def close(self) -> None:
+        for link in self._links.values():
+            await link.close()
+        self._links.clear()
+
+
+async def _get_json(kv: KeyValue, key: str) -> dict[str, Any] | None:
+    try:
+        entry = await kv.get(key)
+    except KeyNotFoundError:
+        return None
+    if not entry.value:
+        return None
+    try:
+        value = json.loads(entry.value)
+    except ValueError:
+        log.warning("bad JSON in directory", extra={"bucket": kv._name, "key": key})
+        return None
+    return value if isinstance(value, dict) else None

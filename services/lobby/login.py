@@ -1,0 +1,123 @@
+"""Login: check the token, load the profile, bind the session (kicking older ones), reply
+LoginOk, and on a reconnect resume the seat (snapshot and online at the owning table)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from paiju.frames import error_frame, server_frame
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
+from services.lobby import metrics, tokens
+from services.lobby.app import LobbyApp
+from services.lobby.directory import Reject
+from services.lobby.rooms import room_entry
+from services.lobby.sessions import Session
+
+log = logging.getLogger("paiju.lobby.login")
+
+
+def peer_ip(peer: str) -> str:
+    """The IP of a gRPC peer string: ``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5`` -> address."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6" and rest.startswith("["):
+        return rest[1:rest.find("]")]
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    return ""
+
+
+def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> int:
+    """The user id a login proves; TokenError when it proves nothing."""
+    secret = app.lobby.token_secret
+    if app.lobby.legacy_md5:
+        return tokens.verify_legacy(login.token, login.secret_string, secret)
+    return tokens.verify(login.token, secret)
+
+
+async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.login
+    if session.logged_in:
+        raise Reject(common_pb2.ERR_BAD_FRAME, "already logged in on this stream")
+    try:
+        user_id = check_token(app, req)
+    except tokens.TokenError as exc:
+        metrics.LOGINS.labels("expired" if isinstance(exc, tokens.TokenExpired)
+                              else "bad_token").inc()
+        session.send(error_frame(exc.code, str(exc), request_event_id=frame.event_id or 1002,
+                                 reply_to=frame.seq), final=True)
+        session.close()
+        return
+    try:
+        record = await app.records.profile(user_id, req.nickname, create=app.lobby.dev_profiles)
+    except Reject as exc:
+        metrics.LOGINS.labels("unavailable" if exc.code == common_pb2.ERR_UNAVAILABLE
+                              else "refused").inc()
+        raise
+    session.profile = table_pb2.PlayerProfile(
+        user_id=user_id, nickname=record.nickname, head_url=record.head_url, sex=record.sex,
+        coins=record.coins, ip=session.peer_ip, lat=req.lat, lng=req.lng,
+        login_address=req.login_address)
+    session.user_id = user_id
+    session.login_at = time.time()
+    await app.hub.bind(session)
+    metrics.LOGINS.labels("ok").inc()
+    seat = await app.directory.seat(user_id)
+    room_id = int(seat.get("room_id") or 0) if seat else 0
+    ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
+                                heartbeat_seconds=app.lobby.heartbeat_seconds,
+                                session_id=session.session_id)
+    if room_id:
+        room = await _room_info(app, room_id)
+        if room is not None:
+            ok.room.CopyFrom(room)
+    session.send(server_frame(ok, reply_to=frame.seq))
+    if room_id:
+        await _resume(app, session, frame, room_id, seat or {})
+
+
+def _own_info(session: Session, seat: dict | None) -> common_pb2.PlayerInfo:
+    p = session.profile
+    return common_pb2.PlayerInfo(
+        user_id=p.user_id, online=True, coins=p.coins, nickname=p.nickname,
+        head_url=p.head_url, ip=p.ip, sex=p.sex, login_address=p.login_address,
+        seat=int(seat.get("seat", -1)) if seat else -1)
+
+
+async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
+    entry = app.cache.get(room_id)
+    if entry is not None:
+        return entry.info
+    value = await app.directory.room(room_id)
+    if not value:
+        return None
+    entry = room_entry(value)
+    return entry.info if entry else None
+
+
+async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
+                  room_id: int, seat: dict) -> None:
+    """Reconnect into a seat: subscribe the room, ask the table for a snapshot, go online."""
+    address = str(seat.get("address") or "")
+    try:
+        snapshot = await app.forward(session, kind="snapshot", room_id=room_id,
+                                     address=address, with_profile=True)
+    except Reject as exc:
+        session.send(error_frame(exc.code, f"could not resume room {room_id}: {exc.message}",
+                                 request_event_id=frame.event_id or 1002, reply_to=frame.seq))
+        return
+    if snapshot.code:
+        await app.hub.leave_room(session)
+        log.info("seat not resumed", extra={"user": session.user_id, "room": room_id,
+                                            "code": snapshot.code})
+        return
+    if snapshot.room_id == 0:
+        await app.hub.enter_room(session, room_id, int(seat.get("seat", -1)))
+    for out in snapshot.frames:
+        out.reply_to = frame.seq
+        session.send(out)
+    try:
+        await app.forward(session, kind="online", room_id=room_id, address=address)
+    except Reject as exc:
+        log.warning("online not delivered", extra={"user": session.user_id, "error": exc.message})
+

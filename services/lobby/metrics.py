@@ -1,0 +1,22 @@
+"""Prometheus metrics of the lobby: sessions, logins, frames, kicks, table forward latency."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from services.common.metrics import LATENCY_BUCKETS
+
+SESSIONS = Gauge("paiju_lobby_sessions", "Open client sessions (logged in or not)")
+LOGINS = Counter("paiju_lobby_logins_total", "Login attempts by result", ["result"])
+FRAMES_IN = Counter("paiju_lobby_frames_in_total", "Client frames received, by event id",
+                    ["event_id"])
+FRAMES_OUT = Counter("paiju_lobby_frames_out_total", "Server frames sent, by event id",
+                     ["event_id"])
+KICKS = Counter("paiju_lobby_kicks_total",
+                "Sessions closed by a newer login of the same user (local or from another lobby)",
+                ["origin"])
+SLOW_CLIENTS = Counter("paiju_lobby_slow_clients_total",
+                       "Sessions disconnected because their outbound queue was full")
+FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
+                            "Round trip of one command on the lobby-table Session stream",
+                            ["kind"], buckets=LATENCY_BUCKETS)
