@@ -21,7 +21,7 @@ from games.dadun.entrust import JOKER_MIN, protected_cards
 from games.engine import Action, State
 from games.rng import Stream
 
-ALONE_STRENGTH = 9  # see _strength: about three big bombs plus top cards
+ALONE_STRENGTH = 12  # see _strength: under 1% of random hands reach it
 RANK_A, RANK_2 = 11, 12
 
 
