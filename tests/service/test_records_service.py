@@ -1,0 +1,162 @@
+"""The records service in-process against a real nats-server and a SQLite file: settlements
+published on JetStream are written once and served over gRPC; duplicates are acknowledged,
+malformed messages terminated, bad requests answered with precise status codes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import nats
+import pytest
+from prometheus_client import REGISTRY
+
+from paiju.v1 import records_pb2, records_pb2_grpc
+from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.common.server import ServiceHost
+from services.records.consumer import DURABLE
+from services.records.server import start
+from services.records.store import START_COINS
+from tests.service.test_records_support import encode, event, final_message, hand_message
+
+SEATS = [3001, 3002, 3003, 3004]
+
+
+def metric(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    """Wait until ``check()`` holds (a wait with a generous deadline, not a speed test)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def service(fresh_nats: EmbeddedNats, tmp_path: Path) -> AsyncIterator[ServiceHost]:
+    cfg = load_config("test")
+    cfg = replace(cfg, nats=replace(cfg.nats, url=fresh_nats.url), records=replace(
+        cfg.records, database_url=f"sqlite+aiosqlite:///{tmp_path / 'records.db'}"))
+    svc = await start(cfg, port=0, metrics_port=-1)
+    yield svc
+    await svc.stop(0)
+
+
+@pytest.fixture
+async def stub(service: ServiceHost) -> AsyncIterator[records_pb2_grpc.RecordsStub]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+        yield records_pb2_grpc.RecordsStub(channel)
+
+
+@pytest.fixture
+async def js(fresh_nats: EmbeddedNats) -> AsyncIterator[nats.js.JetStreamContext]:
+    nc = await nats.connect(fresh_nats.url)
+    context = nc.jetstream()
+    await ensure_streams(context)
+    yield context
+    await nc.close()
+
+
+async def publish(js: nats.js.JetStreamContext, message: dict, msg_id: str | None) -> None:
+    headers = {"Nats-Msg-Id": msg_id} if msg_id else None
+    await js.publish(settle_subject(message["room_id"]), encode(message), headers=headers)
+
+
+async def total_hands(stub: records_pb2_grpc.RecordsStub, room_id: int = 0) -> int:
+    return (await stub.ListHands(records_pb2.ListHandsRequest(room_id=room_id))).total
+
+
+async def test_published_settlements_are_written_and_served(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext) -> None:
+    written_before = metric("paiju_records_settlements_written_total")
+    hands = {1: [4, -4, 0, 0], 2: [-1, -1, -1, 3], 3: [0, 2, -2, 0]}
+    events = [event(0, None, b"pub"), event(1, 1, b"mine"), event(2, 2, b"theirs")]
+    for hand_no, deltas in hands.items():
+        await publish(js, hand_message(400001, hand_no, SEATS, deltas, events=events),
+                      f"400001:{hand_no}")
+    await publish(js, final_message(400001, SEATS, [3, -3, -3, 3], 3), "400001:final")
+
+    async def all_written() -> bool:
+        return await total_hands(stub, 400001) == 4
+
+    await eventually(all_written)
+    history = await stub.GetHistoryScores(records_pb2.HistoryRequest(room_id=400001))
+    assert {i.user_id: list(i.scores) for i in history.items} == {
+        uid: [hands[h][seat] for h in (1, 2, 3)] for seat, uid in enumerate(SEATS)}
+    replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400001, hand_no=2,
+                                                            user_id=3002))
+    assert [c.event_data for c in replay.cells] == [b"pub", b"mine"]
+    assert replay.game == "xuezhan" and replay.cells[1].event_id == 9601
+    player = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=3004))
+    assert player.coins == START_COINS + 3 and player.nickname == "p3004"
+    assert metric("paiju_records_settlements_written_total") - written_before == 4
+
+
+async def test_duplicates_are_acked_and_malformed_messages_terminated(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext) -> None:
+    duplicates = metric("paiju_records_duplicates_ignored_total")
+    malformed = metric("paiju_records_malformed_total")
+    good = hand_message(400002, 1, SEATS, [1, -1, 0, 0])
+    await publish(js, good, None)
+    await publish(js, good, None)  # a table retry after the dedupe window
+    await js.publish(settle_subject(400002), b"{not json")
+    await publish(js, hand_message(400002, 2, SEATS, [5, 0, 0, 0]), None)  # not zero-sum
+    await publish(js, hand_message(400002, 3, SEATS, [0, 0, -7, 7]), None)
+
+    async def settled() -> bool:
+        info = await js.consumer_info(SETTLE_STREAM, DURABLE)
+        return info.num_pending == 0 and info.num_ack_pending == 0
+
+    await eventually(settled)
+    hands = await stub.ListHands(records_pb2.ListHandsRequest(room_id=400002))
+    assert [(h.hand_no, list(h.deltas)) for h in hands.hands] == [(1, [1, -1, 0, 0]),
+                                                                  (3, [0, 0, -7, 7])]
+    assert metric("paiju_records_duplicates_ignored_total") - duplicates == 1
+    assert metric("paiju_records_malformed_total") - malformed == 2
+    info = await js.consumer_info(SETTLE_STREAM, DURABLE)
+    assert info.num_redelivered == 0
+    assert info.config.ack_wait == 30 and info.config.filter_subject == "settle.*"
+
+
+@pytest.mark.parametrize(("call", "request_", "code"), [
+    ("GetHistoryScores", records_pb2.HistoryRequest(room_id=0), "INVALID_ARGUMENT"),
+    ("GetHistoryScores", records_pb2.HistoryRequest(room_id=999999), "NOT_FOUND"),
+    ("GetReplay", records_pb2.ReplayRequest(room_id=1, hand_no=0), "INVALID_ARGUMENT"),
+    ("GetReplay", records_pb2.ReplayRequest(room_id=1, hand_no=1, user_id=-1),
+     "INVALID_ARGUMENT"),
+    ("GetReplay", records_pb2.ReplayRequest(room_id=1, hand_no=1), "NOT_FOUND"),
+    ("EnsurePlayer", records_pb2.EnsurePlayerRequest(user_id=0), "INVALID_ARGUMENT"),
+    ("EnsurePlayer", records_pb2.EnsurePlayerRequest(user_id=1, nickname="x" * 65),
+     "INVALID_ARGUMENT"),
+    ("GetPlayer", records_pb2.GetPlayerRequest(user_id=-5), "INVALID_ARGUMENT"),
+    ("GetPlayer", records_pb2.GetPlayerRequest(user_id=31337), "NOT_FOUND"),
+    ("ListHands", records_pb2.ListHandsRequest(limit=-1), "INVALID_ARGUMENT"),
+])
+async def test_bad_requests_get_precise_status_codes(
+        stub: records_pb2_grpc.RecordsStub, call: str, request_: object, code: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await getattr(stub, call)(request_)
+    assert err.value.code().name == code
+    assert err.value.details()
+
+
+async def test_ensure_player_creates_then_returns_the_existing_profile(
+        stub: records_pb2_grpc.RecordsStub) -> None:
+    request = records_pb2.EnsurePlayerRequest(user_id=5001, nickname="东风", head_url="h", sex=2)
+    first = await stub.EnsurePlayer(request)
+    second = await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(user_id=5001,
+                                                                     nickname="other"))
+    assert (first.created, second.created) == (True, False)
+    assert (second.nickname, second.sex, second.coins) == ("东风", 2, START_COINS)
+    fetched = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=5001))
+    assert fetched.nickname == "东风" and not fetched.created
