@@ -1,18 +1,19 @@
-"""Fast win check (胡牌判定) from per-suit lookup tables.
+"""Fast win check (胡牌判定) from one per-suit lookup table.
 
 Each suit's nine counts are packed into one integer key, one byte per rank
 (``key = sum(count[r] << 8 * r)``), so a whole 27-count hand is ``int.from_bytes(bytes(counts),
-"little")`` and its three suit keys are byte slices of that integer. Two tables, built once at
-import (a few hundredths of a second):
+"little")`` and its three suit keys are byte slices of that integer. One table, built at
+import (a few hundredths of a second), maps every suit that can take part in a win to a code
+packing two fields, so that the codes of the three suits can simply be added:
 
-* ``_STANDARD``: key -> tile count, for every suit that splits into sets (triplets, runs)
-  with at most one pair, four sets at most, no tile above four copies;
-* ``_PAIRS``: key -> number of pairs, for every suit whose counts are all 0, 2 or 4
-  (a quad counts as two pairs, 龙七对).
+* low field (9 bits): the suit's tile count if it splits into sets (triplets, runs) with at
+  most one pair, four sets at most, else ``_NOT_STANDARD``;
+* high field: the suit's number of pairs if all its counts are 0, 2 or 4 (a quad counts as
+  two pairs, 龙七对), else ``_NOT_PAIRS``.
 
-A hand is a standard win when every suit is in ``_STANDARD`` and the total is 3n + 2 <= 14
-(then exactly one suit holds the pair); it is seven pairs (七对) when the pair counts add up
-to seven.
+A hand is a standard win when the summed low field is 3n + 2 <= 14 (then every suit is
+standard and exactly one holds the pair); it is seven pairs (七对) when the summed high field
+is 7. A suit in neither class is missing from the table: no win.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ SUIT_MASK = (1 << SUIT_BITS) - 1
 KEY_STEP = tuple(1 << (8 * (t % 9)) for t in range(NUM_TILES))
 MAX_CONCEALED = 14
 MAX_SETS = 4
-_MISSING = -100
+_NOT_STANDARD = 100  # three of these still fit the 9-bit low field
+_NOT_PAIRS = 50
+_LOW_BITS = 9
+_LOW_MASK = (1 << _LOW_BITS) - 1
 
 
 def suit_key(ranks: Sequence[int]) -> int:
@@ -77,24 +81,45 @@ def _build_pairs() -> dict[int, int]:
     return out
 
 
-_STANDARD = _build_standard()
-_PAIRS = _build_pairs()
+def _build_codes() -> dict[int, int]:
+    standard, pairs = _build_standard(), _build_pairs()
+    return {
+        key: standard.get(key, _NOT_STANDARD) + (pairs.get(key, _NOT_PAIRS) << _LOW_BITS)
+        for key in standard.keys() | pairs.keys()
+    }
+
+
+_CODES = _build_codes()
+
+
+def _code(k0: int, k1: int, k2: int) -> int | None:
+    """The summed codes of three suit keys, None if a suit is in no winning class."""
+    get = _CODES.get
+    a = get(k0)
+    if a is None:
+        return None
+    b = get(k1)
+    if b is None:
+        return None
+    c = get(k2)
+    return None if c is None else a + b + c
 
 
 def is_win_keys(k0: int, k1: int, k2: int) -> bool:
     """``is_win`` on the three suit keys of a concealed hand."""
-    std = _STANDARD
-    a = std.get(k0)
-    if a is not None:
-        b = std.get(k1)
-        if b is not None:
-            c = std.get(k2)
-            if c is not None:
-                n = a + b + c
-                if n % 3 == 2 and n <= MAX_CONCEALED:
-                    return True
-    pairs = _PAIRS
-    return pairs.get(k0, _MISSING) + pairs.get(k1, _MISSING) + pairs.get(k2, _MISSING) == 7
+    get = _CODES.get
+    a = get(k0)
+    if a is None:
+        return False
+    b = get(k1)
+    if b is None:
+        return False
+    c = get(k2)
+    if c is None:
+        return False
+    code = a + b + c
+    tiles = code & _LOW_MASK
+    return (tiles <= MAX_CONCEALED and tiles % 3 == 2) or code >> _LOW_BITS == 7
 
 
 def is_win(counts: Sequence[int]) -> bool:
@@ -102,24 +127,34 @@ def is_win(counts: Sequence[int]) -> bool:
     11, 14; the rest of the hand is melds), or, at 14 tiles, seven pairs where a quad counts
     as two pairs. Counts must be 27 integers in 0..4."""
     k = int.from_bytes(bytes(counts), "little")
-    return is_win_keys(k & SUIT_MASK, (k >> SUIT_BITS) & SUIT_MASK, k >> (2 * SUIT_BITS))
+    get = _CODES.get
+    a = get(k & SUIT_MASK)
+    if a is None:
+        return False
+    b = get((k >> SUIT_BITS) & SUIT_MASK)
+    if b is None:
+        return False
+    c = get(k >> (2 * SUIT_BITS))
+    if c is None:
+        return False
+    code = a + b + c
+    tiles = code & _LOW_MASK
+    return (tiles <= MAX_CONCEALED and tiles % 3 == 2) or code >> _LOW_BITS == 7
 
 
 def is_seven_pairs(counts: Sequence[int]) -> bool:
     """True if the 14 concealed tiles are seven pairs (七对), a quad counting as two."""
-    k0, k1, k2 = suit_keys(counts)
-    pairs = _PAIRS
-    return pairs.get(k0, _MISSING) + pairs.get(k1, _MISSING) + pairs.get(k2, _MISSING) == 7
+    code = _code(*suit_keys(counts))
+    return code is not None and code >> _LOW_BITS == 7
 
 
 def is_standard_keys(k0: int, k1: int, k2: int) -> bool:
     """The standard shape (n sets + one pair) only, without seven pairs."""
-    std = _STANDARD
-    a, b, c = std.get(k0), std.get(k1), std.get(k2)
-    if a is None or b is None or c is None:
+    code = _code(k0, k1, k2)
+    if code is None:
         return False
-    n = a + b + c
-    return n % 3 == 2 and n <= MAX_CONCEALED
+    tiles = code & _LOW_MASK
+    return tiles <= MAX_CONCEALED and tiles % 3 == 2
 
 
 def waits(counts: Sequence[int], held: Sequence[int] | None = None) -> list[int]:
