@@ -64,9 +64,12 @@ async def start_service(
     port: int,
     metrics_port: int,
     register: Callable[[grpc.aio.Server], Iterable[str]],
+    *,
+    serving: bool = True,
 ) -> ServiceHost:
     """Create, register and start a gRPC server. ``register`` adds the servicers and returns
-    their full service names (for health and reflection). Port 0 picks a free port."""
+    their full service names (for health and reflection). Port 0 picks a free port.
+    ``serving=False`` leaves health NOT_SERVING until the caller has finished starting."""
     server = grpc.aio.server(
         interceptors=[MetricsInterceptor(name)],
         options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 8 << 20)],
@@ -88,7 +91,7 @@ async def start_service(
     await server.start()
     svc = ServiceHost(name, server, health_servicer, bound, actual_metrics, names,
                       _metrics_server=metrics_server)
-    await svc.set_serving(True)
+    await svc.set_serving(serving)
     log.info("service started", extra={"grpc_port": bound, "metrics_port": actual_metrics,
                                        "services": list(names)})
     return svc

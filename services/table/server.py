@@ -1,24 +1,390 @@
-"""gRPC adapter of the table service."""
+"""The table service: owns rooms, runs hands, keeps the directory entries for them.
+
+gRPC (paiju.v1.Table): CreateRoom, GetRoom, ListRooms (unary, rare) and Session (one
+long-lived stream per lobby, multiplexing player commands). Rooms live in
+:class:`services.table.actor.RoomActor` tasks; the contract is in docs/services.md.
+"""
 
 from __future__ import annotations
 
-import grpc
+import asyncio
+import json
+import logging
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
 
-from paiju.v1 import table_pb2_grpc
+import grpc
+import nats.errors
+from google.protobuf import json_format
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from games.arbitration import Decision, Rules, Window
+from games.engine import Action, RuleError
+from paiju.v1 import arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
+from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.config import Config
 from services.common.server import ServiceHost, start_service
+from services.table import metrics as m
+from services.table.actor import Reply, RoomActor, create_record
+from services.table.codec import GAME_NAMES
+from services.table.room import Effects, Room, variant
+
+log = logging.getLogger("paiju.table")
+
+SEATS_BUCKET = "seats"
+LOBBY_ROOMS = "lobby.rooms"
+HEARTBEAT_SECONDS = 2.0
+
+
+def bot_move(game: str, state: Any, seat: int) -> Action:
+    """Entrust and timeouts play the greedy policy of the game (games/bots)."""
+    if game == "dadun":
+        from games.bots.dadun import greedy_policy
+    else:
+        from games.bots.mahjong import greedy_policy
+    return greedy_policy(state, seat)
+
+
+class TableCore:
+    def __init__(self, cfg: Config, instance: str, address: str) -> None:
+        self.cfg = cfg
+        self.instance = instance
+        self.address = address
+        self.rooms: dict[int, RoomActor] = {}
+        self.nc: Any = None
+        self.js: Any = None
+        self.kv_tables: Any = None
+        self.kv_rooms: Any = None
+        self.kv_seats: Any = None
+        self._arbiter_channel: grpc.aio.Channel | None = None
+        self._arbiter: arbiter_pb2_grpc.ArbiterStub | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self.started_at = time.time()
+
+    # ------------------------------------------------------------------ start / stop
+    async def start(self) -> None:
+        self.nc = await bus.connect(self.cfg.nats.url, f"table-{self.instance}",
+                                    self.cfg.nats.connect_timeout)
+        self.js = self.nc.jetstream()
+        await bus.ensure_streams(self.js)
+        self.kv_tables = await bus.ensure_bucket(self.js, bus.TABLES_BUCKET, ttl=10)
+        self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET)
+        self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET)
+        a = self.cfg.arbiter
+        self._arbiter_channel = grpc.aio.insecure_channel(f"{a.host}:{a.port}")
+        self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
+        await self.recover()
+        await self._register()
+        self._heartbeat = asyncio.create_task(self._heartbeat_loop())
+
+    async def stop(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        for actor in list(self.rooms.values()):
+            await actor.stop()
+        try:
+            await self.kv_tables.delete(self.instance)
+        except Exception:
+            pass
+        if self._arbiter_channel is not None:
+            await self._arbiter_channel.close()
+        if self.nc is not None:
+            await self.nc.drain()
+
+    # ------------------------------------------------------------------ rooms
+    def _actor(self, room: Room, next_index: int) -> RoomActor:
+        t = self.cfg.table
+        actor = RoomActor(
+            room, next_index=next_index, append=self._append, publish=self._publish,
+            arbiter=self._resolve, bots=bot_move,
+            timers={"turn_seconds": t.turn_seconds, "window_seconds": t.window_seconds,
+                    "alone_seconds": t.alone_seconds},
+            dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
+            idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds)
+        room.geo_alert_meters = float(self.cfg.lobby.geo_alert_meters)
+        self.rooms[room.room_id] = actor
+        m.ROOMS.set(len(self.rooms))
+        return actor
+
+    async def create_room(self, req: table_pb2.CreateRoomRequest) -> Room:
+        game = GAME_NAMES.get(req.game)
+        if game is None:
+            raise ValueError("unknown game: choose XUEZHAN, CHANGSHA or DADUN")
+        try:
+            options = json.loads(req.options_json) if req.options_json else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"options_json is not JSON: {exc}") from None
+        if not isinstance(options, dict):
+            raise ValueError("options_json must be a JSON object")
+        if req.total_hands < 0 or req.total_hands > 64 or req.base_score < 0:
+            raise ValueError("total_hands must be 1..64 and base_score positive")
+        probe = Room({"room_id": 0, "game": game, "options": options})
+        try:  # the engine validates its own options
+            variant(game).new_hand(probe.engine_options, 0, 0)
+        except RuleError as err:
+            raise ValueError(str(err)) from None
+        for key, value in probe.room_options.items():
+            if not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"{key} must be a positive number of seconds")
+        for _ in range(50):
+            room_id = 100000 + secrets.randbelow(900000)
+            try:
+                await self.kv_rooms.create(str(room_id), b"{}")
+                break
+            except Exception:  # the key exists: another room has that id
+                continue
+        else:
+            raise RuntimeError("could not allocate a room id")
+        rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
+        room = Room({**rec, "first_dealer": 0})
+        actor = self._actor(room, 0)
+        await actor.record(rec)
+        actor.start()
+        return room
+
+    async def recover(self) -> None:
+        """Take back this instance's rooms after a restart: fold each room's log."""
+        try:
+            keys = await self.kv_rooms.keys()
+        except Exception:  # no keys yet
+            keys = []
+        for key in keys:
+            try:
+                entry = json.loads((await self.kv_rooms.get(key)).value or b"{}")
+            except Exception:
+                continue
+            if entry.get("owner") != self.instance:
+                continue
+            room_id = int(key)
+            records = await self._read_log(room_id)
+            if not records or records[0].get("t") != "create":
+                log.warning("room log missing", extra={"room": room_id})
+                continue
+            room = Room({**records[0], "first_dealer": 0})
+            fx = Effects()
+            for rec in records:
+                room.apply(rec, fx)
+            m.REBUILT.inc()
+            if room.closed:
+                await self._publish_settlements(room.settled)
+                await self.kv_rooms.delete(key)
+                continue
+            actor = self._actor(room, records[-1]["i"] + 1)
+            await self._publish_settlements(room.settled)
+            await self._put_room(room)
+            actor.start()
+            log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),
+                                                     "hand": room.hand_no})
+
+    async def _read_log(self, room_id: int) -> list[dict[str, Any]]:
+        subject = bus.room_log(room_id)
+        records: list[dict[str, Any]] = []
+        try:
+            info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+            total = (info.state.subjects or {}).get(subject, 0)
+        except Exception:
+            total = None
+        if not total:
+            return records
+        sub = await self.js.pull_subscribe(
+            subject, durable=None, stream=bus.ROOM_LOG_STREAM,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
+        try:
+            while len(records) < total:
+                try:
+                    batch = await sub.fetch(min(512, total - len(records)), timeout=5)
+                except nats.errors.TimeoutError:
+                    break
+                for msg in batch:
+                    records.append(json.loads(msg.data))
+                    await msg.ack()
+        finally:
+            await sub.unsubscribe()
+        records.sort(key=lambda r: r["i"])
+        return records
+
+    # ------------------------------------------------------------------ I/O for actors
+    async def _append(self, room_id: int, index: int, rec: dict[str, Any]) -> None:
+        await self.js.publish(bus.room_log(room_id), json.dumps(rec).encode(),
+                              headers={"Nats-Msg-Id": f"{room_id}:{index}"})
+
+    async def _publish(self, actor: RoomActor, fx: Effects) -> None:
+        room = actor.room
+        started = time.perf_counter()
+        subject = bus.room_events(room.room_id)
+        for frame in fx.public:
+            await self.nc.publish(subject, frame.SerializeToString())
+        for user_id, frame in fx.private:
+            await self.nc.publish(bus.user_inbox(user_id), frame.SerializeToString())
+        for frame in fx.lobby:
+            await self.nc.publish(LOBBY_ROOMS, frame.SerializeToString())
+        m.FANOUT.observe(time.perf_counter() - started)
+        await self._publish_settlements(fx.settle)
+        for user_id, seat in fx.seats.items():
+            if seat is None:
+                await self.kv_seats.delete(str(user_id))
+            else:
+                await self.kv_seats.put(str(user_id), json.dumps({
+                    "room_id": room.room_id, "owner": self.instance, "address": self.address,
+                    "seat": seat}).encode())
+        if fx.closed:
+            await self.kv_rooms.delete(str(room.room_id))
+            self.rooms.pop(room.room_id, None)
+            m.ROOMS.set(len(self.rooms))
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
+        elif fx.changed:
+            await self._put_room(room)
+
+    async def _publish_settlements(self, messages: list[dict[str, Any]]) -> None:
+        for msg in messages:
+            if not msg.get("final"):
+                m.HANDS.labels(msg["game"]).inc()
+            msg.setdefault("settled_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            dedupe = f"{msg['room_id']}:{'final' if msg.get('final') else msg['hand_no']}"
+            await self.js.publish(bus.settle_subject(msg["room_id"]), json.dumps(msg).encode(),
+                                  headers={"Nats-Msg-Id": dedupe})
+            m.SETTLEMENTS.labels(str(bool(msg.get("final"))).lower()).inc()
+
+    async def _put_room(self, room: Room) -> None:
+        info = json_format.MessageToDict(room.room_info(), preserving_proto_field_name=True)
+        await self.kv_rooms.put(str(room.room_id), json.dumps({
+            "room_id": room.room_id, "owner": self.instance, "address": self.address,
+            "game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
+            "has_password": bool(room.password), "lease_until": time.time() + 10,
+            "room": info}).encode())
+
+    async def _resolve(self, window: Window, rules: Rules) -> Decision | None:
+        if self._arbiter is None:
+            return None
+        started = time.perf_counter()
+        try:
+            reply = await self._arbiter.Resolve(window_to_pb(window, rules),
+                                                timeout=self.cfg.table.arbiter_timeout_seconds)
+        except grpc.aio.AioRpcError:
+            return None
+        m.ARBITER.observe(time.perf_counter() - started)
+        return decision_from_pb(reply)
+
+    # ------------------------------------------------------------------ directory
+    async def _register(self) -> None:
+        players = sum(len(a.room.seated()) for a in self.rooms.values())
+        await self.kv_tables.put(self.instance, json.dumps({
+            "instance": self.instance, "address": self.address, "rooms": len(self.rooms),
+            "players": players, "started_at": self.started_at}).encode())
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            try:
+                await self._register()
+            except Exception as exc:  # NATS down: keep trying, rooms keep playing
+                log.warning("heartbeat failed", extra={"error": repr(exc)})
+
+    # ------------------------------------------------------------------ commands
+    async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        actor = self.rooms.get(cmd.room_id)
+        if actor is None:
+            return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                                        message=f"room {cmd.room_id} is not on this table",
+                                        room_id=0, seat=-1)
+        reply: Reply = await actor.submit("command", cmd)
+        seat = actor.room.seat_of(cmd.user_id)
+        return table_pb2.TableReply(
+            request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
+            room_id=cmd.room_id if seat is not None and not actor.room.closed else 0,
+            seat=-1 if seat is None else seat)
 
 
 class TableService(table_pb2_grpc.TableServicer):
-    pass
+    def __init__(self, core: TableCore) -> None:
+        self.core = core
+
+    async def CreateRoom(self, request: table_pb2.CreateRoomRequest,  # noqa: N802
+                         context: grpc.aio.ServicerContext) -> table_pb2.CreateRoomReply:
+        try:
+            room = await self.core.create_room(request)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return table_pb2.CreateRoomReply(room=room.room_info())
+
+    async def GetRoom(self, request: table_pb2.GetRoomRequest,  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> common_pb2.RoomInfo:
+        actor = self.core.rooms.get(request.room_id)
+        if actor is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"room {request.room_id} is not here")
+        return actor.room.room_info()
+
+    async def ListRooms(self, request: table_pb2.ListRoomsRequest,  # noqa: N802
+                        context: grpc.aio.ServicerContext) -> table_pb2.ListRoomsReply:
+        want = GAME_NAMES.get(request.game)
+        rooms = [a.room for a in self.core.rooms.values() if want is None or a.room.game == want]
+        started = sum(1 for r in rooms if r.hand_no > 0)
+        return table_pb2.ListRoomsReply(rooms=[r.room_info() for r in rooms],
+                                        started_room_num=started)
+
+    async def Session(self, request_iterator: AsyncIterator[table_pb2.TableCommand],  # noqa: N802
+                      context: grpc.aio.ServicerContext) -> AsyncIterator[table_pb2.TableReply]:
+        out: asyncio.Queue[table_pb2.TableReply | None] = asyncio.Queue()
+        pending: set[asyncio.Task[None]] = set()
+
+        async def run(cmd: table_pb2.TableCommand) -> None:
+            try:
+                await out.put(await self.core.command(cmd))
+            except Exception as exc:
+                log.exception("command failed")
+                await out.put(table_pb2.TableReply(request_id=cmd.request_id,
+                                                   code=common_pb2.ERR_INTERNAL, message=repr(exc)))
+
+        async def read() -> None:
+            try:
+                async for cmd in request_iterator:
+                    task = asyncio.create_task(run(cmd))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+            finally:
+                if pending:
+                    await asyncio.gather(*pending, return_exceptions=True)
+                await out.put(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while True:
+                item = await out.get()
+                if item is None:
+                    break
+                yield item
+        finally:
+            reader.cancel()
+
+
+def instance_name(cfg: Config, port: int) -> str:
+    return cfg.table.instance or f"table-{socket.gethostname()}-{port}"
 
 
 async def start(cfg: Config, *, port: int | None = None, metrics_port: int | None = None) -> ServiceHost:
     c = cfg.table
+    holder: dict[str, TableService] = {}
 
     def register(server: grpc.aio.Server) -> list[str]:
-        table_pb2_grpc.add_TableServicer_to_server(TableService(), server)
+        holder["svc"] = TableService(None)  # type: ignore[arg-type]
+        table_pb2_grpc.add_TableServicer_to_server(holder["svc"], server)
         return ["paiju.v1.Table"]
 
-    return await start_service("table", c.host, c.port if port is None else port,
-                               c.metrics_port if metrics_port is None else metrics_port, register)
+    svc = await start_service("table", c.host, c.port if port is None else port,
+                              c.metrics_port if metrics_port is None else metrics_port, register,
+                              serving=False)
+    address = c.advertise or f"{c.host}:{svc.port}"
+    core = TableCore(cfg, instance_name(cfg, svc.port), address)
+    holder["svc"].core = core
+    try:
+        await core.start()
+    except Exception:
+        await svc.stop(0)
+        raise
+    svc.on_stop.append(core.stop)
+    await svc.set_serving(True)
+    return svc

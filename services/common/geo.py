@@ -1,0 +1,24 @@
+"""Distances between players (haversine) for the proximity alerts."""
+
+from __future__ import annotations
+
+import math
+
+EARTH_RADIUS_M = 6_371_008.8
+
+
+def haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
+    """Great-circle distance in meters between two (lat, lng) points in degrees."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lng2 - lng1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(a)))
+
+
+def has_position(lat: float, lng: float) -> bool:
+    """0,0 means "not given" on the wire; anything out of range is unusable."""
+    return (lat, lng) != (0.0, 0.0) and -90 <= lat <= 90 and -180 <= lng <= 180
+
+
+def describe(meters: float) -> str:
+    return f"{meters:.0f}m" if meters < 1000 else f"{meters / 1000:.1f}km"

@@ -1,0 +1,420 @@
+"""One asyncio task per room (single writer) with a bounded inbox.
+
+Every accepted command becomes a log record: appended to the room's JetStream log first,
+then folded into the :class:`Room`, then its effects are published. Timers (decision
+deadlines, entrust moves, the dismiss countdown, idle rooms) post ticks into the same inbox,
+so the room never changes from two places at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from games.arbitration import Decision, resolve
+from games.engine import Action, RuleError
+from paiju import frames
+from paiju.v1 import client_pb2, common_pb2, table_pb2
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import metrics as m
+from services.table.codec import FrameError, action_from_frame, rule_error_code
+from services.table.room import Effects, Room, RoomError, password_hash
+
+log = logging.getLogger("paiju.table.room")
+
+Append = Callable[[int, int, dict[str, Any]], Awaitable[None]]
+Publish = Callable[["RoomActor", Effects], Awaitable[None]]
+Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
+
+INBOX_SIZE = 256
+MAX_AUTO_STEPS = 2000
+
+
+class Reply:
+    """What a command answers to its sender."""
+
+    __slots__ = ("code", "message", "frames")
+
+    def __init__(self, code: int = 0, message: str = "ok",
+                 frames_: list[client_pb2.ServerFrame] | None = None) -> None:
+        self.code, self.message, self.frames = code, message, frames_ or []
+
+
+class RoomActor:
+    def __init__(self, room: Room, *, next_index: int, append: Append, publish: Publish,
+                 arbiter: Arbiter, bots: Callable[[str, Any, int], Action],
+                 timers: dict[str, float], dismiss_seconds: float, idle_seconds: float,
+                 entrust_delay: float) -> None:
+        self.room = room
+        self.next_index = next_index
+        self._append = append
+        self._publish = publish
+        self._arbiter = arbiter
+        self._bot = bots
+        self.timers = timers
+        self.dismiss_seconds = dismiss_seconds
+        self.idle_seconds = idle_seconds
+        self.entrust_delay = entrust_delay
+        self.inbox: asyncio.Queue[tuple[str, Any, asyncio.Future[Reply] | None]] = \
+            asyncio.Queue(INBOX_SIZE)
+        self.prompted: dict[int, tuple[Any, ...]] = {}
+        self.acted: dict[int, int] = {}
+        self.deadline: float | None = None
+        self.deadline_decision = -1
+        self.entrust_due: float | None = None
+        self.dismiss_deadline: float | None = None
+        self.idle_deadline = time.monotonic() + idle_seconds
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"room-{self.room.room_id}")
+        self._timer = asyncio.create_task(self._timer_loop(), name=f"timer-{self.room.room_id}")
+
+    async def stop(self) -> None:
+        for task in (self._timer, self._task):
+            if task is not None:
+                task.cancel()
+        for task in (self._timer, self._task):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+    async def submit(self, kind: str, payload: Any) -> Reply:
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        try:
+            self.inbox.put_nowait((kind, payload, fut))
+        except asyncio.QueueFull:
+            return Reply(common_pb2.ERR_UNAVAILABLE, "the room is busy, try again")
+        return await fut
+
+    async def _run(self) -> None:
+        await self._after()
+        while True:
+            kind, payload, fut = await self.inbox.get()
+            try:
+                reply = await self._handle(kind, payload)
+                await self._after()
+            except Exception as exc:  # a bug must not kill the room's task
+                log.exception("room command failed", extra={"room": self.room.room_id})
+                reply = Reply(common_pb2.ERR_INTERNAL, f"internal error: {exc!r}")
+            if fut is not None and not fut.done():
+                fut.set_result(reply)
+
+    # ------------------------------------------------------------------ records
+    async def record(self, rec: dict[str, Any]) -> Effects:
+        """Append to the log (durable first), fold into the room, publish the effects."""
+        rec = {"i": self.next_index, **rec}
+        started = time.perf_counter()
+        await self._append(self.room.room_id, self.next_index, rec)
+        m.LOG_APPEND.observe(time.perf_counter() - started)
+        self.next_index += 1
+        fx = Effects()
+        self.room.apply(rec, fx)
+        await self._publish(self, fx)
+        return fx
+
+    # ------------------------------------------------------------------ commands
+    async def _handle(self, kind: str, payload: Any) -> Reply:
+        if kind == "tick":
+            await self._tick()
+            return Reply()
+        if kind == "command":
+            return await self._command(payload)
+        raise ValueError(f"unknown inbox item {kind}")
+
+    async def _command(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        try:
+            if cmd.kind:
+                return await self._lobby_command(cmd)
+            frame = cmd.frame
+            what = frame.WhichOneof("payload")
+            if what == "join_room":
+                return await self._join(cmd)
+            seat = room.require_seat(cmd.user_id)
+            handler = getattr(self, f"_c_{what}", None)
+            if handler is not None:
+                return await handler(seat, frame)
+            return await self._game_action(seat, frame)
+        except RoomError as err:
+            return Reply(err.code, str(err))
+
+    async def _lobby_command(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        seat = room.require_seat(cmd.user_id)
+        s = room.seats[seat]
+        assert s is not None
+        if cmd.kind == "online":
+            if not s.online:
+                await self.record({"t": "online", "seat": seat})
+            return Reply()
+        if cmd.kind == "offline":
+            if s.online:
+                await self.record({"t": "offline", "seat": seat})
+            return Reply()
+        if cmd.kind == "snapshot":
+            return Reply(frames_=room.snapshot(seat, self.seconds_left()))
+        raise RoomError(common_pb2.ERR_BAD_FRAME, f"unknown table command kind {cmd.kind!r}")
+
+    async def _join(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        seat = room.check_join(cmd.user_id, cmd.frame.join_room.password)
+        p = cmd.profile
+        profile = {"nickname": p.nickname, "head_url": p.head_url, "sex": p.sex, "coins": p.coins,
+                   "ip": p.ip, "lat": p.lat, "lng": p.lng, "login_address": p.login_address}
+        await self.record({"t": "join", "seat": seat, "user_id": cmd.user_id, "profile": profile})
+        return Reply(frames_=room.snapshot(seat, self.seconds_left()))
+
+    async def _c_ask_ready(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.in_hand() or room.closed:
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "ready is only between hands")
+        want = frame.ask_ready.is_ready
+        s = room.seats[seat]
+        assert s is not None
+        if s.ready != want:
+            await self.record({"t": "ready", "seat": seat, "ready": want})
+        if room.can_start():
+            dealer = room.dealer if room.hand_no else secrets.randbelow(4)
+            await self.record({"t": "start", "hand_no": room.hand_no + 1,
+                               "seed": secrets.randbits(63), "dealer": dealer})
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_ask_exit(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.in_hand():
+            s = room.seats[seat]
+            assert s is not None
+            if not s.entrusted:
+                await self.record({"t": "entrust", "seat": seat, "reason": "exit"})
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
+                            "a hand is in progress: you stay seated and entrust plays for you")
+        if room.hand_no and room.hand_no < room.min_hands:
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
+                            f"the room must play {room.min_hands} hands; apply to dismiss instead")
+        if room.hand_no:
+            await self.record({"t": "close", "reason": lm.NoticeDismiss.PLAYER_LEFT,
+                               "doc": "a player left after the minimum number of hands"})
+        else:
+            await self.record({"t": "leave", "seat": seat})
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_refresh_room(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        return Reply(frames_=self.room.snapshot(seat, self.seconds_left()))
+
+    async def _c_ask_geo(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        return Reply(frames_=[frames.server_frame(self.room.geo())])
+
+    async def _c_cancel_entrust(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        s = self.room.seats[seat]
+        assert s is not None
+        if not s.entrusted:
+            raise RoomError(common_pb2.ERR_NOT_ENTRUSTED, "you are not entrusted")
+        if s.cancels_left <= 0:
+            raise RoomError(common_pb2.ERR_NO_ENTRUST_CANCELS,
+                            "no cancels left: entrust plays until the hand ends")
+        await self.record({"t": "cancel_entrust", "seat": seat})
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_ask_dismiss(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.dismiss is not None:
+            raise RoomError(common_pb2.ERR_ALREADY_VOTED, "a dismiss vote is already open")
+        await self.record({"t": "dismiss_apply", "seat": seat, "seconds": int(self.dismiss_seconds)})
+        self.dismiss_deadline = time.monotonic() + self.dismiss_seconds
+        await self._dismiss_check(timed_out=False)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_report_dismiss(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.dismiss is None:
+            raise RoomError(common_pb2.ERR_NO_DISMISS_VOTE, "no dismiss vote is open")
+        if seat in room.dismiss.votes:
+            raise RoomError(common_pb2.ERR_ALREADY_VOTED, "you have already voted")
+        left = max(0, int((self.dismiss_deadline or time.monotonic()) - time.monotonic()))
+        await self.record({"t": "dismiss_vote", "seat": seat, "agree": frame.report_dismiss.agree,
+                           "seconds": left})
+        await self._dismiss_check(timed_out=False)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _dismiss_check(self, timed_out: bool) -> None:
+        if self.room.dismiss is None:
+            return
+        outcome = self.room.dismiss_outcome(timed_out)
+        if outcome is not None:
+            self.dismiss_deadline = None
+            await self.record({"t": "dismiss_result", "agreed": outcome})
+
+    async def _game_action(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        code_of = rule_error_code
+        try:
+            action = action_from_frame(room.game, frame)
+        except FrameError as exc:
+            return Reply(common_pb2.ERR_BAD_FRAME, str(exc))
+        if not room.in_hand():
+            return Reply(code_of(room.game, "hand_over"), "no hand is being played")
+        started = time.perf_counter()
+        try:
+            await self.act(seat, action, "player")
+        except RuleError as err:
+            return Reply(code_of(room.game, err.code), str(err))
+        m.ACTION_SECONDS.labels(room.game).observe(time.perf_counter() - started)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def act(self, seat: int, action: Action, by: str) -> None:
+        """Verify (RuleError leaves everything unchanged), log, apply, resolve a window."""
+        state = self.room.state
+        assert state is not None
+        response = self.room.is_response(seat)
+        state.verify(seat, action)
+        await self.record({"t": "act", "seat": seat, "action": action.to_dict(), "by": by,
+                           "response": response})
+        self.acted[seat] = self.acted.get(seat, 0) + 1
+        if response:
+            await self._resolve_window()
+
+    async def _resolve_window(self) -> None:
+        state = self.room.state
+        if state is None or state.is_over():
+            return
+        window = state.pending_window()  # type: ignore[attr-defined]
+        if window is None:
+            return
+        rules = state.rules.arbitration(state.options)  # type: ignore[attr-defined]
+        decision = await self._arbiter(window, rules)
+        if decision is None:  # no arbiter answered in time: the same pure function, here
+            m.ARBITER_FALLBACK.inc()
+            decision = resolve(window, rules)
+        if decision.final:
+            await self.record({"t": "resolve", "decision": decision.to_dict()})
+
+    # ------------------------------------------------------------------ automation
+    async def _after(self) -> None:
+        """After every inbox item: prompts for new decisions, deadlines, immediate entrust."""
+        room = self.room
+        if room.closed:
+            return
+        if room.in_hand():
+            if self.deadline_decision != room.decision:
+                self.deadline_decision = room.decision
+                self.deadline = time.monotonic() + room.decision_seconds(self.timers)
+            if self.entrust_delay <= 0:
+                await self._auto_play()
+            else:
+                due = [s for s in room.to_act() if room.seats[s] and room.seats[s].entrusted]  # type: ignore[union-attr]
+                self.entrust_due = time.monotonic() + self.entrust_delay if due else None
+            await self._send_prompts()
+        else:
+            self.deadline = self.entrust_due = None
+        self._wake.set()
+
+    async def _send_prompts(self) -> None:
+        room = self.room
+        if not room.in_hand():
+            return
+        fx = Effects()
+        seconds = self.seconds_left()
+        for seat in room.to_act():
+            s = room.seats[seat]
+            if s is None:
+                continue
+            prompt = room.prompt(seat, seconds)
+            # a seat is prompted once per decision: its own moves, the phase and the window
+            # id / out-token tell a new decision from one it is still thinking about
+            refs = tuple(a.ref for a in prompt.prompt.actions[:1])
+            key = (self.acted.get(seat, 0), prompt.prompt.phase, refs)
+            if self.prompted.get(seat) == key:
+                continue
+            self.prompted[seat] = key
+            fx.private.append((s.user_id, prompt))
+        if fx.private:
+            await self._publish(self, fx)
+
+    async def _auto_play(self, timeout: bool = False) -> None:
+        """Entrusted seats act now; on a timeout every seat still to act is entrusted first."""
+        room = self.room
+        for _ in range(MAX_AUTO_STEPS):
+            if not room.in_hand():
+                return
+            seats = [s for s in room.to_act()
+                     if timeout or (room.seats[s] is not None and room.seats[s].entrusted)]  # type: ignore[union-attr]
+            if not seats:
+                return
+            seat = seats[0]
+            s = room.seats[seat]
+            assert s is not None and room.state is not None
+            by = "entrust" if s.entrusted else "timeout"
+            if not s.entrusted and not room.is_response(seat):
+                await self.record({"t": "entrust", "seat": seat, "reason": "timeout"})
+            elif not s.entrusted:
+                by = "timeout"
+            action = self._bot(room.game, room.state, seat)
+            try:
+                await self.act(seat, action, by)
+            except RuleError:
+                await self.act(seat, room.state.default_action(seat), by)
+            if timeout and room.decision != self.deadline_decision:
+                timeout = False  # the decision moved on; later seats get their own timer
+        log.error("auto-play did not settle", extra={"room": room.room_id})
+
+    async def _tick(self) -> None:
+        now = time.monotonic()
+        room = self.room
+        if self.dismiss_deadline is not None and now >= self.dismiss_deadline:
+            self.dismiss_deadline = None
+            await self._dismiss_check(timed_out=True)
+        if (not room.closed and room.hand_no == 0 and not room.in_hand()
+                and now >= self.idle_deadline):
+            await self.record({"t": "close", "reason": lm.NoticeDismiss.IDLE_TOO_LONG,
+                               "doc": "the room was not started in time"})
+            return
+        if self.entrust_due is not None and now >= self.entrust_due:
+            self.entrust_due = None
+            await self._auto_play()
+        if room.in_hand() and self.deadline is not None and now >= self.deadline:
+            self.deadline = None
+            m.TIMEOUTS.labels(room.game).inc()
+            await self._auto_play(timeout=True)
+
+    def seconds_left(self) -> float:
+        if self.deadline is None:
+            return self.room.decision_seconds(self.timers) if self.room.in_hand() else 0
+        return max(0.0, self.deadline - time.monotonic())
+
+    async def _timer_loop(self) -> None:
+        while True:
+            wakes = [t for t in (self.deadline, self.entrust_due, self.dismiss_deadline,
+                                 None if self.room.hand_no else self.idle_deadline) if t is not None]
+            delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                continue
+            except TimeoutError:
+                pass
+            if self.room.closed:
+                return
+            try:
+                self.inbox.put_nowait(("tick", None, None))
+            except asyncio.QueueFull:
+                await asyncio.sleep(0.05)
+
+
+def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,
+                  options: dict[str, Any], entrust_cancels: int) -> dict[str, Any]:
+    return {"t": "create", "room_id": room_id, "game": game, "options": options,
+            "base_score": req.base_score or 1, "total_hands": req.total_hands or 4,
+            "min_hands": req.min_hands, "password_hash": password_hash(room_id, req.password),
+            "entrust_cancels": entrust_cancels, "creator_id": req.creator_id,
+            "play_desc": json.dumps(options, sort_keys=True) if options else game}

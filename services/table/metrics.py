@@ -1,0 +1,22 @@
+"""The table's own metrics (the gRPC interceptor adds request counts and latency)."""
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from services.common.metrics import LATENCY_BUCKETS
+
+ROOMS = Gauge("paiju_table_rooms", "Rooms owned by this table instance")
+HANDS = Counter("paiju_table_hands_total", "Hands finished", ["game"])
+ACTION_SECONDS = Histogram("paiju_table_action_seconds",
+                           "Player action: received to applied, logged and fanned out",
+                           ["game"], buckets=LATENCY_BUCKETS)
+LOG_APPEND = Histogram("paiju_table_log_append_seconds", "JetStream append (acknowledged)",
+                       buckets=LATENCY_BUCKETS)
+FANOUT = Histogram("paiju_table_fanout_seconds", "Publishing one record's events to NATS",
+                   buckets=LATENCY_BUCKETS)
+ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter Resolve round trip",
+                    buckets=LATENCY_BUCKETS)
+ARBITER_FALLBACK = Counter("paiju_table_arbiter_fallback_total",
+                           "Windows resolved in-process because no arbiter answered in time")
+TIMEOUTS = Counter("paiju_table_timeouts_total", "Decisions that timed out (entrust)", ["game"])
+SETTLEMENTS = Counter("paiju_table_settlements_total", "Settlement messages published", ["final"])
+REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log at start")

@@ -1,0 +1,209 @@
+"""The table service with a real nats-server, a real arbiter and real gRPC streams: rooms,
+hands to the end, settlements on JetStream, errors that change nothing, entrust, dismiss."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import nats
+import pytest
+
+from paiju import frames
+from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from paiju.v1 import game_msgs_pb2 as g
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.arbiter.server import start as start_arbiter
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.table.server import start as start_table
+from tests.support.tablekit import LobbyLink, Table, hand_overs, notice
+
+
+@pytest.fixture
+async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
+    arb = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
+    cfg = load_config("test", environ={
+        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": str(arb.port),
+        "PAIJU_TABLE__TURN_SECONDS": "3", "PAIJU_TABLE__WINDOW_SECONDS": "2",
+        "PAIJU_TABLE__INSTANCE": "table-test"})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
+    link = LobbyLink(f"127.0.0.1:{table.port}")
+    yield {"nats": fresh_nats, "stub": table_pb2_grpc.TableStub(channel), "link": link,
+           "table": table, "cfg": cfg}
+    await link.close()
+    await channel.close()
+    await table.stop(0)
+    await arb.stop(0)
+
+
+async def new_table(stack: dict[str, Any], game: int, hands: int = 1, **opts: Any) -> Table:
+    reply = await stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
+        game=game, base_score=1, total_hands=hands, options_json=json.dumps(opts)))
+    name = {common_pb2.XUEZHAN: "xuezhan", common_pb2.CHANGSHA: "changsha",
+            common_pb2.DADUN: "dadun"}[game]
+    t = Table(stack["nats"].url, stack["link"], reply.room.room_id, name)
+    await t.connect()
+    return t
+
+
+async def settlements(url: str, count: int, timeout: float = 10) -> list[dict[str, Any]]:
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    sub = await js.subscribe("settle.*", ordered_consumer=True)
+    out = []
+    try:
+        while len(out) < count:
+            msg = await sub.next_msg(timeout=timeout)
+            out.append(json.loads(msg.data))
+    finally:
+        await nc.close()
+    return out
+
+
+@pytest.mark.parametrize("game", [common_pb2.XUEZHAN, common_pb2.CHANGSHA, common_pb2.DADUN])
+async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any], game: int) -> None:
+    t = await new_table(stack, game, hands=1)
+    for uid in (11, 12, 13, 14):
+        _, reply = await t.seat(uid)
+        assert reply.code == 0 and reply.room_id == t.room_id
+    t.play()
+    await t.ready_all()
+    msgs = await settlements(stack["nats"].url, 2, timeout=60)
+    hand, final = msgs
+    assert hand["room_id"] == t.room_id and hand["hand_no"] == 1 and not hand["final"]
+    assert sum(hand["deltas"]) == 0
+    assert sorted(hand["seats"]) == [11, 12, 13, 14]
+    assert final["final"] and final["totals"] == hand["deltas"]
+    await asyncio.sleep(0.2)
+    for p in t.players:
+        assert hand_overs(p), "every player saw the end of the hand"
+        assert [n.reason for n in notice(p)] == [lm.NoticeDismiss.ALL_HANDS_PLAYED]
+        assert not p.errors, [e.message for e in p.errors]
+    await t.close()
+
+
+async def test_bad_input_gets_codes_and_changes_nothing(stack: dict[str, Any]) -> None:
+    t = await new_table(stack, common_pb2.XUEZHAN, hands=1)
+    players = [(await t.seat(uid))[0] for uid in (21, 22, 23, 24)]
+    for p in players:
+        p.auto = False
+    await t.ready_all()
+    first = await asyncio.wait_for(players[0].prompts.get(), 5)  # exchange three: all four act
+    link = stack["link"]
+    # a tile the player does not hold
+    hand = json.loads(first.observation_json)["hand"]
+    missing = next(f"{r}{s}" for s in "mps" for r in "123456789" if f"{r}{s}" not in hand)
+    bad = await link.send(t.room_id, 21, frames.client_frame(
+        g.MahjongAction(kind="exchange_three", tiles=[missing] * 3)))
+    assert bad.code in (common_pb2.MJ_ILLEGAL_ACTION, common_pb2.MJ_TILE_NOT_IN_HAND,
+                        common_pb2.MJ_BAD_INPUT), bad
+    # a Dadun frame in a mahjong room, an unknown kind, a frame without payload
+    wrong = await link.send(t.room_id, 21, frames.client_frame(g.DdAskOut(token="x")))
+    assert wrong.code == common_pb2.ERR_BAD_FRAME
+    unknown = await link.send(t.room_id, 21, frames.client_frame(g.MahjongAction(kind="fly")))
+    assert unknown.code in (common_pb2.MJ_BAD_INPUT, common_pb2.MJ_ILLEGAL_ACTION)
+    # a stranger
+    stranger = await link.send(t.room_id, 99, frames.client_frame(g.MahjongAction(kind="pass")))
+    assert stranger.code == common_pb2.ERR_NOT_IN_ROOM
+    # nothing changed: the same prompt is still valid and the hand plays to the end
+    for p in players:
+        p.auto = True
+        p.prompts.put_nowait(first if p is players[0] else await p.prompts.get())
+    t.play()
+    msgs = await settlements(stack["nats"].url, 1, timeout=60)
+    assert msgs[0]["hand_no"] == 1 and sum(msgs[0]["deltas"]) == 0
+    await t.close()
+
+
+async def test_timeout_entrusts_and_cancel_is_limited(stack: dict[str, Any]) -> None:
+    t = await new_table(stack, common_pb2.DADUN, hands=1, turn_seconds=0.3, alone_seconds=0.3)
+    players = [(await t.seat(uid))[0] for uid in (31, 32, 33, 34)]
+    players[0].auto = False          # seat 0 never answers: the timer plays for it
+    t.play()
+    await t.ready_all()
+    for _ in range(100):
+        if players[1].of_kind("in_entrust"):
+            break
+        await asyncio.sleep(0.1)
+    entrusted = players[1].of_kind("in_entrust")
+    assert entrusted and entrusted[0].seat == 0 and entrusted[0].count == 3
+    link = stack["link"]
+    ok = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
+    assert ok.code == 0
+    again = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
+    assert again.code in (common_pb2.ERR_NOT_ENTRUSTED, 0)
+    msgs = await settlements(stack["nats"].url, 1, timeout=90)
+    assert sum(msgs[0]["deltas"]) == 0
+    await t.close()
+
+
+async def test_vip_password_and_full_room(stack: dict[str, Any]) -> None:
+    reply = await stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
+        game=common_pb2.DADUN, base_score=2, total_hands=2, password="8888"))
+    assert reply.room.has_password and "8888" not in str(reply.room)
+    t = Table(stack["nats"].url, stack["link"], reply.room.room_id, "dadun")
+    await t.connect()
+    _, bad = await t.seat(41, password="1234")
+    assert bad.code == common_pb2.ERR_BAD_PASSWORD
+    t.players.clear()
+    for uid in (41, 42, 43, 44):
+        _, ok = await t.seat(uid, password="8888")
+        assert ok.code == 0
+    _, full = await t.seat(45, password="8888")
+    assert full.code == common_pb2.ERR_ROOM_FULL
+    bad_opts = stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
+        game=common_pb2.XUEZHAN, options_json='{"cap_fan": 99}'))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await bad_opts
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    await t.close()
+
+
+async def test_dismiss_vote_passes_and_fails(stack: dict[str, Any]) -> None:
+    t = await new_table(stack, common_pb2.XUEZHAN, hands=4)
+    players = [(await t.seat(uid))[0] for uid in (51, 52, 53, 54)]
+    link = stack["link"]
+    # refused: two refusals make a majority impossible
+    assert (await link.send(t.room_id, 51, frames.client_frame(lm.AskDismiss()))).code == 0
+    assert (await link.send(t.room_id, 52, frames.client_frame(lm.ReportDismiss(agree=False)))).code == 0
+    assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=False)))).code == 0
+    dup = await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))
+    assert dup.code == common_pb2.ERR_NO_DISMISS_VOTE
+    await asyncio.sleep(0.2)
+    assert [n.dismissed for n in notice(players[3])] == [False]
+    # passed: applicant + two agree = 3 of 4
+    assert (await link.send(t.room_id, 52, frames.client_frame(lm.AskDismiss()))).code == 0
+    assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
+    assert (await link.send(t.room_id, 54, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
+    await asyncio.sleep(0.2)
+    result = notice(players[0])
+    assert [n.dismissed for n in result] == [False, True]
+    assert result[-1].reason == lm.NoticeDismiss.PLAYER_VOTE
+    votes = players[0].of_kind("query_dismiss")
+    assert votes and votes[0].apply_user_id == 51
+    gone = await link.send(t.room_id, 51, frames.client_frame(lm.AskReady(is_ready=True)))
+    assert gone.code == common_pb2.ERR_NO_SUCH_ROOM
+    await t.close()
+
+
+async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
+    t = await new_table(stack, common_pb2.CHANGSHA)
+    a, _ = await t.seat(61, lat=28.2282, lng=112.9388, ip="10.0.0.1")
+    await t.seat(62, lat=28.2283, lng=112.9389, ip="10.0.0.2")   # ~15 m away
+    await t.seat(63, lat=39.9042, lng=116.4074, ip="10.0.0.1")   # Beijing, same IP as 61
+    await asyncio.sleep(0.2)
+    alerts = a.of_kind("distance_alert")
+    assert any(set(x.user_ids) == {61, 62} for x in alerts)
+    assert any(set(x.user_ids) == {61, 63} and "IP" in x.alert for x in alerts)
+    reply = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
+    geo = reply.frames[0].use_geo
+    far = next(i for i in geo.items if {i.src_uid, i.dest_uid} == {62, 63})
+    assert 1_000_000 < far.gap < 1_500_000
+    for f in a.received:  # nobody's raw coordinates or IP reach other players
+        assert "28.228" not in str(f) and "10.0.0.2" not in str(f)
+    await t.close()

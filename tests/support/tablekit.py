@@ -1,0 +1,156 @@
+"""Drive a table over its real gRPC Session stream, as a lobby does, with players that
+answer their private Prompts through NATS. Used by the table's service tests."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import nats
+
+from clients.robot.view import choose
+from paiju import frames
+from paiju.v1 import client_pb2, common_pb2, table_pb2, table_pb2_grpc
+from paiju.v1 import game_msgs_pb2 as g
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common import bus
+from services.table.codec import frame_for_action
+
+
+class LobbyLink:
+    """One Session stream with request ids, like a lobby's link to a table."""
+
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        self.stub = table_pb2_grpc.TableStub(self.channel)
+        self._ids = itertools.count(1)
+        self._queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue()
+        self._waiting: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
+        self._call = self.stub.Session(self._requests())
+        self._reader = asyncio.create_task(self._read())
+
+    async def _requests(self) -> AsyncIterator[table_pb2.TableCommand]:
+        while (item := await self._queue.get()) is not None:
+            yield item
+
+    async def _read(self) -> None:
+        async for reply in self._call:
+            fut = self._waiting.pop(reply.request_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(reply)
+
+    async def send(self, room_id: int, user_id: int, frame: client_pb2.ClientFrame | None = None,
+                   kind: str = "", profile: table_pb2.PlayerProfile | None = None,
+                   timeout: float = 10) -> table_pb2.TableReply:
+        rid = next(self._ids)
+        fut: asyncio.Future[table_pb2.TableReply] = asyncio.get_running_loop().create_future()
+        self._waiting[rid] = fut
+        await self._queue.put(table_pb2.TableCommand(
+            request_id=rid, room_id=room_id, user_id=user_id, kind=kind, profile=profile,
+            frame=frame))
+        return await asyncio.wait_for(fut, timeout)
+
+    async def close(self) -> None:
+        await self._queue.put(None)
+        self._reader.cancel()
+        await self.channel.close()
+
+
+@dataclass
+class Player:
+    """A seated user: collects every frame it receives (inbox + room events)."""
+
+    user_id: int
+    game: str
+    received: list[client_pb2.ServerFrame] = field(default_factory=list)
+    prompts: asyncio.Queue[g.Prompt] = field(default_factory=asyncio.Queue)
+    auto: bool = True
+    errors: list[table_pb2.TableReply] = field(default_factory=list)
+
+    def on_frame(self, frame: client_pb2.ServerFrame) -> None:
+        self.received.append(frame)
+        if frame.WhichOneof("payload") == "prompt":
+            self.prompts.put_nowait(frame.prompt)
+
+    def of_kind(self, kind: str) -> list[Any]:
+        return [getattr(f, kind) for f in self.received if f.WhichOneof("payload") == kind]
+
+
+class Table:
+    """A room on a table with four players, their NATS subscriptions and a play loop."""
+
+    def __init__(self, nats_url: str, link: LobbyLink, room_id: int, game: str) -> None:
+        self.nats_url = nats_url
+        self.link = link
+        self.room_id = room_id
+        self.game = game
+        self.players: list[Player] = []
+        self.nc: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def connect(self) -> None:
+        self.nc = await nats.connect(self.nats_url)
+
+    async def seat(self, user_id: int, **profile: Any) -> tuple[Player, table_pb2.TableReply]:
+        player = Player(user_id, self.game)
+        await self.nc.subscribe(bus.user_inbox(user_id),
+                                cb=self._deliver(player))
+        await self.nc.subscribe(bus.room_events(self.room_id), cb=self._deliver(player))
+        await self.nc.flush()
+        reply = await self.link.send(
+            self.room_id, user_id, frames.client_frame(lm.JoinRoom(room_id=self.room_id,
+                                                                   password=profile.pop("password", ""))),
+            profile=table_pb2.PlayerProfile(user_id=user_id, nickname=f"u{user_id}",
+                                            coins=profile.pop("coins", 1000), **profile))
+        self.players.append(player)
+        return player, reply
+
+    @staticmethod
+    def _deliver(player: Player) -> Any:
+        async def cb(msg: Any) -> None:
+            player.on_frame(client_pb2.ServerFrame.FromString(msg.data))
+        return cb
+
+    async def ready_all(self) -> None:
+        for p in self.players:
+            reply = await self.link.send(self.room_id, p.user_id,
+                                         frames.client_frame(lm.AskReady(is_ready=True)))
+            assert reply.code == 0, reply.message
+
+    def play(self) -> None:
+        for p in self.players:
+            self._tasks.append(asyncio.create_task(self._play_loop(p)))
+
+    async def _play_loop(self, p: Player) -> None:
+        while True:
+            prompt = await p.prompts.get()
+            if not p.auto:
+                continue
+            action = choose(self.game, prompt)
+            reply = await self.link.send(self.room_id, p.user_id,
+                                         frame_for_action(self.game, action.to_dict()))
+            if reply.code:
+                p.errors.append(reply)
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self.nc is not None:
+            await self.nc.close()
+
+
+def hand_overs(player: Player) -> list[Any]:
+    """Hands finished, as seen by a player (mahjong and Dadun)."""
+    return [f for f in player.received
+            if f.WhichOneof("payload") == "game_event" and f.game_event.kind == "hand_over"]
+
+
+def notice(player: Player) -> list[lm.NoticeDismiss]:
+    return player.of_kind("notice_dismiss")
+
+
+OK = common_pb2.OK
