@@ -286,28 +286,57 @@ def test_bully_through_the_engine():
     assert over["deltas"] == [2, -2, 2, -2]
 
 
-def test_double_surround_through_the_engine():
-    s = start(hands={0: "3s", 1: "4s 9d", 2: "6h", 3: "5s 9c"}, catch=(50, 60, 50, 35))
+def test_settlement_example_1_through_the_engine():
+    """§7 example 1 by real play: B = 2, seat 1 plays a 5-bomb, out order 0, 3, 2 and
+    seat 1 is left holding K 5 (15 points); the catch before these tricks is preset."""
+    s = start({"base": 2}, catch=(70, 25, 30, 60), hands={
+        0: "3s", 1: "4s 4h 4c 4d 4d 6c Kd 5c", 2: "8h Qh", 3: "Jh"})
+    act(s, 0, "play", "3s")
+    events = act(s, 1, "play", "4s 4h 4c 4d 4d")
+    assert first(events, "play").data["bomb_score"] == [-4, 12, -4, -4]
+    act(s, 2, "pass")
+    act(s, 3, "pass")
+    act(s, 1, "play", "6c")
+    act(s, 2, "play", "8h")
+    act(s, 3, "play", "Jh")
+    act(s, 1, "pass")
+    events = act(s, 2, "play", "Qh")
+    over = first(events, "hand_over").data
+    assert [p["over_order"] for p in over["players"]] == [1, 0, 3, 2]
+    assert [p["catch_score"] for p in over["players"]] == [70, 25, 30, 60]
+    assert over["team_points"] == [115, 85]
+    assert [p["card_score"] for p in over["players"]] == [2, -2, 2, -2]
+    assert [p["win_score"] for p in over["players"]] == [-2, 10, -2, -6]
+    assert over["deltas"] == [-2, 10, -2, -6]
+
+
+def test_settlement_example_2_double_surround_through_the_engine():
+    """§7 example 2: seats 1 and 3 go out first and second; team B wins with M = 2 although
+    team A holds most points."""
+    s = start({"base": 2}, hands={0: "3s 9d", 1: "4s", 2: "6h 9c", 3: "7h"},
+              catch=(120, 10, 60, 10))
     act(s, 0, "play", "3s")
     act(s, 1, "play", "4s")
-    events = act(s, 2, "play", "6h")
+    act(s, 2, "play", "6h")
+    events = act(s, 3, "play", "7h")
     over = first(events, "hand_over").data
-    assert [p["is_double"] for p in over["players"]] == [True, False, True, False]
-    assert over["deltas"] == [2, -2, 2, -2]
-    assert [p["over_order"] for p in over["players"]] == [1, 0, 2, 0]
+    assert [p["is_double"] for p in over["players"]] == [False, True, False, True]
+    assert over["deltas"] == [-4, 4, -4, 4]
+    assert [p["over_order"] for p in over["players"]] == [0, 1, 0, 2]
 
 
-def test_alone_mode_ends_on_the_first_player_out():
-    s = start(alone=1, hands={1: "3s", 0: "4s"})
+def test_settlement_example_3_alone_mode_ends_on_the_first_player_out():
+    """§7 example 3: B = 2, A = 2, seat 1 alone (seat 2 in the rules text: any seat)."""
+    s = start({"base": 2}, alone=1, hands={1: "3s", 0: "4s"})
     events = act(s, 1, "play", "3s")
     over = first(events, "hand_over").data
     assert s.is_over()
     assert over["is_alone"] and over["winners"] == [1]
-    assert over["deltas"] == [-2, 6, -2, -2]
-    lost = start(alone=1, hands={1: "3s 4h", 2: "5h"})
+    assert over["deltas"] == [-4, 12, -4, -4]
+    lost = start({"base": 2}, alone=1, hands={1: "3s 4h", 2: "5h"})
     act(lost, 1, "play", "3s")
     events = act(lost, 2, "play", "5h")
-    assert first(events, "hand_over").data["deltas"] == [2, -6, 2, 2]
+    assert first(events, "hand_over").data["deltas"] == [4, -12, 4, 4]
 
 
 def test_fry_is_paid_at_the_end():
