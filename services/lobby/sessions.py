@@ -53,7 +53,7 @@ class Outbox:
         return self._items.popleft()
 
 
-@dataclass
+@dataclass(eq=False)
 class Session:
     """One client connection. ``user_id`` is 0 until login succeeds."""
 

@@ -1,0 +1,601 @@
+"""The lobby as a real gRPC service on a real nats-server, with a small in-test Table
+servicer (docs/services.md: CreateRoom, the Session stream, the directory buckets) and an
+in-test Records servicer, both on loopback. They record what the lobby sends them.
+
+Shared helpers live here; test_lobby_rooms.py imports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import grpc
+import nats
+import pytest
+from google.protobuf import json_format
+
+from paiju.frames import client_frame, payload_of, server_frame
+from paiju.v1 import (
+    client_pb2,
+    common_pb2,
+    lobby_msgs_pb2,
+    records_pb2,
+    records_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
+from services.common import bus
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.lobby import tokens
+from services.lobby.server import start
+
+E = common_pb2
+SECRET = "test-secret"
+_room_ids = itertools.count(300001)
+
+
+# -- in-test Records ----------------------------------------------------------------------
+
+class FakeRecords(records_pb2_grpc.RecordsServicer):
+    def __init__(self) -> None:
+        self.down = False
+        self.calls: list[tuple[str, Any]] = []
+
+    async def _check(self, name: str, req: Any, context: grpc.aio.ServicerContext) -> None:
+        self.calls.append((name, req))
+        if self.down:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "records is down")
+
+    async def EnsurePlayer(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._check("EnsurePlayer", req, context)
+        return records_pb2.PlayerRecord(user_id=req.user_id, nickname=req.nickname,
+                                        coins=10_000 + req.user_id)
+
+    async def GetPlayer(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._check("GetPlayer", req, context)
+        return records_pb2.PlayerRecord(user_id=req.user_id, nickname=f"p{req.user_id}")
+
+    async def GetHistoryScores(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._check("GetHistoryScores", req, context)
+        return lobby_msgs_pb2.UseHistoryScore(room_id=req.room_id, items=[
+            lobby_msgs_pb2.HistoryScoreItem(user_id=1, scores=[3, -1])])
+
+    async def GetReplay(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        await self._check("GetReplay", req, context)
+        return lobby_msgs_pb2.Replay(room_id=req.room_id, hand_no=req.hand_no, game="xuezhan",
+                                     cells=[lobby_msgs_pb2.ReplayCell(kind=f"u{req.user_id}")])
+
+
+# -- in-test Table --------------------------------------------------------------------------
+
+@dataclass
+class FakeRoom:
+    room_id: int
+    game: int
+    password: str
+    seats: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    status: int = E.ROOM_WAITING
+
+    def info(self) -> common_pb2.RoomInfo:
+        info = common_pb2.RoomInfo(room_id=self.room_id, game=self.game, status=self.status,
+                                   has_password=bool(self.password))
+        for seat, uid in enumerate(self.seats):
+            if uid:
+                info.players.add(user_id=uid, seat=seat, ip="10.1.2.3")
+        return info
+
+
+class FakeTable(table_pb2_grpc.TableServicer):
+    """Follows docs/services.md closely enough for the lobby: seats players, answers every
+    command once with its request id, keeps the rooms and seats buckets current."""
+
+    def __init__(self, instance: str, kv: dict[str, Any]) -> None:
+        self.instance = instance
+        self.kv = kv
+        self.address = ""
+        self.rooms: dict[int, FakeRoom] = {}
+        self.commands: list[table_pb2.TableCommand] = []
+        self.created: list[table_pb2.CreateRoomRequest] = []
+        self.got = asyncio.Event()
+        self.hold = False      # never answer (to test timeouts and broken streams)
+        self.streams = 0
+
+    async def register(self, rooms: int = 0) -> None:
+        value = {"instance": self.instance, "address": self.address, "rooms": rooms,
+                 "players": 0, "started_at": 0}
+        await self.kv["tables"].put(self.instance, json.dumps(value).encode())
+
+    async def publish_room(self, room: FakeRoom) -> None:
+        info = json_format.MessageToDict(room.info(), preserving_proto_field_name=True)
+        value = {"room_id": room.room_id, "owner": self.instance, "address": self.address,
+                 "game": room.game, "status": room.status,
+                 "free_seats": room.seats.count(0), "room": info}
+        await self.kv["rooms"].put(str(room.room_id), json.dumps(value).encode())
+
+    async def add_room(self, game: int = E.XUEZHAN, password: str = "",
+                       seated: tuple[int, ...] = ()) -> FakeRoom:
+        room = FakeRoom(next(_room_ids), game, password)
+        for i, uid in enumerate(seated):
+            room.seats[i] = uid
+        self.rooms[room.room_id] = room
+        await self.publish_room(room)
+        return room
+
+    async def CreateRoom(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.created.append(req)
+        if req.game == E.GAME_UNSPECIFIED:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "unknown game")
+        room = await self.add_room(req.game, req.password)
+        return table_pb2.CreateRoomReply(room=room.info())
+
+    async def Session(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.streams += 1
+        async for cmd in requests:
+            self.commands.append(cmd)
+            self.got.set()
+            if self.hold:
+                continue
+            yield await self.answer(cmd)
+
+    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        reply = table_pb2.TableReply(request_id=cmd.request_id)
+        room = self.rooms.get(cmd.room_id)
+        if room is None:
+            reply.code, reply.message = E.ERR_NO_SUCH_ROOM, "no such room"
+            return reply
+        payload = cmd.frame.WhichOneof("payload")
+        if payload == "join_room":
+            return await self._join(cmd, room, reply)
+        seat = room.seats.index(cmd.user_id) if cmd.user_id in room.seats else -1
+        if payload == "ask_exit":
+            room.seats[seat] = 0
+            await self.kv["seats"].delete(str(cmd.user_id))
+            await self.publish_room(room)
+            reply.room_id, reply.seat = 0, -1
+        elif cmd.kind == "snapshot":
+            reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(),
+                                                                       seat=seat)))
+            reply.room_id, reply.seat = room.room_id, seat
+        elif payload == "refresh_room":
+            reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(),
+                                                                       seat=seat)))
+        return reply
+
+    async def _join(self, cmd: table_pb2.TableCommand, room: FakeRoom,
+                    reply: table_pb2.TableReply) -> table_pb2.TableReply:
+        if room.password and cmd.frame.join_room.password != room.password:
+            reply.code, reply.message = E.ERR_BAD_PASSWORD, "wrong password"
+            return reply
+        if 0 not in room.seats:
+            reply.code, reply.message = E.ERR_ROOM_FULL, "room is full"
+            return reply
+        seat = room.seats.index(0)
+        room.seats[seat] = cmd.user_id
+        await self.publish_room(room)
+        await self.kv["seats"].put(str(cmd.user_id), json.dumps(
+            {"room_id": room.room_id, "owner": self.instance, "address": self.address,
+             "seat": seat}).encode())
+        reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(), seat=seat)))
+        reply.room_id, reply.seat = room.room_id, seat
+        return reply
+
+    def of_kind(self, kind: str, user_id: int | None = None) -> list[table_pb2.TableCommand]:
+        return [c for c in self.commands if (c.kind or c.frame.WhichOneof("payload")) == kind
+                and (user_id is None or c.user_id == user_id)]
+
+    async def wait_for(self, kind: str, user_id: int | None = None,
+                       timeout: float = 10.0) -> table_pb2.TableCommand:
+        async def poll() -> table_pb2.TableCommand:
+            while not (found := self.of_kind(kind, user_id)):
+                self.got.clear()
+                await self.got.wait()
+            return found[-1]
+        return await asyncio.wait_for(poll(), timeout)
+
+
+# -- a client of Lobby.Connect ------------------------------------------------------------
+
+class Client:
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        self.call = self.channel.stream_stream(
+            "/paiju.v1.Lobby/Connect", request_serializer=None,
+            response_deserializer=client_pb2.ServerFrame.FromString)()
+        self.seq = 0
+        self.seen: list[client_pb2.ServerFrame] = []
+
+    async def send(self, payload: Any) -> int:
+        self.seq += 1
+        await self.call.write(client_frame(payload, seq=self.seq).SerializeToString())
+        return self.seq
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.call.write(data)
+
+    async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
+        frame = await asyncio.wait_for(self.call.read(), timeout)
+        if frame is grpc.aio.EOF:
+            return None
+        assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
+        self.seen.append(frame)
+        return frame
+
+    async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        """The next frame passing ``test``, skipping others (pushes, room changes)."""
+        async def scan() -> client_pb2.ServerFrame:
+            while True:
+                frame = await self.recv(timeout)
+                assert frame is not None, "stream closed"
+                if test(frame):
+                    return frame
+        return await asyncio.wait_for(scan(), timeout)
+
+    async def request(self, payload: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        """Send and return the first reply frame (reply_to = its seq)."""
+        seq = await self.send(payload)
+        return await self.until(lambda f: f.reply_to == seq, timeout)
+
+    async def login(self, user_id: int, *, lat: float = 0, lng: float = 0,
+                    nickname: str = "") -> client_pb2.ServerFrame:
+        token = tokens.mint(user_id, SECRET, 600)
+        reply = await self.request(lobby_msgs_pb2.Login(token=token, lat=lat, lng=lng,
+                                                        nickname=nickname))
+        assert reply.WhichOneof("payload") == "login_ok", reply
+        return reply
+
+    async def closed(self, timeout: float = 10.0) -> bool:
+        """True when the server ends the stream (frames before the end are skipped)."""
+        async def drain() -> bool:
+            while True:
+                try:
+                    if await self.recv(timeout) is None:
+                        return True
+                except grpc.aio.AioRpcError:
+                    return True
+        return await asyncio.wait_for(drain(), timeout)
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await self.channel.close()
+
+
+def code_of(frame: client_pb2.ServerFrame) -> int:
+    assert frame.WhichOneof("payload") == "ret", frame
+    return frame.ret.code
+
+
+# -- the world: nats, fakes, lobbies --------------------------------------------------------
+
+@dataclass
+class World:
+    nats: EmbeddedNats
+    nc: Any
+    kv: dict[str, Any]
+    records: FakeRecords
+    tables: list[FakeTable]
+    backend: grpc.aio.Server
+    backend_port: int
+    lobbies: list[Any] = field(default_factory=list)
+    clients: list[Client] = field(default_factory=list)
+
+    @property
+    def table(self) -> FakeTable:
+        return self.tables[0]
+
+    async def lobby(self, **lobby_cfg: Any) -> str:
+        cfg = load_config("test")
+        cfg = replace(cfg, nats=replace(cfg.nats, url=self.nats.url),
+                      lobby=replace(cfg.lobby, token_secret=SECRET, **lobby_cfg),
+                      records=replace(cfg.records, host="127.0.0.1", port=self.backend_port))
+        host = await start(cfg, port=0, metrics_port=0)
+        self.lobbies.append(host)
+        return f"127.0.0.1:{host.port}"
+
+    async def client(self, address: str) -> Client:
+        client = Client(address)
+        self.clients.append(client)
+        return client
+
+    async def add_table(self, instance: str, rooms: int = 0) -> FakeTable:
+        table = FakeTable(instance, self.kv)
+        server = grpc.aio.server()
+        table_pb2_grpc.add_TableServicer_to_server(table, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        table.address = f"127.0.0.1:{port}"
+        table.server = server  # type: ignore[attr-defined]
+        await table.register(rooms)
+        self.tables.append(table)
+        return table
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    nc = await nats.connect(fresh_nats.url)
+    js = nc.jetstream()
+    kv = {"tables": await bus.ensure_bucket(js, "tables", ttl=10),
+          "rooms": await bus.ensure_bucket(js, "rooms"),
+          "seats": await bus.ensure_bucket(js, "seats")}
+    records = FakeRecords()
+    table = FakeTable("table-a", kv)
+    backend = grpc.aio.server()
+    records_pb2_grpc.add_RecordsServicer_to_server(records, backend)
+    table_pb2_grpc.add_TableServicer_to_server(table, backend)
+    port = backend.add_insecure_port("127.0.0.1:0")
+    await backend.start()
+    w = World(fresh_nats, nc, kv, records, [], backend, port)
+    table.address = f"127.0.0.1:{port}"
+    await table.register()
+    w.tables.append(table)
+    try:
+        yield w
+    finally:
+        for client in w.clients:
+            await client.close()
+        for host in w.lobbies:
+            await host.stop(0.5)
+        for table in w.tables[1:]:
+            await table.server.stop(0)  # type: ignore[attr-defined]
+        await backend.stop(0)
+        await nc.close()
+
+
+async def seated_client(w: World, address: str, user_id: int,
+                        room: FakeRoom | None = None) -> tuple[Client, FakeRoom]:
+    """A logged-in client seated in ``room`` (a new waiting room by default)."""
+    room = room or await w.table.add_room()
+    client = await w.client(address)
+    await client.login(user_id)
+    joined = await client.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+    assert joined.WhichOneof("payload") == "room_joined", joined
+    return client, room
+
+
+# -- login ----------------------------------------------------------------------------------
+
+async def test_login_replies_own_profile_with_ip_and_session(world: World) -> None:
+    c = await world.client(await world.lobby())
+    ok = (await c.login(1001, nickname="alice")).login_ok
+    assert ok.player.user_id == 1001 and ok.player.nickname == "alice"
+    assert ok.player.coins == 11_001 and ok.player.ip == "127.0.0.1"
+    assert ok.player.seat == -1 and not ok.HasField("room")
+    assert ok.session_id and ok.heartbeat_seconds == 15
+    assert world.records.calls[0][0] == "EnsurePlayer"
+    beat = await c.request(lobby_msgs_pb2.HeartBeat(client_time_ms=77))
+    assert beat.heartbeat.client_time_ms == 77
+
+
+@pytest.mark.parametrize("token,code", [
+    ("1001.9999999999.deadbeef", E.ERR_BAD_TOKEN),
+    ("garbage", E.ERR_BAD_TOKEN),
+    (tokens.mint(1001, "other-secret", 600), E.ERR_BAD_TOKEN),
+    (tokens.mint(1001, SECRET, -5), E.ERR_TOKEN_EXPIRED),
+])
+async def test_bad_or_expired_token_gets_its_code_then_the_stream_closes(
+        world: World, token: str, code: int) -> None:
+    c = await world.client(await world.lobby())
+    reply = await c.request(lobby_msgs_pb2.Login(token=token))
+    assert code_of(reply) == code
+    assert await c.closed()
+    assert world.records.calls == []
+
+
+async def test_legacy_md5_login(world: World) -> None:
+    address = await world.lobby(legacy_md5=True)
+    good = await world.client(address)
+    reply = await good.request(lobby_msgs_pb2.Login(
+        token="2002", secret_string=tokens.legacy_secret_string("2002", SECRET)))
+    assert reply.login_ok.player.user_id == 2002
+    bad = await world.client(address)
+    reply = await bad.request(lobby_msgs_pb2.Login(
+        token="2002", secret_string=tokens.legacy_secret_string("2002", "nope")))
+    assert code_of(reply) == E.ERR_BAD_TOKEN
+    assert await bad.closed()
+
+
+async def test_records_down_means_unavailable_and_the_session_may_retry(world: World) -> None:
+    c = await world.client(await world.lobby())
+    world.records.down = True
+    reply = await c.request(lobby_msgs_pb2.Login(token=tokens.mint(5, SECRET, 60)))
+    assert code_of(reply) == E.ERR_UNAVAILABLE
+    world.records.down = False
+    assert (await c.login(5)).login_ok.player.user_id == 5
+
+
+async def test_commands_before_login_are_refused_and_the_session_goes_on(world: World) -> None:
+    c = await world.client(await world.lobby())
+    for payload in (lobby_msgs_pb2.HeartBeat(), lobby_msgs_pb2.AskRoomList(),
+                    lobby_msgs_pb2.AskReady(is_ready=True)):
+        reply = await c.request(payload)
+        assert code_of(reply) == E.ERR_NOT_LOGGED_IN
+        assert reply.ret.event_id == client_frame(payload).event_id
+    await c.login(6)
+    assert world.table.commands == []
+
+
+async def test_malformed_frames_get_bad_frame_and_the_session_goes_on(world: World) -> None:
+    c = await world.client(await world.lobby())
+    await c.login(7)
+    await c.send_raw(client_pb2.ClientFrame(seq=50).SerializeToString())      # no payload
+    assert code_of(await c.until(lambda f: f.reply_to == 50)) == E.ERR_BAD_FRAME
+    unknown = client_pb2.ClientFrame(seq=51).SerializeToString() + bytes([0xAA, 0x06, 0x00])
+    await c.send_raw(unknown)                                                  # field 101
+    assert code_of(await c.until(lambda f: f.reply_to == 51)) == E.ERR_BAD_FRAME
+    await c.send_raw(b"\xff\xff\xff")                                          # not protobuf
+    assert code_of(await c.recv()) == E.ERR_BAD_FRAME
+    c.seq = 60
+    assert (await c.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+# -- one live session per user ----------------------------------------------------------------
+
+async def test_second_login_kicks_the_first_on_the_same_lobby(world: World) -> None:
+    address = await world.lobby()
+    first, second = await world.client(address), await world.client(address)
+    await first.login(8)
+    await second.login(8)
+    kick = await first.until(lambda f: f.HasField("kick_out"))
+    assert kick.kick_out.user_id == 8
+    assert await first.closed()
+    assert (await second.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+async def test_second_login_kicks_the_first_across_lobbies(world: World) -> None:
+    one, two = await world.lobby(), await world.lobby()
+    first, second, other = (await world.client(one), await world.client(two),
+                            await world.client(one))
+    await first.login(9)
+    await other.login(10)
+    await second.login(9)
+    assert (await first.until(lambda f: f.HasField("kick_out"))).kick_out.user_id == 9
+    assert await first.closed()
+    assert (await second.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+    assert (await other.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+async def test_kicked_session_does_not_send_offline(world: World) -> None:
+    address = await world.lobby()
+    first, room = await seated_client(world, address, 11)
+    second = await world.client(address)
+    ok = await second.login(11)
+    assert ok.login_ok.room.room_id == room.room_id
+    assert await first.closed()
+    await world.table.wait_for("online", 11)
+    await asyncio.sleep(0.3)
+    assert world.table.of_kind("offline", 11) == []
+
+
+# -- offline, reconnect -------------------------------------------------------------------------
+
+async def test_silent_session_is_closed_and_the_table_told_offline(world: World) -> None:
+    c, room = await seated_client(world, await world.lobby(offline_after_seconds=1), 12)
+    offline = await world.table.wait_for("offline", 12)
+    assert offline.room_id == room.room_id
+    assert await c.closed()
+
+
+async def test_stream_end_sends_offline_for_a_seated_user_only(world: World) -> None:
+    address = await world.lobby()
+    seated, room = await seated_client(world, address, 13)
+    idle = await world.client(address)
+    await idle.login(14)
+    await seated.close()
+    await idle.close()
+    assert (await world.table.wait_for("offline", 13)).room_id == room.room_id
+    await asyncio.sleep(0.3)
+    assert world.table.of_kind("offline", 14) == []
+
+
+async def test_reconnect_gets_room_snapshot_and_goes_online(world: World) -> None:
+    address = await world.lobby()
+    room = await world.table.add_room(seated=(15, 16))
+    await world.kv["seats"].put("15", json.dumps(
+        {"room_id": room.room_id, "owner": "table-a", "address": world.table.address,
+         "seat": 0}).encode())
+    c = await world.client(address)
+    ok = await c.login(15)
+    assert ok.login_ok.room.room_id == room.room_id and ok.login_ok.player.seat == 0
+    assert not any(p.ip for p in ok.login_ok.room.players)
+    snap = await c.until(lambda f: f.HasField("room_joined"))
+    assert snap.room_joined.room.room_id == room.room_id
+    kinds = [cmd.kind for cmd in world.table.commands if cmd.user_id == 15]
+    assert kinds[:1] == ["snapshot"]
+    await world.table.wait_for("online", 15)
+    assert world.table.of_kind("snapshot", 15)[0].profile.nickname == "player15"
+    await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+    assert world.table.of_kind("ask_ready", 15)[0].room_id == room.room_id
+
+
+# -- events ----------------------------------------------------------------------------------
+
+async def test_room_and_inbox_events_reach_the_right_sessions_only(world: World) -> None:
+    address = await world.lobby()
+    a, room = await seated_client(world, address, 21)
+    b, _ = await seated_client(world, address, 22, room)
+    outsider, _ = await seated_client(world, address, 23)
+    event = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=2), event_uid=f"{room.room_id}:1:5")
+    await world.nc.publish(bus.room_events(room.room_id), event.SerializeToString())
+    private = server_frame(lobby_msgs_pb2.DistanceAlert(alert="only for 22"))
+    await world.nc.publish(bus.user_inbox(22), private.SerializeToString())
+    got_a = await a.until(lambda f: f.HasField("in_entrust"))
+    assert got_a.event_uid == f"{room.room_id}:1:5" and got_a.seq > 1
+    await b.until(lambda f: f.HasField("in_entrust"))
+    assert (await b.until(lambda f: f.HasField("distance_alert"))).distance_alert.alert \
+        == "only for 22"
+    marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=1))
+    for uid in (21, 23):
+        await world.nc.publish(bus.user_inbox(uid), marker.SerializeToString())
+    for client in (a, outsider):
+        await client.until(lambda f: f.HasField("heartbeat"))
+        kinds = {f.WhichOneof("payload") for f in client.seen}
+        assert "distance_alert" not in kinds
+    assert "in_entrust" not in {f.WhichOneof("payload") for f in outsider.seen}
+
+
+async def test_dismissal_notice_clears_the_room(world: World) -> None:
+    c, room = await seated_client(world, await world.lobby(), 24)
+    notice = lobby_msgs_pb2.NoticeDismiss(dismissed=True, room_id=room.room_id)
+    await world.nc.publish(bus.room_events(room.room_id), server_frame(notice).SerializeToString())
+    await c.until(lambda f: f.HasField("notice_dismiss"))
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+    assert code_of(reply) == E.ERR_NOT_IN_ROOM
+
+
+# -- chat ------------------------------------------------------------------------------------
+
+async def test_chat_is_relayed_to_the_room_with_author_capped_and_rate_limited(
+        world: World) -> None:
+    address = await world.lobby(chat_max_len=10, chat_per_minute=2)
+    a, room = await seated_client(world, address, 31)
+    b, _ = await seated_client(world, address, 32, room)
+    too_long = await a.request(lobby_msgs_pb2.Chat(content="x" * 11))
+    assert code_of(too_long) == E.ERR_TOO_LONG
+    for text in ("hi", "again"):
+        assert code_of(await a.request(lobby_msgs_pb2.Chat(type=1, content=text))) == E.OK
+        got = await b.until(lambda f: f.HasField("chat"))
+        assert (got.chat.content, got.chat.author_id, got.chat.type) == (text, 31, 1)
+    assert code_of(await a.request(lobby_msgs_pb2.Chat(content="third"))) == E.ERR_RATE_LIMITED
+    lone = await world.client(address)
+    await lone.login(33)
+    assert code_of(await lone.request(lobby_msgs_pb2.Chat(content="x"))) == E.ERR_NOT_IN_ROOM
+
+
+async def test_forged_author_is_replaced(world: World) -> None:
+    a, _ = await seated_client(world, await world.lobby(), 34)
+    await a.request(lobby_msgs_pb2.Chat(content="me", author_id=999))
+    assert (await a.until(lambda f: f.HasField("chat"))).chat.author_id == 34
+
+
+# -- history and replay -------------------------------------------------------------------------
+
+async def test_history_and_replay_come_from_records_for_the_current_room(world: World) -> None:
+    c, room = await seated_client(world, await world.lobby(), 41)
+    history = await c.request(lobby_msgs_pb2.AskHistoryScore())
+    assert history.history_score.room_id == room.room_id
+    assert list(history.history_score.items[0].scores) == [3, -1]
+    replay = await c.request(lobby_msgs_pb2.AskReplay(hand_no=2))
+    assert (replay.replay.room_id, replay.replay.hand_no) == (room.room_id, 2)
+    assert replay.replay.cells[0].kind == "u41"   # filtered for the requester
+    last = world.records.calls[-1]
+    assert last[0] == "GetReplay" and last[1].user_id == 41
+
+
+async def test_history_without_room_is_refused(world: World) -> None:
+    c = await world.client(await world.lobby())
+    await c.login(42)
+    assert code_of(await c.request(lobby_msgs_pb2.AskHistoryScore())) == E.ERR_NOT_IN_ROOM
+    other = await c.request(lobby_msgs_pb2.AskHistoryScore(room_id=123456))
+    assert other.history_score.room_id == 123456
+
+
+def frame_kinds(frames: list[client_pb2.ServerFrame]) -> list[str | None]:
+    return [f.WhichOneof("payload") for f in frames]
+
+
+_ = payload_of  # re-exported for test_lobby_rooms
