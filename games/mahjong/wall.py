@@ -77,27 +77,44 @@ def deal(wall: Wall, dealer: int, seats: int = 4) -> list[list[int]]:
 
 
 def stacked_wall(
-    hands: Sequence[Sequence[int]], dealer: int, front: Sequence[int] = (),
+    hands: Sequence[Sequence[int] | None], dealer: int, front: Sequence[int] = (),
     back: Sequence[int] = (),
 ) -> list[int]:
     """A wall (for tests and replays of real tables) whose deal gives ``hands`` (the dealer's
-    with 14 tiles), then draws ``front`` in order from the front and ``back`` in order from
-    the back; every other tile fills the middle in index order."""
+    with 14 tiles; None: a filler hand of spread-out kinds that rarely pairs), then draws
+    ``front`` in order from the front and ``back`` in order from the back; every other tile
+    fills the middle in index order."""
     pool = full_set()
-    wall: list[int | None] = [None] * NUM_TILES
+    for tile in [t for h in hands if h is not None for t in h] + list(front) + list(back):
+        if tile not in pool:
+            raise ValueError(f"more than four copies of tile {tile} in the layout")
+        pool.remove(tile)
+    full = [list(h) if h is not None else _filler(pool, 14 if s == dealer else 13, 7 * s)
+            for s, h in enumerate(hands)]
+    for seat, hand in enumerate(full):
+        if len(hand) != (14 if seat == dealer else 13):
+            raise ValueError(f"seat {seat} needs {14 if seat == dealer else 13} tiles")
+    wall: list[int] = [-1] * NUM_TILES
     for r in range(14):
         for k in range(4):
             seat = (dealer + k) % 4
-            if r == 13 and seat != dealer:
-                continue
-            wall[4 * r + k if r < 13 else 52] = hands[seat][r]
+            if r < 13 or seat == dealer:
+                wall[4 * r + k if r < 13 else 52] = full[seat][r]
     for i, t in enumerate(front):
         wall[53 + i] = t
     for i, t in enumerate(back):
         wall[NUM_TILES - 1 - i] = t
-    for t in wall:
-        if t is not None:
-            pool.remove(t)
-    filled = [t if t is not None else pool.pop(0) for t in wall]
+    filled = [t if t >= 0 else pool.pop(0) for t in wall]
     check_wall(filled)
     return filled
+
+
+def _filler(pool: list[int], count: int, start: int) -> list[int]:
+    """Take ``count`` tiles from ``pool``, stepping through kinds 5 apart."""
+    got, kind = [], start
+    while len(got) < count:
+        if kind % NUM_KINDS in pool:
+            pool.remove(kind % NUM_KINDS)
+            got.append(kind % NUM_KINDS)
+        kind += 5
+    return got

@@ -16,33 +16,11 @@ def T(name: str) -> int:
     return tile_index(name)
 
 
-def fill(hands, front, back, dealer):
-    """Complete missing hands (None) with spread-out tiles: one of each kind in turn, so a
-    filler hand rarely pairs, pengs or wins."""
-    pool = {t: 4 for t in range(27)}
-    for tiles in [*(h for h in hands if h), front, back]:
-        for t in parse_tile_list(tiles):
-            pool[t] -= 1
-    out = []
-    for seat, hand in enumerate(hands):
-        if hand is not None:
-            out.append(parse_tile_list(hand))
-            continue
-        want, got, kind = 14 if seat == dealer else 13, [], seat * 7
-        while len(got) < want:
-            if pool[kind % 27]:
-                pool[kind % 27] -= 1
-                got.append(kind % 27)
-            kind += 5
-        out.append(got)
-    return out
-
-
 def build(hands, dealer=0, front="", back="", voids="ssss", **options):
     """A hand with exchange off, the given 13/14-tile hands (None: filler), front draws and
     back tiles (replacements) in order, and the given voids declared."""
     opts = {"exchange_three": "off", **options}
-    wall = stacked_wall(fill(hands, front, back, dealer), dealer,
+    wall = stacked_wall([None if h is None else parse_tile_list(h) for h in hands], dealer,
                         parse_tile_list(front), parse_tile_list(back))
     state = xuezhan.new_hand_from_wall(opts, wall, dealer)
     for seat in range(4):
