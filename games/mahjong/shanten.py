@@ -30,6 +30,9 @@ def _state(a: int, b: int, m: int, p: int) -> int:
 
 
 _STATES = 5 * 5 * _ROW * 2
+# Three equal runs use the same tiles as three triplets (and four as three triplets + a run),
+# so at most two runs start on a rank without losing any arrangement.
+_MAX_RUNS = 2
 
 
 def _transitions(runs_allowed: bool) -> list[list[tuple[int, int]]]:
@@ -41,7 +44,7 @@ def _transitions(runs_allowed: bool) -> list[list[tuple[int, int]]]:
             for m in range(MAX_SETS + 1):
                 for p in (0, 1):
                     moves = table[_state(a, b, m, p)]
-                    for runs in range(COPIES + 1) if runs_allowed else (0,):
+                    for runs in range(_MAX_RUNS + 1) if runs_allowed else (0,):
                         for pung in (0, 1):
                             for pair in (0,) if p else (0, 1):
                                 used = a + b + runs + 3 * pung + 2 * pair

@@ -3,7 +3,7 @@
 Each suit's nine counts are packed into one integer key, one byte per rank
 (``key = sum(count[r] << 8 * r)``), so a whole 27-count hand is ``int.from_bytes(bytes(counts),
 "little")`` and its three suit keys are byte slices of that integer. One table, built at
-import (a few hundredths of a second), maps every suit that can take part in a win to a code
+import (about a tenth of a second), maps every suit that can take part in a win to a code
 packing two fields, so that the codes of the three suits can simply be added:
 
 * low field (9 bits): the suit's tile count if it splits into sets (triplets, runs) with at
