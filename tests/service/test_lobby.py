@@ -8,6 +8,7 @@ Shared helpers live here; test_lobby_rooms.py imports them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ import nats
 import pytest
 from google.protobuf import json_format
 
-from paiju.frames import client_frame, payload_of, server_frame
+from paiju.frames import client_frame, server_frame
 from paiju.v1 import (
     client_pb2,
     common_pb2,
@@ -315,8 +316,9 @@ class World:
         return table
 
 
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+@contextlib.asynccontextmanager
+async def open_world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    """Buckets, the in-test records and table servers; lobbies and clients closed at exit."""
     nc = await nats.connect(fresh_nats.url)
     js = nc.jetstream()
     kv = {"tables": await bus.ensure_bucket(js, "tables", ttl=10),
@@ -344,6 +346,12 @@ async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
             await table.server.stop(0)  # type: ignore[attr-defined]
         await backend.stop(0)
         await nc.close()
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
 
 
 async def seated_client(w: World, address: str, user_id: int,
@@ -593,9 +601,3 @@ async def test_history_without_room_is_refused(world: World) -> None:
     other = await c.request(lobby_msgs_pb2.AskHistoryScore(room_id=123456))
     assert other.history_score.room_id == 123456
 
-
-def frame_kinds(frames: list[client_pb2.ServerFrame]) -> list[str | None]:
-    return [f.WhichOneof("payload") for f in frames]
-
-
-_ = payload_of  # re-exported for test_lobby_rooms

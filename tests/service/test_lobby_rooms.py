@@ -1,0 +1,194 @@
+"""Lobby rooms: the room list and its changes, creating a room on the least-loaded table,
+joining, quick start, commands forwarded to the owning table, and a table that breaks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from paiju.frames import server_frame
+from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2_grpc
+from services.common.natsd import EmbeddedNats
+from tests.service.test_lobby import E, World, code_of, open_world, seated_client
+
+XZ = common_pb2.XUEZHAN
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
+
+
+async def test_room_list_hides_passwords_and_filters_by_game(world: World) -> None:
+    table = world.table
+    vip = await table.add_room(password="hunter2")
+    plain = await table.add_room(game=common_pb2.DADUN, seated=(1, 2, 3, 4))
+    plain.status = E.ROOM_PLAYING
+    await table.publish_room(plain)
+    raw = json.loads((await world.kv["rooms"].get(str(vip.room_id))).value)
+    raw["password"] = raw["room"]["password"] = "hunter2"   # a careless writer
+    await world.kv["rooms"].put(str(vip.room_id), json.dumps(raw).encode())
+    c = await world.client(await world.lobby())
+    await c.login(51)
+    listed = (await c.request(lobby_msgs_pb2.AskRoomList())).room_list
+    by_id = {r.room_id: r for r in listed.items}
+    assert set(by_id) == {vip.room_id, plain.room_id}
+    assert by_id[vip.room_id].has_password and listed.started_room_num == 1
+    assert all(b"hunter2" not in f.SerializeToString() for f in c.seen)
+    assert all(not p.ip for r in listed.items for p in r.players)
+    dadun = (await c.request(lobby_msgs_pb2.AskRoomList(game=common_pb2.DADUN))).room_list
+    assert [r.room_id for r in dadun.items] == [plain.room_id]
+
+
+async def test_room_changes_reach_lobby_sessions_not_in_a_room(world: World) -> None:
+    address = await world.lobby()
+    seated, room = await seated_client(world, address, 52)
+    idle = await world.client(address)
+    await idle.login(53)
+    change = lobby_msgs_pb2.RoomChange(reason=lobby_msgs_pb2.RoomChange.UPDATED,
+                                       room=room.info(), started_room_num=99)
+    await world.nc.publish("lobby.rooms", server_frame(change).SerializeToString())
+    got = await idle.until(lambda f: f.HasField("room_change"))
+    assert got.room_change.room.room_id == room.room_id
+    assert got.room_change.started_room_num == 0       # this lobby's count, not the sender's
+    assert not any(p.ip for p in got.room_change.room.players)
+    marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=5))
+    await world.nc.publish("user.52.inbox", marker.SerializeToString())
+    await seated.until(lambda f: f.HasField("heartbeat"))
+    assert not any(f.HasField("room_change") for f in seated.seen)
+
+
+async def test_create_room_goes_to_the_least_loaded_table_and_seats_the_creator(
+        world: World) -> None:
+    await world.table.register(rooms=5)
+    idle = await world.add_table("table-b", rooms=1)
+    c = await world.client(await world.lobby())
+    await c.login(54, lat=30.5, lng=104.1, nickname="bob")
+    reply = await c.request(lobby_msgs_pb2.CreateRoom(game=XZ, base_score=2, total_hands=8,
+                                                      password="pw"))
+    assert reply.WhichOneof("payload") == "room_joined"
+    assert world.table.created == [] and len(idle.created) == 1
+    assert idle.created[0].creator_id == 54 and idle.created[0].password == "pw"
+    join = idle.of_kind("join_room", 54)[0]
+    assert join.room_id == reply.room_joined.room.room_id
+    assert join.frame.join_room.password == "pw"
+    p = join.profile
+    assert (p.nickname, p.coins, p.ip, p.lat, p.lng) == ("bob", 10_054, "127.0.0.1", 30.5, 104.1)
+    again = await c.request(lobby_msgs_pb2.CreateRoom(game=XZ))
+    assert code_of(again) == E.ERR_ALREADY_IN_ROOM
+
+
+async def test_create_room_errors(world: World) -> None:
+    c = await world.client(await world.lobby())
+    await c.login(55)
+    assert code_of(await c.request(lobby_msgs_pb2.CreateRoom())) == E.ERR_BAD_OPTIONS
+    await world.kv["tables"].delete("table-a")
+    assert code_of(await c.request(lobby_msgs_pb2.CreateRoom(game=XZ))) == E.ERR_NO_TABLE
+
+
+async def test_join_errors_unknown_room_and_wrong_password(world: World) -> None:
+    vip = await world.table.add_room(password="pw")
+    c = await world.client(await world.lobby())
+    await c.login(56)
+    missing = await c.request(lobby_msgs_pb2.JoinRoom(room_id=999999))
+    assert code_of(missing) == E.ERR_NO_SUCH_ROOM
+    wrong = await c.request(lobby_msgs_pb2.JoinRoom(room_id=vip.room_id, password="x"))
+    assert code_of(wrong) == E.ERR_BAD_PASSWORD
+    ok = await c.request(lobby_msgs_pb2.JoinRoom(room_id=vip.room_id, password="pw"))
+    assert ok.room_joined.room.room_id == vip.room_id
+
+
+async def wait_cached(world: World, room_id: int) -> None:
+    app = world.lobbies[-1].app
+    for _ in range(100):
+        if app.cache.get(room_id) is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"room {room_id} never reached the cache")
+
+
+async def test_quick_start_joins_a_waiting_public_room_or_creates_one(world: World) -> None:
+    address = await world.lobby()
+    vip = await world.table.add_room(password="pw", seated=(1, 2, 3))
+    fuller = await world.table.add_room(seated=(4, 5))
+    emptier = await world.table.add_room(seated=(6,))
+    await world.table.add_room(game=common_pb2.DADUN, seated=(7, 8, 9))
+    for room in (vip, fuller, emptier):
+        await wait_cached(world, room.room_id)
+    c = await world.client(address)
+    await c.login(57)
+    joined = await c.request(lobby_msgs_pb2.JoinRoom(game=XZ))
+    assert joined.room_joined.room.room_id == fuller.room_id
+    other = await world.client(address)
+    await other.login(58)
+    fresh = await other.request(lobby_msgs_pb2.JoinRoom(game=common_pb2.CHANGSHA))
+    assert fresh.WhichOneof("payload") == "room_joined"
+    created = world.table.created[-1]
+    assert created.game == common_pb2.CHANGSHA and created.creator_id == 58
+    assert code_of(await other.request(lobby_msgs_pb2.JoinRoom())) == E.ERR_ALREADY_IN_ROOM
+
+
+async def test_quick_start_tries_again_when_the_room_filled_meanwhile(world: World) -> None:
+    address = await world.lobby()
+    stale = await world.table.add_room(seated=(1, 2, 3))
+    await wait_cached(world, stale.room_id)
+    stale.seats[3] = 99                     # filled at the table, not yet in the directory
+    c = await world.client(address)
+    await c.login(59)
+    joined = await c.request(lobby_msgs_pb2.JoinRoom(game=XZ))
+    assert joined.WhichOneof("payload") == "room_joined"
+    assert joined.room_joined.room.room_id != stale.room_id
+    tried = [cmd.room_id for cmd in world.table.of_kind("join_room", 59)]
+    assert tried == [stale.room_id, joined.room_joined.room.room_id]
+
+
+async def test_seated_commands_are_forwarded_unchanged_and_answered(world: World) -> None:
+    address = await world.lobby()
+    c = await world.client(address)
+    await c.login(60)
+    refused = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+    assert code_of(refused) == E.ERR_NOT_IN_ROOM
+    c, room = await seated_client(world, address, 61)
+    seq = await c.send(lobby_msgs_pb2.AskReady(is_ready=True))
+    ok = await c.until(lambda f: f.reply_to == seq)
+    assert code_of(ok) == E.OK and ok.ret.event_id == 1016
+    forwarded = world.table.of_kind("ask_ready", 61)[0]
+    assert forwarded.room_id == room.room_id and forwarded.frame.seq == seq
+    assert forwarded.frame.ask_ready.is_ready
+    refresh = await c.request(lobby_msgs_pb2.RefreshRoom())
+    assert refresh.room_joined.room.room_id == room.room_id
+    left = await c.request(lobby_msgs_pb2.AskExit())
+    assert code_of(left) == E.OK
+    assert code_of(await c.request(lobby_msgs_pb2.AskReady())) == E.ERR_NOT_IN_ROOM
+
+
+async def test_a_broken_table_stream_fails_pending_requests_then_reconnects(
+        world: World) -> None:
+    b = await world.add_table("table-b")
+    port = int(b.address.rsplit(":", 1)[1])
+    room = await b.add_room()
+    c = await world.client(await world.lobby())
+    await c.login(62)
+    await c.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+    b.hold = True
+    seq = await c.send(lobby_msgs_pb2.AskReady(is_ready=True))
+    await b.wait_for("ask_ready", 62)
+    await b.server.stop(0)  # type: ignore[attr-defined]
+    failed = await c.until(lambda f: f.reply_to == seq)
+    assert code_of(failed) == E.ERR_UNAVAILABLE
+    server = grpc.aio.server()
+    table_pb2_grpc.add_TableServicer_to_server(b, server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    b.server, b.hold = server, False  # type: ignore[attr-defined]
+    for _ in range(50):
+        reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+        if code_of(reply) == E.OK:
+            break
+        await asyncio.sleep(0.1)
+    assert code_of(reply) == E.OK and b.streams == 2
