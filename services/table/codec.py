@@ -64,22 +64,6 @@ def action_from_frame(game: str, frame: client_pb2.ClientFrame) -> Action:
     raise FrameError(f"{kind or 'an empty frame'} is not an action of a {game} room")
 
 
-def frame_for_action(game: str, action: Mapping[str, Any]) -> client_pb2.ClientFrame:
-    """The client frame that carries an engine action (robots and the terminal client)."""
-    kind, tiles = action["kind"], list(action.get("tiles", ()))
-    ref, choice = action.get("ref", ""), action.get("choice", "")
-    if game in MAHJONG:
-        return frames.client_frame(g.MahjongAction(kind=kind, tiles=tiles, choice=choice,
-                                                   window_id=int(ref) if ref else 0))
-    if kind == "choose_alone":
-        return frames.client_frame(g.DdAskAlone(is_alone=choice == "yes"))
-    if kind == "choose_friend_card":
-        return frames.client_frame(g.DdChooseFriend(card=tiles[0] if tiles else ""))
-    if kind in ("play", "pass"):
-        return frames.client_frame(g.DdAskOut(token=ref, cards=tiles, is_skip=kind == "pass"))
-    raise FrameError(f"no frame for a {game} action {kind!r}")
-
-
 def _tiles(value: Any) -> list[str]:
     """Engine tile/card lists arrive as lists or as notation strings."""
     if value is None:

@@ -12,13 +12,13 @@ from typing import Any
 import grpc
 import nats
 
+from clients.robot.robot import action_frame
 from clients.robot.view import choose
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2, table_pb2, table_pb2_grpc
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
-from services.table.codec import frame_for_action
 
 
 class LobbyLink:
@@ -132,7 +132,7 @@ class Table:
                 continue
             action = choose(self.game, prompt)
             reply = await self.link.send(self.room_id, p.user_id,
-                                         frame_for_action(self.game, action.to_dict()))
+                                         action_frame(self.game, action.to_dict()))
             if reply.code:
                 p.errors.append(reply)
 

@@ -1,0 +1,49 @@
+"""``python -m clients.robot --game xuezhan --tables 3``: robot tables over the real lobby."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+
+from clients.robot.robot import GAMES, run_tables
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m clients.robot")
+    parser.add_argument("--game", choices=sorted(GAMES), default="xuezhan")
+    parser.add_argument("--tables", type=int, default=1, help="rooms of four robots")
+    parser.add_argument("--hands", type=int, default=4, help="hands per room")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rooms to play one after another per table (0 = forever)")
+    parser.add_argument("--lobby", default=os.environ.get("PAIJU_LOBBY_ADDR", "127.0.0.1:50051"))
+    parser.add_argument("--secret", default=os.environ.get("PAIJU_LOBBY__TOKEN_SECRET",
+                                                           "dev-secret-change-me"))
+    parser.add_argument("--policy", choices=("greedy", "random"), default="greedy")
+    parser.add_argument("--first-uid", type=int, default=0)
+    args = parser.parse_args()
+    logging.basicConfig(level="INFO", stream=sys.stderr,
+                        format='{"ts":"%(asctime)s","level":"%(levelname)s","msg":"%(message)s"}')
+    first = args.first_uid or 900000 + 1000 * sorted(GAMES).index(args.game)
+
+    async def forever() -> None:
+        n = 0
+        while args.rounds == 0 or n < args.rounds:
+            stats = await run_tables(args.lobby, args.game, args.tables, args.secret,
+                                     hands=args.hands, first_uid=first, policy=args.policy)
+            hands = sum(s.hands for s in stats) // 4
+            errors = sum(len(s.errors) for s in stats)
+            logging.info("%s: %d rooms played %d hands (%d refused actions)",
+                         args.game, args.tables, hands, errors)
+            n += 1
+
+    try:
+        asyncio.run(forever())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
