@@ -7,9 +7,11 @@ seat the asking user sat in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.records.models import Hand, HandEvent, Player
@@ -63,7 +65,7 @@ class PlayerView:
     coins: int
 
 
-def _history(hands: list[Hand]) -> tuple[HistoryItem, ...]:
+def _history(hands: Sequence[Row[Any]]) -> tuple[HistoryItem, ...]:
     length = max(h.hand_no for h in hands)
     scores: dict[int, list[int]] = {}
     for hand in hands:
@@ -72,12 +74,12 @@ def _history(hands: list[Hand]) -> tuple[HistoryItem, ...]:
     return tuple(HistoryItem(uid, tuple(s)) for uid, s in scores.items())
 
 
-def _hand_view(h: Hand) -> HandView:
+def _hand_view(h: Row[Any]) -> HandView:
     return HandView(h.room_id, h.hand_no, h.game, h.is_final, tuple(h.seats), tuple(h.deltas),
                     h.settled_at.isoformat(timespec="seconds") + "Z")
 
 
-def _player_view(p: Player) -> PlayerView:
+def _player_view(p: Row[Any]) -> PlayerView:
     return PlayerView(p.user_id, p.nickname, p.head_url, p.sex, p.coins)
 
 

@@ -8,10 +8,13 @@ import random
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.records.db import make_engine, migrate
+from services.records.models import Base
 from services.records.reads import PlayerView, RecordsReader
 from services.records.settlement import parse_settlement
 from services.records.store import START_COINS, SettlementWriter
@@ -60,6 +63,13 @@ class StoreContract:
     async def test_migration_is_idempotent_and_at_head(self, engine: AsyncEngine) -> None:
         await migrate(engine)
         assert await rows(engine, "SELECT version_num FROM alembic_version") == [("0001",)]
+
+    async def test_models_match_the_migrated_schema(self, engine: AsyncEngine) -> None:
+        def differences(conn) -> list:
+            return compare_metadata(MigrationContext.configure(conn), Base.metadata)
+
+        async with engine.connect() as conn:
+            assert await conn.run_sync(differences) == []
 
     async def test_write_once_then_duplicate_is_ignored(
             self, engine: AsyncEngine, writer: SettlementWriter) -> None:
