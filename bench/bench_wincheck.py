@@ -6,8 +6,9 @@ tile swapped; the last two kinds keep only non-wins) is checked by ``is_win`` on
 ``Hand.is_win`` on prebuilt hands, and by the ``mahjong`` package's ``Agari().is_agari`` on
 the same hands, in the same process; all three must agree. Shanten is timed on the same hands
 minus one tile (13 tiles), with a cold and a warm per-suit cache, next to the ``mahjong``
-package's ``Shanten().calculate_shanten``. Each figure is the best of several rounds (other
-work shares the machine). Writes bench/reports/wincheck.md.
+package's ``Shanten().calculate_shanten``. Each figure is the best of several rounds, and
+the rounds interleave the contenders (other work shares the machine). Writes
+bench/reports/wincheck.md.
 """
 
 from __future__ import annotations
@@ -67,14 +68,16 @@ def corpus(size: int) -> list[list[int]]:
     return hands
 
 
-def best_rate(fn: Callable[[], object], calls: int, rounds: int) -> float:
-    """Calls per second: ``fn`` performs ``calls`` checks; best of ``rounds``."""
-    best = float("inf")
+def best_rates(fns: Sequence[Callable[[], object]], calls: int, rounds: int) -> list[float]:
+    """Calls per second of each ``fn`` (each performs ``calls`` checks), best of ``rounds``;
+    rounds interleave the functions so that a busy machine slows them alike."""
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return calls / best
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return [calls / t for t in best]
 
 
 def minus_one(hands: Sequence[list[int]]) -> list[list[int]]:
@@ -95,30 +98,44 @@ def run(size: int, rounds: int) -> tuple[list[tuple[str, float, str, float]], di
     if ours != [agari.is_agari(c) for c in hands34] or ours != [h.is_win() for h in prebuilt]:
         raise SystemExit("is_win, Hand.is_win and Agari disagree on the corpus")
 
-    base = best_rate(lambda: [agari.is_agari(c) for c in hands34], size, rounds)
-    rows = [("mahjong Agari().is_agari", base, "-", 1.0)]
-    for name, fn in (
-        ("is_win(counts)", lambda: [is_win(c) for c in hands]),
-        ("Hand.is_win()", lambda: [h.is_win() for h in prebuilt]),
-    ):
-        rate = best_rate(fn, size, rounds)
-        rows.append((name, rate, "Agari", rate / base))
+    base, counts_rate, hand_rate = best_rates(
+        [
+            lambda: [agari.is_agari(c) for c in hands34],
+            lambda: [is_win(c) for c in hands],
+            lambda: [h.is_win() for h in prebuilt],
+        ],
+        size,
+        rounds,
+    )
+    rows = [
+        ("mahjong Agari().is_agari", base, "-", 1.0),
+        ("is_win(counts)", counts_rate, "Agari", counts_rate / base),
+        ("Hand.is_win()", hand_rate, "Agari", hand_rate / base),
+    ]
 
     thirteen = minus_one(hands)
     thirteen34 = [c + [0] * 7 for c in thirteen]
     calc = Shanten()
-    sbase = best_rate(lambda: [calc.calculate_shanten(c) for c in thirteen34], size, rounds)
-    rows.append(("mahjong Shanten().calculate_shanten", sbase, "-", 1.0))
 
     def cold() -> None:
         suit_costs.cache_clear()
         for c in thirteen:
             shanten(c)
 
-    cold_rate = best_rate(cold, size, rounds)
-    rows.append(("shanten, cold suit cache", cold_rate, "Shanten", cold_rate / sbase))
-    warm = best_rate(lambda: [shanten(c) for c in thirteen], size, rounds)
-    rows.append(("shanten, warm suit cache", warm, "Shanten", warm / sbase))
+    sbase, cold_rate, warm_rate = best_rates(
+        [
+            lambda: [calc.calculate_shanten(c) for c in thirteen34],
+            cold,
+            lambda: [shanten(c) for c in thirteen],
+        ],
+        size,
+        rounds,
+    )
+    rows += [
+        ("mahjong Shanten().calculate_shanten", sbase, "-", 1.0),
+        ("shanten, cold suit cache", cold_rate, "Shanten", cold_rate / sbase),
+        ("shanten, warm suit cache", warm_rate, "Shanten", warm_rate / sbase),
+    ]
     facts = {"hands": size, "wins": sum(ours), "rounds": rounds,
              "suit keys": suit_costs.cache_info().currsize}
     return rows, facts
