@@ -88,8 +88,8 @@ class LobbyApp:
     async def forward(self, session: Session, *, frame: client_pb2.ClientFrame | None = None,
                       kind: str = "", room_id: int = 0, address: str = "",
                       with_profile: bool = False) -> table_pb2.TableReply:
-        """Send one command for ``session`` to the owning table and track where the user
-        sits from the reply."""
+        """Send one command for ``session`` to the owning table and, while the session is
+        live, track where the user sits from the reply."""
         room_id = room_id or session.room_id
         address = address or await self.owner_address(room_id)
         cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind)
@@ -98,7 +98,7 @@ class LobbyApp:
         if with_profile:
             cmd.profile.CopyFrom(session.profile)
         reply = await self.directory.link(address).command(cmd)
-        if reply.code == 0 and not session.kicked:
+        if reply.code == 0 and not session.kicked and not session.outbox.closed:
             if reply.room_id > 0:
                 await self.hub.enter_room(session, reply.room_id, reply.seat)
             elif reply.seat == -1:

@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import itertools
 import json
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -35,6 +37,7 @@ from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
+from tests.support.procs import make_service
 
 E = common_pb2
 SECRET = "test-secret"
@@ -601,3 +604,51 @@ async def test_history_without_room_is_refused(world: World) -> None:
     other = await c.request(lobby_msgs_pb2.AskHistoryScore(room_id=123456))
     assert other.history_score.room_id == 123456
 
+
+
+# -- metrics and the real records service ------------------------------------------------------
+
+async def test_metrics_count_sessions_logins_frames_and_kicks(world: World) -> None:
+    address = await world.lobby()
+    first, second = await world.client(address), await world.client(address)
+    await first.login(71)
+    await second.login(71)
+    assert await first.closed()
+    bad = await world.client(address)
+    await bad.request(lobby_msgs_pb2.Login(token="x"))
+    await asyncio.sleep(0.1)
+    port = world.lobbies[-1].metrics_port
+    text = await asyncio.to_thread(
+        lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read())
+    lines = text.decode().splitlines()
+    for needle in ('paiju_lobby_logins_total{result="ok"}',
+                   'paiju_lobby_logins_total{result="bad_token"}',
+                   'paiju_lobby_kicks_total{origin="local"}',
+                   'paiju_lobby_frames_in_total{event_id="1002"}',
+                   'paiju_lobby_frames_out_total{event_id="1003"}',
+                   "paiju_lobby_sessions "):
+        assert any(line.startswith(needle) and float(line.split()[-1]) >= 1 for line in lines), \
+            needle
+
+
+def _records_implemented() -> bool:
+    from services.records import server as records_server
+
+    return "EnsurePlayer" in vars(records_server.RecordsService)
+
+
+@pytest.mark.skipif(not _records_implemented(),
+                    reason="services/records does not implement EnsurePlayer yet "
+                           "(login against the real records process waits for it)")
+async def test_login_against_the_real_records_process(world: World, tmp_path: Path) -> None:
+    proc = make_service("records", world.nats.url, tmp_path)
+    await asyncio.to_thread(proc.start)
+    try:
+        world.backend_port = proc.port
+        c = await world.client(await world.lobby())
+        ok = (await c.login(81, nickname="real")).login_ok
+        assert ok.player.user_id == 81 and ok.player.nickname == "real"
+        again = await world.client(await world.lobby())
+        assert (await again.login(81)).login_ok.player.nickname == "real"
+    finally:
+        await asyncio.to_thread(proc.stop)
