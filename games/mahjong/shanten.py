@@ -78,10 +78,15 @@ _FINAL = [(st, (st // 2) % _ROW, st % 2) for st in range(_STATES) if st // (2 * 
 @lru_cache(maxsize=1 << 17)
 def suit_costs(key: int) -> tuple[int, ...]:
     """For one suit key: ``cost[pair * 5 + m]`` = fewest tiles to add so that the suit holds
-    m sets (plus the pair if ``pair``), tiles of H that do not fit being thrown away."""
+    m sets (plus the pair if ``pair``), tiles of H that do not fit being thrown away.
+    A suit read from 9 down to 1 costs the same, so a key and its mirror share one DP run."""
+    ranks = key.to_bytes(9, "little")
+    mirror = int.from_bytes(ranks, "big")
+    if mirror < key:
+        return suit_costs(mirror)
     best = [-_INF] * _STATES  # state -> most tiles of H the arrangement reuses
     best[0] = 0
-    for groups, have in zip(_RANK_MOVES, key.to_bytes(9, "little"), strict=True):
+    for groups, have in zip(_RANK_MOVES, ranks, strict=True):
         nxt = [-_INF] * _STATES
         for used, moves in enumerate(groups):
             gain = used if used < have else have
