@@ -243,7 +243,7 @@ def beats(a: Combo, b: Combo) -> bool:
             return a.rung > b.rung
         return a.cls in N_OF_A_KIND and a.key > b.key
     if a.cls in PAIR_FAMILY and b.cls in PAIR_FAMILY:
-        return _pair_order(a) > _pair_order(b)
+        return pair_order(a) > pair_order(b)
     if a.cls in TRIPLE_FAMILY and b.cls in TRIPLE_FAMILY:
         return a.key > b.key
     if a.cls != b.cls:
@@ -253,7 +253,7 @@ def beats(a: Combo, b: Combo) -> bool:
     return a.units == b.units and a.key > b.key
 
 
-def _pair_order(combo: Combo) -> tuple[int, int]:
+def pair_order(combo: Combo) -> tuple[int, int]:
     """Ordinary pairs < 大小王 (27) < SJ+SJ < BJ+BJ."""
     if combo.cls == PAIR:
         return (0, combo.key)

@@ -27,9 +27,9 @@ from games.dadun.combos import (
     STRAIGHT,
     TRIPLE_FAMILY,
     Combo,
-    _pair_order,
     beats,
     classify,
+    pair_order,
 )
 from games.engine import IllegalAction
 
@@ -140,7 +140,7 @@ def _pair_shapes(previous: Combo | None) -> Iterator[tuple[Bounds, int, bool]]:
     shapes = [((0, r), {r: (2, 2)}) for r in range(RANK_SJ)]
     shapes += [((1, 0), {RANK_SJ: (1, 1), RANK_SJ + 1: (1, 1)})]
     shapes += [((2, r), {r: (2, 2)}) for r in (RANK_SJ, RANK_SJ + 1)]
-    floor = (-1, 0) if previous is None else _pair_order(previous)
+    floor = (-1, 0) if previous is None else pair_order(previous)
     yield from ((bounds, 2, False) for order, bounds in shapes if order > floor)
 
 

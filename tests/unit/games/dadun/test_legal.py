@@ -69,6 +69,22 @@ def test_legal_plays_agree_with_brute_force(case):
     assert has_legal_play(hand, previous) is bool(plays)
 
 
+@st.composite
+def airplane_hands(draw):
+    """10-11 cards from three or four consecutive ranks: full airplanes are possible."""
+    start = draw(st.integers(0, 9))
+    pool = [c for c in full_deck() if c < SJ and start <= c >> 2 < start + draw(st.integers(3, 4))]
+    idx = draw(st.lists(st.integers(0, len(pool) - 1), min_size=10, max_size=11, unique=True))
+    return sorted(pool[i] for i in idx)
+
+
+@settings(max_examples=40, deadline=None)
+@given(airplane_hands(), st.sampled_from([None, "3s 3h 3d 4s 4h 4d 9c Jd Qs 2h", "5h Td Ks"]))
+def test_legal_plays_agree_with_brute_force_on_airplane_hands(hand, previous_text):
+    previous = None if previous_text is None else classify(parse_cards(previous_text), 10)
+    assert sorted(legal_plays(hand, previous)) == sorted(brute_force(hand, previous))
+
+
 @settings(max_examples=150, deadline=None)
 @given(hands_and_previous(max_hand=14))
 def test_every_generated_play_is_valid_and_beats_previous(case):
