@@ -154,7 +154,12 @@ def _room_or_current(session: Session, room_id: int) -> int:
 
 async def history(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     room_id = _room_or_current(session, frame.ask_history_score.room_id)
-    scores = await app.records.history(room_id)
+    try:
+        scores = await app.records.history(room_id)
+    except Reject as exc:
+        if exc.code != common_pb2.ERR_NO_SUCH_ROOM:
+            raise
+        scores = lobby_msgs_pb2.UseHistoryScore(room_id=room_id)  # no hand settled yet
     session.send(server_frame(scores, reply_to=frame.seq))
 
 

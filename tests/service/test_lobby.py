@@ -648,7 +648,18 @@ async def test_login_against_the_real_records_process(world: World, tmp_path: Pa
         c = await world.client(await world.lobby())
         ok = (await c.login(81, nickname="real")).login_ok
         assert ok.player.user_id == 81 and ok.player.nickname == "real"
-        again = await world.client(await world.lobby())
+        room = await world.table.add_room()
+        await c.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+        history = await c.request(lobby_msgs_pb2.AskHistoryScore())
+        assert history.history_score.room_id == room.room_id
+        assert list(history.history_score.items) == []          # no hand settled yet
+        replay = await c.request(lobby_msgs_pb2.AskReplay(hand_no=1))
+        assert code_of(replay) == E.ERR_NO_SUCH_ROOM
+        strict = await world.lobby(dev_profiles=False)
+        again = await world.client(strict)
         assert (await again.login(81)).login_ok.player.nickname == "real"
+        stranger = await world.client(strict)
+        refused = await stranger.request(lobby_msgs_pb2.Login(token=tokens.mint(82, SECRET, 60)))
+        assert code_of(refused) == E.ERR_BAD_TOKEN
     finally:
         await asyncio.to_thread(proc.stop)
