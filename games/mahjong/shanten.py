@@ -26,10 +26,10 @@ _INF = 99
 def _state(a: int, b: int, m: int, p: int) -> int:
     """DP state: runs started on the rank before (a) and two ranks before (b), sets so far
     (m), pair taken (p)."""
-    return ((a * 5 + b) * _ROW + m) * 2 + p
+    return ((a * (COPIES + 1) + b) * _ROW + m) * 2 + p
 
 
-_STATES = 5 * 5 * _ROW * 2
+_STATES = (COPIES + 1) ** 2 * _ROW * 2
 # Three equal runs use the same tiles as three triplets (and four as three triplets + a run),
 # so at most two runs start on a rank without losing any arrangement.
 _MAX_RUNS = 2
