@@ -18,6 +18,7 @@ import time
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, IntegrityError
@@ -128,6 +129,13 @@ class SettleConsumer:
                                       config=consumer_config())
         self.ready.set()
         log.info("consuming settlements", extra={"durable": DURABLE})
+        try:
+            await self._pull(sub)
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _pull(self, sub: JetStreamContext.PullSubscription) -> None:
         while not self._stopping.is_set():
             try:
                 msgs = await sub.fetch(self.batch, timeout=1.0)

@@ -76,13 +76,15 @@ class SettlementWriter:
         await self._move_coins(conn, s)
 
     async def _move_coins(self, conn: AsyncConnection, s: Settlement) -> None:
-        """players.coins += delta per seat; a user never seen gets a row with start coins."""
+        """players.coins += delta per seat; a user never seen gets a row with start coins.
+        Rows are touched in user id order, so concurrent writers cannot deadlock."""
         now = utcnow()
+        seats = sorted(zip(s.seats, s.nicknames, s.deltas, strict=True))
         await conn.execute(insert_ignore(conn, Player, ["user_id"]), [
             {"user_id": uid, "nickname": name, "head_url": "", "sex": 0,
              "coins": self.start_coins, "created_at": now, "updated_at": now}
-            for uid, name in zip(s.seats, s.nicknames, strict=True)])
-        for uid, delta in zip(s.seats, s.deltas, strict=True):
+            for uid, name, _ in seats])
+        for uid, _, delta in seats:
             if delta:
                 await conn.execute(update(Player).where(Player.user_id == uid).values(
                     coins=Player.coins + delta, updated_at=now))

@@ -160,3 +160,28 @@ async def test_ensure_player_creates_then_returns_the_existing_profile(
     assert (second.nickname, second.sex, second.coins) == ("东风", 2, START_COINS)
     fetched = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=5001))
     assert fetched.nickname == "东风" and not fetched.created
+
+
+async def test_consumer_survives_a_nats_restart(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        fresh_nats: EmbeddedNats) -> None:
+    async def publish_one(hand_no: int) -> None:
+        nc = await nats.connect(fresh_nats.url)
+        context = nc.jetstream()
+        await ensure_streams(context)
+        await publish(context, hand_message(400003, hand_no, SEATS, [2, 0, 0, -2]), None)
+        await nc.close()
+
+    def hands_written(n: int) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return await total_hands(stub, 400003) == n
+        return check
+
+    await publish_one(1)
+    await eventually(hands_written(1))
+    fresh_nats.stop()
+    fresh_nats.start()
+    await publish_one(2)
+    await eventually(hands_written(2), timeout=30)
+    player = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=3001))
+    assert player.coins == START_COINS + 4
