@@ -12,9 +12,11 @@ from __future__ import annotations
 import importlib
 import json
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
+from games.arbitration import resolve
 from games.engine import Action, BadInput, IllegalAction, NotYourTurn, RuleError, StaleRef
 from games.mahjong import changsha, shanten, tile_index, xuezhan
 from games.rng import Stream
@@ -253,3 +255,38 @@ def test_options_validation(variant):
             variant.new_hand(bad, 1, 0)
     with pytest.raises(BadInput):
         variant.new_hand({}, 1, 7)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.NAME)
+def test_table_service_window_api_matches_apply(variant):
+    """record_response + games.arbitration.resolve + resolve_window gives the same events
+    and state as apply(); stale or unfinished decisions are refused."""
+    checked = 0
+    for seed in range(40):
+        state = variant.new_hand({}, seed, 0)
+        stream = Stream(seed)
+        while not state.is_over() and checked < 60:
+            if state.phase() != "window":
+                seat = state.to_act()[0]
+                state.apply(seat, choose(state, seat, stream, smart=True))
+                continue
+            assert state.pending_window().id == state.window["id"]
+            twin, got, want = state.clone(), [], []
+            answers = [(s, choose(state, s, stream)) for s in state.to_act()]
+            wid = state.window["id"]
+            for seat, action in answers:
+                want.extend(e.to_dict() for e in twin.apply(seat, action))
+                got.extend(e.to_dict() for e in state.record_response(seat, action))
+                if twin.phase() != "window" or twin.window["id"] != wid:
+                    break  # apply() resolves as soon as the outcome is certain
+            window = state.pending_window()
+            decision = resolve(window, state.rules.arbitration(state.options))
+            assert decision.final
+            with pytest.raises(StaleRef):
+                state.resolve_window(replace(decision, window_id=decision.window_id + 1))
+            with pytest.raises(IllegalAction):
+                state.resolve_window(replace(decision, final=False))
+            got.extend(e.to_dict() for e in state.resolve_window(decision))
+            assert got == want and state.serialize() == twin.serialize()
+            checked += 1
+    assert checked >= 20
