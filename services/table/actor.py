@@ -27,7 +27,7 @@ from services.table.room import Effects, Room, RoomError, password_hash
 
 log = logging.getLogger("paiju.table.room")
 
-Append = Callable[[int, int, dict[str, Any]], Awaitable[None]]
+Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]
 Publish = Callable[["RoomActor", Effects], Awaitable[None]]
 Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 
@@ -46,12 +46,13 @@ class Reply:
 
 
 class RoomActor:
-    def __init__(self, room: Room, *, next_index: int, append: Append, publish: Publish,
+    def __init__(self, room: Room, *, next_index: int, log_seq: int, append: Append, publish: Publish,
                  arbiter: Arbiter, bots: Callable[[str, Any, int], Action],
                  timers: dict[str, float], dismiss_seconds: float, idle_seconds: float,
                  entrust_delay: float) -> None:
         self.room = room
         self.next_index = next_index
+        self.log_seq = log_seq          # stream sequence of this room's last log record
         self._append = append
         self._publish = publish
         self._arbiter = arbiter
@@ -115,7 +116,9 @@ class RoomActor:
         """Append to the log (durable first), fold into the room, publish the effects."""
         rec = {"i": self.next_index, **rec}
         started = time.perf_counter()
-        await self._append(self.room.room_id, self.next_index, rec)
+        # single writer: the append names the last record we know; if another table took
+        # the room over meanwhile, JetStream refuses it and this actor stands down
+        self.log_seq = await self._append(self.room.room_id, self.next_index, rec, self.log_seq)
         m.LOG_APPEND.observe(time.perf_counter() - started)
         self.next_index += 1
         fx = Effects()

@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 import nats.errors
+import nats.js.errors
 from google.protobuf import json_format
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -31,13 +32,14 @@ from services.common.server import ServiceHost, start_service
 from services.table import metrics as m
 from services.table.actor import Reply, RoomActor, create_record
 from services.table.codec import GAME_NAMES
-from services.table.room import Effects, Room, variant
+from services.table.room import Effects, Room, RoomError, variant
 
 log = logging.getLogger("paiju.table")
 
 SEATS_BUCKET = "seats"
 LOBBY_ROOMS = "lobby.rooms"
-HEARTBEAT_SECONDS = 2.0
+ADOPT_EVERY = 3                 # heartbeats between scans for rooms of dead tables
+WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
 
 
 def bot_move(game: str, state: Any, seat: int) -> Action:
@@ -71,7 +73,8 @@ class TableCore:
                                     self.cfg.nats.connect_timeout)
         self.js = self.nc.jetstream()
         await bus.ensure_streams(self.js)
-        self.kv_tables = await bus.ensure_bucket(self.js, bus.TABLES_BUCKET, ttl=10)
+        self.kv_tables = await bus.ensure_bucket(self.js, bus.TABLES_BUCKET,
+                                                 ttl=self.cfg.table.lease_ttl_seconds)
         self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET)
         self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET)
         a = self.cfg.arbiter
@@ -96,10 +99,10 @@ class TableCore:
             await self.nc.drain()
 
     # ------------------------------------------------------------------ rooms
-    def _actor(self, room: Room, next_index: int) -> RoomActor:
+    def _actor(self, room: Room, next_index: int, log_seq: int) -> RoomActor:
         t = self.cfg.table
         actor = RoomActor(
-            room, next_index=next_index, append=self._append, publish=self._publish,
+            room, next_index=next_index, log_seq=log_seq, append=self._append, publish=self._publish,
             arbiter=self._resolve, bots=bot_move,
             timers={"turn_seconds": t.turn_seconds, "window_seconds": t.window_seconds,
                     "alone_seconds": t.alone_seconds},
@@ -141,55 +144,87 @@ class TableCore:
             raise RuntimeError("could not allocate a room id")
         rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
         room = Room({**rec, "first_dealer": 0})
-        actor = self._actor(room, 0)
+        actor = self._actor(room, 0, 0)
         await actor.record(rec)
         actor.start()
         return room
 
     async def recover(self) -> None:
         """Take back this instance's rooms after a restart: fold each room's log."""
+        for key, entry, _ in await self._room_entries():
+            if entry.get("owner") == self.instance:
+                await self.rebuild(int(key))
+
+    async def _room_entries(self) -> list[tuple[str, dict[str, Any], int]]:
         try:
             keys = await self.kv_rooms.keys()
-        except Exception:  # no keys yet
-            keys = []
+        except Exception:  # an empty bucket has no keys
+            return []
+        out = []
         for key in keys:
             try:
-                entry = json.loads((await self.kv_rooms.get(key)).value or b"{}")
-            except Exception:
+                got = await self.kv_rooms.get(key)
+                out.append((key, json.loads(got.value or b"{}"), got.revision))
+            except Exception:  # deleted meanwhile
                 continue
-            if entry.get("owner") != self.instance:
-                continue
-            room_id = int(key)
-            records = await self._read_log(room_id)
-            if not records or records[0].get("t") != "create":
-                log.warning("room log missing", extra={"room": room_id})
-                continue
-            room = Room({**records[0], "first_dealer": 0})
-            fx = Effects()
-            for rec in records:
-                room.apply(rec, fx)
-            m.REBUILT.inc()
-            if room.closed:
-                await self._publish_settlements(room.settled)
-                await self.kv_rooms.delete(key)
-                continue
-            actor = self._actor(room, records[-1]["i"] + 1)
-            await self._publish_settlements(room.settled)
-            await self._put_room(room)
-            actor.start()
-            log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),
-                                                     "hand": room.hand_no})
+        return out
 
-    async def _read_log(self, room_id: int) -> list[dict[str, Any]]:
+    async def adopt_orphans(self) -> int:
+        """Claim rooms whose owner no longer heartbeats (its `tables` entry expired) and
+        rebuild them from their logs. The claim is a compare-and-set on the room's entry, and
+        the log append itself is fenced, so two tables never write one room."""
+        try:
+            live = set(await self.kv_tables.keys())
+        except Exception:
+            return 0
+        adopted = 0
+        for key, entry, revision in await self._room_entries():
+            owner = entry.get("owner")
+            if not owner or owner in live or owner == self.instance:
+                continue
+            claimed = {**entry, "owner": self.instance, "address": self.address}
+            try:
+                await self.kv_rooms.update(key, json.dumps(claimed).encode(), last=revision)
+            except Exception:  # another table won the claim
+                continue
+            log.info("adopting room", extra={"room": key, "from": owner})
+            await self.rebuild(int(key))
+            adopted += 1
+        return adopted
+
+    async def rebuild(self, room_id: int) -> None:
+        records, last_seq = await self._read_log(room_id)
+        if not records or records[0].get("t") != "create":
+            log.warning("room log missing", extra={"room": room_id})
+            return
+        room = Room({**records[0], "first_dealer": 0})
+        fx = Effects()
+        for rec in records:
+            room.apply(rec, fx)
+        m.REBUILT.inc()
+        await self._publish_settlements(room.settled)
+        if room.closed:
+            await self.kv_rooms.delete(str(room_id))
+            return
+        actor = self._actor(room, records[-1]["i"] + 1, last_seq)
+        await self._put_room(room)
+        for user_id in (s.user_id for _, s in room.seated()):
+            await self._put_seat(room, user_id, room.seat_of(user_id))
+        actor.start()
+        log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),
+                                                 "hand": room.hand_no})
+
+    async def _read_log(self, room_id: int) -> tuple[list[dict[str, Any]], int]:
         subject = bus.room_log(room_id)
         records: list[dict[str, Any]] = []
+        last_seq = 0
         try:
             info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
             total = (info.state.subjects or {}).get(subject, 0)
         except Exception:
             total = None
         if not total:
-            return records
+            return records, last_seq
         sub = await self.js.pull_subscribe(
             subject, durable=None, stream=bus.ROOM_LOG_STREAM,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
@@ -201,16 +236,33 @@ class TableCore:
                     break
                 for msg in batch:
                     records.append(json.loads(msg.data))
+                    last_seq = max(last_seq, msg.metadata.sequence.stream)
                     await msg.ack()
         finally:
             await sub.unsubscribe()
         records.sort(key=lambda r: r["i"])
-        return records
+        return records, last_seq
 
     # ------------------------------------------------------------------ I/O for actors
-    async def _append(self, room_id: int, index: int, rec: dict[str, Any]) -> None:
-        await self.js.publish(bus.room_log(room_id), json.dumps(rec).encode(),
-                              headers={"Nats-Msg-Id": f"{room_id}:{index}"})
+    async def _append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        try:
+            ack = await self.js.publish(bus.room_log(room_id), json.dumps(rec).encode(), headers={
+                "Nats-Msg-Id": f"{room_id}:{index}",
+                "Nats-Expected-Last-Subject-Sequence": str(last_seq)})
+        except nats.js.errors.APIError as exc:
+            if exc.err_code == WRONG_LAST_SEQUENCE:
+                self._lost(room_id)
+                raise RoomError(common_pb2.ERR_NO_SUCH_ROOM,
+                                f"room {room_id} has moved to another table") from None
+            raise
+        return int(ack.seq)
+
+    def _lost(self, room_id: int) -> None:
+        actor = self.rooms.pop(room_id, None)
+        m.ROOMS.set(len(self.rooms))
+        if actor is not None:
+            log.warning("room taken over by another table", extra={"room": room_id})
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
     async def _publish(self, actor: RoomActor, fx: Effects) -> None:
         room = actor.room
@@ -225,12 +277,7 @@ class TableCore:
         m.FANOUT.observe(time.perf_counter() - started)
         await self._publish_settlements(fx.settle)
         for user_id, seat in fx.seats.items():
-            if seat is None:
-                await self.kv_seats.delete(str(user_id))
-            else:
-                await self.kv_seats.put(str(user_id), json.dumps({
-                    "room_id": room.room_id, "owner": self.instance, "address": self.address,
-                    "seat": seat}).encode())
+            await self._put_seat(room, user_id, seat)
         if fx.closed:
             await self.kv_rooms.delete(str(room.room_id))
             self.rooms.pop(room.room_id, None)
@@ -249,13 +296,20 @@ class TableCore:
                                   headers={"Nats-Msg-Id": dedupe})
             m.SETTLEMENTS.labels(str(bool(msg.get("final"))).lower()).inc()
 
+    async def _put_seat(self, room: Room, user_id: int, seat: int | None) -> None:
+        if seat is None:
+            await self.kv_seats.delete(str(user_id))
+        else:
+            await self.kv_seats.put(str(user_id), json.dumps({
+                "room_id": room.room_id, "owner": self.instance, "address": self.address,
+                "seat": seat}).encode())
+
     async def _put_room(self, room: Room) -> None:
         info = json_format.MessageToDict(room.room_info(), preserving_proto_field_name=True)
         await self.kv_rooms.put(str(room.room_id), json.dumps({
             "room_id": room.room_id, "owner": self.instance, "address": self.address,
             "game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
-            "has_password": bool(room.password), "lease_until": time.time() + 10,
-            "room": info}).encode())
+            "has_password": bool(room.password), "room": info}).encode())
 
     async def _resolve(self, window: Window, rules: Rules) -> Decision | None:
         if self._arbiter is None:
@@ -277,10 +331,15 @@ class TableCore:
             "players": players, "started_at": self.started_at}).encode())
 
     async def _heartbeat_loop(self) -> None:
+        beats = 0
+        interval = max(0.2, self.cfg.table.lease_ttl_seconds / 5)
         while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await asyncio.sleep(interval)
+            beats += 1
             try:
                 await self._register()
+                if beats % ADOPT_EVERY == 0:
+                    await self.adopt_orphans()
             except Exception as exc:  # NATS down: keep trying, rooms keep playing
                 log.warning("heartbeat failed", extra={"error": repr(exc)})
 

@@ -94,3 +94,51 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
         await link.close()
     finally:
         table.stop()
+
+
+async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    common = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_ARBITER__PORT": "1",
+              "PAIJU_TABLE__LEASE_TTL_SECONDS": "2"}
+    a = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-a", **common)
+    b = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-b", **common)
+    a.start()
+    b.start()
+    try:
+        async with grpc.aio.insecure_channel(a.address) as channel:
+            created = await table_pb2_grpc.TableStub(channel).CreateRoom(table_pb2.CreateRoomRequest(
+                game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
+        room_id = created.room.room_id
+        link = LobbyLink(a.address)
+        t = Table(fresh_nats.url, link, room_id, "xuezhan")
+        await t.connect()
+        players = [(await t.seat(uid))[0] for uid in (81, 82, 83, 84)]
+        for p in players:
+            p.auto = False
+        await t.ready_all()
+        await asyncio.sleep(0.3)
+        before = [await snapshot(link, room_id, p.user_id) for p in players]
+        await t.close()
+        await link.close()
+        a.kill()
+
+        nc = await nats.connect(fresh_nats.url)
+        kv = await nc.jetstream().key_value("rooms")
+        seats = await nc.jetstream().key_value("seats")
+        owner = seat_entry = None
+        for _ in range(150):  # the entry of table-a expires, table-b claims the room
+            owner = json.loads((await kv.get(str(room_id))).value)["owner"]
+            seat_entry = json.loads((await seats.get("81")).value)
+            if owner == seat_entry["owner"] == "table-b":
+                break
+            await asyncio.sleep(0.2)
+        await nc.close()
+        assert owner == "table-b"
+        assert seat_entry["owner"] == "table-b" and seat_entry["address"] == b.address
+
+        link = LobbyLink(b.address)
+        after = [await snapshot(link, room_id, p.user_id) for p in players]
+        assert after == before
+        await link.close()
+    finally:
+        a.stop()
+        b.stop()
