@@ -165,7 +165,17 @@ def test_self_play_invariants(variant):
         state, _, _ = play(variant, seed, deep=seed < 30)
         ends[state.end_reason] += 1
         wins += len(state.wins)
+        reasons = {p.reason for p in state.ledger}
+        winners = {w["seat"] for w in state.wins}
+        if state.end_reason == "three_won":  # XueZhan plays on until three have won
+            assert len(winners) == 3 == len(state.wins)
+            assert not reasons & {"flower_pig", "not_ready", "kong_refund"}
+        elif state.end_reason == "win":  # Changsha ends at the first win (or 通炮)
+            assert len({w["trigger"] for w in state.wins}) == 1
+        else:
+            assert len(winners) < 3 or variant is changsha
     assert wins > 0 and ends["wall_exhausted"] > 0
+    assert ends["three_won" if variant is xuezhan else "win"] > 0
 
 
 def replay(variant, seed: int, log):

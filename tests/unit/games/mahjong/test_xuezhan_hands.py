@@ -228,3 +228,21 @@ def test_wall_exhaustion_pigs_then_not_ready_then_refund():
                ("flower_pig", "not_ready", "kong_refund")]
     assert reasons == sorted(reasons, key=["flower_pig", "not_ready", "kong_refund"].index)
     assert state.settlement().next_dealer == 0
+
+
+def test_multi_ron_off_only_the_nearest_wins():
+    state = build([PUNGS_9P, None, PAIRS_9P, "9p1357p2468p24689m"], dealer=3, voids="ssms",
+                  multi_ron=False)
+    act(state, 3, "discard", "9p")
+    act(state, 0, "hu")  # nearest after the discarder: final at once
+    assert [w["seat"] for w in state.wins] == [0]
+    assert lines(state, "discard_win") == [(3, 0, 2)]
+    assert state.turn == 1
+
+
+def test_pass_rule_same_tile_only_blocks_only_that_tile():
+    state = build([PUNGS_9P, "9p1357p2468s13579s", None, None], dealer=1, front="9p",
+                  voids="smpp", pass_ron_rule="same_tile_only")
+    act(state, 1, "discard", "9p")
+    act(state, 0, "pass")
+    assert state.pass_block[0] == {"mode": "tile", "tiles": [T("9p")]}
