@@ -1,0 +1,320 @@
+"""The terminal client's loop: one lobby session, a task that prints every push, a reader
+of commands (stdin, or ``--script``), and robots that fill the person's room.
+
+Rendering is in :mod:`clients.cli.render`, parsing in :mod:`clients.cli.parse`; this
+module only moves frames and keeps the little state a player needs (room, seat, prompt,
+the hand's payments)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.cli import render
+from clients.cli.parse import COMMANDS, Command, InputError, choose_action, parse_command
+from clients.robot.robot import GAMES, Robot, action_frame
+from clients.robot.view import choose
+from clients.session import LobbySession, SessionClosed, mint_token
+from paiju.v1 import client_pb2, common_pb2
+from paiju.v1 import game_msgs_pb2 as g
+from paiju.v1 import lobby_msgs_pb2 as lm
+
+
+@dataclass
+class Options:
+    lobby: str = "127.0.0.1:50051"
+    user: int = 1001
+    secret: str = "dev-secret-change-me"
+    game: str = "xuezhan"                # the game of 'create' / 'quick' without one
+    robots: int = 3
+    script: list[str] = field(default_factory=list)
+    auto: bool = False
+
+
+@dataclass
+class Seat:
+    """Where the person sits and what the current hand has shown so far."""
+
+    room: common_pb2.RoomInfo | None = None
+    seat: int = -1
+    prompt: g.Prompt | None = None
+    hand_no: int = 0
+    payments: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def game(self) -> str:
+        return render.GAME_OF_ENUM.get(self.room.game, "") if self.room else ""
+
+
+class CliApp:
+    def __init__(self, options: Options, out: Callable[[str], None] | None = None) -> None:
+        self.opt = options
+        self.out = out or (lambda line: print(line, flush=True))
+        self.session = LobbySession(options.lobby)
+        self.at = Seat()
+        self.done = asyncio.Event()          # quit, kicked out or the stream closed
+        self.room_closed = asyncio.Event()   # the person's room was dismissed
+        self.robots: list[asyncio.Task[Any]] = []
+        self._robot_uids = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def run(self) -> int:
+        await self.session.open()
+        try:
+            if not await self._login():
+                return 1
+            pushes = asyncio.create_task(self._pushes())
+            await self.command("list")
+            if self.opt.script:
+                await self._run_script()
+            else:
+                await self._interactive()
+            pushes.cancel()
+            return 0
+        finally:
+            for task in self.robots:
+                task.cancel()
+            await asyncio.gather(*self.robots, return_exceptions=True)
+            await self.session.close()
+
+    async def _login(self) -> bool:
+        token = mint_token(self.opt.user, self.opt.secret)
+        reply = await self.session.login(token, nickname=f"player{self.opt.user}")
+        if reply.WhichOneof("payload") != "login_ok":
+            self.out(f"login refused: {render.error_line(reply.ret)}")
+            return False
+        ok = reply.login_ok
+        self.out(f"logged in as {ok.player.nickname or ok.player.user_id} "
+                 f"[{ok.player.user_id}], coins {ok.player.coins}")
+        if ok.HasField("room") and ok.room.room_id:
+            self._set_room(ok.room, next((p.seat for p in ok.room.players
+                                          if p.user_id == self.opt.user), -1))
+        return True
+
+    async def _run_script(self) -> None:
+        """Run the script's commands in order; then, seated, play until the room closes."""
+        for line in self.opt.script:
+            self.out(f"> {line}")
+            if not await self.handle_line(line):
+                return
+        if self.at.room is not None:
+            await _first(self.done.wait(), self.room_closed.wait())
+
+    async def _interactive(self) -> None:
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def read() -> None:  # a daemon thread: a blocked read never holds up the exit
+            for raw in sys.stdin:
+                loop.call_soon_threadsafe(lines.put_nowait, raw)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+        threading.Thread(target=read, daemon=True, name="stdin").start()
+        self.out("type 'help' for the commands")
+        while not self.done.is_set():
+            getter = asyncio.ensure_future(lines.get())
+            if getter not in await _first(getter, self.done.wait()):
+                return
+            line = getter.result()
+            if line is None or not await self.handle_line(line):
+                return
+
+    # ------------------------------------------------------------------ input
+    async def handle_line(self, line: str) -> bool:
+        """One typed line; False when the client should stop."""
+        line = line.strip()
+        if not line:
+            return True
+        try:
+            cmd = parse_command(line, self.opt.game)
+            if cmd is None:
+                await self._answer_typed(line)
+                return True
+            if cmd.name == "quit":
+                return False
+            await self.command(cmd.name, *cmd.args)
+        except InputError as exc:
+            self.out(f"? {exc}")
+        except (SessionClosed, TimeoutError) as exc:
+            self.out(f"lobby did not answer: {exc or 'timeout'}")
+        return not self.done.is_set()
+
+    async def _answer_typed(self, line: str) -> None:
+        prompt = self.at.prompt
+        if prompt is None:
+            raise InputError(f"unknown command '{line.split()[0]}'; type 'help'")
+        index = choose_action(line, prompt.game, prompt.actions)
+        await self._act(prompt, prompt.actions[index])
+
+    async def _act(self, prompt: g.Prompt, spec: g.ActionSpec) -> None:
+        action = {"kind": spec.kind, "tiles": list(spec.tiles), "ref": spec.ref,
+                  "choice": spec.choice}
+        self.out(f"you: {render.action_label(spec)}")
+        if self.at.prompt is prompt:
+            self.at.prompt = None
+        reply = await self.session.request(action_frame(prompt.game, action))
+        if reply.WhichOneof("payload") == "ret" and reply.ret.code:
+            self.out(render.error_line(reply.ret))
+
+    # ------------------------------------------------------------------ commands
+    async def command(self, name: str, *args: str) -> None:
+        if name == "help":
+            self.out("commands:\n  " + "\n  ".join(COMMANDS.values()))
+        elif name == "robots":
+            self._start_robots(int(args[0]) if args else self.opt.robots)
+        else:
+            payload = self._request_for(Command(name, args))
+            self._show_reply(await self.session.request(payload))
+
+    def _request_for(self, cmd: Command) -> Any:
+        a = cmd.args
+        simple = {"list": lm.AskRoomList(), "ready": lm.AskReady(is_ready=True),
+                  "geo": lm.AskGeo(), "history": lm.AskHistoryScore(),
+                  "dismiss": lm.AskDismiss(), "entrust-cancel": lm.CancelEntrust(),
+                  "room": lm.RefreshRoom()}
+        if cmd.name in simple:
+            return simple[cmd.name]
+        if cmd.name == "create":
+            hands = int(a[1]) if len(a) > 1 else 4
+            return lm.CreateRoom(game=GAMES[a[0]], base_score=1, total_hands=hands)
+        if cmd.name == "join":
+            return lm.JoinRoom(room_id=int(a[0]), password=a[1] if len(a) > 1 else "")
+        if cmd.name == "quick":
+            return lm.JoinRoom(room_id=0, game=GAMES[a[0]])
+        if cmd.name == "chat":
+            return lm.Chat(content=a[0])
+        if cmd.name == "vote":
+            return lm.ReportDismiss(agree=a[0] == "yes")
+        raise InputError(f"unknown command {cmd.name}")
+
+    def _show_reply(self, frame: client_pb2.ServerFrame) -> None:
+        kind = frame.WhichOneof("payload")
+        if kind == "room_list":
+            self.out(f"rooms ({frame.room_list.started_room_num} playing):")
+            for line in render.room_list_lines(frame.room_list.items):
+                self.out(line)
+        elif kind == "use_geo":
+            for item in frame.use_geo.items or ():
+                ip = ", same IP" if item.same_ip else ""
+                self.out(f"  {item.src_uid} - {item.dest_uid}: {item.distance}{ip}")
+            if not frame.use_geo.items:
+                self.out("  nobody else in the room")
+        elif kind == "history_score":
+            for item in frame.history_score.items:
+                self.out(f"  {item.user_id}: {' '.join(f'{s:+d}' for s in item.scores) or '-'}"
+                         f" = {sum(item.scores):+d}")
+            if not frame.history_score.items:
+                self.out("  no hands played yet")
+        else:
+            self._on_push(frame)
+
+    def _start_robots(self, count: int) -> None:
+        room = self.at.room
+        if room is None:
+            raise InputError("robots join your room: create or join one first")
+        free = 4 - len(room.players)
+        for _ in range(min(count, free) if free > 0 else count):
+            self._robot_uids += 1
+            uid = self.opt.user * 100 + self._robot_uids
+            robot = Robot(self.opt.lobby, uid, self.at.game, self.opt.secret, room_id=room.room_id)
+            task = asyncio.create_task(robot.run())
+            task.add_done_callback(lambda t, uid=uid: self._robot_done(uid, t))
+            self.robots.append(task)
+            self.out(f"robot {uid} is joining room {room.room_id}")
+
+    def _robot_done(self, uid: int, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.out(f"robot {uid} stopped: {task.exception()}")
+
+    # ------------------------------------------------------------------ pushes
+    async def _pushes(self) -> None:
+        while (frame := await self.session.pushes.get()) is not None:
+            try:
+                self._on_push(frame)
+                if frame.WhichOneof("payload") == "prompt" and self.opt.auto:
+                    await self._auto_answer(frame.prompt)
+                elif self._is_hand_over(frame) and self.opt.auto and self._more_hands():
+                    await self.session.send(lm.AskReady(is_ready=True))
+            except (SessionClosed, TimeoutError) as exc:
+                self.out(f"lobby did not answer: {exc or 'timeout'}")
+        self.out("the lobby closed the connection")
+        self.done.set()
+
+    async def _auto_answer(self, prompt: g.Prompt) -> None:
+        action = choose(prompt.game, prompt, "greedy")
+        await self._act(prompt, g.ActionSpec(kind=action.kind, tiles=list(action.tiles),
+                                             ref=action.ref, choice=action.choice))
+
+    def _more_hands(self) -> bool:
+        room = self.at.room
+        return room is not None and self.at.hand_no < room.total_hands
+
+    @staticmethod
+    def _is_hand_over(frame: client_pb2.ServerFrame) -> bool:
+        return frame.WhichOneof("payload") == "game_event" and frame.game_event.kind == "hand_over"
+
+    def _on_push(self, frame: client_pb2.ServerFrame) -> None:
+        kind = frame.WhichOneof("payload")
+        at = self.at
+        if kind == "prompt":
+            at.prompt, at.seat, at.hand_no = frame.prompt, frame.prompt.seat, frame.prompt.hand_no
+            self._print(render.prompt_lines(frame.prompt))
+            return
+        if kind == "room_joined":
+            self._set_room(frame.room_joined.room, frame.room_joined.seat)
+            return
+        if kind == "mj_game_info":
+            self._print(render.observation_lines(at.game, json.loads(
+                frame.mj_game_info.observation_json or "{}")))
+            return
+        self._track(frame)
+        line = render.event_line(frame, at.seat)
+        if line:
+            self.out(line)
+        if self._is_hand_over(frame):
+            over = json.loads(frame.game_event.json or "{}")
+            self._print(render.settlement_lines(at.game, over, at.payments, at.seat, at.hand_no))
+            at.payments, at.prompt = [], None
+
+    def _track(self, frame: client_pb2.ServerFrame) -> None:
+        """Keep the hand's payments and the room's end for the settlement and the loop."""
+        kind = frame.WhichOneof("payload")
+        if kind == "mj_payment":
+            p = frame.mj_payment.payment
+            self.at.payments.append({"reason": p.reason, "payer": p.payer, "payee": p.payee,
+                                     "amount": p.amount})
+        elif kind == "game_event" and frame.game_event.kind == "payment":
+            self.at.payments.append(json.loads(frame.game_event.json))
+        elif kind == "player_change" and self.at.room is not None:
+            del self.at.room.players[:]
+            self.at.room.players.extend(frame.player_change.players)
+        elif kind == "notice_dismiss" and frame.notice_dismiss.dismissed:
+            self.at = Seat()
+            self.room_closed.set()
+        elif kind == "kick_out":
+            self.done.set()
+
+    def _set_room(self, room: common_pb2.RoomInfo, seat: int) -> None:
+        self.at.room, self.at.seat = room, seat
+        self.room_closed.clear()
+        self._print(render.room_lines(room, self.opt.user))
+        self.out(f"you sit at seat {seat}; 'robots' fills the table, 'ready' starts")
+
+    def _print(self, lines: list[str]) -> None:
+        for line in lines:
+            self.out(line)
+
+
+async def _first(*aws: Any) -> set[asyncio.Future[Any]]:
+    """Wait until the first of these awaitables finishes, cancel the others, return the
+    finished ones."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return done
