@@ -111,6 +111,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
         s.rng = Stream(derive(seed, "table"))
         s.stage = "setup"
         s._enter_first_phase()
+        s.ctx["start_stage"] = s.stage
         s._out = []
         return s
 
@@ -119,6 +120,8 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
         events = [Event("deal", {"dealer": self.dealer, "wall_remaining": 55})]
         for seat in range(SEATS):
             events.append(Event("hand", {"tiles": self.fmt(self.initial_hands[seat])}, to=seat))
+        if self.ctx["start_stage"] == "play":
+            events.append(Event("turn", {"seat": self.dealer}))
         return events
 
     # ------------------------------------------------------------------ protocol
