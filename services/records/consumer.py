@@ -100,7 +100,6 @@ class SettleConsumer:
         self.nc: Client | None = None
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.ready = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="records-consumer")
@@ -127,7 +126,6 @@ class SettleConsumer:
         await ensure_streams(js)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config())
-        self.ready.set()
         log.info("consuming settlements", extra={"durable": DURABLE})
         try:
             await self._pull(sub)
