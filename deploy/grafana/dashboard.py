@@ -1,0 +1,137 @@
+"""Writes dashboards/paiju.json, the Grafana dashboard of Paiju, from the panel list below.
+
+    python deploy/grafana/dashboard.py            # rewrite dashboards/paiju.json
+    python deploy/grafana/dashboard.py --check    # exit 1 if the file is out of date
+
+Every expression names metrics the services export (tests/unit/deploy checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "dashboards" / "paiju.json"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+RATE = "[$__rate_interval]"
+# Stream RPCs are timed over their whole life: keep them out of latency quantiles.
+UNARY = 'method!~".*/(Connect|Session|Watch)"'
+
+
+def quantiles(metric: str, by: str = "", qs: tuple[float, ...] = (0.5, 0.95, 0.99)) -> list:
+    """(expr, legend) pairs: quantiles of histogram ``metric``, per value of label ``by``."""
+    group = f"le, {by}" if by else "le"
+    suffix = f" {{{{{by}}}}}" if by else ""
+    return [(f"histogram_quantile({q}, sum by ({group}) (rate({metric}_bucket{RATE})))",
+             f"p{round(q * 100)}{suffix}") for q in qs]
+
+
+# (title, unit, [(expr, legend)]) per panel; None starts a new row, named by the next item.
+PANELS: list = [
+    ("gRPC", None, None),
+    ("Requests by method and code", "reqps", [
+        (f"sum by (service, method, code) (rate(paiju_grpc_requests_total{RATE}))",
+         "{{service}} {{method}} {{code}}")]),
+    ("Errors by method and code (code != OK)", "reqps", [
+        (f'sum by (service, method, code) (rate(paiju_grpc_requests_total{{code!="OK"}}{RATE}))',
+         "{{service}} {{method}} {{code}}")]),
+    ("Unary latency p95 by method and code", "s", [
+        (f"histogram_quantile(0.95, sum by (le, service, method, code) "
+         f"(rate(paiju_grpc_request_seconds_bucket{{{UNARY}}}{RATE})))",
+         "{{service}} {{method}} {{code}}")]),
+    ("Lobby to table command round trip", "s",
+     quantiles("paiju_lobby_table_forward_seconds", "kind", (0.5, 0.95))),
+    ("Table", None, None),
+    ("Action round trip (received to logged and fanned out)", "s",
+     quantiles("paiju_table_action_seconds", "game")),
+    ("JetStream append (room log, acknowledged)", "s",
+     quantiles("paiju_table_log_append_seconds")),
+    ("Event fan-out to NATS", "s", quantiles("paiju_table_fanout_seconds")),
+    ("Arbiter Resolve round trip", "s", quantiles("paiju_table_arbiter_seconds")),
+    ("Arbiter fallback and decisions", "ops", [
+        (f"sum(rate(paiju_table_arbiter_fallback_total{RATE}))", "in-process fallback"),
+        (f"sum(rate(paiju_table_arbiter_seconds_count{RATE}))", "answered by arbiter"),
+        (f"sum by (action) (rate(paiju_arbiter_decisions_total{RATE}))", "arbiter: {{action}}")]),
+    ("Rooms", "short", [
+        ("sum(paiju_table_rooms)", "all tables"),
+        ("sum by (instance) (paiju_table_rooms)", "{{instance}}")]),
+    ("Hands per minute by game", "short", [
+        (f"sum by (game) (rate(paiju_table_hands_total{RATE})) * 60", "{{game}}")]),
+    ("Timeouts (entrust) per minute by game", "short", [
+        (f"sum by (game) (rate(paiju_table_timeouts_total{RATE})) * 60", "{{game}}")]),
+    ("Settlements and records", None, None),
+    ("Settlements per minute", "short", [
+        (f"sum by (final) (rate(paiju_table_settlements_total{RATE})) * 60",
+         "published final={{final}}"),
+        (f"sum(rate(paiju_records_settlements_written_total{RATE})) * 60", "written"),
+        (f"sum(rate(paiju_records_duplicates_ignored_total{RATE})) * 60", "duplicates"),
+        (f"sum(rate(paiju_records_malformed_total{RATE})) * 60", "malformed"),
+        (f"sum(rate(paiju_records_write_failures_total{RATE})) * 60", "write failures")]),
+    ("Settlement write latency", "s", quantiles("paiju_records_write_seconds")),
+    ("Lobby", None, None),
+    ("Sessions", "short", [("sum(paiju_lobby_sessions)", "open sessions")]),
+    ("Logins and kicks per minute", "short", [
+        (f"sum by (result) (rate(paiju_lobby_logins_total{RATE})) * 60", "login {{result}}"),
+        (f"sum by (origin) (rate(paiju_lobby_kicks_total{RATE})) * 60", "kick {{origin}}"),
+        (f"sum(rate(paiju_lobby_slow_clients_total{RATE})) * 60", "slow clients dropped")]),
+]
+
+
+def panel(pid: int, title: str, unit: str, targets: list, x: int, y: int) -> dict:
+    return {
+        "id": pid, "type": "timeseries", "title": title, "datasource": DS,
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"legend": {"displayMode": "list", "placement": "bottom"},
+                    "tooltip": {"mode": "multi"}},
+        "targets": [{"datasource": DS, "expr": expr, "legendFormat": legend,
+                     "refId": chr(ord("A") + i)} for i, (expr, legend) in enumerate(targets)],
+    }
+
+
+def build() -> dict:
+    panels, pid, x, y = [], 1, 0, 0
+    for title, unit, targets in PANELS:
+        if unit is None:  # a row header starts on a fresh line
+            y += 8 if x else 0
+            panels.append({"id": pid, "type": "row", "title": title, "collapsed": False,
+                           "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})
+            x, y = 0, y + 1
+        else:
+            panels.append(panel(pid, title, unit, targets, x, y))
+            x, y = (12, y) if x == 0 else (0, y + 8)
+        pid += 1
+    return {
+        "uid": "paiju", "title": "Paiju", "tags": ["paiju"], "timezone": "browser",
+        "schemaVersion": 39, "version": 1, "editable": True, "refresh": "30s",
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {"list": [{"name": "datasource", "label": "Data source",
+                                 "type": "datasource", "query": "prometheus"}]},
+        "annotations": {"list": []},
+        "panels": panels,
+    }
+
+
+def render() -> str:
+    return json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if paiju.json is stale")
+    args = parser.parse_args()
+    text = render()
+    if args.check:
+        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
+        if current != text:
+            print(f"{OUT} is out of date: run python {Path(__file__).name}", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
