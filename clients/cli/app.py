@@ -55,7 +55,7 @@ class CliApp:
     def __init__(self, options: Options, out: Callable[[str], None] | None = None) -> None:
         self.opt = options
         self.out = out or (lambda line: print(line, flush=True))
-        self.session = LobbySession(options.lobby)
+        self.session: LobbySession = None  # type: ignore[assignment]  # made in run()'s loop
         self.at = Seat()
         self.done = asyncio.Event()          # quit, kicked out or the stream closed
         self.room_closed = asyncio.Event()   # the person's room was dismissed
@@ -64,6 +64,7 @@ class CliApp:
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> int:
+        self.session = LobbySession(self.opt.lobby)  # a grpc.aio channel binds to this loop
         await self.session.open()
         try:
             if not await self._login():

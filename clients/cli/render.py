@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from clients.cli.render_events import TERMS, event_line, seat_name
+from clients.cli.render_events import TERMS, event_line, payment_text, seat_name
 from paiju.v1 import common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 
@@ -179,15 +179,18 @@ def settlement_lines(game: str, over: Mapping[str, Any], payments: Iterable[Mapp
     lines.append("deltas: " + ", ".join(f"{seat_name(s, me)} {d:+d}" for s, d in enumerate(deltas)))
     paid = list(payments)
     for p in paid:
-        lines.append(f"  {seat_name(int(p['payer']), me)} pays {seat_name(int(p['payee']), me)} "
-                     f"{p['amount']} ({p['reason']})")
+        lines.append("  " + payment_text(int(p["payer"]), int(p["payee"]), p["amount"],
+                                         str(p["reason"]), me))
     if not paid:
         lines.append("  no payments")
     if game == "dadun":
         lines.extend(_dadun_settlement(over, me))
     else:
-        for seat, hand in enumerate(over.get("hands") or ()):
-            lines.append(f"  {seat_name(seat, me)} hand: {_tiles(hand) or '-'}")
+        hands = over.get("hands") or ()
+        if hands:
+            lines.append("hands (亮牌):")
+        for seat, hand in enumerate(hands):
+            lines.append(f"  {seat_name(seat, me)}: {_tiles(hand) or '-'}")
         winners = over.get("winners") or ()
         if winners:
             lines.append("winners (胡): " + ", ".join(seat_name(int(w), me) for w in winners))
@@ -203,9 +206,11 @@ def _dadun_settlement(over: Mapping[str, Any], me: int) -> list[str]:
         lines.append(f"team points {_ints(over.get('team_points'))}; "
                      f"multiplier x{over.get('multiplier', 1)}")
     for p in over.get("players") or ():
+        order = int(p.get("over_order") or 0)
         lines.append(f"  {seat_name(int(p.get('seat', -1)), me)}: win {p.get('win_score', 0)}, "
                      f"bomb {p.get('bomb_score', 0)}, cards {p.get('card_score', 0)}, "
-                     f"caught {p.get('catch_score', 0)}, finished #{p.get('over_order', 0)}")
+                     f"caught {p.get('catch_score', 0)}"
+                     + (f", out #{order} (出完)" if order else ""))
     return lines
 
 

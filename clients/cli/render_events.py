@@ -28,14 +28,23 @@ DISMISS_REASONS = {lm.NoticeDismiss.PLAYER_VOTE: "the players voted (玩家解�
                    lm.NoticeDismiss.NEGATIVE_COINS: "a player ran out of coins",
                    lm.NoticeDismiss.IDLE_TOO_LONG: "idle too long"}
 PLAYER_CHANGES = {lm.PlayerChange.JOIN: "joined", lm.PlayerChange.LEAVE: "left",
-                  lm.PlayerChange.READY: "is ready", lm.PlayerChange.UNREADY: "is not ready",
-                  lm.PlayerChange.ONLINE: "is back online", lm.PlayerChange.OFFLINE: "went offline"}
+                  lm.PlayerChange.READY: "ready (准备)", lm.PlayerChange.UNREADY: "not ready",
+                  lm.PlayerChange.ONLINE: "back online", lm.PlayerChange.OFFLINE: "offline"}
 
 
 def seat_name(seat: int, me: int = -1) -> str:
     if seat < 0:
         return "nobody"
     return "you" if seat == me else f"seat {seat}"
+
+
+def does(seat: int, me: int, verb: str, verb_s: str = "") -> str:
+    """Subject and verb that agree: ``you discard`` / ``seat 2 discards``."""
+    return f"you {verb}" if seat == me else f"{seat_name(seat)} {verb_s or verb + 's'}"
+
+
+def payment_text(payer: int, payee: int, amount: Any, reason: str, me: int = -1) -> str:
+    return f"{does(payer, me, 'pay', 'pays')} {seat_name(payee, me)} {amount} ({reason})"
 
 
 def event_line(frame: client_pb2.ServerFrame, me: int = -1) -> str | None:
@@ -61,13 +70,13 @@ def _mj_draw(m: g.MjDraw, me: int) -> str | None:
 
 
 def _mj_discard(m: g.MjDiscard, me: int) -> str:
-    return f"{seat_name(m.seat, me)} discards {m.tile}"
+    return f"{does(m.seat, me, 'discard')} {m.tile}"
 
 
 def _mj_meld(m: g.MjMeld, me: int) -> str:
     source = f" from {seat_name(m.source, me)}" if m.source >= 0 else ""
     shown = f", reveals {' '.join(m.revealed)}" if m.revealed else ""
-    tiles = " ".join(m.tiles) or "(concealed)"
+    tiles = " ".join(m.tiles) or ("(concealed)" if m.kind == "angang" else "(tiles not sent)")
     return f"{seat_name(m.seat, me)} {m.kind} ({TERMS.get(m.kind, m.kind)}) {tiles}{source}{shown}"
 
 
@@ -86,13 +95,12 @@ def _mj_void(m: g.MjVoid, me: int) -> str:
 
 def _mj_payment(m: g.MjPayment, me: int) -> str:
     p = m.payment
-    return (f"payment: {seat_name(p.payer, me)} pays {seat_name(p.payee, me)} {p.amount} "
-            f"({p.reason})")
+    return "payment: " + payment_text(p.payer, p.payee, p.amount, p.reason, me)
 
 
 def _mj_opening_hu(m: g.MjOpeningHu, me: int) -> str:
-    return (f"{seat_name(m.seat, me)} opening hu (起手胡) {', '.join(m.types)}: "
-            f"{' '.join(m.shown)}")
+    shown = f": {' '.join(m.shown)}" if m.shown else ""
+    return f"{does(m.seat, me, 'show', 'shows')} an opening hu (起手胡) {', '.join(m.types)}{shown}"
 
 
 def _mj_haidi(m: g.MjHaidi, me: int) -> str:
@@ -114,18 +122,17 @@ def _dd_assign(m: g.DdAssign, me: int) -> str:
 
 
 def _dd_alone(m: g.DdUseAlone, me: int) -> str:
-    return (f"{seat_name(m.seat, me)} plays alone (打独)" if m.is_alone
-            else f"{seat_name(m.seat, me)} does not play alone")
+    return (f"{does(m.seat, me, 'play')} alone (打独)" if m.is_alone
+            else f"{does(m.seat, me, 'do', 'does')} not play alone")
 
 
 def _dd_friend(m: g.DdUseFriend, me: int) -> str:
-    return f"banker {seat_name(m.seat, me)} calls the friend card (叫朋友) {m.friend_card}"
+    return f"the banker ({seat_name(m.seat, me)}) calls the friend card (叫朋友) {m.friend_card}"
 
 
 def _dd_out(m: g.DdUseOut, me: int) -> str:
-    who = seat_name(m.seat, me)
     if m.is_skip:
-        return f"{who} passes (不要)"
+        return f"{does(m.seat, me, 'pass', 'passes')} (不要)"
     cls = CLASS_NAMES.get(m.pai_class, str(m.pai_class))
     extra = []
     if m.contain_friend_card:
@@ -135,11 +142,11 @@ def _dd_out(m: g.DdUseOut, me: int) -> str:
     if m.rest_num >= 0:
         extra.append(f"{m.rest_num} left")
     tail = f" [{', '.join(extra)}]" if extra else ""
-    return f"{who} plays {' '.join(m.cards)} ({cls}), desk {m.desktop_score} pts{tail}"
+    return f"{does(m.seat, me, 'play')} {' '.join(m.cards)} ({cls}), desk {m.desktop_score} pts{tail}"
 
 
 def _dd_clear(m: g.DdClearDesktop, me: int) -> str:
-    return (f"{seat_name(m.seat, me)} wins the trick (收牌), {m.desktop_score} pts; "
+    return (f"{does(m.seat, me, 'win', 'wins')} the trick (收牌), {m.desktop_score} pts; "
             f"caught {' '.join(str(c) for c in m.catch_score)}")
 
 
@@ -157,27 +164,43 @@ def _game_event(m: g.GameEvent, me: int) -> str | None:
         return None
     data: dict[str, Any] = json.loads(m.json or "{}")
     if m.kind == "payment":
-        return (f"payment: {seat_name(int(data['payer']), me)} pays "
-                f"{seat_name(int(data['payee']), me)} {data['amount']} ({data['reason']})")
+        return "payment: " + payment_text(int(data["payer"]), int(data["payee"]),
+                                          data["amount"], data["reason"], me)
+    if m.kind == "deal":
+        no = f" {data['hand_no']}" if data.get("hand_no") else ""
+        return f"--- new hand{no}: dealer (庄) {seat_name(int(data.get('dealer', -1)), me)}"
     if m.kind == "friend_revealed":
-        return f"friend revealed (朋友): {seat_name(int(data['friend_seat']), me)} holds {data.get('card')}"
-    if m.kind == "exchange_committed":
-        mine = f": you give {' '.join(data['tiles'])}" if data.get("tiles") else ""
-        return f"{seat_name(int(data['seat']), me)} chose three tiles (换三张){mine}"
-    if m.kind == "exchange_done":
-        got = f"; you receive {' '.join(data['tiles'])}" if data.get("tiles") else ""
-        return f"exchange three done (换三张), direction {data.get('direction')}{got}"
-    if m.kind == "void_chosen":
-        suit = f" {data['suit']}" if data.get("suit") else ""
-        return f"{seat_name(int(data['seat']), me)} chose a void suit (定缺){suit}"
+        return (f"friend revealed (朋友): {does(int(data['friend_seat']), me, 'hold')} "
+                f"{data.get('card')}")
+    if m.kind in _OWN_COPY:
+        return _own_copy(m.kind, data, me)
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return f"{m.kind}: {text[:100]}"
+
+
+# Events a seated player also gets privately with its own tiles: one line each, not two.
+_OWN_COPY = frozenset({"exchange_committed", "exchange_done", "void_chosen"})
+
+
+def _own_copy(kind: str, data: dict[str, Any], me: int) -> str | None:
+    seat = int(data.get("seat", -1))
+    private = "tiles" in data or "suit" in data
+    if not private and me >= 0 and (seat == me or kind == "exchange_done"):
+        return None  # the private copy of this event says more
+    if kind == "exchange_committed":
+        mine = f": {' '.join(data['tiles'])}" if private else ""
+        return f"{does(seat, me, 'choose', 'chooses')} three tiles to pass (换三张){mine}"
+    if kind == "exchange_done":
+        got = f"; you receive {' '.join(data['tiles'])}" if private else ""
+        return f"exchange three done (换三张), direction {data.get('direction')}{got}"
+    suit = f" {data['suit']}" if private else ""
+    return f"{does(seat, me, 'choose', 'chooses')} a void suit (定缺){suit}"
 
 
 def _player_change(m: lm.PlayerChange, me: int) -> str:
     who = next((p.nickname for p in m.players if p.seat == m.seat and p.nickname), "")
     name = f"{seat_name(m.seat, me)} ({who or m.user_id})"
-    return f"{name} {PLAYER_CHANGES.get(m.reason, 'changed')}"
+    return f"{name}: {PLAYER_CHANGES.get(m.reason, 'changed')}"
 
 
 def _chat(m: lm.Chat, me: int) -> str:
@@ -190,11 +213,11 @@ def _distance_alert(m: lm.DistanceAlert, me: int) -> str:
 
 def _in_entrust(m: lm.InEntrust, me: int) -> str:
     tail = "; type 'entrust-cancel' to take over" if m.seat == me else ""
-    return f"{seat_name(m.seat, me)} is entrusted (托管), {m.count} cancels left{tail}"
+    return f"{does(m.seat, me, 'are', 'is')} entrusted (托管), {m.count} cancels left{tail}"
 
 
 def _entrust_done(m: lm.CancelEntrustDone, me: int) -> str:
-    return f"{seat_name(m.seat, me)} left entrust (取消托管)"
+    return f"{does(m.seat, me, 'take', 'takes')} the seat back from entrust (取消托管)"
 
 
 def _query_dismiss(m: lm.QueryDismiss, me: int) -> str:
@@ -221,7 +244,9 @@ def _room_change(m: lm.RoomChange, me: int) -> str:
 
 
 def _ret(m: Any, me: int) -> str:
-    return f"error {m.code}: {m.message}" if m.code else f"ok: {m.message or 'done'}"
+    if m.code:
+        return f"error {m.code}: {m.message}"
+    return "ok" if m.message in ("", "ok") else f"ok: {m.message}"
 
 
 _RENDERERS: dict[str, Callable[[Message, int], str | None]] = {  # type: ignore[dict-item]

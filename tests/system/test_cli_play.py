@@ -1,0 +1,63 @@
+"""The terminal client plays a whole XueZhan hand against its robots over the real stack:
+nats-server, records, arbiter, table and lobby as processes, and ``python -m clients.cli``
+as a subprocess driven by ``--script`` with ``--auto`` answering the person's prompts."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.common.natsd import EmbeddedNats
+from tests.support.procs import ROOT, ServiceProc, make_service, service_env
+
+SECRET = "dev-secret-change-me"
+DELTAS = re.compile(r"^deltas: (.*)$", re.MULTILINE)
+
+
+@pytest.fixture
+def stack(fresh_nats: EmbeddedNats, tmp_path: Path) -> Iterator[dict[str, ServiceProc]]:
+    """The four services, started in dependency order, stopped in reverse."""
+    procs: dict[str, ServiceProc] = {}
+    try:
+        procs["records"] = make_service("records", fresh_nats.url, tmp_path).start()
+        procs["arbiter"] = make_service("arbiter", fresh_nats.url, tmp_path).start()
+        procs["table"] = make_service(
+            "table", fresh_nats.url, tmp_path, PAIJU_ARBITER__PORT=str(procs["arbiter"].port),
+            PAIJU_TABLE__INSTANCE="table-cli", PAIJU_TABLE__TURN_SECONDS="10",
+            PAIJU_TABLE__WINDOW_SECONDS="5").start()
+        procs["lobby"] = make_service(
+            "lobby", fresh_nats.url, tmp_path, PAIJU_RECORDS__PORT=str(procs["records"].port),
+            PAIJU_LOBBY__TOKEN_SECRET=SECRET).start()
+        yield procs
+    finally:
+        for proc in reversed(procs.values()):
+            proc.stop()
+
+
+def run_cli(lobby: str, tmp: Path, script: str, timeout: float = 120) -> str:
+    env = service_env("nats://unused", tmp)
+    result = subprocess.run(
+        [sys.executable, "-m", "clients.cli", "--lobby", lobby, "--user", "4242",
+         "--secret", SECRET, "--auto", "--script", script],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_cli_plays_a_xuezhan_hand_to_its_settlement(stack: dict[str, ServiceProc],
+                                                     tmp_path: Path) -> None:
+    out = run_cli(stack["lobby"].address, tmp_path, "create xuezhan 1; robots; ready")
+    assert "logged in as" in out
+    assert "you sit at seat 0" in out
+    assert ">> your decision" in out, "the person's seat was prompted"
+    assert "you: " in out, "the person's seat acted"
+    assert "error " not in out, out[-3000:]
+    assert "=== settlement" in out, out[-3000:]
+    deltas = [int(d) for d in re.findall(r"[+-]\d+", DELTAS.search(out).group(1))]
+    assert len(deltas) == 4 and sum(deltas) == 0
+    assert "closed (解散): all hands played" in out
