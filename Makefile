@@ -46,10 +46,11 @@ bench: setup
 	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
 	@echo "reports in bench/reports/"
 
-test-%: setup
-	$(PY) -m pytest -q tests/service/test_$*.py $(wildcard tests/unit/services/test_$**.py)
+# static pattern rules: plain pattern rules are never searched for .PHONY targets
+$(addprefix test-,$(SERVICES)): test-%: setup
+	$(PY) -m pytest -q $(wildcard tests/service/test_$**.py) $(wildcard tests/unit/services/test_$**.py)
 
-build-%: setup
+$(addprefix build-,$(SERVICES)): build-%: setup
 	$(VENV)/bin/ruff check services/$* services/common
 	$(PY) -m compileall -q services/$* services/common games paiju
 	mkdir -p dist/$*

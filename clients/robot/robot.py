@@ -23,11 +23,13 @@ GAMES = {"xuezhan": common_pb2.XUEZHAN, "changsha": common_pb2.CHANGSHA,
 
 @dataclass
 class RobotStats:
+    user_id: int = 0
     hands: int = 0
     errors: list[str] = field(default_factory=list)
     frames: int = 0
     rooms: list[int] = field(default_factory=list)
     closed_reason: int | None = None
+    received: list[client_pb2.ServerFrame] = field(default_factory=list)
 
 
 def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
@@ -56,7 +58,7 @@ class Robot:
         self.room_id, self.create = room_id, create
         self.stream = Stream(seed or user_id)
         self.lat, self.lng = lat, lng
-        self.stats = RobotStats()
+        self.stats = RobotStats(user_id=user_id)
         self.session: LobbySession | None = None
 
     async def run(self, max_hands: int = 0) -> RobotStats:
@@ -81,6 +83,7 @@ class Robot:
             await self._play(max_hands)
         finally:
             await s.close()
+            self.stats.received = s.received
         return self.stats
 
     def _check(self, frame: client_pb2.ServerFrame, what: str) -> None:
