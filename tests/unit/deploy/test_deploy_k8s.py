@@ -1,0 +1,301 @@
+"""Kubernetes manifests: the kustomize overlays render, and what they render is coherent with
+the code (ports of config/prod.toml, configuration keys, probes, Secrets, Services).
+
+Rendering is a small pure-Python subset of kustomize (resources, secretGenerator, strategic
+merge patches, replicas, images, namespace): exactly the features deploy/k8s uses. When
+``kubectl`` is installed its ``kubectl kustomize`` output must be identical.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+import pytest
+
+from services.common.config import Config, load_config
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
+
+ROOT = Path(__file__).resolve().parents[3]
+K8S = ROOT / "deploy" / "k8s"
+OVERLAYS = ("dev", "test", "prod")
+NAMESPACES = {"dev": "paiju-dev", "test": "paiju-test", "prod": "paiju"}
+SERVICES = ("lobby", "table", "arbiter", "records")
+PROD = tomllib.loads((ROOT / "config" / "prod.toml").read_text(encoding="utf-8"))
+# What the downward API and Secrets would provide, for checking the resulting configuration.
+FAKE_POD = {"metadata.name": "table-7d9f-abcde", "status.podIP": "10.1.2.3"}
+FAKE_SECRET = {"token-secret": "prod-secret", "database-url": "postgresql+asyncpg://u@db/paiju"}
+
+
+# ------------------------------------------------------------------ kustomize subset
+def load_all(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def merge(dst: dict, patch: dict) -> None:
+    """Strategic merge as kustomize does it for the fields we patch: maps merge, lists of
+    named items (containers, env, volumes) merge by name, other lists are replaced."""
+    for key, value in patch.items():
+        old = dst.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            merge(old, value)
+        elif (isinstance(old, list) and isinstance(value, list)
+              and all(isinstance(x, dict) and "name" in x for x in old + value)):
+            by_name = {x["name"]: x for x in old}
+            for item in value:
+                if item["name"] in by_name:
+                    merge(by_name[item["name"]], item)
+                else:
+                    old.append(copy.deepcopy(item))
+        else:
+            dst[key] = copy.deepcopy(value)
+
+
+def find(objs: list[dict], kind: str, name: str) -> dict:
+    hits = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(hits) == 1, f"expected one {kind}/{name}, found {len(hits)}"
+    return hits[0]
+
+
+def containers(obj: dict) -> list[dict]:
+    return obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+
+
+def set_image(obj: dict, rule: dict) -> None:
+    for c in containers(obj):
+        name, _, tag = c["image"].partition(":")
+        if name == rule["name"]:
+            new_tag = rule.get("newTag", tag)
+            c["image"] = rule.get("newName", name) + (f":{new_tag}" if new_tag else "")
+
+
+def generated_secret(spec: dict) -> dict:
+    data = {}
+    for literal in spec["literals"]:
+        key, _, value = literal.partition("=")
+        data[key] = base64.b64encode(value.encode()).decode()
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": spec["name"]},
+            "type": "Opaque", "data": data}
+
+
+def render(directory: Path) -> list[dict]:
+    k = load_all(directory / "kustomization.yaml")[0]
+    assert not k.get("generatorOptions") or k["generatorOptions"].get("disableNameSuffixHash"), \
+        "this renderer does not rename generated objects: keep disableNameSuffixHash"
+    objs: list[dict] = []
+    for res in k.get("resources", []):
+        path = directory / res
+        objs += render(path) if path.is_dir() else load_all(path)
+    objs += [generated_secret(s) for s in k.get("secretGenerator", [])]
+    for patch in k.get("patches", []):
+        for doc in load_all(directory / patch["path"]):
+            merge(find(objs, doc["kind"], doc["metadata"]["name"]), doc)
+    for rep in k.get("replicas", []):
+        find(objs, "Deployment", rep["name"])["spec"]["replicas"] = rep["count"]
+    for rule in k.get("images", []):
+        for obj in objs:
+            set_image(obj, rule)
+    if "namespace" in k:
+        for obj in objs:
+            obj["metadata"]["namespace"] = k["namespace"]
+    return objs
+
+
+def keyed(objs: list[dict]) -> dict[tuple[str, str], dict]:
+    """Objects by kind and name; Secret data decoded (kubectl wraps long base64 lines)."""
+    out = {}
+    for o in objs:
+        if o["kind"] == "Secret":
+            o = {**o, "data": {k: base64.b64decode(v) for k, v in o["data"].items()}}
+        out[(o["kind"], o["metadata"]["name"])] = o
+    return out
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
+    return request.param, render(K8S / "overlays" / request.param)
+
+
+# ------------------------------------------------------------------ helpers on objects
+def container(objs: list[dict], svc: str) -> dict:
+    (c,) = containers(find(objs, "Deployment", svc))
+    return c
+
+
+def port(c: dict, name: str) -> int:
+    return next(p["containerPort"] for p in c["ports"] if p["name"] == name)
+
+
+def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
+    """The environment the container would get: envFrom ConfigMaps, then env entries with
+    Secrets, downward API fields and $(VAR) references resolved."""
+    env: dict[str, str] = {}
+    secrets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Secret"}
+    for source in c.get("envFrom", []):
+        env.update(find(objs, "ConfigMap", source["configMapRef"]["name"])["data"])
+    for item in c.get("env", []):
+        if "value" in item:
+            env[item["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
+            continue
+        ref = item["valueFrom"]
+        if "fieldRef" in ref:
+            env[item["name"]] = FAKE_POD[ref["fieldRef"]["fieldPath"]]
+        else:
+            sref = ref["secretKeyRef"]
+            secret = secrets.get(sref["name"])
+            env[item["name"]] = (base64.b64decode(secret["data"][sref["key"]]).decode()
+                                 if secret else FAKE_SECRET[sref["key"]])
+    return env
+
+
+# ------------------------------------------------------------------ tests
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+@pytest.mark.parametrize("name", OVERLAYS)
+def test_pure_renderer_matches_kubectl_kustomize(name: str) -> None:
+    out = subprocess.run(["kubectl", "kustomize", str(K8S / "overlays" / name)],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    rendered = [doc for doc in yaml.safe_load_all(out) if doc]
+    assert keyed(render(K8S / "overlays" / name)) == keyed(rendered)
+
+
+def test_every_overlay_has_the_four_deployments_in_its_own_namespace(overlay) -> None:
+    name, objs = overlay
+    deployments = sorted(o["metadata"]["name"] for o in objs if o["kind"] == "Deployment")
+    assert deployments == sorted(SERVICES)
+    assert {o["metadata"]["namespace"] for o in objs} == {NAMESPACES[name]}
+    for o in objs:
+        assert o["apiVersion"] and o["metadata"]["name"]
+
+
+def test_probes_use_the_grpc_port_and_metrics_annotations_match_prod_toml(overlay) -> None:
+    _, objs = overlay
+    for svc in SERVICES:
+        dep = find(objs, "Deployment", svc)
+        c = container(objs, svc)
+        grpc_port, metrics_port = PROD[svc]["port"], PROD[svc]["metrics_port"]
+        assert port(c, "grpc") == grpc_port and port(c, "metrics") == metrics_port
+        for probe in ("readinessProbe", "livenessProbe"):
+            assert c[probe]["grpc"]["port"] == grpc_port, f"{svc} {probe}"
+        if "startupProbe" in c:
+            assert c["startupProbe"]["grpc"]["port"] == grpc_port
+        notes = dep["spec"]["template"]["metadata"]["annotations"]
+        assert notes["prometheus.io/scrape"] == "true"
+        assert notes["prometheus.io/port"] == str(metrics_port)
+        assert notes["prometheus.io/path"] == "/metrics"
+
+
+def test_the_pod_environment_gives_each_service_a_valid_config_on_its_ports(overlay) -> None:
+    name, objs = overlay
+    for svc in SERVICES:
+        c = container(objs, svc)
+        env = pod_environment(objs, c)
+        assert env["PAIJU_ENV"] == name
+        cfg = load_config(environ=env)
+        section = cfg.service(svc)
+        assert section.host == "0.0.0.0", f"{svc} must listen on every interface in a pod"
+        assert section.port == c["readinessProbe"]["grpc"]["port"]
+        assert section.metrics_port == port(c, "metrics")
+        assert cfg.nats.url == "nats://nats:4222"
+
+
+def test_every_paiju_variable_names_a_real_config_key(overlay) -> None:
+    _, objs = overlay
+    sections = [getattr(Config(), f.name) for f in fields(Config)]
+    known = {f"PAIJU_{type(sec).__name__.removesuffix('Config').upper()}__{key.name.upper()}"
+             for sec in sections if is_dataclass(sec) for key in fields(sec)}
+    config_map = find(objs, "ConfigMap", "paiju-config")["data"]
+    names = set(config_map)
+    for svc in SERVICES:
+        names |= {item["name"] for item in container(objs, svc).get("env", [])}
+    paiju = {n for n in names if n.startswith("PAIJU_") and n != "PAIJU_ENV"}
+    assert paiju and paiju <= known, sorted(paiju - known)
+
+
+def test_table_identity_comes_from_the_pod_and_dials_the_arbiter_service(overlay) -> None:
+    _, objs = overlay
+    c = container(objs, "table")
+    env = {item["name"]: item for item in c["env"]}
+    assert env["PAIJU_TABLE__INSTANCE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    order = [item["name"] for item in c["env"]]
+    assert order.index("POD_IP") < order.index("PAIJU_TABLE__ADVERTISE"), \
+        "$(POD_IP) only expands when POD_IP is defined earlier"
+    cfg = load_config(environ=pod_environment(objs, c))
+    assert cfg.table.instance == FAKE_POD["metadata.name"]
+    assert cfg.table.advertise == f"{FAKE_POD['status.podIP']}:{PROD['table']['port']}"
+    arbiter = find(objs, "Service", cfg.arbiter.host)
+    assert cfg.arbiter.port in [p["port"] for p in arbiter["spec"]["ports"]]
+
+
+def test_lobby_dials_records_through_its_service(overlay) -> None:
+    _, objs = overlay
+    cfg = load_config(environ=pod_environment(objs, container(objs, "lobby")))
+    records = find(objs, "Service", cfg.records.host)
+    assert cfg.records.port in [p["port"] for p in records["spec"]["ports"]]
+
+
+def test_services_select_their_pods_and_name_existing_ports(overlay) -> None:
+    _, objs = overlay
+    for svc in SERVICES:
+        service = find(objs, "Service", svc)
+        labels = find(objs, "Deployment", svc)["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= labels.items()
+        names = {p["name"] for p in container(objs, svc)["ports"]}
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= names
+
+
+def test_pods_run_as_non_root_with_resources(overlay) -> None:
+    _, objs = overlay
+    for svc in SERVICES:
+        pod = find(objs, "Deployment", svc)["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        res = container(objs, svc)["resources"]
+        assert res["requests"]["cpu"] and res["requests"]["memory"] and res["limits"]["memory"]
+
+
+def test_secrets_in_git_only_outside_prod(overlay) -> None:
+    name, objs = overlay
+    secrets = [o for o in objs if o["kind"] == "Secret"]
+    referenced = {item["valueFrom"]["secretKeyRef"]["key"]
+                  for svc in SERVICES for item in container(objs, svc).get("env", [])
+                  if "secretKeyRef" in item.get("valueFrom", {})}
+    assert referenced == set(FAKE_SECRET)
+    if name == "prod":
+        assert not secrets, "production secrets must not be in git"
+        readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
+        assert all(key in readme for key in referenced), "document how to create them"
+    else:
+        (secret,) = secrets
+        assert set(secret["data"]) == referenced
+
+
+def test_replicas_per_environment(overlay) -> None:
+    name, objs = overlay
+    replicas = {svc: find(objs, "Deployment", svc)["spec"]["replicas"] for svc in SERVICES}
+    database = load_config(environ=pod_environment(objs, container(objs, "records")))
+    if database.records.database_url.startswith("sqlite"):
+        assert replicas["records"] == 1, "a SQLite file cannot be shared by records replicas"
+    if name == "prod":
+        assert min(replicas.values()) >= 2
+        budgets = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
+        assert sorted(b["metadata"]["name"] for b in budgets) == sorted(SERVICES)
+    if name == "dev":
+        assert set(replicas.values()) == {1}
+
+
+def test_images_are_the_service_images(overlay) -> None:
+    name, objs = overlay
+    for svc in SERVICES:
+        image = container(objs, svc)["image"]
+        repo, _, tag = image.rpartition(":")
+        assert repo.endswith(f"paiju-{svc}") and tag
+        if name == "prod":
+            assert "/" in repo, "production pulls from a registry"
