@@ -2,9 +2,10 @@
 
 Each suit's nine counts are packed into one integer key, one byte per rank
 (``key = sum(count[r] << 8 * r)``), so a whole 27-count hand is ``int.from_bytes(bytes(counts),
-"little")`` and its three suit keys are byte slices of that integer. One table, built at
-import (about a tenth of a second), maps every suit that can take part in a win to a code
-packing two fields, so that the codes of the three suits can simply be added:
+"little")`` and its three suit keys are byte slices of that integer (``Hand`` keeps them up
+to date by addition). One table, built at import (about a tenth of a second), maps every suit
+that can take part in a win to a code packing two fields, so that the codes of the three
+suits can simply be added:
 
 * low field (9 bits): the suit's tile count if it splits into sets (triplets, runs) with at
   most one pair, four sets at most, else ``_NOT_STANDARD``;
@@ -90,6 +91,9 @@ def _build_codes() -> dict[int, int]:
 
 
 _CODES = _build_codes()
+# The same codes keyed by the suit's nine count bytes: ``is_win`` on a plain counts list
+# slices ``bytes(counts)`` instead of building and shifting one wide integer (~20% faster).
+_CODES_BY_BYTES = {key.to_bytes(9, "little"): code for key, code in _CODES.items()}
 
 
 def _code(k0: int, k1: int, k2: int) -> int | None:
@@ -126,15 +130,15 @@ def is_win(counts: Sequence[int]) -> bool:
     """True if the concealed counts form a winning shape: n sets + one pair (totals 2, 5, 8,
     11, 14; the rest of the hand is melds), or, at 14 tiles, seven pairs where a quad counts
     as two pairs. Counts must be 27 integers in 0..4."""
-    k = int.from_bytes(bytes(counts), "little")
-    get = _CODES.get
-    a = get(k & SUIT_MASK)
+    raw = bytes(counts)
+    get = _CODES_BY_BYTES.get
+    a = get(raw[0:9])
     if a is None:
         return False
-    b = get((k >> SUIT_BITS) & SUIT_MASK)
+    b = get(raw[9:18])
     if b is None:
         return False
-    c = get(k >> (2 * SUIT_BITS))
+    c = get(raw[18:27])
     if c is None:
         return False
     code = a + b + c
