@@ -148,7 +148,7 @@ def report(rows: list[tuple[str, float, str, float]], facts: dict[str, int]) -> 
         f"{facts['hands']} seeded 14-tile hands without quads ({facts['wins']} winning), "
         f"best of {facts['rounds']} rounds, one process, Python {platform.python_version()}.",
         "Shanten runs on the same hands minus one tile (13 tiles); the cold run clears the "
-        f"per-suit cache first ({facts['suit keys']} distinct suit keys in the corpus).",
+        f"per-suit cache first (it holds {facts['suit keys']} entries afterwards).",
         "Reproduce: `python -m bench.bench_wincheck` (`--quick` for a short run).",
         "",
         "| check | per second | µs per call | baseline | ratio |",
