@@ -32,6 +32,7 @@ Publish = Callable[["RoomActor", Effects], Awaitable[None]]
 Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 
 INBOX_SIZE = 256
+SIMULTANEOUS = frozenset({"exchange", "void", "opening"})  # every seat decides at once
 MAX_AUTO_STEPS = 2000
 
 
@@ -328,19 +329,21 @@ class RoomActor:
             return
         fx = Effects()
         seconds = self.seconds_left()
-        for seat in room.to_act():
+        to_act = room.to_act()
+        window = room.pending_window()
+        for seat in to_act:
             s = room.seats[seat]
             if s is None:
                 continue
-            prompt = room.prompt(seat, seconds)
-            # a seat is prompted once per decision: its own moves, the phase and the window
-            # id / out-token tell a new decision from one it is still thinking about
-            refs = tuple(a.ref for a in prompt.prompt.actions[:1])
-            key = (self.acted.get(seat, 0), prompt.prompt.phase, refs)
+            # one prompt per decision: a seat's own moves, the phase, and the window id or
+            # the engine step (turn phases) tell a new decision from one still pending
+            phase = room.phase()
+            step = window.id if window is not None else (0 if phase in SIMULTANEOUS else room.decision)
+            key = (self.acted.get(seat, 0), phase, step)
             if self.prompted.get(seat) == key:
                 continue
             self.prompted[seat] = key
-            fx.private.append((s.user_id, prompt))
+            fx.private.append((s.user_id, room.prompt(seat, seconds)))
         if fx.private:
             await self._publish(self, fx)
 

@@ -156,9 +156,13 @@ class Room:
         key = {"window": "window_seconds", "alone": "alone_seconds"}.get(self.phase(), "turn_seconds")
         return float(self.room_options.get(key, defaults[key]))
 
-    def is_response(self, seat: int) -> bool:
+    def pending_window(self) -> Any:
+        """The open response window (mahjong), or None."""
         pending = getattr(self.state, "pending_window", None)
-        window = pending() if pending is not None else None
+        return pending() if pending is not None and self.in_hand() else None
+
+    def is_response(self, seat: int) -> bool:
+        window = self.pending_window()
         return window is not None and seat in window.candidates
 
     # ------------------------------------------------------------------ checks (no mutation)
