@@ -1,0 +1,184 @@
+"""The Dockerfile, the proposed .dockerignore, the container health check and the Jenkinsfile
+of each service (no Docker engine or Jenkins here: the files are parsed and cross-checked)."""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import json
+import re
+import shlex
+import socket
+import tomllib
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[3]
+DOCKER = ROOT / "deploy" / "docker"
+SERVICES = ("lobby", "table", "arbiter", "records")
+PROD = tomllib.loads((ROOT / "config" / "prod.toml").read_text(encoding="utf-8"))
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    logical = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in logical.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def final_stage() -> list[tuple[str, str]]:
+    steps = instructions()
+    start = max(i for i, (word, _) in enumerate(steps) if word == "FROM")
+    return steps[start:]
+
+
+# ------------------------------------------------------------------ Dockerfile
+def test_cmd_runs_the_selected_service_as_pid_1() -> None:
+    (cmd,) = [args for word, args in final_stage() if word == "CMD"]
+    argv = json.loads(cmd)
+    assert argv[:2] == ["sh", "-c"]
+    assert shlex.split(argv[2]) == ["exec", "python", "-m", "services.$SERVICE"]
+
+
+def test_service_is_a_build_argument_checked_against_the_makefile() -> None:
+    stage = final_stage()
+    words = [w for w, _ in stage]
+    assert ("ARG", "SERVICE") in stage and ("ENV", "SERVICE=${SERVICE}") in stage
+    assert words.index("ARG") < words.index("CMD")
+    check = next(args for w, args in stage if w == "RUN" and "$SERVICE" in args)
+    allowed = re.search(r"case \"\$SERVICE\" in\s+([\w|]+)\)", check).group(1).split("|")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert sorted(allowed) == sorted(re.search(r"^SERVICES := (.+)$", makefile, re.M)
+                                     .group(1).split())
+
+
+def test_image_is_python_311_slim_non_root_and_generates_protos() -> None:
+    steps = instructions()
+    assert all(args.split()[0] == "python:3.11-slim" for w, args in steps if w == "FROM")
+    (user,) = [args for w, args in final_stage() if w == "USER"]
+    assert user.split(":")[0] not in ("0", "root")
+    runs = " ".join(args for w, args in steps if w == "RUN")
+    assert "scripts/gen_protos.sh" in runs and "pip install" in runs
+    exposed = {int(p) for w, args in final_stage() if w == "EXPOSE" for p in args.split()}
+    assert exposed == {PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
+
+
+def test_copied_sources_exist_and_are_not_in_the_proposed_dockerignore() -> None:
+    patterns = [line.strip() for line in
+                (DOCKER / "dockerignore.txt").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert {".git", ".venv", "var"} <= set(patterns)
+
+    def ignored(path: str) -> bool:
+        result = False
+        for pattern in patterns:
+            negate = pattern.startswith("!")
+            pat = pattern.lstrip("!")
+            if any(fnmatch.fnmatch(p, pat) for p in [path, *parents(path)]):
+                result = not negate
+        return result
+
+    copies = [args.split()[:-1] for w, args in instructions()
+              if w == "COPY" and "--from" not in args]
+    sources = [s for srcs in copies for s in srcs if not s.startswith("--")]
+    assert "services" in sources and "config" in sources
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert not ignored(source), f"{source} would be left out of the build context"
+
+
+def parents(path: str) -> Iterator[str]:
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        yield "/".join(parts[:i])
+
+
+# ------------------------------------------------------------------ health check
+@pytest.fixture(scope="module")
+def healthcheck():
+    spec = importlib.util.spec_from_file_location("paiju_healthcheck", DOCKER / "healthcheck.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def health_server() -> Iterator[tuple[int, health.HealthServicer]]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield port, servicer
+    server.stop(None)
+
+
+def test_health_check_follows_the_serving_status(healthcheck, health_server) -> None:
+    port, servicer = health_server
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    assert healthcheck.probe(f"127.0.0.1:{port}") is True
+    servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    assert healthcheck.probe(f"127.0.0.1:{port}") is False
+
+
+def test_health_check_fails_when_nothing_listens(healthcheck) -> None:
+    with socket.socket() as reserved:  # bound, never listening: connections are refused
+        reserved.bind(("127.0.0.1", 0))
+        assert healthcheck.probe(f"127.0.0.1:{reserved.getsockname()[1]}", timeout=0.5) is False
+
+
+def test_health_check_targets_the_configured_port(healthcheck, monkeypatch) -> None:
+    monkeypatch.setenv("PAIJU_ENV", "prod")
+    monkeypatch.setenv("PAIJU_LOBBY__TOKEN_SECRET", "x")
+    monkeypatch.setenv("PAIJU_TABLE__PORT", "6123")
+    assert healthcheck.target("table") == "127.0.0.1:6123"
+    assert healthcheck.target("records") == f"127.0.0.1:{PROD['records']['port']}"
+    monkeypatch.setenv("SERVICE", "nope")
+    assert healthcheck.main() == 2
+
+
+# ------------------------------------------------------------------ Jenkinsfiles
+def jenkinsfile(svc: str) -> str:
+    return (ROOT / "services" / svc / "Jenkinsfile").read_text(encoding="utf-8")
+
+
+def code_only(text: str) -> str:
+    """Jenkinsfile without // comments and string contents (for brace counting)."""
+    text = re.sub(r"'''.*?'''", "''", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", text)
+
+
+@pytest.mark.parametrize("svc", SERVICES)
+def test_jenkinsfile_builds_tests_and_ships_its_own_service(svc: str) -> None:
+    text = jenkinsfile(svc)
+    code = code_only(text)
+    assert code.count("{") == code.count("}") and code.lstrip().startswith("pipeline {")
+    stages = re.findall(r"stage\('([^']+)'\)", text)
+    assert stages == ["Checkout", "Build", "Test", "Image", "Archive"]
+    assert re.findall(r"make (build|test)-(\w+)", text) == [("build", svc), ("test", svc)]
+    assert f"--build-arg SERVICE={svc}" in text and "-f deploy/docker/Dockerfile" in text
+    assert re.search(rf"archiveArtifacts artifacts: 'dist/{svc}/\*\*'", text)
+    assert "docker push" in text and "credentialsId: 'paiju-registry'" in text
+    for other in set(SERVICES) - {svc}:
+        assert not re.search(rf"\b{other}\b", text), f"{svc}'s Jenkinsfile mentions {other}"
+
+
+@pytest.mark.parametrize("svc", SERVICES)
+def test_jenkinsfile_keeps_the_registry_password_out_of_groovy_strings(svc: str) -> None:
+    text = jenkinsfile(svc)
+    shell = re.search(r"sh '''(.*?)'''", text, re.S).group(1)
+    assert "--password-stdin" in shell and '"$REGISTRY_PASSWORD"' in shell
+    groovy = re.sub(r"'''.*?'''", "", text, flags=re.S)
+    assert groovy.count("REGISTRY_PASSWORD") == 1, "only as the credential's variable name"
