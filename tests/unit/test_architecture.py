@@ -1,0 +1,56 @@
+"""The dependency direction of ARCHITECTURE.md, checked on the import statements."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ("lobby", "table", "arbiter", "records")
+# what a pure engine may not touch: I/O, clocks, global randomness, the wire, asyncio
+ENGINE_FORBIDDEN = {"asyncio", "socket", "time", "datetime", "random", "os", "grpc", "nats",
+                    "google", "paiju", "services", "clients", "sqlalchemy", "aiohttp", "secrets",
+                    "subprocess", "threading"}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+    return out
+
+
+def files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", files("games"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_engines_are_pure(path: Path) -> None:
+    bad = {name for name in imports(path) if name.split(".")[0] in ENGINE_FORBIDDEN}
+    if path.parts[-2] == "tools":  # the rules tools read stdin and write stdout
+        bad -= {"sys"}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("svc", SERVICES)
+def test_services_never_import_each_other(svc: str) -> None:
+    others = {f"services.{o}" for o in SERVICES if o != svc}
+    for path in files(f"services/{svc}"):
+        bad = {n for n in imports(path) if any(n == o or n.startswith(o + ".") for o in others)}
+        assert not bad, f"{path} imports {sorted(bad)}"
+
+
+def test_common_and_clients_depend_on_no_service() -> None:
+    for pkg in ("services/common", "clients", "paiju"):
+        for path in files(pkg):
+            bad = {n for n in imports(path)
+                   if any(n.startswith(f"services.{s}") for s in SERVICES)}
+            if pkg == "clients":
+                bad |= {n for n in imports(path) if n.startswith("services")}
+            assert not bad, f"{path} imports {sorted(bad)}"
