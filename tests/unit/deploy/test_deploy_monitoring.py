@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -191,3 +193,19 @@ def test_grafana_provisioning_points_at_the_mounted_dashboards(yaml) -> None:
     prometheus = load(yaml, DEPLOY / "compose.yaml")["services"]["prometheus"]
     assert source["url"].endswith(":9090") and "prometheus" in source["url"]
     assert any(v.startswith("./prometheus:") for v in prometheus["volumes"])
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_accepts_the_alerts_and_every_dashboard_expression(tmp_path: Path) -> None:
+    run = subprocess.run(["promtool", "check", "rules", str(DEPLOY / "prometheus" / "alerts.yml")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    exprs = [t["expr"].replace("$__rate_interval", "5m")
+             for p in dashboard_panels() for t in p["targets"]]
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"paiju:dashboard_expr_{i}", "expr": e} for i, e in enumerate(exprs)]}]}
+    path = tmp_path / "dashboard_rules.json"  # JSON is YAML: no PyYAML needed
+    path.write_text(json.dumps(rules), encoding="utf-8")
+    run = subprocess.run(["promtool", "check", "rules", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
