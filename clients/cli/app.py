@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from clients.cli import render
@@ -219,12 +220,14 @@ class CliApp:
         if room is None:
             raise InputError("robots join your room: create or join one first")
         free = 4 - len(room.players)
-        for _ in range(min(count, free) if free > 0 else count):
+        if free <= 0:
+            raise InputError(f"room {room.room_id} has no free seat")
+        for _ in range(min(count, free)):
             self._robot_uids += 1
             uid = self.opt.user * 100 + self._robot_uids
             robot = Robot(self.opt.lobby, uid, self.at.game, self.opt.secret, room_id=room.room_id)
             task = asyncio.create_task(robot.run())
-            task.add_done_callback(lambda t, uid=uid: self._robot_done(uid, t))
+            task.add_done_callback(partial(self._robot_done, uid))
             self.robots.append(task)
             self.out(f"robot {uid} is joining room {room.room_id}")
 

@@ -113,10 +113,6 @@ def _mj_birds(m: g.MjBirds, me: int) -> str:
     return f"birds (扎鸟) {' '.join(m.tiles)}; hits {hits or '-'}"
 
 
-def _mj_game_info(m: g.MjGameInfo, me: int) -> str:
-    return "reconnected: the table follows with the next prompt"
-
-
 def _dd_assign(m: g.DdAssign, me: int) -> str:
     return f"your cards (发牌, {len(m.cards)}): {' '.join(m.cards)}"
 
@@ -156,7 +152,11 @@ def _dd_tan_pai(m: g.DdTanPai, me: int) -> str:
 
 
 def _dd_game_info(m: g.DdGameInfo, me: int) -> str:
-    return "reconnected: the table follows with the next prompt"
+    """A Dadun snapshot (after 'room' or a reconnect) in one line: cards, desk, turn."""
+    desk = "; ".join(f"{seat_name(p.seat, me)}: {' '.join(p.cards)}" for p in m.desktop
+                     if not p.is_skip) or "empty"
+    return (f"your cards ({len(m.hand)}): {' '.join(m.hand)} | desk {m.desktop_score} pts: "
+            f"{desk} | to act: {seat_name(m.cur_out_seat, me)}")
 
 
 def _game_event(m: g.GameEvent, me: int) -> str | None:
@@ -253,7 +253,6 @@ _RENDERERS: dict[str, Callable[[Message, int], str | None]] = {  # type: ignore[
     "mj_hand": _mj_hand, "mj_deal": _mj_deal, "mj_draw": _mj_draw, "mj_discard": _mj_discard,
     "mj_meld": _mj_meld, "mj_hu": _mj_hu, "mj_void": _mj_void, "mj_payment": _mj_payment,
     "mj_opening_hu": _mj_opening_hu, "mj_haidi": _mj_haidi, "mj_birds": _mj_birds,
-    "mj_game_info": _mj_game_info,
     "dd_assign": _dd_assign, "dd_use_alone": _dd_alone, "dd_use_friend": _dd_friend,
     "dd_use_out": _dd_out, "dd_clear_desktop": _dd_clear, "dd_tan_pai": _dd_tan_pai,
     "dd_game_info": _dd_game_info,

@@ -160,3 +160,27 @@ async def test_robots_need_a_room_first() -> None:
     await app.handle_line("robots")
     assert out[-1].startswith("? robots join your room")
     assert app.robots == []
+
+
+async def test_robots_fill_only_the_free_seats_of_the_room(monkeypatch: Any) -> None:
+    joined: list[tuple[int, str, int]] = []
+
+    class FakeRobot:
+        def __init__(self, address: str, uid: int, game: str, secret: str, *, room_id: int) -> None:
+            joined.append((uid, game, room_id))
+
+        async def run(self) -> None:
+            return None
+
+    monkeypatch.setattr("clients.cli.app.Robot", FakeRobot)
+    app, session, out = make_app(robots=3)
+    seat_in_room(app, common_pb2.DADUN)
+    await app.handle_line("robots 5")
+    await asyncio.gather(*app.robots)
+    assert joined == [(100101, "dadun", 111111), (100102, "dadun", 111111),
+                      (100103, "dadun", 111111)]
+    assert app.at.room is not None
+    app.at.room.players.extend(common_pb2.PlayerInfo(user_id=u) for u, _, _ in joined)
+    await app.handle_line("robots")
+    assert out[-1] == "? room 111111 has no free seat"
+    assert len(joined) == 3

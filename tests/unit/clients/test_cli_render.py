@@ -259,3 +259,10 @@ def test_room_lines_show_seats_ready_and_the_viewer() -> None:
     listed = render.room_list_lines([room])
     assert listed == ["  123456 dadun    2/4 players, waiting, hands 4"]
     assert "no rooms yet" in render.room_list_lines([])[0]
+
+
+def test_dadun_snapshot_line_shows_cards_desk_and_turn() -> None:
+    info = g.DdGameInfo(hand=["3s", "SJ"], desktop_score=15, cur_out_seat=2, desktop=[
+        g.DdUseOut(seat=1, cards=["5h", "5d"]), g.DdUseOut(seat=2, is_skip=True)])
+    line = render.event_line(frames.server_frame(info), me=2)
+    assert line == "your cards (2): 3s SJ | desk 15 pts: seat 1: 5h 5d | to act: you"
