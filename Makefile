@@ -39,7 +39,7 @@ test: setup
 	$(PY) -m pytest -q
 
 lint: setup
-	$(VENV)/bin/ruff check games services clients paiju/frames.py tests bench scripts
+	$(VENV)/bin/ruff check games services clients paiju/frames.py tests bench scripts deploy
 	$(VENV)/bin/mypy games
 
 bench: setup

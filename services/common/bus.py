@@ -20,7 +20,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 log = logging.getLogger("paiju.bus")
@@ -77,19 +77,22 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
         await js.update_stream(config)
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
     """Create (or update) the room log and settlement streams; idempotent."""
     await _ensure_stream(js, StreamConfig(
         name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
-        retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120))
+        retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120,
+        num_replicas=replicas))
     await _ensure_stream(js, StreamConfig(
         name=SETTLE_STREAM, subjects=["settle.*"], storage=StorageType.FILE,
         retention=RetentionPolicy.LIMITS, discard=DiscardPolicy.OLD,
-        max_age=30 * 24 * 3600, duplicate_window=24 * 3600))
+        max_age=30 * 24 * 3600, duplicate_window=24 * 3600, num_replicas=replicas))
 
 
-async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = None) -> KeyValue:
+async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = None,
+                        replicas: int = 1) -> KeyValue:
     try:
         return await js.key_value(bucket)
-    except (NotFoundError, BadRequestError, Exception):  # bucket not created yet
-        return await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1))
+    except (NotFoundError, BadRequestError, BucketNotFoundError):  # not created yet
+        return await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1,
+                                                        replicas=replicas))

@@ -34,6 +34,7 @@ class LogConfig:
 class NatsConfig:
     url: str = "nats://127.0.0.1:4222"
     connect_timeout: float = 2.0
+    replicas: int = 1          # JetStream stream and bucket replicas (3 on a prod cluster)
 
 
 @dataclass(frozen=True)
@@ -202,5 +203,7 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
     if cfg.env == "prod" and not cfg.lobby.token_secret:
         raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
+    if not 1 <= cfg.nats.replicas <= 5:
+        raise ConfigError(f"nats.replicas: {cfg.nats.replicas} must be 1..5")
     if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:
         raise ConfigError("table.turn_seconds and table.window_seconds must be positive")

@@ -92,8 +92,9 @@ class SettleConsumer:
     :meth:`stop`. Messages are handled one at a time, in delivery order."""
 
     def __init__(self, nats_url: str, writer: SettlementWriter, *, batch: int = 32,
-                 connect_timeout: float = 2.0) -> None:
+                 connect_timeout: float = 2.0, replicas: int = 1) -> None:
         self.nats_url = nats_url
+        self.replicas = replicas
         self.writer = writer
         self.batch = batch
         self.connect_timeout = connect_timeout
@@ -123,7 +124,7 @@ class SettleConsumer:
 
     async def _consume(self, nc: Client) -> None:
         js = nc.jetstream()
-        await ensure_streams(js)
+        await ensure_streams(js, self.replicas)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config())
         log.info("consuming settlements", extra={"durable": DURABLE})

@@ -72,11 +72,13 @@ class TableCore:
         self.nc = await bus.connect(self.cfg.nats.url, f"table-{self.instance}",
                                     self.cfg.nats.connect_timeout)
         self.js = self.nc.jetstream()
-        await bus.ensure_streams(self.js)
+        replicas = self.cfg.nats.replicas
+        await bus.ensure_streams(self.js, replicas)
         self.kv_tables = await bus.ensure_bucket(self.js, bus.TABLES_BUCKET,
-                                                 ttl=self.cfg.table.lease_ttl_seconds)
-        self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET)
-        self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET)
+                                                 ttl=self.cfg.table.lease_ttl_seconds,
+                                                 replicas=replicas)
+        self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
+        self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET, replicas=replicas)
         a = self.cfg.arbiter
         self._arbiter_channel = grpc.aio.insecure_channel(f"{a.host}:{a.port}")
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
