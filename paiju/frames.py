@@ -6,6 +6,7 @@ table has one source of truth; this module reads them once from the descriptors.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 from google.protobuf import json_format
@@ -62,6 +63,16 @@ def error_frame(code: int, message: str, *, request_event_id: int = 0,
 def ok_frame(request_event_id: int, *, reply_to: int = 0, message: str = "ok") -> client_pb2.ServerFrame:
     return server_frame(common_pb2.Return(event_id=request_event_id, code=0, message=message),
                         reply_to=reply_to)
+
+
+def hand_over_data(frame: client_pb2.ServerFrame) -> dict | None:
+    """The engine's hand-over record carried by a hand's final frame (any game), else None."""
+    kind = frame.WhichOneof("payload")
+    if kind == "mj_hand_over":
+        return json.loads(frame.mj_hand_over.details_json or "{}")
+    if kind == "dd_small_settlement":
+        return json.loads(frame.dd_small_settlement.details_json or "{}")
+    return None
 
 
 def to_json(message: Message) -> dict:

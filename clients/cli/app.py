@@ -21,6 +21,7 @@ from clients.cli.parse import COMMANDS, Command, InputError, choose_action, pars
 from clients.robot.robot import GAMES, Robot, action_frame
 from clients.robot.view import choose
 from clients.session import LobbySession, SessionClosed, mint_token
+from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
@@ -260,7 +261,7 @@ class CliApp:
 
     @staticmethod
     def _is_hand_over(frame: client_pb2.ServerFrame) -> bool:
-        return frame.WhichOneof("payload") == "game_event" and frame.game_event.kind == "hand_over"
+        return frames.hand_over_data(frame) is not None
 
     def _on_push(self, frame: client_pb2.ServerFrame) -> None:
         kind = frame.WhichOneof("payload")
@@ -281,7 +282,7 @@ class CliApp:
         if line:
             self.out(line)
         if self._is_hand_over(frame):
-            over = json.loads(frame.game_event.json or "{}")
+            over = frames.hand_over_data(frame) or {}
             self._print(render.settlement_lines(at.game, over, at.payments, at.seat, at.hand_no))
             at.payments, at.prompt = [], None
 

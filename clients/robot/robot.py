@@ -12,6 +12,7 @@ from typing import Any
 from clients.robot.view import choose
 from clients.session import LobbySession, mint_token
 from games.rng import Stream
+from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 
@@ -34,7 +35,6 @@ class RobotStats:
 
 def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
     """The wire frame of an engine action (canonical names, docs in the protos)."""
-    from paiju import frames
     from paiju.v1 import game_msgs_pb2 as g
 
     kind, tiles = action["kind"], list(action.get("tiles", ()))
@@ -114,7 +114,7 @@ class Robot:
 
     @staticmethod
     def _hand_over(frame: client_pb2.ServerFrame) -> bool:
-        return frame.WhichOneof("payload") == "game_event" and frame.game_event.kind == "hand_over"
+        return frames.hand_over_data(frame) is not None
 
     async def _answer(self, frame: client_pb2.ServerFrame) -> None:
         s = self.session

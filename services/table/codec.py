@@ -90,7 +90,11 @@ def _seat(value: Any) -> int:
 
 
 # Typed messages for the engine events that have one; everything else travels as GameEvent.
-def _mj(kind: str, d: Mapping[str, Any], to: int | None) -> Message | None:
+def _json(data: Mapping[str, Any]) -> str:
+    return json.dumps(dict(data), ensure_ascii=False, sort_keys=True)
+
+
+def _mj(kind: str, d: Mapping[str, Any], to: int | None, ctx: Mapping[str, Any]) -> Message | None:
     if kind in ("hand",) and to is not None:
         return g.MjHand(tiles=_tiles(d.get("tiles")))
     if kind == "deal":
@@ -113,7 +117,10 @@ def _mj(kind: str, d: Mapping[str, Any], to: int | None) -> Message | None:
         return g.MjWindowClosed(window_id=int(d["window"]), action=str(d.get("action", "")),
                                 winners=[int(w) for w in d.get("winners", ())])
     if kind in ("chi", "peng", "zhigang", "angang", "bugang", "kaigang", "buzhang"):
-        return g.MjMeld(seat=_seat(d.get("seat")), kind=kind, tiles=_tiles(d.get("tiles")),
+        tiles = _tiles(d.get("tiles"))
+        if not tiles and d.get("tile"):  # kong events name their one tile
+            tiles = [str(d["tile"])] * 4
+        return g.MjMeld(seat=_seat(d.get("seat")), kind=kind, tiles=tiles,
                         source=_seat(d.get("from")), revealed=_tiles(d.get("reveals")))
     if kind == "hu":
         return g.MjHu(seat=_seat(d.get("seat")), tile=str(d.get("tile", "")),
@@ -128,13 +135,18 @@ def _mj(kind: str, d: Mapping[str, Any], to: int | None) -> Message | None:
         return g.MjVoid(voids=[v or "" for v in d.get("voids", ())])
     if kind == "opening_hu":
         return g.MjOpeningHu(seat=_seat(d.get("seat")), types=list(d.get("types", ())),
-                             shown=_tiles(d.get("shown")))
+                             shown=_tiles(d.get("tiles") or d.get("shown")))
     if kind == "birds":
         return g.MjBirds(tiles=_tiles(d.get("tiles")), hits=[int(h) for h in d.get("hits", ())])
+    if kind == "hand_over":
+        return g.MjHandOver(
+            hand_no=int(ctx.get("hand_no", 0)), deltas=[int(x) for x in d.get("deltas", ())],
+            hands=[str(h) for h in d.get("hands", ())], next_dealer=_seat(d.get("next_dealer")),
+            details_json=_json(d), draw_game=not d.get("winners"))
     return None
 
 
-def _dd(kind: str, d: Mapping[str, Any], to: int | None) -> Message | None:
+def _dd(kind: str, d: Mapping[str, Any], to: int | None, ctx: Mapping[str, Any]) -> Message | None:
     if kind == "hand" and to is not None:
         return g.DdAssign(cards=_tiles(d.get("cards")))
     if kind == "hint_alone":
@@ -167,24 +179,55 @@ def _dd(kind: str, d: Mapping[str, Any], to: int | None) -> Message | None:
                                 catch_score=[int(x) for x in d.get("catch") or ()],
                                 round_index=int(d.get("round") or 0))
     if kind == "show_hands":
-        return g.DdTanPai(items=[g.DdTanPaiItem(seat=_seat(h.get("seat")), cards=_tiles(h.get("cards")))
-                                 for h in d.get("hands", ())])
+        users = ctx.get("user_ids", ())
+        return g.DdTanPai(items=[g.DdTanPaiItem(
+            seat=_seat(h.get("seat")), cards=_tiles(h.get("cards")),
+            user_id=users[h["seat"]] if h.get("seat") is not None and h["seat"] < len(users) else 0)
+            for h in d.get("hands", ())])
+    if kind == "hand_over":
+        return _small_settlement(d, ctx)
     return None
 
 
-_TYPED: dict[str, Callable[[str, Mapping[str, Any], int | None], Message | None]] = {
+def _small_settlement(d: Mapping[str, Any], ctx: Mapping[str, Any]) -> g.DdSmallSettlement:
+    """PBSmallSettlement: the per-seat result of a Dadun deal."""
+    users, names = ctx.get("user_ids", ()), ctx.get("nicknames", ())
+    hand_no, total = int(ctx.get("hand_no", 0)), int(ctx.get("total_hands", 0))
+    players = []
+    for p in d.get("players", ()):
+        seat = int(p["seat"])
+        players.append(g.DdSmallMeta(
+            user_id=users[seat] if seat < len(users) else 0,
+            nickname=names[seat] if seat < len(names) else "",
+            win_score=int(p.get("win_score", 0)), bomb_score=int(p.get("bomb_score", 0)),
+            over_order=int(p.get("over_order", 0)), is_double=bool(p.get("is_double")),
+            is_alone=bool(p.get("is_alone")), bomb_odds=int(p.get("bomb_odds", 0)),
+            is_banker=bool(p.get("is_banker")), friend_seat=_seat(p.get("friend_seat")),
+            fry_state=int(p.get("fry_state", 0)), catch_score=int(p.get("catch_score", 0)),
+            card_score=int(p.get("card_score", 0)), is_bully=bool(p.get("is_bully"))))
+    return g.DdSmallSettlement(
+        room_id=int(ctx.get("room_id", 0)), status=common_pb2.ROOM_HAND_OVER, now=hand_no,
+        next=hand_no + 1 if hand_no < total else 0, total=total, name="dadun",
+        players=players, is_alone=bool(d.get("is_alone")), data_valid=True,
+        base_score=int(d.get("base_score", ctx.get("base_score", 1))), details_json=_json(d))
+
+
+_TYPED: dict[str, Callable[[str, Mapping[str, Any], int | None, Mapping[str, Any]],
+                           Message | None]] = {
     "xuezhan": _mj, "changsha": _mj, "dadun": _dd}
 
 
-def event_frame(game: str, event: Event, event_uid: str) -> client_pb2.ServerFrame:
-    """The server frame for one engine event: its typed message, or GameEvent with JSON."""
+def event_frame(game: str, event: Event, event_uid: str,
+                ctx: Mapping[str, Any] | None = None) -> client_pb2.ServerFrame:
+    """The server frame for one engine event: its typed message, or GameEvent with JSON.
+    ``ctx`` carries room facts the engine does not know (room id, hand number, user ids)."""
     data = event.data
     try:
-        typed = _TYPED[game](event.kind, data, event.to)
+        typed = _TYPED[game](event.kind, data, event.to, ctx or {})
     except (KeyError, TypeError, ValueError):
         typed = None
     if typed is None:
         seat = data.get("seat") if isinstance(data, Mapping) else None
         typed = g.GameEvent(game=game, kind=event.kind, seat=_seat(seat) if isinstance(seat, int) else -1,
-                            json=json.dumps(dict(data), ensure_ascii=False, sort_keys=True))
+                            json=_json(data))
     return frames.server_frame(typed, event_uid=event_uid)

@@ -387,9 +387,13 @@ class Room:
             remaining_seconds=seconds))
 
     def _emit(self, events: list[Any], fx: Effects) -> None:
+        ctx = {"room_id": self.room_id, "hand_no": self.hand_no, "total_hands": self.total_hands,
+               "base_score": self.base_score,
+               "user_ids": [s.user_id if s else 0 for s in self.seats],
+               "nicknames": [s.nickname if s else "" for s in self.seats]}
         for event in events:
             uid = f"{self.room_id}:{self.hand_no}:{self.event_index}"
-            frame = event_frame(self.game, event, uid)
+            frame = event_frame(self.game, event, uid, ctx)
             self.hand_events.append({
                 "i": self.event_index, "kind": event.kind, "to": event.to,
                 "event_id": frame.event_id,

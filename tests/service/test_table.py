@@ -28,7 +28,7 @@ async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
     arb = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
     cfg = load_config("test", environ={
         "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": str(arb.port),
-        "PAIJU_TABLE__TURN_SECONDS": "3", "PAIJU_TABLE__WINDOW_SECONDS": "2",
+        "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
         "PAIJU_TABLE__INSTANCE": "table-test"})
     table = await start_table(cfg, port=0, metrics_port=-1)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")

@@ -145,8 +145,7 @@ class Table:
 
 def hand_overs(player: Player) -> list[Any]:
     """Hands finished, as seen by a player (mahjong and Dadun)."""
-    return [f for f in player.received
-            if f.WhichOneof("payload") == "game_event" and f.game_event.kind == "hand_over"]
+    return [f for f in player.received if frames.hand_over_data(f) is not None]
 
 
 def notice(player: Player) -> list[lm.NoticeDismiss]:

@@ -106,8 +106,7 @@ async def test_hand_over_prints_the_settlement_with_the_hand_payments_then_readi
     over = {"reason": "three_won", "deltas": [4, 0, -4, 0], "winners": [0], "next_dealer": 0,
             "hands": ["11m", "22m", "33m", "44m"]}
     for frame in (frames.server_frame(g.MjPayment(payment=pay)),
-                  frames.server_frame(g.GameEvent(game="xuezhan", kind="hand_over",
-                                                  json=json.dumps(over))), None):
+                  frames.server_frame(g.MjHandOver(details_json=json.dumps(over))), None):
         await session.pushes.put(frame)
     await app._pushes()
     text = "\n".join(out)
@@ -123,8 +122,7 @@ async def test_no_ready_after_the_last_hand_and_the_dismiss_frees_the_seat() -> 
     seat_in_room(app, common_pb2.XUEZHAN, total_hands=1)
     app.at.hand_no = 1
     over = {"deltas": [0, 0, 0, 0]}
-    for frame in (frames.server_frame(g.GameEvent(game="xuezhan", kind="hand_over",
-                                                  json=json.dumps(over))),
+    for frame in (frames.server_frame(g.MjHandOver(details_json=json.dumps(over))),
                   frames.server_frame(lm.NoticeDismiss(dismissed=True, room_id=111111,
                                                        reason=lm.NoticeDismiss.ALL_HANDS_PLAYED)),
                   None):
