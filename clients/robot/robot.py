@@ -70,7 +70,9 @@ class Robot:
                                   lat=self.lat, lng=self.lng)
             if reply.WhichOneof("payload") != "login_ok":
                 raise RuntimeError(f"login refused: {reply.ret.code} {reply.ret.message}")
-            if self.create is not None:
+            if reply.login_ok.room.room_id:  # still seated from before: resume that room
+                self.room_id = reply.login_ok.room.room_id
+            elif self.create is not None:
                 created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
                 self._check(created, "create room")
                 self.room_id = created.room_joined.room.room_id
@@ -124,8 +126,8 @@ class Robot:
         if reply.WhichOneof("payload") == "ret" and reply.ret.code:
             # a stale prompt (the decision moved on) is normal under entrust; record the rest
             self.stats.errors.append(f"{reply.ret.code} {reply.ret.message}")
-            log.info("action refused", extra={"code": reply.ret.code, "msg": reply.ret.message,
-                                               "action": json.dumps(action.to_dict())})
+            log.info("action refused: %s %s (%s)", reply.ret.code, reply.ret.message,
+                     json.dumps(action.to_dict()))
 
 
 async def run_tables(address: str, game: str, tables: int, secret: str, *, hands: int,
@@ -148,7 +150,7 @@ async def run_tables(address: str, game: str, tables: int, secret: str, *, hands
         tasks.extend(asyncio.create_task(r.run()) for r in others)
     for result in await asyncio.gather(*tasks, return_exceptions=True):
         if isinstance(result, BaseException):
-            log.error("robot failed", extra={"error": repr(result)})
+            log.error("robot failed: %r", result)
             results.append(RobotStats(errors=[repr(result)]))
         else:
             results.append(result)

@@ -137,15 +137,15 @@ class TableCore:
                 raise ValueError(f"{key} must be a positive number of seconds")
         for _ in range(50):
             room_id = 100000 + secrets.randbelow(900000)
-            try:
-                await self.kv_rooms.create(str(room_id), b"{}")
+            rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
+            room = Room({**rec, "first_dealer": 0})
+            try:  # atomic: fails when the id is taken
+                await self.kv_rooms.create(str(room_id), self._room_entry(room))
                 break
-            except Exception:  # the key exists: another room has that id
+            except Exception:
                 continue
         else:
             raise RuntimeError("could not allocate a room id")
-        rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
-        room = Room({**rec, "first_dealer": 0})
         actor = self._actor(room, 0, 0)
         await actor.record(rec)
         actor.start()
@@ -306,12 +306,15 @@ class TableCore:
                 "room_id": room.room_id, "owner": self.instance, "address": self.address,
                 "seat": seat}).encode())
 
-    async def _put_room(self, room: Room) -> None:
+    def _room_entry(self, room: Room) -> bytes:
         info = json_format.MessageToDict(room.room_info(), preserving_proto_field_name=True)
-        await self.kv_rooms.put(str(room.room_id), json.dumps({
+        return json.dumps({
             "room_id": room.room_id, "owner": self.instance, "address": self.address,
             "game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
-            "has_password": bool(room.password), "room": info}).encode())
+            "has_password": bool(room.password), "room": info}).encode()
+
+    async def _put_room(self, room: Room) -> None:
+        await self.kv_rooms.put(str(room.room_id), self._room_entry(room))
 
     async def _resolve(self, window: Window, rules: Rules) -> Decision | None:
         if self._arbiter is None:
