@@ -11,6 +11,8 @@ PROTO_STAMP := paiju/v1/__init__.py
 
 .PHONY: setup protos run test lint bench clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES))
 
+BENCH_ARGS ?=
+
 help:
 	@echo "make run    - set up everything, start NATS, the four services and robot tables"
 	@echo "make test   - set up everything and run the whole test suite"
@@ -43,7 +45,7 @@ lint: setup
 	$(VENV)/bin/mypy games
 
 bench: setup
-	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n || exit 1; done
+	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n $(BENCH_ARGS) || exit 1; done
 	@echo "reports in bench/reports/"
 
 # static pattern rules: plain pattern rules are never searched for .PHONY targets

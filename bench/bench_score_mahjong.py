@@ -1,4 +1,4 @@
-"""Benchmark of mahjong hand scoring: ``python -m bench.score_mahjong [--quick]``.
+"""Benchmark of mahjong hand scoring: ``python -m bench.bench_score_mahjong [--quick]``.
 
 Scores seeded random winning hands with score_xuezhan and score_changsha, and lists waits of
 the same hands minus one tile with xuezhan_waits. The baseline, run in the same process on
