@@ -44,6 +44,8 @@ class LobbyService:
             while (frame := await session.outbox.next()) is not None:
                 metrics.FRAMES_OUT.labels(str(frame.event_id)).inc()
                 yield session.stamp(frame)
+        except asyncio.CancelledError:
+            return  # disconnected (a client that does not read) or shutting down
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -20,8 +20,8 @@ class Outbox:
     client does not read, and the caller disconnects it. After ``close`` the frames already
     queued are still delivered, then ``next`` returns None."""
 
-    def __init__(self, limit: int = OUTBOX_LIMIT) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = OUTBOX_LIMIT if limit is None else limit
         self._items: deque[client_pb2.ServerFrame] = deque()
         self._wake = asyncio.Event()
         self.closed = False

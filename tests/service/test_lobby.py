@@ -663,3 +663,24 @@ async def test_login_against_the_real_records_process(world: World, tmp_path: Pa
         assert code_of(refused) == E.ERR_BAD_TOKEN
     finally:
         await asyncio.to_thread(proc.stop)
+
+
+async def test_a_client_that_does_not_read_is_dropped_without_blocking_others(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("services.lobby.sessions.OUTBOX_LIMIT", 4)
+    address = await world.lobby()
+    reader, room = await seated_client(world, address, 91)
+    sleeper, _ = await seated_client(world, address, 92, room)
+    big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000)).SerializeToString()
+    for _ in range(60):   # 12 MB: beyond what the sleeper's transport absorbs
+        await world.nc.publish(bus.room_events(room.room_id), big)
+        await reader.until(lambda f: f.HasField("chat"))
+    hub = world.lobbies[-1].app.hub
+    for _ in range(100):
+        if 92 not in hub.by_user:
+            break
+        await asyncio.sleep(0.05)
+    assert 92 not in hub.by_user
+    assert 91 in hub.by_user
+    assert (await reader.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+    assert (await world.table.wait_for("offline", 92)).room_id == room.room_id
