@@ -71,11 +71,24 @@ class TableConfig:
     arbiter_timeout_seconds: float = 0.5
 
 
+def _dial(address: str, host: str, port: int) -> str:
+    """Where other services reach a service: its ``address`` key, else host:port (a wildcard
+    bind host is reached on loopback)."""
+    if address:
+        return address
+    return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
+
+
 @dataclass(frozen=True)
 class ArbiterConfig:
     host: str = "127.0.0.1"
     port: int = 50053
     metrics_port: int = 9103
+    address: str = ""          # dial address for tables, e.g. "arbiter:50053" (empty: host:port)
+
+    @property
+    def dial(self) -> str:
+        return _dial(self.address, self.host, self.port)
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,11 @@ class RecordsConfig:
     port: int = 50054
     metrics_port: int = 9104
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
+    address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
+
+    @property
+    def dial(self) -> str:
+        return _dial(self.address, self.host, self.port)
 
 
 @dataclass(frozen=True)
@@ -192,6 +210,12 @@ def load_config(env: str | None = None, *, environ: Mapping[str, str] | None = N
     return cfg
 
 
+def require_token_secret(cfg: Config) -> None:
+    """The lobby refuses to start in prod without a login token secret."""
+    if cfg.env == "prod" and not cfg.lobby.token_secret:
+        raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
+
+
 def _validate(cfg: Config) -> None:
     for name in ("lobby", "table", "arbiter", "records"):
         sec = getattr(cfg, name)
@@ -201,8 +225,6 @@ def _validate(cfg: Config) -> None:
                 raise ConfigError(f"{name}.{port_name}: {port} is not a TCP port")
     if cfg.log.level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
         raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
-    if cfg.env == "prod" and not cfg.lobby.token_secret:
-        raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
     if not 1 <= cfg.nats.replicas <= 5:
         raise ConfigError(f"nats.replicas: {cfg.nats.replicas} must be 1..5")
     if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:

@@ -72,7 +72,11 @@ async def start_service(
     ``serving=False`` leaves health NOT_SERVING until the caller has finished starting."""
     server = grpc.aio.server(
         interceptors=[MetricsInterceptor(name)],
-        options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 8 << 20)],
+        options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 8 << 20),
+                 # find and close streams of clients that went away without a FIN
+                 ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000),
+                 ("grpc.keepalive_permit_without_calls", 1),
+                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000)],
     )
     names = tuple(register(server))
     health_servicer = health.aio.HealthServicer()

@@ -48,7 +48,7 @@ class LobbyApp:
     async def open(cls, cfg: Config) -> LobbyApp:
         nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
         directory = await Directory.open(nc.jetstream())
-        records = RecordsClient(f"{cfg.records.host}:{cfg.records.port}")
+        records = RecordsClient(cfg.records.dial)
         app = cls(cfg, nc, directory, records)
         await app.hub.start()
         watcher = await directory.rooms.watchall()

@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 
 from paiju.frames import error_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_pb2
-from services.common.config import Config
+from services.common.config import Config, require_token_secret
 from services.common.server import ServiceHost, start_service
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
@@ -84,6 +84,7 @@ def register_lobby(server: grpc.aio.Server, service: LobbyService) -> str:
 async def start(cfg: Config, *, port: int | None = None,
                 metrics_port: int | None = None) -> ServiceHost:
     c = cfg.lobby
+    require_token_secret(cfg)
     app = await LobbyApp.open(cfg)
     service = LobbyService(app)
     try:

@@ -79,8 +79,7 @@ class TableCore:
                                                  replicas=replicas)
         self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
         self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET, replicas=replicas)
-        a = self.cfg.arbiter
-        self._arbiter_channel = grpc.aio.insecure_channel(f"{a.host}:{a.port}")
+        self._arbiter_channel = grpc.aio.insecure_channel(self.cfg.arbiter.dial)
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
         await self.recover()
         await self._register()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.config import ConfigError, load_config
+from services.common.config import ConfigError, load_config, require_token_secret
 
 
 def test_each_environment_file_loads() -> None:
@@ -58,6 +58,15 @@ def test_bad_file_and_unknown_environment(tmp_path: Path) -> None:
         load_config("staging", environ={})
 
 
-def test_prod_requires_a_token_secret() -> None:
+def test_prod_lobby_requires_a_token_secret() -> None:
+    cfg = load_config("prod", environ={})  # other services do not need the lobby's secret
     with pytest.raises(ConfigError, match="token_secret"):
-        load_config("prod", environ={})
+        require_token_secret(cfg)
+    require_token_secret(load_config("prod", environ={"PAIJU_LOBBY__TOKEN_SECRET": "x"}))
+
+
+def test_dial_addresses() -> None:
+    prod = load_config("prod", environ={"PAIJU_RECORDS__ADDRESS": "records:50054"})
+    assert prod.records.dial == "records:50054"
+    assert prod.arbiter.dial == "127.0.0.1:50053"  # a wildcard bind is dialled on loopback
+    assert load_config("dev", environ={}).records.dial == "127.0.0.1:50054"
