@@ -244,12 +244,13 @@ def report(runs: list[SystemRun], baseline: Mapping[str, tuple[float, int]], sta
                      f"| {r.fallbacks} | {r.timeouts} | {r.refused} |")
     names = list(runs[0].cpu)
     lines += ["", "CPU per hand (ms, from /proc and `time.process_time`; 10 ms ticks):", "",
-              "| game | " + " | ".join(names) + " | total |",
-              "|---|" + "---:|" * (len(names) + 1)]
+              "| game | " + " | ".join(names) + " | total | total per player action |",
+              "|---|" + "---:|" * (len(names) + 2)]
     for r in runs:
         per = [r.cpu[n] * 1000 / max(r.hands, 1) for n in names]
+        per_action = sum(r.cpu.values()) * 1000 / max(r.actions, 1)
         lines.append(f"| {r.game} | " + " | ".join(f"{c:.0f}" for c in per)
-                     + f" | {sum(per):.0f} |")
+                     + f" | {sum(per):.0f} | {per_action:.1f} |")
     failed = [e for r in runs for e in r.failed]
     short = [f"{r.game}: {r.hands} of {r.expected}" for r in runs if r.hands < r.expected]
     if failed or short:
