@@ -316,7 +316,7 @@ class RoomActor:
             if self.entrust_delay <= 0:
                 await self._auto_play()
             else:
-                due = [s for s in room.to_act() if room.seats[s] and room.seats[s].entrusted]  # type: ignore[union-attr]
+                due = [s for s in room.to_act() if self._entrusted(s)]
                 self.entrust_due = time.monotonic() + self.entrust_delay if due else None
             await self._send_prompts()
         else:
@@ -347,32 +347,33 @@ class RoomActor:
         if fx.private:
             await self._publish(self, fx)
 
-    async def _auto_play(self, timeout: bool = False) -> None:
-        """Entrusted seats act now; on a timeout every seat still to act is entrusted first."""
+    async def _auto_play(self, late: set[int] | None = None) -> None:
+        """Entrusted seats act now, and so do the ``late`` seats whose timer ran out: a late
+        seat on its own turn is entrusted from then on; a late answer to a response window
+        is just the bot's answer (usually pass)."""
         room = self.room
+        late = set(late or ())
         for _ in range(MAX_AUTO_STEPS):
             if not room.in_hand():
                 return
-            seats = [s for s in room.to_act()
-                     if timeout or (room.seats[s] is not None and room.seats[s].entrusted)]  # type: ignore[union-attr]
-            if not seats:
+            seat = next((x for x in room.to_act() if x in late or self._entrusted(x)), None)
+            if seat is None:
                 return
-            seat = seats[0]
-            s = room.seats[seat]
-            assert s is not None and room.state is not None
-            by = "entrust" if s.entrusted else "timeout"
-            if not s.entrusted and not room.is_response(seat):
+            late.discard(seat)
+            assert room.state is not None
+            by = "entrust" if self._entrusted(seat) else "timeout"
+            if by == "timeout" and not room.is_response(seat):
                 await self.record({"t": "entrust", "seat": seat, "reason": "timeout"})
-            elif not s.entrusted:
-                by = "timeout"
             action = self._bot(room.game, room.state, seat)
             try:
                 await self.act(seat, action, by)
-            except RuleError:
+            except RuleError:  # a policy bug must not stall the room: the engine's default
                 await self.act(seat, room.state.default_action(seat), by)
-            if timeout and room.decision != self.deadline_decision:
-                timeout = False  # the decision moved on; later seats get their own timer
         log.error("auto-play did not settle", extra={"room": room.room_id})
+
+    def _entrusted(self, seat: int) -> bool:
+        s = self.room.seats[seat]
+        return s is not None and s.entrusted
 
     async def _tick(self) -> None:
         now = time.monotonic()
@@ -391,7 +392,7 @@ class RoomActor:
         if room.in_hand() and self.deadline is not None and now >= self.deadline:
             self.deadline = None
             m.TIMEOUTS.labels(room.game).inc()
-            await self._auto_play(timeout=True)
+            await self._auto_play(late=set(room.to_act()))
 
     def seconds_left(self) -> float:
         if self.deadline is None:
