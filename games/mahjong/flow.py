@@ -133,8 +133,9 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
         if stage in ("play", "haidi"):
             return (self.turn,)
         if stage == "window":
-            responded = self.window["responses"]
-            return tuple(int(s) for s in sorted(self.window["candidates"], key=int)
+            w = self._window_now()
+            responded = w["responses"]
+            return tuple(int(s) for s in sorted(w["candidates"], key=int)
                          if s not in responded)
         return self._setup_to_act()
 

@@ -4,26 +4,26 @@ Changsha opening wins (起手胡). All three are simultaneous: every listed seat
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
 
 from games.engine import Action, BadInput, IllegalAction
 from games.mahjong import SUITS, suit_of
+from games.mahjong.flow_base import HandCore
 
 # 换三张 directions: the offset from giver to receiver.
 DIRECTIONS = {"cw": 1, "opposite": 2, "ccw": 3}
 _DICE_DIRECTION = {1: "cw", 2: "ccw", 0: "opposite"}
 
 
-class SetupMixin:
+class SetupMixin(HandCore):
     """Exchange, void and opening phases of :class:`~games.mahjong.flow.MahjongState`."""
 
-    def _enter_first_phase(self: Any) -> None:
+    def _enter_first_phase(self) -> None:
         if self.rules.has_exchange(self.options):
             self.stage = "exchange"
         else:
             self._after_exchange()
 
-    def _after_exchange(self: Any) -> None:
+    def _after_exchange(self) -> None:
         if self.rules.has_void:
             self.stage = "void"
             return
@@ -39,12 +39,12 @@ class SetupMixin:
         else:
             self._begin_play()
 
-    def _begin_play(self: Any) -> None:
+    def _begin_play(self) -> None:
         self.stage = "play"
         self.turn = self.dealer
         self.emit("turn", {"seat": self.dealer})
 
-    def _setup_to_act(self: Any) -> tuple[int, ...]:
+    def _setup_to_act(self) -> tuple[int, ...]:
         if self.stage == "exchange":
             return tuple(s for s in range(4) if self.exchange_sel[s] is None)
         if self.stage == "void":
@@ -55,14 +55,14 @@ class SetupMixin:
 
     # ------------------------------------------------------------------ legality
 
-    def _setup_actions(self: Any, seat: int) -> list[Action]:
+    def _setup_actions(self, seat: int) -> list[Action]:
         if self.stage == "exchange":
             return self._exchange_choices(seat)
         if self.stage == "void":
             return [Action("declare_void", choice=s) for s in SUITS]
         return [Action("hu"), Action("pass")]
 
-    def _verify_setup(self: Any, seat: int, action: Action) -> None:
+    def _verify_setup(self, seat: int, action: Action) -> None:
         if self.stage == "exchange":
             self._verify_exchange(seat, action)
         elif self.stage == "void":
@@ -73,7 +73,7 @@ class SetupMixin:
         elif action.kind not in ("hu", "pass"):
             raise IllegalAction(f"opening wins: answer hu or pass, not {action.kind}")
 
-    def _verify_exchange(self: Any, seat: int, action: Action) -> None:
+    def _verify_exchange(self, seat: int, action: Action) -> None:
         if action.kind != "exchange_three":
             raise IllegalAction(f"choose three tiles to exchange first, not {action.kind}")
         tiles = self.parse_tiles(action, 3)
@@ -85,7 +85,7 @@ class SetupMixin:
         if self.options["exchange_three"] == "same_suit" and len({suit_of(t) for t in tiles}) > 1:
             raise IllegalAction("the three exchanged tiles must be of one suit")
 
-    def _exchange_choices(self: Any, seat: int) -> list[Action]:
+    def _exchange_choices(self, seat: int) -> list[Action]:
         tiles = [t for t in range(27) for _ in range(self.hands[seat][t])]
         same_suit = self.options["exchange_three"] == "same_suit"
         picks = {
@@ -96,18 +96,20 @@ class SetupMixin:
 
     # ------------------------------------------------------------------ effects
 
-    def _do_setup(self: Any, seat: int, action: Action) -> None:
+    def _do_setup(self, seat: int, action: Action) -> None:
         if self.stage == "exchange":
             tiles = sorted(self.parse_tiles(action, 3))
             for t in tiles:
                 self.hands[seat][t] -= 1
-            if self.drawn[seat] is not None and self.hands[seat][self.drawn[seat]] == 0:
+            drawn = self.drawn[seat]
+            if drawn is not None and self.hands[seat][drawn] == 0:
                 self.drawn[seat] = None
             self.exchange_sel[seat] = tiles
             self.emit("exchange_committed", {"seat": seat})
             self.emit("exchange_committed", {"seat": seat, "tiles": self.names(tiles)}, to=seat)
-            if all(sel is not None for sel in self.exchange_sel):
-                self._finish_exchange()
+            chosen = [sel for sel in self.exchange_sel if sel is not None]
+            if len(chosen) == len(self.exchange_sel):
+                self._finish_exchange(chosen)
         elif self.stage == "void":
             self.voids[seat] = action.choice
             self.emit("void_chosen", {"seat": seat})
@@ -118,7 +120,8 @@ class SetupMixin:
         else:
             self._do_opening(seat, action)
 
-    def _finish_exchange(self: Any) -> None:
+    def _finish_exchange(self, chosen: list[list[int]]) -> None:
+        """Pass every seat's three tiles (``chosen``, by giver) on in one direction."""
         mode = self.options["exchange_direction"]
         if mode == "random3":
             direction = ("cw", "ccw", "opposite")[self.rng.below(3)]
@@ -130,16 +133,17 @@ class SetupMixin:
         offset = DIRECTIONS[direction]
         for giver in range(4):
             taker = (giver + offset) % 4
-            self.exchange_recv[taker] = list(self.exchange_sel[giver])
-            for t in self.exchange_sel[giver]:
+            self.exchange_recv[taker] = list(chosen[giver])
+            for t in chosen[giver]:
                 self.hands[taker][t] += 1
         self.emit("exchange_done", {"direction": direction})
         for seat in range(4):
             self.emit("exchange_done", {"direction": direction,
-                                        "tiles": self.names(self.exchange_recv[seat])}, to=seat)
+                                        "tiles": self.names(chosen[(seat - offset) % 4])},
+                      to=seat)
         self._after_exchange()
 
-    def _do_opening(self: Any, seat: int, action: Action) -> None:
+    def _do_opening(self, seat: int, action: Action) -> None:
         types = self.opening["pending"].pop(str(seat))
         if action.kind == "hu":
             self.opening["declared"][str(seat)] = types
@@ -153,7 +157,7 @@ class SetupMixin:
 
     # ------------------------------------------------------------------ defaults
 
-    def _default_setup(self: Any, seat: int) -> Action:
+    def _default_setup(self, seat: int) -> Action:
         counts = self.hands[seat]
         if self.stage == "exchange":
             return Action("exchange_three", tuple(self.names(self._suggest_exchange(counts))))
@@ -162,7 +166,7 @@ class SetupMixin:
             return Action("declare_void", choice=SUITS[per_suit.index(min(per_suit))])
         return Action("hu")
 
-    def _suggest_exchange(self: Any, counts: list[int]) -> list[int]:
+    def _suggest_exchange(self, counts: list[int]) -> list[int]:
         """Three tiles of the shortest suit holding at least three (highest ranks first);
         with the "any" option and no such suit cannot happen (13 tiles, 3 suits)."""
         per_suit = [sum(counts[9 * s : 9 * s + 9]) for s in range(3)]

@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from games.engine import Action, IllegalAction
+from games.mahjong.flow_base import HandCore
 from games.mahjong.meld import Meld
 
 _TURN_KONGS = ("angang", "bugang", "buzhang", "kaigang")
 
 
-class TurnMixin:
+class TurnMixin(HandCore):
     """Play-phase actions of :class:`~games.mahjong.flow.MahjongState`."""
 
     # ------------------------------------------------------------------ legality
 
-    def _turn_actions(self: Any, seat: int) -> list[Action]:
+    def _turn_actions(self, seat: int) -> list[Action]:
         out = []
         if self._self_draw_score(seat) is not None:
             out.append(Action("hu"))
@@ -23,13 +24,15 @@ class TurnMixin:
         out.extend(Action("discard", (self.name(t),)) for t in self._discard_choices(seat))
         return out
 
-    def _discard_choices(self: Any, seat: int) -> list[int]:
+    def _discard_choices(self, seat: int) -> list[int]:
         if self.locked[seat]:
-            return [self.drawn[seat]]
+            drawn = self.drawn[seat]
+            assert drawn is not None, "a locked seat (after 开杠) acts only on a fresh draw"
+            return [drawn]
         held = [t for t in range(27) if self.hands[seat][t]]
         return self.rules.filter_discards(self, seat, held)
 
-    def _verify_turn(self: Any, seat: int, action: Action) -> None:
+    def _verify_turn(self, seat: int, action: Action) -> None:
         kind = action.kind
         if kind == "hu":
             if self._self_draw_score(seat) is None:
@@ -49,10 +52,11 @@ class TurnMixin:
 
     # ------------------------------------------------------------------ effects
 
-    def _do_turn(self: Any, seat: int, action: Action) -> None:
+    def _do_turn(self, seat: int, action: Action) -> None:
         if action.kind == "hu":
             tile = self._self_draw_tile(seat)
             score = self._self_draw_score(seat)
+            assert score is not None, "verify() accepted this self-draw win"
             self.hands[seat][tile] -= 1
             self.record_wins("self_draw", seat, tile, [(seat, score)])
         elif action.kind == "discard":
@@ -60,7 +64,7 @@ class TurnMixin:
         else:
             self._declare_kong(seat, action.kind, self.parse_tiles(action, 1)[0])
 
-    def _discard(self: Any, seat: int, tile: int) -> None:
+    def _discard(self, seat: int, tile: int) -> None:
         kong = self.ctx["kong"]
         self.ctx["shot"] = kong if kong is not None and self.kongs[kong]["seat"] == seat else None
         self.ctx["kong"] = None
@@ -73,14 +77,14 @@ class TurnMixin:
         if not self.open_window(seat, tile, "discard"):
             self.next_turn(self.next_active(seat))
 
-    def _declare_kong(self: Any, seat: int, kind: str, tile: int) -> None:
+    def _declare_kong(self, seat: int, kind: str, tile: int) -> None:
         added = self.hands[seat][tile] < 4
         if added and self.open_window(seat, tile, "rob_kong", {"kind": kind}):
             self.emit("kong_declared", {"seat": seat, "kind": kind, "tile": self.name(tile)})
             return
         self.complete_kong(seat, kind, tile, None)
 
-    def complete_kong(self: Any, seat: int, kind: str, tile: int, source: int | None) -> None:
+    def complete_kong(self, seat: int, kind: str, tile: int, source: int | None) -> None:
         """Meld a kong (from hand, from a discard of ``source``, or onto a peng), settle its
         money, then draw the replacement (or reveal, for a Changsha 开杠)."""
         fresh = self.drawn[seat] == tile
@@ -96,7 +100,7 @@ class TurnMixin:
             self.melds[seat].append(Meld(kind, (tile,) * 4, source, concealed))
             origin = "concealed" if concealed else "claimed"
         self.ctx["claimed"] = True
-        kong = {"id": len(self.kongs), "seat": seat, "kind": kind, "tile": tile,
+        kong: dict[str, Any] = {"id": len(self.kongs), "seat": seat, "kind": kind, "tile": tile,
                 "source": source, "origin": origin, "fresh": fresh, "payments": [],
                 "transferred": False}
         self.kongs.append(kong)
@@ -108,7 +112,7 @@ class TurnMixin:
         else:
             self.draw_for(seat, replacement=kong["id"])
 
-    def emit_kong(self: Any, seat: int, kind: str, tile: int, source: int | None,
+    def emit_kong(self, seat: int, kind: str, tile: int, source: int | None,
                   origin: str) -> None:
         """A concealed kong shows face down: the tile goes only to its owner."""
         data = {"seat": seat, "kind": kind, "from": source, "origin": origin}
@@ -120,7 +124,7 @@ class TurnMixin:
 
     # ------------------------------------------------------------------ draws
 
-    def next_turn(self: Any, seat: int) -> None:
+    def next_turn(self, seat: int) -> None:
         """Seat ``seat`` draws from the front and acts, or the wall ends the hand."""
         if self.rules.haidi_due(self):
             self.offer_haidi(seat)
@@ -129,7 +133,9 @@ class TurnMixin:
         else:
             self.draw_for(seat)
 
-    def draw_for(self: Any, seat: int, replacement: int | None = None) -> None:
+    def draw_for(self, seat: int, replacement: int | None = None) -> int:
+        """``seat`` draws from the front (or the back for a kong replacement) and acts;
+        returns the tile drawn."""
         tile = self.wall.draw_back() if replacement is not None else self.wall.draw_front()
         self.hands[seat][tile] += 1
         self.drawn[seat] = tile
@@ -143,16 +149,17 @@ class TurnMixin:
         self.emit("draw", {"seat": seat, "wall_remaining": left, "from": source})
         self.emit("draw", {"seat": seat, "wall_remaining": left, "from": source,
                            "tile": self.name(tile)}, to=seat)
+        return tile
 
     # ------------------------------------------------------------------ self-draw win
 
-    def _self_draw_tile(self: Any, seat: int) -> int:
+    def _self_draw_tile(self, seat: int) -> int:
         drawn = self.drawn[seat]
         if drawn is not None and self.hands[seat][drawn]:
             return drawn
         return max(t for t in range(27) if self.hands[seat][t])
 
-    def _self_draw_flags(self: Any, seat: int) -> set[str]:
+    def _self_draw_flags(self, seat: int) -> set[str]:
         flags = set()
         kong = self.ctx["kong"]
         if kong is not None and self.rules.bloom_on_replacement:
@@ -166,7 +173,7 @@ class TurnMixin:
             flags.add("earthly")
         return flags
 
-    def _self_draw_score(self: Any, seat: int) -> dict | None:
+    def _self_draw_score(self, seat: int) -> dict[str, Any] | None:
         if (sum(self.hands[seat]) - 2) % 3:
             return None
         tile = self._self_draw_tile(seat)
@@ -175,7 +182,7 @@ class TurnMixin:
         return self.rules.score(self, seat, concealed, tile, "self_draw",
                                 self._self_draw_flags(seat))
 
-    def _default_turn(self: Any, seat: int) -> Action:
+    def _default_turn(self, seat: int) -> Action:
         if self._self_draw_score(seat) is not None:
             return Action("hu")
         choices = self._discard_choices(seat)

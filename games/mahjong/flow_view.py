@@ -7,31 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.mahjong import SUITS, format_counts, tile_name
+from games.mahjong import SUITS, tile_name
+from games.mahjong.flow_base import HandCore
 
 
-class ViewMixin:
-    """Observation and notation helpers of :class:`~games.mahjong.flow.MahjongState`."""
+class ViewMixin(HandCore):
+    """Observation (the hidden-information projection) of :class:`~games.mahjong.flow.MahjongState`."""
 
-    @staticmethod
-    def name(tile: int) -> str:
-        return tile_name(tile)
-
-    @staticmethod
-    def names(tiles: Any) -> list[str]:
-        return [tile_name(t) for t in tiles]
-
-    @staticmethod
-    def fmt(counts: list[int]) -> str:
-        return format_counts(counts)
-
-    def public_view(self: Any) -> dict[str, Any]:
+    def public_view(self) -> dict[str, Any]:
         return self._view(None)
 
-    def observation(self: Any, seat: int) -> dict[str, Any]:
+    def observation(self, seat: int) -> dict[str, Any]:
         return self._view(seat)
 
-    def _view(self: Any, seat: int | None) -> dict[str, Any]:
+    def _view(self, seat: int | None) -> dict[str, Any]:
         voids_public = self.stage not in ("exchange", "void")
         w = self.window
         view: dict[str, Any] = {
@@ -66,7 +55,7 @@ class ViewMixin:
         view["candidates"] = [a.to_dict() for a in self.legal_actions(seat)]
         return view
 
-    def _visible_to_act(self: Any, seat: int | None) -> list[int]:
+    def _visible_to_act(self, seat: int | None) -> list[int]:
         """Who may answer a window or declare an opening win depends on hidden tiles: a seat
         sees only itself there, a spectator nobody."""
         acting = self.to_act()
@@ -74,13 +63,13 @@ class ViewMixin:
             return [seat] if seat in acting else []
         return list(acting)
 
-    def _meld_view(self: Any, meld: Any, own: bool) -> dict[str, Any]:
+    def _meld_view(self, meld: Any, own: bool) -> dict[str, Any]:
         hidden = meld.concealed and meld.kind == "angang" and not own
         tiles = "" if hidden else "".join(tile_name(t)[0] for t in meld.tiles) + \
             SUITS[meld.tiles[0] // 9]
         return {"kind": meld.kind, "tiles": tiles, "from": meld.source}
 
-    def _running_scores(self: Any) -> list[int]:
+    def _running_scores(self) -> list[int]:
         out = [0] * 4
         for p in self.ledger:
             out[p.payer] -= p.amount

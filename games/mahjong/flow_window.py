@@ -10,28 +10,30 @@ from __future__ import annotations
 from typing import Any
 
 from games.arbitration import Decision, Response, Window, resolve
-from games.engine import Action, BadInput, IllegalAction, NotYourTurn, StaleRef
+from games.engine import Action, BadInput, Event, IllegalAction, NotYourTurn, StaleRef
 from games.mahjong import suit_of
+from games.mahjong.flow_base import HandCore
 from games.mahjong.meld import Meld
 
 _CLAIMS = ("zhigang", "kaigang", "buzhang", "peng", "chi")
 
 
-class WindowMixin:
+class WindowMixin(HandCore):
     """Response windows, wins and the end of the hand for
     :class:`~games.mahjong.flow.MahjongState`."""
 
     # ------------------------------------------------------------------ opening
 
-    def open_window(self: Any, source: int, tile: int, trigger: str,
-                    extra: dict | None = None, tiles: list[int] | None = None) -> bool:
+    def open_window(self, source: int, tile: int, trigger: str,
+                    extra: dict[str, Any] | None = None, tiles: list[int] | None = None) -> bool:
         """Open a window on ``tile`` (or on any of ``tiles`` for 开杠 reveals); False when
         no seat could answer anything but pass (no window is opened then)."""
-        candidates, hu_tiles = {}, {}
+        candidates: dict[str, list[str]] = {}
+        hu_tiles: dict[str, int] = {}
         for seat in range(4):
             if seat == source or not self.active(seat):
                 continue
-            kinds = set()
+            kinds: set[str] = set()
             best = self._best_ron(seat, tiles or [tile], trigger, source)
             if best is not None:
                 kinds.add("hu")
@@ -47,27 +49,28 @@ class WindowMixin:
                        "tiles": tiles or [tile], "candidates": candidates, "responses": {},
                        "hu_tiles": hu_tiles, "extra": extra or {}}
         self.stage = "window"
-        data = {"window": self.window_seq, "source": source, "tile": self.name(tile),
-                "trigger": trigger}
+        data: dict[str, Any] = {"window": self.window_seq, "source": source,
+                                "tile": self.name(tile), "trigger": trigger}
         if tiles:
             data["tiles"] = self.names(tiles)
         self.emit("window_opened", data)
-        for seat in sorted(candidates, key=int):
-            actions = [a.to_dict() for a in self._window_actions(int(seat))]
-            self.emit("candidates", {"window": self.window_seq, "actions": actions}, to=int(seat))
+        for key in sorted(candidates, key=int):
+            actions = [a.to_dict() for a in self._window_actions(int(key))]
+            self.emit("candidates", {"window": self.window_seq, "actions": actions}, to=int(key))
         return True
 
-    def ron_flags(self: Any, trigger: str, source: int, tile: int) -> set[str]:
+    def ron_flags(self, trigger: str, source: int, tile: int) -> set[str]:
         flags = set(self.rules.ron_flags(self, trigger, source))
         if trigger == "haidi":
             flags.add("last_tile")
         return flags
 
-    def _best_ron(self: Any, seat: int, tiles: list[int], trigger: str, source: int):
+    def _best_ron(self, seat: int, tiles: list[int], trigger: str,
+                  source: int) -> tuple[int, dict[str, Any]] | None:
         """(tile, score) of the best discard-type win for ``seat`` on any of ``tiles``, or
         None (also when 过水不胡 blocks it)."""
         win = "rob_kong" if trigger == "rob_kong" else "discard"
-        best = None
+        best: tuple[int, dict[str, Any]] | None = None
         for tile in dict.fromkeys(tiles):
             score = self.rules.score(self, seat, self.hands[seat], tile, win,
                                      self.ron_flags(trigger, source, tile))
@@ -77,7 +80,7 @@ class WindowMixin:
                 best = (tile, score)
         return best
 
-    def _ron_blocked(self: Any, seat: int, tile: int, score: dict) -> bool:
+    def _ron_blocked(self, seat: int, tile: int, score: dict[str, Any]) -> bool:
         block = self.pass_block[seat]
         if block is None:
             return False
@@ -89,9 +92,15 @@ class WindowMixin:
 
     # ------------------------------------------------------------------ answers
 
-    def _window_actions(self: Any, seat: int) -> list[Action]:
-        w, ref = self.window, str(self.window["id"])
-        out = []
+    def _window_now(self) -> dict[str, Any]:
+        """The open window; only called in the "window" stage, which always has one."""
+        assert self.window is not None, "no response window is open"
+        return self.window
+
+    def _window_actions(self, seat: int) -> list[Action]:
+        w = self._window_now()
+        ref = str(w["id"])
+        out: list[Action] = []
         for kind in w["candidates"].get(str(seat), []):
             if kind == "chi":
                 out.extend(Action("chi", tuple(self.names(p)), ref) for p in self._chi_pairs(seat))
@@ -101,15 +110,16 @@ class WindowMixin:
                 out.append(Action(kind, (self.name(w["tile"]),), ref))
         return out
 
-    def _default_response(self: Any, seat: int) -> Action:
+    def _default_response(self, seat: int) -> Action:
         """Entrust (托管) in a window: win if possible, else pass."""
-        kind = "hu" if "hu" in self.window["candidates"][str(seat)] else "pass"
-        return Action(kind, ref=str(self.window["id"]))
+        w = self._window_now()
+        kind = "hu" if "hu" in w["candidates"][str(seat)] else "pass"
+        return Action(kind, ref=str(w["id"]))
 
-    def _chi_pairs(self: Any, seat: int) -> list[tuple[int, int]]:
-        return self._chi_pairs_for(seat, self.window["tile"])
+    def _chi_pairs(self, seat: int) -> list[tuple[int, int]]:
+        return self._chi_pairs_for(seat, self._window_now()["tile"])
 
-    def _chi_pairs_for(self: Any, seat: int, tile: int) -> list[tuple[int, int]]:
+    def _chi_pairs_for(self, seat: int, tile: int) -> list[tuple[int, int]]:
         """The hand-tile pairs that make a run (吃) with ``tile``."""
         hand = self.hands[seat]
         pairs = []
@@ -123,8 +133,8 @@ class WindowMixin:
                 pairs.append((rest[0], rest[1]))
         return pairs
 
-    def _verify_response(self: Any, seat: int, action: Action) -> None:
-        w = self.window
+    def _verify_response(self, seat: int, action: Action) -> None:
+        w = self._window_now()
         if action.ref != str(w["id"]):
             raise StaleRef(f"window {action.ref!r} is not the open window {w['id']}")
         kinds = w["candidates"].get(str(seat))
@@ -142,12 +152,13 @@ class WindowMixin:
             if self.parse_tiles(action, 1)[0] != w["tile"]:
                 raise BadInput(f"{action.kind} must name the window tile {self.name(w['tile'])}")
 
-    def _record(self: Any, seat: int, action: Action) -> None:
+    def _record(self, seat: int, action: Action) -> None:
         tiles = sorted(self.parse_tiles(action, 2)) if action.kind == "chi" else []
-        self.window["responses"][str(seat)] = {"kind": action.kind, "tiles": tiles}
-        self.emit("response", {"window": self.window["id"], "kind": action.kind}, to=seat)
+        w = self._window_now()
+        w["responses"][str(seat)] = {"kind": action.kind, "tiles": tiles}
+        self.emit("response", {"window": w["id"], "kind": action.kind}, to=seat)
 
-    def record_response(self: Any, seat: int, action: Action) -> list:
+    def record_response(self, seat: int, action: Action) -> list[Event]:
         """Record one answer without resolving (the table service asks the arbiter)."""
         if self.stage != "window":
             raise StaleRef("there is no open response window")
@@ -157,25 +168,22 @@ class WindowMixin:
         out, self._out = self._out, []
         return out
 
-    def pending_window(self: Any) -> Window | None:
+    def pending_window(self) -> Window | None:
         w = self.window
         if self.stage != "window" or w is None:
             return None
-        return Window(
-            w["id"], w["source"], w["tile"], w["trigger"],
-            {int(s): frozenset(k) for s, k in w["candidates"].items()},
-            {int(s): Response(r["kind"], tuple(r["tiles"])) for s, r in w["responses"].items()},
-        )
+        return _as_window(w)
 
-    def _auto_resolve(self: Any) -> None:
-        decision = resolve(self.pending_window(), self.rules.arbitration(self.options))
+    def _auto_resolve(self) -> None:
+        window = _as_window(self._window_now())
+        decision = resolve(window, self.rules.arbitration(self.options))
         if decision.final:
             self._apply_decision(decision)
 
-    def resolve_window(self: Any, decision: Decision) -> list:
+    def resolve_window(self, decision: Decision) -> list[Event]:
         """Check that ``decision`` is final, for the open window and legal, then apply it."""
         w = self.window
-        if self.stage != "window" or decision.window_id != w["id"]:
+        if self.stage != "window" or w is None or decision.window_id != w["id"]:
             raise StaleRef(f"decision for window {decision.window_id} is not current")
         if not decision.final:
             raise IllegalAction("the decision is not final")
@@ -194,8 +202,9 @@ class WindowMixin:
 
     # ------------------------------------------------------------------ decisions
 
-    def _apply_decision(self: Any, d: Decision) -> None:
-        w, self.window = self.window, None
+    def _apply_decision(self, d: Decision) -> None:
+        w = self._window_now()
+        self.window = None
         self._note_passes(w, d)
         self.emit("window_closed", {"window": w["id"], "action": d.action,
                                     "winners": list(d.winners)})
@@ -211,7 +220,7 @@ class WindowMixin:
         else:
             self.next_turn(self.next_active(source))
 
-    def _note_passes(self: Any, w: dict, d: Decision) -> None:
+    def _note_passes(self, w: dict[str, Any], d: Decision) -> None:
         rule = self.rules.pass_rule(self.options)
         for seat in d.passed_win:
             if seat in d.winners or rule == "off":
@@ -230,7 +239,7 @@ class WindowMixin:
                 if answer["kind"] == "pass" and "peng" in w["candidates"][seat]:
                     self.pass_peng[int(seat)].append(w["tile"])
 
-    def _ron(self: Any, w: dict, winners: tuple[int, ...]) -> None:
+    def _ron(self, w: dict[str, Any], winners: tuple[int, ...]) -> None:
         source, trigger = w["source"], w["trigger"]
         results = []
         for seat in winners:
@@ -248,7 +257,7 @@ class WindowMixin:
             self.discards[source].reverse()
         self.record_wins(trigger, source, tile, results)
 
-    def _claim(self: Any, seat: int, kind: str, source: int, tile: int, w: dict) -> None:
+    def _claim(self, seat: int, kind: str, source: int, tile: int, w: dict[str, Any]) -> None:
         self.discards[source].pop()
         self.ctx["claimed"] = True
         if kind in ("zhigang", "kaigang", "buzhang"):
@@ -267,7 +276,8 @@ class WindowMixin:
 
     # ------------------------------------------------------------------ wins and the end
 
-    def record_wins(self: Any, trigger: str, source: int, tile: int, results: list) -> None:
+    def record_wins(self, trigger: str, source: int, tile: int,
+                    results: list[tuple[int, dict[str, Any]]]) -> None:
         """Record winners (in order from the source), pay them, then continue or end."""
         first = True
         for seat, score in results:
@@ -288,7 +298,7 @@ class WindowMixin:
         else:
             self.end_hand("win" if not self.rules.continues_after_win else "three_won")
 
-    def end_hand(self: Any, reason: str) -> None:
+    def end_hand(self, reason: str) -> None:
         self.stage, self.end_reason, self.window = "over", reason, None
         self.rules.finish(self)
         totals = [0] * 4
@@ -304,49 +314,62 @@ class WindowMixin:
 
     # ------------------------------------------------------------------ haidi (海底)
 
-    def offer_haidi(self: Any, seat: int) -> None:
+    def offer_haidi(self, seat: int) -> None:
         self.haidi = {"first": seat, "offered": 1, "taker": None}
         self.stage, self.turn = "haidi", seat
         self.emit("haidi_offer", {"seat": seat})
 
-    def _haidi_must_take(self: Any, seat: int) -> bool:
-        return bool(self.rules.haidi_compulsory(self.options)) and self.haidi["offered"] == 1
+    def _haidi_now(self) -> dict[str, Any]:
+        """The haidi offer; only called in the "haidi" stage, which always has one."""
+        assert self.haidi is not None, "no haidi offer was made"
+        return self.haidi
 
-    def _haidi_actions(self: Any, seat: int) -> list[Action]:
+    def _haidi_must_take(self, seat: int) -> bool:
+        return bool(self.rules.haidi_compulsory(self.options)) and self._haidi_now()["offered"] == 1
+
+    def _haidi_actions(self, seat: int) -> list[Action]:
         if self._haidi_must_take(seat):
             return [Action("haidi", choice="yes")]
         return [Action("haidi", choice="yes"), Action("haidi", choice="no")]
 
-    def _verify_haidi(self: Any, seat: int, action: Action) -> None:
+    def _verify_haidi(self, seat: int, action: Action) -> None:
         if action.kind != "haidi" or action.choice not in ("yes", "no"):
             raise IllegalAction("answer the haidi offer: haidi with choice yes or no")
         if action.choice == "no" and self._haidi_must_take(seat):
             raise IllegalAction("taking the haidi tile is compulsory in this room")
 
-    def _do_haidi(self: Any, seat: int, action: Action) -> None:
+    def _do_haidi(self, seat: int, action: Action) -> None:
+        haidi = self._haidi_now()
         if action.choice == "no":
             self.emit("haidi_refuse", {"seat": seat})
-            if self.haidi["offered"] == 4:
+            if haidi["offered"] == 4:
                 self.end_hand("wall_exhausted")
                 return
-            self.haidi["offered"] += 1
+            haidi["offered"] += 1
             self.turn = (seat + 1) % 4
             self.emit("haidi_offer", {"seat": self.turn})
             return
-        self.haidi["taker"] = seat
+        haidi["taker"] = seat
         self.emit("haidi_take", {"seat": seat})
         self.ctx["haidi_draw"] = True
-        self.draw_for(seat)
+        tile = self.draw_for(seat)
         score = self._self_draw_score(seat)
         if score is not None:
-            tile = self.drawn[seat]
             self.hands[seat][tile] -= 1
             self.record_wins("self_draw", seat, tile, [(seat, score)])
             return
-        tile = self.drawn[seat]
         self.hands[seat][tile] -= 1
         self.drawn[seat] = None
         self.discards[seat].append(tile)
         self.emit("discard", {"seat": seat, "tile": self.name(tile), "haidi": True})
         if not self.open_window(seat, tile, "haidi"):
             self.end_hand("wall_exhausted")
+
+
+def _as_window(w: dict[str, Any]) -> Window:
+    """The arbiter's view of a window dict: candidates and answers keyed by seat."""
+    return Window(
+        w["id"], w["source"], w["tile"], w["trigger"],
+        {int(s): frozenset(k) for s, k in w["candidates"].items()},
+        {int(s): Response(r["kind"], tuple(r["tiles"])) for s, r in w["responses"].items()},
+    )
