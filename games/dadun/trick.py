@@ -168,7 +168,7 @@ def apply_play(deal: Deal, seat: int, action: Action) -> list[Event]:
         deal.over_order[seat] = deal.next_out_order()
     events = [Event("play", _play_data(deal, seat, codes, combo, contains_friend, odds, delta))]
     events += [Event("payment", _payment_data(p)) for p in payments]
-    if reveal:
+    if reveal and deal.friend_card is not None:  # reveal: friend_card is in codes
         events.append(Event("friend_revealed", {
             "banker": deal.banker, "friend_seat": seat,
             "card": card_name(deal.friend_card), "friendship": friendship(deal)}))

@@ -111,7 +111,8 @@ def stacked_wall(
 
 def _filler(pool: list[int], count: int, start: int) -> list[int]:
     """Take ``count`` tiles from ``pool``, stepping through kinds 5 apart."""
-    got, kind = [], start
+    got: list[int] = []
+    kind = start
     while len(got) < count:
         if kind % NUM_KINDS in pool:
             pool.remove(kind % NUM_KINDS)

@@ -64,7 +64,7 @@ def _add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
 
 def _build_standard() -> dict[int, int]:
     sets = _suit_sets()
-    layer = {(0,) * 9}
+    layer: set[tuple[int, ...]] = {(0,) * 9}
     set_only = set(layer)
     for _ in range(MAX_SETS):
         layer = {v for a in layer for s in sets if (v := _add(a, s)) is not None}

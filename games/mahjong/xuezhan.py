@@ -107,6 +107,7 @@ class XueZhanRules:
         """The win's value as a dict (patterns, fan, roots, value = per payer at base 1), or
         None when the hand does not win (void tiles held, not a winning shape)."""
         void = self._void(state, seat)
+        assert void is not None, "a XueZhan win is scored only after the void suit (定缺)"
         full = list(concealed)
         full[tile] += 1
         if any(full[9 * void : 9 * void + 9]) or not is_win(full):
