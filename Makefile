@@ -9,14 +9,20 @@ PROTOS := $(wildcard protos/paiju/v1/*.proto)
 STAMP := $(VENV)/.installed
 PROTO_STAMP := paiju/v1/__init__.py
 
-.PHONY: setup protos run test lint bench clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES))
+.PHONY: setup protos run test lint bench clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
+	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES))
 
 BENCH_ARGS ?=
+# container images: <registry>/paiju-<svc>:<tag>, the tag being the commit by default
+IMAGE_REGISTRY ?= paiju
+IMAGE_TAG ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo local)
+IMAGE = $(IMAGE_REGISTRY)/paiju-$*:$(IMAGE_TAG)
 
 help:
 	@echo "make run    - set up everything, start NATS, the four services and robot tables"
 	@echo "make test   - set up everything and run the whole test suite"
 	@echo "make lint | bench | protos | setup | test-<svc> | build-<svc> | clean"
+	@echo "make image-<svc> | push-<svc> [IMAGE_REGISTRY=... IMAGE_TAG=...] - container image"
 
 # The virtualenv and dependencies: redone only when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -57,7 +63,14 @@ $(addprefix build-,$(SERVICES)): build-%: setup
 	$(PY) -m compileall -q services/$* services/common games paiju
 	mkdir -p dist/$*
 	$(PIP) wheel --quiet --no-deps -w dist/$* .
-	@echo "built dist/$*/ (image: deploy/docker/Dockerfile with SERVICE=$*)"
+	@echo "built dist/$*/ (image: make image-$*)"
+
+# push-<svc> expects a registry login (Jenkins does it with its credential)
+$(addprefix image-,$(SERVICES)): image-%:
+	docker build -f deploy/docker/Dockerfile --build-arg SERVICE=$* -t $(IMAGE) .
+
+$(addprefix push-,$(SERVICES)): push-%:
+	docker push $(IMAGE)
 
 clean:
 	rm -rf $(VENV) paiju/v1 dist build *.egg-info .pytest_cache .hypothesis var

@@ -8,7 +8,9 @@ import importlib.util
 import json
 import re
 import shlex
+import shutil
 import socket
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from concurrent import futures
@@ -148,37 +150,79 @@ def test_health_check_targets_the_configured_port(healthcheck, monkeypatch) -> N
     assert healthcheck.main() == 2
 
 
-# ------------------------------------------------------------------ Jenkinsfiles
+# ------------------------------------------------------------------ Jenkins and make
+PIPELINE = ROOT / "deploy" / "jenkins" / "pipeline.groovy"
+
+
 def jenkinsfile(svc: str) -> str:
     return (ROOT / "services" / svc / "Jenkinsfile").read_text(encoding="utf-8")
 
 
 def code_only(text: str) -> str:
-    """Jenkinsfile without // comments and string contents (for brace counting)."""
+    """Groovy without // comments and string contents (for brace counting)."""
     text = re.sub(r"'''.*?'''", "''", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", text)
 
 
+def make_dry_run(*args: str) -> list[str]:
+    """The commands ``make -n`` would run from the repository root."""
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), "--no-print-directory", *args],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return out.splitlines()
+
+
 @pytest.mark.parametrize("svc", SERVICES)
-def test_jenkinsfile_builds_tests_and_ships_its_own_service(svc: str) -> None:
+def test_jenkinsfile_runs_the_shared_pipeline_for_its_own_service(svc: str) -> None:
     text = jenkinsfile(svc)
     code = code_only(text)
-    assert code.count("{") == code.count("}") and code.lstrip().startswith("pipeline {")
-    stages = re.findall(r"stage\('([^']+)'\)", text)
-    assert stages == ["Checkout", "Build", "Test", "Image", "Archive"]
-    assert re.findall(r"make (build|test)-(\w+)", text) == [("build", svc), ("test", svc)]
-    assert f"--build-arg SERVICE={svc}" in text and "-f deploy/docker/Dockerfile" in text
-    assert re.search(rf"archiveArtifacts artifacts: 'dist/{svc}/\*\*'", text)
-    assert "docker push" in text and "credentialsId: 'paiju-registry'" in text
+    assert code.count("{") == code.count("}") and code.lstrip().startswith("node(")
+    assert "checkout scm" in code
+    calls = re.findall(r"load\('([^']+)'\)\.run\('(\w+)'\)", text)
+    assert calls == [(PIPELINE.relative_to(ROOT).as_posix(), svc)]
     for other in set(SERVICES) - {svc}:
         assert not re.search(rf"\b{other}\b", text), f"{svc}'s Jenkinsfile mentions {other}"
 
 
-@pytest.mark.parametrize("svc", SERVICES)
-def test_jenkinsfile_keeps_the_registry_password_out_of_groovy_strings(svc: str) -> None:
-    text = jenkinsfile(svc)
-    shell = re.search(r"sh '''(.*?)'''", text, re.S).group(1)
+def test_shared_pipeline_builds_tests_and_ships_through_make() -> None:
+    text = PIPELINE.read_text(encoding="utf-8")
+    code = code_only(text)
+    assert code.count("{") == code.count("}") and code.rstrip().endswith("return this")
+    assert re.search(r"^def run\(String service\)", text, re.M)
+    stages = re.findall(r"stage\('([^']+)'\)", text)
+    assert stages == ["Build", "Test", "Image", "Archive"]
+    targets = re.findall(r'make "(\w+)-\$SERVICE"', text)
+    assert targets == ["build", "test", "image", "push"]
+    assert '"SERVICE=${service}"' in text, "the make targets read the job's service"
+    assert "archiveArtifacts artifacts: \"dist/${service}/**\"" in text
+    assert not re.search(r"\b(lobby|table|arbiter|records)\b", code), "no service is special"
+
+
+def test_shared_pipeline_keeps_the_registry_password_out_of_groovy_strings() -> None:
+    text = PIPELINE.read_text(encoding="utf-8")
+    (shell,) = re.findall(r"sh '''(.*?)'''", text, re.S)
+    assert "credentialsId: 'paiju-registry'" in text
     assert "--password-stdin" in shell and '"$REGISTRY_PASSWORD"' in shell
+    assert shell.index("docker login") < shell.index("make \"push-")
+    assert "docker logout" in shell, "the login does not outlive the push"
     groovy = re.sub(r"'''.*?'''", "", text, flags=re.S)
     assert groovy.count("REGISTRY_PASSWORD") == 1, "only as the credential's variable name"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+@pytest.mark.parametrize("svc", SERVICES)
+def test_make_builds_and_pushes_each_service_image(svc: str) -> None:
+    image = f"r/paiju-{svc}:t"
+    assert make_dry_run(f"image-{svc}", "IMAGE_REGISTRY=r", "IMAGE_TAG=t") == [
+        f"docker build -f deploy/docker/Dockerfile --build-arg SERVICE={svc} -t {image} ."]
+    assert make_dry_run(f"push-{svc}", "IMAGE_REGISTRY=r", "IMAGE_TAG=t") == [
+        f"docker push {image}"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None,
+                    reason="make or git not installed")
+def test_image_tag_defaults_to_the_12_character_commit() -> None:
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    (line,) = make_dry_run("push-table", "IMAGE_REGISTRY=registry.example.com/paiju")
+    assert line == f"docker push registry.example.com/paiju/paiju-table:{commit}"
