@@ -15,22 +15,23 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from games.bots.view import PlayerView
 from games.dadun.cards import parse_cards, point_value, rank_of
 from games.dadun.combos import Combo, classify
 from games.dadun.entrust import JOKER_MIN, protected_cards
-from games.engine import Action, State
+from games.engine import Action
 from games.rng import Stream
 
 ALONE_STRENGTH = 12  # see _strength: under 1% of random hands reach it
 RANK_A, RANK_2 = 11, 12
 
 
-def random_policy(state: State, seat: int, stream: Stream) -> Action:
+def random_policy(state: PlayerView, seat: int, stream: Stream) -> Action:
     """A uniformly random action among ``legal_actions`` (the engine's candidates)."""
     return stream.choice(state.legal_actions(seat))
 
 
-def greedy_policy(state: State, seat: int) -> Action:
+def greedy_policy(state: PlayerView, seat: int) -> Action:
     """The greedy player's choice for ``seat`` (which must be a seat to act)."""
     actions = state.legal_actions(seat)
     obs = state.observation(seat)

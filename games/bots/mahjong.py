@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from games.bots.view import PlayerView
 from games.engine import Action
 from games.mahjong import (
     SUITS,
@@ -34,12 +35,12 @@ _OWN_KONGS = ("angang", "bugang", "buzhang", "kaigang")
 _CLAIM_KONGS = ("zhigang", "buzhang", "kaigang")
 
 
-def random_policy(state: Any, seat: int, stream: Stream) -> Action:
+def random_policy(state: PlayerView, seat: int, stream: Stream) -> Action:
     """A uniformly random legal action of ``seat``, drawn from ``stream``."""
     return stream.choice(_legal(state, seat))
 
 
-def greedy_policy(state: Any, seat: int) -> Action:
+def greedy_policy(state: PlayerView, seat: int) -> Action:
     """The greedy action of ``seat`` now (deterministic; see the module doc)."""
     legal = _legal(state, seat)
     by_kind: dict[str, list[Action]] = {}
@@ -63,7 +64,7 @@ def greedy_policy(state: Any, seat: int) -> Action:
     return legal[0]
 
 
-def _legal(state: Any, seat: int) -> list[Action]:
+def _legal(state: PlayerView, seat: int) -> list[Action]:
     legal = state.legal_actions(seat)
     if not legal:
         raise ValueError(f"seat {seat} has no legal action now")
