@@ -142,7 +142,6 @@ def test_health_check_fails_when_nothing_listens(healthcheck) -> None:
 
 def test_health_check_targets_the_configured_port(healthcheck, monkeypatch) -> None:
     monkeypatch.setenv("PAIJU_ENV", "prod")
-    monkeypatch.setenv("PAIJU_LOBBY__TOKEN_SECRET", "x")
     monkeypatch.setenv("PAIJU_TABLE__PORT", "6123")
     assert healthcheck.target("table") == "127.0.0.1:6123"
     assert healthcheck.target("records") == f"127.0.0.1:{PROD['records']['port']}"

@@ -58,12 +58,19 @@ def test_compose_environment_gives_valid_configs_wired_by_service_name() -> None
     for svc, cfg in configs.items():
         assert cfg.service(svc).host == "0.0.0.0"
         assert cfg.nats.url == "nats://nats:4222"
-    assert configs["table"].arbiter.host in services
+    assert configs["table"].arbiter.address == f"arbiter:{configs['arbiter'].arbiter.port}"
     assert configs["table"].table.advertise == f"table:{configs['table'].table.port}"
     assert configs["table"].table.instance
-    assert configs["lobby"].records.host in services
+    assert configs["lobby"].records.address == f"records:{configs['records'].records.port}"
     url = configs["records"].records.database_url
     assert url.startswith("postgresql+asyncpg://") and "@postgres:" in url
+
+
+def test_only_the_lobby_and_the_robots_get_the_token_secret() -> None:
+    services = compose()["services"]
+    holders = {name for name, svc in services.items()
+               if "PAIJU_LOBBY__TOKEN_SECRET" in svc.get("environment", {})}
+    assert holders == {"lobby", "robots"}
 
 
 def test_compose_dependencies_and_profiles() -> None:

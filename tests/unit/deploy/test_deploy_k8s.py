@@ -155,6 +155,19 @@ def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
     return env
 
 
+def assert_dials_service(objs: list[dict], cfg: Config, svc: str) -> None:
+    """A client pod's configuration dials the Service of ``svc`` on its gRPC port by the
+    address key; the host key (a bind address) is left as config/<env>.toml has it."""
+    section = cfg.service(svc)
+    bind = load_config(cfg.env, environ={}).service(svc).host
+    assert section.host == bind, "dial through ADDRESS, not HOST"
+    host, _, dial_port = section.address.rpartition(":")
+    service = find(objs, "Service", host)
+    assert host == svc and service["spec"]["selector"]["app.kubernetes.io/name"] == svc
+    assert int(dial_port) == PROD[svc]["port"]
+    assert int(dial_port) in [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
+
+
 # ------------------------------------------------------------------ tests
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 @pytest.mark.parametrize("name", OVERLAYS)
@@ -230,15 +243,20 @@ def test_table_identity_comes_from_the_pod_and_dials_the_arbiter_service(overlay
     cfg = load_config(environ=pod_environment(objs, c))
     assert cfg.table.instance == FAKE_POD["metadata.name"]
     assert cfg.table.advertise == f"{FAKE_POD['status.podIP']}:{PROD['table']['port']}"
-    arbiter = find(objs, "Service", cfg.arbiter.host)
-    assert cfg.arbiter.port in [p["port"] for p in arbiter["spec"]["ports"]]
+    assert_dials_service(objs, cfg, "arbiter")
 
 
 def test_lobby_dials_records_through_its_service(overlay) -> None:
     _, objs = overlay
     cfg = load_config(environ=pod_environment(objs, container(objs, "lobby")))
-    records = find(objs, "Service", cfg.records.host)
-    assert cfg.records.port in [p["port"] for p in records["spec"]["ports"]]
+    assert_dials_service(objs, cfg, "records")
+
+
+def test_only_the_lobby_gets_the_token_secret(overlay) -> None:
+    _, objs = overlay
+    holders = {svc for svc in SERVICES
+               if "PAIJU_LOBBY__TOKEN_SECRET" in pod_environment(objs, container(objs, svc))}
+    assert holders == {"lobby"}
 
 
 def test_services_select_their_pods_and_name_existing_ports(overlay) -> None:
