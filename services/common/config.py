@@ -97,6 +97,7 @@ class RecordsConfig:
     port: int = 50054
     metrics_port: int = 9104
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
+    ack_wait_seconds: float = 30.0   # a settlement not acknowledged in this time is redelivered
     address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
 
     @property

@@ -47,10 +47,10 @@ WRITE_SECONDS = Histogram("paiju_records_write_seconds",
                           "Time to write one settlement transaction", buckets=LATENCY_BUCKETS)
 
 
-def consumer_config() -> ConsumerConfig:
+def consumer_config(ack_wait: float = ACK_WAIT_SECONDS) -> ConsumerConfig:
     return ConsumerConfig(
         durable_name=DURABLE, filter_subject=SUBJECTS, ack_policy=AckPolicy.EXPLICIT,
-        deliver_policy=DeliverPolicy.ALL, ack_wait=ACK_WAIT_SECONDS, max_deliver=-1,
+        deliver_policy=DeliverPolicy.ALL, ack_wait=ack_wait, max_deliver=-1,
         max_ack_pending=1000)
 
 
@@ -92,8 +92,10 @@ class SettleConsumer:
     :meth:`stop`. Messages are handled one at a time, in delivery order."""
 
     def __init__(self, nats_url: str, writer: SettlementWriter, *, batch: int = 32,
-                 connect_timeout: float = 2.0, replicas: int = 1) -> None:
+                 connect_timeout: float = 2.0, replicas: int = 1,
+                 ack_wait: float = ACK_WAIT_SECONDS) -> None:
         self.nats_url = nats_url
+        self.ack_wait = ack_wait
         self.replicas = replicas
         self.writer = writer
         self.batch = batch
@@ -126,7 +128,7 @@ class SettleConsumer:
         js = nc.jetstream()
         await ensure_streams(js, self.replicas)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
-                                      config=consumer_config())
+                                      config=consumer_config(self.ack_wait))
         log.info("consuming settlements", extra={"durable": DURABLE})
         try:
             await self._pull(sub)

@@ -111,7 +111,8 @@ async def start(cfg: Config, *, port: int | None = None,
     engine = make_engine(c.database_url)
     await migrate(engine)
     consumer = SettleConsumer(cfg.nats.url, SettlementWriter(engine),
-                              connect_timeout=cfg.nats.connect_timeout, replicas=cfg.nats.replicas)
+                              connect_timeout=cfg.nats.connect_timeout, replicas=cfg.nats.replicas,
+                              ack_wait=c.ack_wait_seconds)
 
     def register(server: grpc.aio.Server) -> list[str]:
         records_pb2_grpc.add_RecordsServicer_to_server(RecordsService(RecordsReader(engine)),
