@@ -209,3 +209,41 @@ async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
     for f in a.received:  # nobody's raw coordinates or IP reach other players
         assert "28.228" not in str(f) and "10.0.0.2" not in str(f)
     await t.close()
+
+
+async def test_negative_coins_close_the_room_after_the_hand(stack: dict[str, Any]) -> None:
+    t = await new_table(stack, common_pb2.XUEZHAN, hands=4)
+    for uid in (91, 92, 93, 94):
+        await t.seat(uid, coins=-1000 if uid == 91 else 1000)   # 91 is already broke
+    t.play()
+    await t.ready_all()
+    msgs = await settlements(stack["nats"].url, 2, timeout=60)
+    assert [m["hand_no"] for m in msgs] == [1, 0] and msgs[1]["final"]
+    await asyncio.sleep(0.2)
+    result = notice(t.players[1])
+    assert [n.reason for n in result] == [lm.NoticeDismiss.NEGATIVE_COINS]
+    await t.close()
+
+
+async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> None:
+    cfg = load_config("test", environ={"NATS_URL": fresh_nats.url,
+                                       "PAIJU_LOBBY__IDLE_ROOM_SECONDS": "1",
+                                       "PAIJU_TABLE__INSTANCE": "table-idle"})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    link = LobbyLink(f"127.0.0.1:{table.port}")
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
+            created = await table_pb2_grpc.TableStub(channel).CreateRoom(
+                table_pb2.CreateRoomRequest(game=common_pb2.DADUN, total_hands=2))
+        t = Table(fresh_nats.url, link, created.room.room_id, "dadun")
+        await t.connect()
+        player, _ = await t.seat(95)
+        for _ in range(50):
+            if notice(player):
+                break
+            await asyncio.sleep(0.1)
+        assert [n.reason for n in notice(player)] == [lm.NoticeDismiss.IDLE_TOO_LONG]
+        await t.close()
+    finally:
+        await link.close()
+        await table.stop(0)

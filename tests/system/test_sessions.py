@@ -164,6 +164,12 @@ async def test_bad_frames_and_stale_actions_get_codes_and_the_room_goes_on(stack
     assert history.WhichOneof("payload") == "history_score"
     scores = {i.user_id: list(i.scores) for i in history.history_score.items}
     assert set(scores) == set(uids) and sum(v[0] for v in scores.values()) == 0
+    replay = await sessions[1].request(lm.AskReplay(room_id=room_id, hand_no=1))
+    cells = replay.replay.cells
+    assert len(cells) > 20 and replay.replay.game == "dadun"
+    owners = {json.loads(c.json).get("to") for c in cells}
+    assert owners <= {None, 1}, "a replay holds public events and the asker's own only"
+    assert 1 in owners
     for s in sessions:
         await s.close()
 
