@@ -53,6 +53,7 @@ class LobbyConfig:
     dev_profiles: bool = True
     dismiss_vote_seconds: int = 90
     idle_room_seconds: int = 1800
+    ws_port: int = 8080          # WebSocket front door and static web client; -1 = off
 
 
 @dataclass(frozen=True)
