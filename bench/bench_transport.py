@@ -37,6 +37,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, table_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
+from services.common.server import start_service
 
 REPORT = Path(__file__).resolve().parent / "reports" / "transport.md"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -97,6 +98,9 @@ class Transport:
         await self.server.start()
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         self.arbiter = arbiter_pb2_grpc.ArbiterStub(self.channel)
+        self.service = await start_service("bench", "127.0.0.1", 0, -1, self._register)
+        self.service_channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.service.port}")
+        self.service_arbiter = arbiter_pb2_grpc.ArbiterStub(self.service_channel)
         table = table_pb2_grpc.TableStub(self.channel)
         self.call = table.Session()
         self.queue: asyncio.Queue[table_pb2.TableCommand] = asyncio.Queue()
@@ -114,17 +118,27 @@ class Transport:
         self.iter_call.cancel()
         await self.channel.close()
         await self.server.stop(None)
+        await self.service_channel.close()
+        await self.service.stop(0)
         await self.pub.close()
         await self.sub.close()
+
+    @staticmethod
+    def _register(server: grpc.aio.Server) -> list[str]:
+        arbiter_pb2_grpc.add_ArbiterServicer_to_server(Arbiter(), server)
+        return [arbiter_pb2.DESCRIPTOR.services_by_name["Arbiter"].full_name]
 
     async def _commands(self):  # type: ignore[no-untyped-def]
         while True:
             yield await self.queue.get()
 
-    async def unary(self, n: int) -> None:
+    async def unary(self, n: int, stub: arbiter_pb2_grpc.ArbiterStub | None = None) -> None:
         request = arbiter_pb2.ResolveRequest(window=arbiter_pb2.ArbWindow(id=7, num_seats=4))
         for _ in range(n):
-            await self.arbiter.Resolve(request)
+            await (stub or self.arbiter).Resolve(request)
+
+    async def unary_service(self, n: int) -> None:
+        await self.unary(n, self.service_arbiter)
 
     async def bidi(self, n: int) -> None:
         for i in range(n):
@@ -188,7 +202,10 @@ class Transport:
 
 def operations(t: Transport, scale: int) -> list[Op]:
     return [
-        Op("a", "unary call (Arbiter.Resolve)", 300 * scale, t.unary, 0.9, "cpu"),
+        Op("a", "unary call (Arbiter.Resolve, bare grpc.aio server)", 300 * scale, t.unary,
+           0.9, "cpu"),
+        Op("a'", "unary call, server from start_service (metrics interceptor)", 300 * scale,
+           t.unary_service, 0.9, "cpu"),
         Op("b", "bidi message round trip (Table.Session, write/read)", 500 * scale, t.bidi,
            0.3, "cpu"),
         Op("b'", "bidi message round trip (request iterator + queue)", 500 * scale,
@@ -244,7 +261,8 @@ def report(ops: list[Op], figures: dict[str, Figure], rounds: int, quick: bool) 
         f"{os.cpu_count()} cores; best of {rounds} interleaved rounds per figure.",
         "",
         "CPU = `time.process_time` of this process per operation. For gRPC (a, b) the server "
-        "runs in this same process, so CPU is server + client; for NATS (c, d, e) it is the "
+        "(a bare `grpc.aio.server()`, except a': the services' own bootstrap with its "
+        "Prometheus interceptor, health and reflection) runs in this same process, so CPU is server + client; for NATS (c, d, e) it is the "
         "nats-py client only, and the nats-server child's CPU (from /proc, 10 ms ticks, so the mean "
         "of the rounds) is its own column. Ratios are against (b), the bidi message round trip.",
         "",
