@@ -13,19 +13,15 @@ Each figure is the best of several rounds. Writes bench/reports/arbitration.md.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import platform
-import time
-from collections.abc import Callable
-from pathlib import Path
 
+from bench.common import best_of, command, machine, parse_options, write_report
 from games.arbitration import Response, Rules, Window, resolve
 from games.bots.mahjong import greedy_policy, random_policy
 from games.mahjong import xuezhan
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "arbitration.md"
+REPORT = "arbitration.md"
 KINDS = ("hu", "zhigang", "peng", "chi")
 
 
@@ -61,15 +57,6 @@ def brute_final(window: Window, rules: Rules) -> bool:
     return len(seen) == 1
 
 
-def best_of(rounds: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def self_play_states(hands: int) -> list[tuple[object, int]]:
     """Seeded XueZhan states where a seat has a real choice (more than one legal action)."""
     states = []
@@ -84,9 +71,8 @@ def self_play_states(hands: int) -> list[tuple[object, int]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    quick = parser.parse_args().quick
+    options = parse_options(__doc__)
+    quick = options.quick
     windows = corpus(2_000 if quick else 20_000)
     rounds = 3 if quick else 5
     for w, r in windows:
@@ -104,9 +90,7 @@ def main() -> None:
     lines = [
         "# Arbitration and mahjong bots benchmark",
         "",
-        f"`python -m bench.bench_arbitration{' --quick' if quick else ''}` on "
-        f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}; best of {rounds} rounds.",
+        f"{command('bench_arbitration', quick)} on {machine()}; best of {rounds} rounds.",
         "",
         "| measure | items | µs per item | ratio |",
         "|---|---|---|---|",
@@ -120,9 +104,7 @@ def main() -> None:
         "",
         "Both finality methods agree on every window of the corpus.",
     ]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(options.report(REPORT), lines)
 
 
 if __name__ == "__main__":

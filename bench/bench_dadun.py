@@ -16,22 +16,19 @@ bench/reports/dadun_combos.md.
 
 from __future__ import annotations
 
-import argparse
-import platform
 import statistics
-import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import combinations
-from pathlib import Path
 
+from bench.common import best_of, command, machine, parse_options, write_report
 from games.dadun.cards import full_deck, parse_cards, rank_of, suit_of
 from games.dadun.combos import Combo, beats, classify, try_classify
 from games.dadun.legal import has_legal_play, legal_plays
 from games.engine import IllegalAction
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "dadun_combos.md"
+REPORT = "dadun_combos.md"
 FOLLOW = {
     "a pair (4s 4h)": "4s 4h",
     "a straight (3..7)": "3s 4h 5d 6c 7s",
@@ -100,15 +97,6 @@ def deal(rng: Stream, size: int = 27) -> list[int]:
     return sorted(deck[:size])
 
 
-def best_of(rounds: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def play_corpus(hands: list[list[int]], per_hand: int, rng: Stream) -> list[tuple[int, ...]]:
     plays: list[tuple[int, ...]] = []
     for hand in hands:
@@ -158,16 +146,13 @@ def brute_force(hand: list[int]) -> set[tuple[int, ...]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args()
+    args = parse_options(__doc__)
     n_hands, rounds, per_hand = (8, 2, 40) if args.quick else (40, 5, 100)
     rng = Stream(derive(2026, "bench.dadun"))
     hands = [deal(rng) for _ in range(n_hands)]
     lines = [f"# Dadun combinations benchmark ({'quick' if args.quick else 'full'} run)", "",
-             f"`python -m bench.bench_dadun{' --quick' if args.quick else ''}` on "
-             f"{platform.python_implementation()} {platform.python_version()}, "
-             f"{platform.machine()}; best of {rounds} rounds; seeded hands "
+             f"{command('bench_dadun', args.quick)} on {machine()}; best of {rounds} rounds; "
+             "seeded hands "
              "(derive(2026, 'bench.dadun')). Other work shares the 2 cores: figures move by "
              "tens of percent between runs; ratios are measured in the same run.", ""]
 
@@ -206,9 +191,7 @@ def main() -> None:
               "| method | hands/s | ratio |", "|---|---:|---:|",
               f"| `legal_plays` | {len(small) / t_small:,.0f} | {t_brute / t_small:,.1f}x |",
               f"| all subsets + `classify` | {len(small) / t_brute:,.0f} | 1.00x |", ""]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_report(args.report(REPORT), lines)
 
 
 if __name__ == "__main__":

@@ -10,18 +10,15 @@ bench/reports/dadun_selfplay.md.
 
 from __future__ import annotations
 
-import argparse
-import platform
-import time
 from collections.abc import Callable
-from pathlib import Path
 
+from bench.common import best_of, command, machine, parse_options, write_report
 from games.bots.dadun import greedy_policy, random_policy
 from games.dadun import game
 from games.engine import Action
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "dadun_selfplay.md"
+REPORT = "dadun_selfplay.md"
 Policy = Callable[[object, int, Stream], Action]
 
 MIXES: dict[str, Policy] = {
@@ -61,19 +58,8 @@ def replay(seeds: range, logs: list[list[tuple[int, Action]]]) -> None:
         state.settlement()
 
 
-def best_of(rounds: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args()
+    args = parse_options(__doc__)
     deals, rounds = (20, 1) if args.quick else (150, 3)
     seeds = range(5000, 5000 + deals)
     rows = []
@@ -89,8 +75,7 @@ def main() -> None:
     lines = [
         "# Dadun self-play benchmark",
         "",
-        f"`python -m bench.bench_dadun_selfplay{' --quick' if args.quick else ''}` on "
-        f"CPython {platform.python_version()}, {platform.machine()}; {deals} seeded deals, "
+        f"{command('bench_dadun_selfplay', args.quick)} on {machine()}; {deals} seeded deals, "
         f"best of {rounds} round(s). Ratio = deals per second / the random-bot baseline.",
         "",
         "| mix | actions | deals/s | actions/s | ratio |",
@@ -102,9 +87,7 @@ def main() -> None:
                      f"{rate / baseline:.2f} |")
     lines += ["", "The random bot asks `legal_actions` (the `hint_plays` candidates) every "
               "turn; the engine-only row shows what verifying and applying costs alone."]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.report(REPORT), lines)
 
 
 if __name__ == "__main__":

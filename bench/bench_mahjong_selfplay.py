@@ -10,18 +10,15 @@ bench/reports/mahjong_selfplay.md.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import platform
-import time
 from collections.abc import Callable
-from pathlib import Path
 
+from bench.common import command, machine, parse_options, timed, write_report
 from games.engine import Action
 from games.mahjong import changsha, xuezhan
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "mahjong_selfplay.md"
+REPORT = "mahjong_selfplay.md"
 Chooser = Callable[[object, int, Stream], Action]
 
 
@@ -69,19 +66,8 @@ def replay(variant, seeds: range, logs: list) -> None:
         state.settlement()
 
 
-def timed(rounds: int, fn: Callable[[], object]) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(rounds):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args()
+    args = parse_options(__doc__)
     hands, rounds = (10, 1) if args.quick else (100, 3)
     seeds = range(9000, 9000 + hands)
     rows, baseline = [], None
@@ -98,18 +84,15 @@ def main() -> None:
     lines = [
         "# Mahjong self-play",
         "",
-        f"`python -m bench.bench_mahjong_selfplay{' --quick' if args.quick else ''}` - "
-        f"{hands} seeded hands per row, best of {rounds}; Python {platform.python_version()}"
-        f" on {platform.machine()}. Baseline (ratio 1.00): random chooser on XueZhan, same "
-        "process.",
+        f"{command('bench_mahjong_selfplay', args.quick)} - {hands} seeded hands per row, "
+        f"best of {rounds}; {machine()}. Baseline (ratio 1.00): random chooser on XueZhan, "
+        "same process.",
         "",
         "| variant | chooser | hands/s | actions/s | ratio vs baseline |",
         "|---|---|---:|---:|---:|",
     ]
     lines += [f"| {v} | {n} | {h:.1f} | {a:.0f} | {r:.2f} |" for v, n, h, a, r in rows]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.report(REPORT), lines)
 
 
 if __name__ == "__main__":

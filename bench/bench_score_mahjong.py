@@ -9,18 +9,16 @@ bench/reports/score_mahjong.md.
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
-from pathlib import Path
 
+from bench.common import best_of, command, machine, parse_options, write_report
 from games.mahjong.score_changsha import score_changsha
 from games.mahjong.score_common import WinContext
 from games.mahjong.score_xuezhan import score_xuezhan, xuezhan_waits
 from games.mahjong.wincheck import is_win
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "score_mahjong.md"
+REPORT = "score_mahjong.md"
 
 
 def winning_hand(rng: Stream) -> tuple[list[int], int]:
@@ -41,13 +39,6 @@ def winning_hand(rng: Stream) -> tuple[list[int], int]:
             win = tiles[rng.below(len(tiles))]
             counts[win] -= 1
             return counts, win
-
-
-def per_call_us(fn: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def run(n_hands: int, rounds: int) -> list[tuple[str, float, float]]:
@@ -82,25 +73,26 @@ def run(n_hands: int, rounds: int) -> list[tuple[str, float, float]]:
                 trial[tile] += 1
                 is_win(trial)
 
-    win_us = per_call_us(base_win, rounds) / n_hands
-    waits_us = per_call_us(base_waits, rounds) / n_hands
+    def us_per_hand(fn: Callable[[], None]) -> float:
+        return best_of(rounds, fn) / n_hands * 1e6
+
+    win_us, waits_us = us_per_hand(base_win), us_per_hand(base_waits)
     return [
-        ("score_xuezhan", per_call_us(xz, rounds) / n_hands, win_us),
-        ("score_changsha", per_call_us(cs, rounds) / n_hands, win_us),
-        ("xuezhan_waits", per_call_us(waits, rounds) / n_hands, waits_us),
+        ("score_xuezhan", us_per_hand(xz), win_us),
+        ("score_changsha", us_per_hand(cs), win_us),
+        ("xuezhan_waits", us_per_hand(waits), waits_us),
     ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args()
+    args = parse_options(__doc__)
     n_hands, rounds = (200, 2) if args.quick else (2000, 5)
     rows = run(n_hands, rounds)
     lines = [
         "# Mahjong hand scoring",
         "",
-        f"{n_hands} seeded random winning hands (no melds), {rounds} rounds, one process.",
+        f"{command('bench_score_mahjong', args.quick)} on {machine()}: {n_hands} seeded "
+        f"random winning hands (no melds), best of {rounds} rounds, one process.",
         "Baseline: the core's `is_win` on the same hands (x27 for a waits list).",
         "",
         "| call | µs per hand | baseline µs | ratio |",
@@ -108,9 +100,7 @@ def main() -> None:
     ]
     for name, us, base in rows:
         lines.append(f"| {name} | {us:.1f} | {base:.2f} | {us / base:.1f}x |")
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    write_report(args.report(REPORT), lines)
 
 
 if __name__ == "__main__":

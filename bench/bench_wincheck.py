@@ -13,20 +13,17 @@ bench/reports/wincheck.md.
 
 from __future__ import annotations
 
-import argparse
-import platform
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from mahjong.agari import Agari
 from mahjong.shanten import Shanten
 
+from bench.common import best_of_each, command, machine, parse_options, write_report
 from games.mahjong import Hand, is_win, shanten
 from games.mahjong.shanten import suit_costs
 from games.rng import Stream, derive
 
-REPORT = Path(__file__).resolve().parent / "reports" / "wincheck.md"
+REPORT = "wincheck.md"
 COPIES = 3  # no quads: the mahjong package does not read a quad as two pairs
 
 
@@ -69,15 +66,9 @@ def corpus(size: int) -> list[list[int]]:
 
 
 def best_rates(fns: Sequence[Callable[[], object]], calls: int, rounds: int) -> list[float]:
-    """Calls per second of each ``fn`` (each performs ``calls`` checks), best of ``rounds``;
-    rounds interleave the functions so that a busy machine slows them alike."""
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return [calls / t for t in best]
+    """Calls per second of each ``fn`` (each performs ``calls`` checks), best of ``rounds``
+    interleaved rounds."""
+    return [calls / t for t in best_of_each(rounds, fns)]
 
 
 def minus_one(hands: Sequence[list[int]]) -> list[list[int]]:
@@ -141,33 +132,29 @@ def run(size: int, rounds: int) -> tuple[list[tuple[str, float, str, float]], di
     return rows, facts
 
 
-def report(rows: list[tuple[str, float, str, float]], facts: dict[str, int]) -> str:
+def report(rows: list[tuple[str, float, str, float]], facts: dict[str, int],
+           quick: bool) -> list[str]:
     lines = [
         "# Mahjong core: win check and shanten",
         "",
         f"{facts['hands']} seeded 14-tile hands without quads ({facts['wins']} winning), "
-        f"best of {facts['rounds']} rounds, one process, Python {platform.python_version()}.",
+        f"best of {facts['rounds']} rounds, one process, {machine()}.",
         "Shanten runs on the same hands minus one tile (13 tiles); the cold run clears the "
         f"per-suit cache first (it holds {facts['suit keys']} entries afterwards).",
-        "Reproduce: `python -m bench.bench_wincheck` (`--quick` for a short run).",
+        f"Reproduce: {command('bench_wincheck', quick)}.",
         "",
         "| check | per second | µs per call | baseline | ratio |",
         "|---|---:|---:|---|---:|",
     ]
     for name, rate, base, ratio in rows:
         lines.append(f"| {name} | {rate:,.0f} | {1e6 / rate:.2f} | {base} | {ratio:.1f}x |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args(argv)
+    args = parse_options(__doc__, argv)
     rows, facts = run(2000, 3) if args.quick else run(20000, 7)
-    text = report(rows, facts)
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(args.report(REPORT), report(rows, facts, args.quick))
 
 
 if __name__ == "__main__":
