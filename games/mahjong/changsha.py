@@ -49,32 +49,32 @@ class ChangshaRules:
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
         return False
 
-    def haidi_due(self, state: Any) -> bool:
+    def haidi_due(self, state: MahjongState) -> bool:
         return state.wall.remaining() == 1
 
     def haidi_compulsory(self, options: Mapping[str, Any]) -> bool:
         return options["haidi_compulsory"]
 
-    def finish(self, state: Any) -> None:
+    def finish(self, state: MahjongState) -> None:
         """A draw game pays nothing more (opening wins are already paid)."""
 
-    def view_extras(self, state: Any) -> dict[str, Any]:
+    def view_extras(self, state: MahjongState) -> dict[str, Any]:
         declared = state.opening.get("declared", {}) if state.opening else {}
         return {"locked": list(state.locked), "haidi": state.haidi,
                 "opening_hu": {k: list(v) for k, v in declared.items()}}
 
-    def filter_discards(self, state: Any, seat: int, held: list[int]) -> list[int]:
+    def filter_discards(self, state: MahjongState, seat: int, held: list[int]) -> list[int]:
         return held
 
-    def discard_reason(self, state: Any, seat: int) -> str:
+    def discard_reason(self, state: MahjongState, seat: int) -> str:
         return "after 开杠 you may only discard the tile you drew"
 
     # ------------------------------------------------------------------ opening wins
 
-    def opening_types(self, state: Any, seat: int) -> tuple[str, ...]:
+    def opening_types(self, state: MahjongState, seat: int) -> tuple[str, ...]:
         return changsha_opening_hu(state.hands[seat], state.options)
 
-    def opening_shown(self, state: Any, seat: int, types: list[str]) -> list[int]:
+    def opening_shown(self, state: MahjongState, seat: int, types: list[str]) -> list[int]:
         """Tiles shown: the quad (大四喜), two triplets (六六顺), else the whole hand."""
         hand = state.hands[seat]
         whole = [t for t in range(27) for _ in range(hand[t])]
@@ -89,7 +89,7 @@ class ChangshaRules:
 
     # ------------------------------------------------------------------ kongs and claims
 
-    def _kong_kinds(self, state: Any, seat: int, tile: int, take: int, source: int | None
+    def _kong_kinds(self, state: MahjongState, seat: int, tile: int, take: int, source: int | None
                     ) -> list[str]:
         """补张 needs a tile left besides the 海底; 开杠 needs its reveals plus the 海底 and a
         ready hand (听牌) once the four are set aside."""
@@ -105,7 +105,7 @@ class ChangshaRules:
                 kinds.append("kaigang")
         return kinds
 
-    def turn_kongs(self, state: Any, seat: int) -> list[Action]:
+    def turn_kongs(self, state: MahjongState, seat: int) -> list[Action]:
         if state.locked[seat]:
             return []
         hand, out = state.hands[seat], []
@@ -117,7 +117,7 @@ class ChangshaRules:
                                                                                take, None)]
         return out
 
-    def claim_kinds(self, state: Any, seat: int, tile: int, source: int) -> set[str]:
+    def claim_kinds(self, state: MahjongState, seat: int, tile: int, source: int) -> set[str]:
         held, kinds = state.hands[seat][tile], set()
         if held >= 2:
             kinds.add("peng")
@@ -127,7 +127,7 @@ class ChangshaRules:
             kinds.add("chi")
         return kinds
 
-    def kaigang_reveal(self, state: Any, kong: dict) -> None:
+    def kaigang_reveal(self, state: MahjongState, kong: dict[str, Any]) -> None:
         """开杠: reveal tiles from the back. A reveal that completes the hand is 杠上开花;
         otherwise they become his discards, open to 杠上炮, and his hand is locked."""
         seat = kong["seat"]
@@ -153,7 +153,7 @@ class ChangshaRules:
 
     # ------------------------------------------------------------------ wins
 
-    def ron_flags(self, state: Any, trigger: str, source: int) -> set[str]:
+    def ron_flags(self, state: MahjongState, trigger: str, source: int) -> set[str]:
         flags = set()
         if trigger == "kaigang_reveal":
             flags.add("kong_shot")
@@ -162,8 +162,8 @@ class ChangshaRules:
             flags.add("earthly")
         return flags
 
-    def score(self, state: Any, seat: int, concealed: list[int], tile: int, win: str,
-              flags: set[str]) -> dict | None:
+    def score(self, state: MahjongState, seat: int, concealed: list[int], tile: int, win: str,
+              flags: set[str]) -> dict[str, Any] | None:
         """(patterns, big_hu, value = X before bonus and birds) or None when not a win."""
         full = list(concealed)
         full[tile] += 1

@@ -66,7 +66,8 @@ class HandCore(ABC):
     haidi: dict[str, Any] | None
     locked: list[bool]
     end_reason: str | None
-    birds: list[int] | None
+    # Changsha birds (扎鸟) once drawn: {"tiles", "origin", "hits", "from_wall"}.
+    birds: dict[str, Any] | None
     extra: dict[str, Any]
 
     # ------------------------------------------------------------------ MahjongState

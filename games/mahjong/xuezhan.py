@@ -47,32 +47,32 @@ class XueZhanRules:
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
         return options["pass_peng_rule"]
 
-    def haidi_due(self, state: Any) -> bool:
+    def haidi_due(self, state: MahjongState) -> bool:
         return False
 
     def haidi_compulsory(self, options: Mapping[str, Any]) -> bool:
         return False
 
-    def view_extras(self, state: Any) -> dict[str, Any]:
+    def view_extras(self, state: MahjongState) -> dict[str, Any]:
         return {"exchange_direction": state.exchange_dir}
 
     # ------------------------------------------------------------------ void suit (定缺)
 
-    def _void(self, state: Any, seat: int) -> int | None:
+    def _void(self, state: MahjongState, seat: int) -> int | None:
         v = state.voids[seat]
         return None if v is None else SUITS.index(v)
 
-    def filter_discards(self, state: Any, seat: int, held: list[int]) -> list[int]:
+    def filter_discards(self, state: MahjongState, seat: int, held: list[int]) -> list[int]:
         void = self._void(state, seat)
         in_void = [t for t in held if suit_of(t) == void]
         return in_void or held
 
-    def discard_reason(self, state: Any, seat: int) -> str:
+    def discard_reason(self, state: MahjongState, seat: int) -> str:
         return f"discard a tile of your void suit ({state.voids[seat]}) first"
 
     # ------------------------------------------------------------------ kongs and claims
 
-    def turn_kongs(self, state: Any, seat: int) -> list[Action]:
+    def turn_kongs(self, state: MahjongState, seat: int) -> list[Action]:
         if state.wall.remaining() == 0:
             return []
         hand, void = state.hands[seat], self._void(state, seat)
@@ -82,7 +82,7 @@ class XueZhanRules:
                 if m.kind == "peng" and hand[m.tiles[0]]]
         return out
 
-    def claim_kinds(self, state: Any, seat: int, tile: int, source: int) -> set[str]:
+    def claim_kinds(self, state: MahjongState, seat: int, tile: int, source: int) -> set[str]:
         if suit_of(tile) == self._void(state, seat):
             return set()
         held, kinds = state.hands[seat][tile], set()
@@ -94,7 +94,7 @@ class XueZhanRules:
 
     # ------------------------------------------------------------------ wins
 
-    def ron_flags(self, state: Any, trigger: str, source: int) -> set[str]:
+    def ron_flags(self, state: MahjongState, trigger: str, source: int) -> set[str]:
         flags = set()
         if trigger == "discard" and state.ctx["shot"] is not None:
             flags.add("kong_shot")
@@ -102,8 +102,8 @@ class XueZhanRules:
             flags.add("last_tile")
         return flags
 
-    def score(self, state: Any, seat: int, concealed: list[int], tile: int, win: str,
-              flags: set[str]) -> dict | None:
+    def score(self, state: MahjongState, seat: int, concealed: list[int], tile: int, win: str,
+              flags: set[str]) -> dict[str, Any] | None:
         """The win's value as a dict (patterns, fan, roots, value = per payer at base 1), or
         None when the hand does not win (void tiles held, not a winning shape)."""
         void = self._void(state, seat)
