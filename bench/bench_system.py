@@ -10,7 +10,7 @@ timeouts, and the CPU each process spent per hand.
 
 Baseline, in the same process: as many hands of each game self-played on the bare engine
 with the same greedy policy (games.bots), no services; "system overhead" is in-process
-hands/s divided by system hands/s. Writes bench/reports/system.md.
+hands/s divided by system hands/s. Writes bench/reports/system.md (`--out DIR` elsewhere).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.common import REPORTS, write_report
 from clients.robot.robot import run_tables
 from games.bots import dadun as dadun_bots
 from games.bots import mahjong as mahjong_bots
@@ -36,7 +37,6 @@ from games.mahjong import changsha, xuezhan
 from games.rng import derive
 from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 
-REPORT = Path(__file__).resolve().parent / "reports" / "system.md"
 GAMES = ("xuezhan", "changsha", "dadun")
 ENGINES = {"xuezhan": (xuezhan, mahjong_bots), "changsha": (changsha, mahjong_bots),
            "dadun": (dadun, dadun_bots)}
@@ -228,7 +228,7 @@ def ms(seconds: float) -> str:
 
 
 def report(runs: list[SystemRun], baseline: Mapping[str, tuple[float, int]], startup: float,
-           command: str) -> str:
+           command: str) -> list[str]:
     lines = [
         "# System throughput: robots through lobby, table, arbiter, records",
         "",
@@ -279,7 +279,7 @@ def report(runs: list[SystemRun], baseline: Mapping[str, tuple[float, int]], sta
     short = [f"{r.game}: {r.hands} of {r.expected}" for r in runs if r.hands < r.expected]
     if failed or short:
         lines += ["", f"Problems: robots failed {failed[:5]}; hands missing {short}."]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -287,15 +287,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1 room, 2 hands per game")
     parser.add_argument("--rooms", type=int, default=8, help="rooms per game (full run)")
     parser.add_argument("--hands", type=int, default=8, help="hands per room (full run)")
+    parser.add_argument("--out", type=Path, default=REPORTS,
+                        help="directory of the report (default: bench/reports)")
     args = parser.parse_args(argv)
     rooms, hands = (1, 2) if args.quick else (args.rooms, args.hands)
     command = "python -m bench.bench_system" + (" --quick" if args.quick else
                                                 f" --rooms {rooms} --hands {hands}")
     runs, baseline, startup = run(rooms, hands)
-    text = report(runs, baseline, startup, command)
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(args.out / "system.md", report(runs, baseline, startup, command))
     if any(r.hands < r.expected for r in runs):
         raise SystemExit("some rooms did not finish their hands: see the report")
 

@@ -16,12 +16,11 @@ Wall time is ``time.perf_counter``; CPU time is ``time.process_time`` of this pr
 for gRPC holds the server AND the client (both run here), and for NATS only the client
 (nats-py); the nats-server child's CPU is read from /proc and reported on its own. Each
 figure is the best of several rounds, and rounds interleave the operations. Ratios are
-against (b), the bidi message. Writes bench/reports/transport.md.
+against (b), the bidi message. Writes bench/reports/transport.md (`--out DIR` elsewhere).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import platform
@@ -29,17 +28,16 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
-from pathlib import Path
 
 import grpc
 import nats
 from nats.js.api import StorageType, StreamConfig
 
+from bench.common import parse_options, write_report
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, table_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
 from services.common.server import start_service
 
-REPORT = Path(__file__).resolve().parent / "reports" / "transport.md"
 TICK = os.sysconf("SC_CLK_TCK")
 STREAM, SUBJECT = "BENCHLOG", "bench.room.1.log"
 # a room log record of typical size (an "act" record, JSON)
@@ -250,7 +248,7 @@ def us(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f}"
 
 
-def report(ops: list[Op], figures: dict[str, Figure], rounds: int, quick: bool) -> str:
+def report(ops: list[Op], figures: dict[str, Figure], rounds: int, quick: bool) -> list[str]:
     base = figures["b"]
     lines = [
         "# Transport cost model",
@@ -290,19 +288,14 @@ def report(ops: list[Op], figures: dict[str, Figure], rounds: int, quick: bool) 
         "JetStream (one in flight), compared here with wall time since the client waits "
         "for the acknowledgement.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    args = parser.parse_args(argv)
-    scale, rounds = (1, 2) if args.quick else (10, 5)
+    opts = parse_options(__doc__, argv)
+    scale, rounds = (1, 2) if opts.quick else (10, 5)
     ops, figures = asyncio.run(measure(scale, rounds))
-    text = report(ops, figures, rounds, args.quick)
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(opts.report("transport.md"), report(ops, figures, rounds, opts.quick))
 
 
 if __name__ == "__main__":
