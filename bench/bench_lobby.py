@@ -13,17 +13,14 @@ Writes bench/reports/lobby.md.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import platform
 import time
-from dataclasses import replace
-from pathlib import Path
 
 import grpc
 import nats
 
+from bench.common import command, machine, parse_options, write_report
 from paiju.frames import client_frame, server_frame
 from paiju.v1 import (
     client_pb2,
@@ -35,12 +32,12 @@ from paiju.v1 import (
     table_pb2_grpc,
 )
 from services.common import bus
-from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
+from tests.support.lobbykit import ConnectStream, lobby_config
 
-REPORT = Path(__file__).resolve().parent / "reports" / "lobby.md"
+REPORT = "lobby.md"
 ROOM = 500001
 SECRET = "bench"
 
@@ -56,20 +53,12 @@ class Profiles(records_pb2_grpc.RecordsServicer):
         return records_pb2.PlayerRecord(user_id=req.user_id, nickname="b")
 
 
-class BenchClient:
-    def __init__(self, address: str) -> None:
-        self.channel = grpc.aio.insecure_channel(address)
-        self.call = self.channel.stream_stream(
-            "/paiju.v1.Lobby/Connect", request_serializer=client_pb2.ClientFrame.SerializeToString,
-            response_deserializer=client_pb2.ServerFrame.FromString)()
-        self.seq = 0
-
+class BenchClient(ConnectStream):
     async def ask(self, payload) -> client_pb2.ServerFrame:  # type: ignore[no-untyped-def]
-        self.seq += 1
-        await self.call.write(client_frame(payload, seq=self.seq))
+        seq = await self.send(payload)
         while True:
             frame = await self.call.read()
-            if frame.reply_to == self.seq:
+            if frame.reply_to == seq:
                 return frame
 
 
@@ -139,7 +128,7 @@ async def plain_fan_out(nc, url: str, sessions: int, events: int) -> float:  # t
     return elapsed
 
 
-async def run(quick: bool) -> str:
+async def run(quick: bool) -> list[str]:
     # a burst stays under the session outbox limit: beyond it the lobby disconnects the
     # clients that cannot keep up, by design (services/lobby/sessions.py)
     n, sessions, events = (300, 4, 200) if quick else (3000, 16, 400)
@@ -155,11 +144,7 @@ async def run(quick: bool) -> str:
         rooms = await bus.ensure_bucket(js, "rooms")
         await rooms.put(str(ROOM), json.dumps({"room_id": ROOM, "address": address,
                                                "room": {"room_id": ROOM}}).encode())
-        cfg = load_config("test")
-        cfg = replace(cfg, nats=replace(cfg.nats, url=natsd.url),
-                      lobby=replace(cfg.lobby, token_secret=SECRET),
-                      records=replace(cfg.records, host="127.0.0.1", port=port))
-        lobby = await start(cfg, port=0, metrics_port=-1)
+        lobby = await start(lobby_config(natsd.url, address, SECRET), port=0, metrics_port=-1)
         clients = []
         for uid in range(1, sessions + 1):
             client = BenchClient(f"127.0.0.1:{lobby.port}")
@@ -177,12 +162,11 @@ async def run(quick: bool) -> str:
         await nc.close()
         await backend.stop(0)
     deliveries = sessions * events
-    return "\n".join([
+    return [
         "# Lobby benchmark",
         "",
-        f"`python -m bench.bench_lobby{' --quick' if quick else ''}` on "
-        f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}; client, lobby, table and nats-server on one machine "
+        f"{command('bench_lobby', quick)} on {machine()}; client, lobby, table and "
+        "nats-server on one machine "
         "(the clients and the echo table share the lobby's process and event loop).",
         "",
         "| measure | items | µs per item | ratio |",
@@ -195,18 +179,12 @@ async def run(quick: bool) -> str:
         f"{t_plain / deliveries * 1e6:.1f} | 1.00 |",
         f"| room events NATS -> lobby -> {sessions} client streams | {deliveries} deliveries | "
         f"{t_fan / deliveries * 1e6:.1f} | {t_fan / t_plain:.2f} |",
-        "",
-    ])
+    ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a short run")
-    quick = parser.parse_args().quick
-    report = asyncio.run(run(quick))
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(report, encoding="utf-8")
-    print(report)
+    options = parse_options(__doc__)
+    write_report(options.report(REPORT), asyncio.run(run(options.quick)))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import itertools
 import json
 import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,10 @@ from paiju.v1 import (
     table_pb2_grpc,
 )
 from services.common import bus
-from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
+from tests.support.lobbykit import ConnectStream, lobby_config
 from tests.support.procs import make_service
 
 E = common_pb2
@@ -205,22 +205,13 @@ class FakeTable(table_pb2_grpc.TableServicer):
 
 # -- a client of Lobby.Connect ------------------------------------------------------------
 
-class Client:
+class Client(ConnectStream):
+    """The Connect stream with checks: every frame read is kept in ``seen``, and server seq
+    numbers must increase by one."""
+
     def __init__(self, address: str) -> None:
-        self.channel = grpc.aio.insecure_channel(address)
-        self.call = self.channel.stream_stream(
-            "/paiju.v1.Lobby/Connect", request_serializer=None,
-            response_deserializer=client_pb2.ServerFrame.FromString)()
-        self.seq = 0
+        super().__init__(address)
         self.seen: list[client_pb2.ServerFrame] = []
-
-    async def send(self, payload: Any) -> int:
-        self.seq += 1
-        await self.call.write(client_frame(payload, seq=self.seq).SerializeToString())
-        return self.seq
-
-    async def send_raw(self, data: bytes) -> None:
-        await self.call.write(data)
 
     async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
         frame = await asyncio.wait_for(self.call.read(), timeout)
@@ -264,10 +255,6 @@ class Client:
                     return True
         return await asyncio.wait_for(drain(), timeout)
 
-    async def close(self) -> None:
-        self.call.cancel()
-        await self.channel.close()
-
 
 def code_of(frame: client_pb2.ServerFrame) -> int:
     assert frame.WhichOneof("payload") == "ret", frame
@@ -293,10 +280,7 @@ class World:
         return self.tables[0]
 
     async def lobby(self, **lobby_cfg: Any) -> str:
-        cfg = load_config("test")
-        cfg = replace(cfg, nats=replace(cfg.nats, url=self.nats.url),
-                      lobby=replace(cfg.lobby, token_secret=SECRET, **lobby_cfg),
-                      records=replace(cfg.records, host="127.0.0.1", port=self.backend_port))
+        cfg = lobby_config(self.nats.url, f"127.0.0.1:{self.backend_port}", SECRET, **lobby_cfg)
         host = await start(cfg, port=0, metrics_port=0)
         self.lobbies.append(host)
         return f"127.0.0.1:{host.port}"

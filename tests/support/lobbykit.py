@@ -1,0 +1,48 @@
+"""A lobby under test or under measurement: its configuration against a given NATS server and
+records address, and a bare client of its Connect stream. Shared by the lobby's service tests
+(tests/service/test_lobby*.py) and bench/bench_lobby.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import grpc
+
+from paiju.frames import client_frame
+from paiju.v1 import client_pb2
+from services.common.config import Config, load_config
+
+
+def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any) -> Config:
+    """The test configuration with the given NATS URL, records dial address, token secret
+    and other lobby keys."""
+    cfg = load_config("test")
+    return replace(cfg, nats=replace(cfg.nats, url=nats_url),
+                   lobby=replace(cfg.lobby, token_secret=secret, **lobby),
+                   records=replace(cfg.records, address=records_address))
+
+
+class ConnectStream:
+    """One Lobby.Connect stream and nothing more (no reader task): frames go out numbered by
+    ``seq``; whoever reads ``call`` gets the server's frames in order."""
+
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.aio.insecure_channel(address)
+        self.call = self.channel.stream_stream(
+            "/paiju.v1.Lobby/Connect", request_serializer=None,
+            response_deserializer=client_pb2.ServerFrame.FromString)()
+        self.seq = 0
+
+    async def send(self, payload: Any) -> int:
+        """Send ``payload`` in the next numbered frame; its seq."""
+        self.seq += 1
+        await self.call.write(client_frame(payload, seq=self.seq).SerializeToString())
+        return self.seq
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.call.write(data)
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await self.channel.close()
