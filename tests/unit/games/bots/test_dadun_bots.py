@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from games.bots.dadun import greedy_policy, random_policy
 from games.dadun import game
-from games.dadun.cards import full_deck, parse_cards, rank_of
+from games.dadun.cards import parse_cards, rank_of
 from games.engine import Action
 from games.rng import Stream, derive
-
-NO = Action("choose_alone", choice="no")
-
-
-def make_deal(fixed: dict[int, str]) -> list[list[int]]:
-    """The fixed cards, the rest dealt round-robin in code order (no bombs in the filler)."""
-    hands = {s: parse_cards(fixed.get(s, "")) for s in range(4)}
-    rest = Counter(full_deck()) - Counter(c for h in hands.values() for c in h)
-    seat = 0
-    for code in sorted(rest.elements()):
-        while len(hands[seat]) >= 27:
-            seat = (seat + 1) % 4
-        hands[seat].append(code)
-        seat = (seat + 1) % 4
-    return [hands[s] for s in range(4)]
+from tests.unit.games.dadun.helpers import NO, make_deal
 
 
 def play_deal(seed: int, greedy_seats: set[int], check_legal: bool = False):

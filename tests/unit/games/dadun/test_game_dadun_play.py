@@ -6,30 +6,13 @@ ones (``position``), so that each rule shows in a few moves.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
 from games.dadun import game
-from games.dadun.cards import card_name, full_deck, parse_cards
+from games.dadun.cards import card_name, parse_cards
 from games.dadun.legal import iter_legal_plays
 from games.engine import Action, BadInput, HandOver, IllegalAction, NotYourTurn, StaleRef
-
-NO = Action("choose_alone", choice="no")
-YES = Action("choose_alone", choice="yes")
-
-
-def make_deal(fixed: dict[int, str]) -> list[list[int]]:
-    """The fixed cards, the rest dealt round-robin in code order (no bombs in the filler)."""
-    hands = {s: parse_cards(fixed.get(s, "")) for s in range(4)}
-    rest = Counter(full_deck()) - Counter(c for h in hands.values() for c in h)
-    seat = 0
-    for code in sorted(rest.elements()):
-        while len(hands[seat]) >= 27:
-            seat = (seat + 1) % 4
-        hands[seat].append(code)
-        seat = (seat + 1) % 4
-    return [hands[s] for s in range(4)]
+from tests.unit.games.dadun.helpers import NO, YES, make_deal
 
 
 def start(options=None, alone=None, fixed=None, hands=None, catch=None):
