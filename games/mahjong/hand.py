@@ -69,6 +69,7 @@ class Hand:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Hand) and self._counts == other._counts
 
+    # Mutable and compared by value, so unhashable; typeshed declares __hash__ a method.
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
