@@ -10,18 +10,14 @@ bench/reports/dadun_selfplay.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from bench.common import best_of, command, machine, parse_options, write_report
+from bench.common import best_of, command, machine, parse_options, timed, write_report
+from bench.selfplay import Chooser, play, replay
 from games.bots.dadun import greedy_policy, random_policy
 from games.dadun import game
-from games.engine import Action
-from games.rng import Stream, derive
 
 REPORT = "dadun_selfplay.md"
-Policy = Callable[[object, int, Stream], Action]
 
-MIXES: dict[str, Policy] = {
+MIXES: dict[str, Chooser] = {
     "random bots (baseline)": lambda s, seat, rng: random_policy(s, seat, rng),
     "greedy bots": lambda s, seat, rng: greedy_policy(s, seat),
     "greedy 0/2 vs random 1/3": lambda s, seat, rng: (
@@ -30,46 +26,17 @@ MIXES: dict[str, Policy] = {
 }
 
 
-def play(seeds: range, policy: Policy) -> tuple[int, list[list[tuple[int, Action]]]]:
-    """Play every seeded deal to the end; the number of actions and the action logs."""
-    actions, logs = 0, []
-    for seed in seeds:
-        state = game.new_hand({}, seed, seed % 4)
-        state.deal_events()
-        rng = Stream(derive(seed, "bench"))
-        log = []
-        while not state.is_over():
-            (seat,) = state.to_act()
-            action = policy(state, seat, rng)
-            state.apply(seat, action)
-            log.append((seat, action))
-        state.settlement()
-        actions += len(log)
-        logs.append(log)
-    return actions, logs
-
-
-def replay(seeds: range, logs: list[list[tuple[int, Action]]]) -> None:
-    for seed, log in zip(seeds, logs, strict=True):
-        state = game.new_hand({}, seed, seed % 4)
-        state.deal_events()
-        for seat, action in log:
-            state.apply(seat, action)
-        state.settlement()
-
-
 def main() -> None:
     args = parse_options(__doc__)
     deals, rounds = (20, 1) if args.quick else (150, 3)
     seeds = range(5000, 5000 + deals)
     rows = []
     for name, policy in MIXES.items():
-        actions, logs = play(seeds, policy)
-        secs = best_of(rounds, lambda p=policy: play(seeds, p))
+        secs, (actions, logs) = timed(rounds, lambda p=policy: play(game, seeds, p))
         rows.append((name, actions, secs))
         if name.startswith("random"):
             random_logs, random_actions = logs, actions
-    engine_secs = best_of(rounds, lambda: replay(seeds, random_logs))
+    engine_secs = best_of(rounds, lambda: replay(game, seeds, random_logs))
     rows.append(("engine only: replay of the random deals", random_actions, engine_secs))
     baseline = deals / rows[0][2]
     lines = [

@@ -11,15 +11,14 @@ bench/reports/mahjong_selfplay.md.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 
 from bench.common import command, machine, parse_options, timed, write_report
+from bench.selfplay import Chooser, play, replay
 from games.engine import Action
 from games.mahjong import changsha, xuezhan
-from games.rng import Stream, derive
+from games.rng import Stream
 
 REPORT = "mahjong_selfplay.md"
-Chooser = Callable[[object, int, Stream], Action]
 
 
 def random_chooser(state, seat: int, rng: Stream) -> Action:
@@ -37,33 +36,6 @@ def choosers() -> dict[str, Chooser]:
         out["greedy bot"] = lambda s, seat, rng: bots.greedy_policy(s, seat)
     out["entrust (default_action)"] = lambda s, seat, rng: s.default_action(seat)
     return out
-
-
-def play(variant, seeds: range, chooser: Chooser) -> tuple[int, list]:
-    actions, logs = 0, []
-    for seed in seeds:
-        state = variant.new_hand({}, seed, seed % 4)
-        state.deal_events()
-        rng = Stream(derive(seed, "bench"))
-        log = []
-        while not state.is_over():
-            acting = state.to_act()
-            seat = acting[rng.below(len(acting))]
-            action = chooser(state, seat, rng)
-            state.apply(seat, action)
-            log.append((seat, action))
-        state.settlement()
-        actions += len(log)
-        logs.append(log)
-    return actions, logs
-
-
-def replay(variant, seeds: range, logs: list) -> None:
-    for seed, log in zip(seeds, logs, strict=True):
-        state = variant.new_hand({}, seed, seed % 4)
-        for seat, action in log:
-            state.apply(seat, action)
-        state.settlement()
 
 
 def main() -> None:
