@@ -2,7 +2,9 @@
 
 Client frames are parsed here (not by gRPC) so that undecodable bytes get ERR_BAD_FRAME and
 the session goes on. Each stream has a reader task that handles frames one at a time, in
-order, and a writer (this generator) that numbers and sends the session's outbound frames.
+order, and a writer (a generator) that numbers and sends the session's outbound frames.
+``serve_session`` is that pair for any transport: the WebSocket front door (ws.py) runs its
+connections through it too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -30,6 +33,64 @@ log = logging.getLogger("paiju.lobby.server")
 SERVICE = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
 
 
+@dataclass(frozen=True)
+class BadFrame:
+    """A client message that is not a ClientFrame; ``reason`` goes back in ERR_BAD_FRAME."""
+
+    reason: str
+
+
+Incoming = client_pb2.ClientFrame | BadFrame
+
+
+def decode_binary(raw: bytes) -> Incoming:
+    """One serialized ClientFrame (gRPC message or binary WebSocket message)."""
+    frame = client_pb2.ClientFrame()
+    try:
+        frame.ParseFromString(raw)
+    except DecodeError:
+        return BadFrame("undecodable frame")
+    return frame
+
+
+async def serve_session(app: LobbyApp, session: Session,
+                        incoming: AsyncIterator[Incoming]) -> AsyncIterator[client_pb2.ServerFrame]:
+    """The life of one client connection, whatever carries it (a Connect stream or a
+    WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
+    generator yields the session's outbound frames, numbered, until the session closes."""
+    session.task = asyncio.current_task()
+    app.hub.add(session)
+    reader = asyncio.create_task(_read(app, session, incoming))
+    try:
+        while (frame := await session.outbox.next()) is not None:
+            metrics.FRAMES_OUT.labels(str(frame.event_id)).inc()
+            yield session.stamp(frame)
+    except asyncio.CancelledError:
+        return  # disconnected (a client that does not read) or shutting down
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await reader
+        await app.session_ended(session)
+
+
+async def _read(app: LobbyApp, session: Session, incoming: AsyncIterator[Incoming]) -> None:
+    try:
+        async for item in incoming:
+            session.touch()
+            if isinstance(item, BadFrame):
+                metrics.FRAMES_IN.labels("0").inc()
+                session.send(error_frame(common_pb2.ERR_BAD_FRAME, item.reason))
+                continue
+            await dispatch(app, session, item)
+            if session.outbox.closed:
+                return
+    except grpc.aio.AioRpcError:
+        pass  # the client went away
+    finally:
+        session.close()
+
+
 class LobbyService:
     def __init__(self, app: LobbyApp) -> None:
         self.app = app
@@ -37,39 +98,10 @@ class LobbyService:
     async def Connect(self, requests: AsyncIterator[bytes],  # noqa: N802 - gRPC method name
                       context: grpc.aio.ServicerContext) -> AsyncIterator[client_pb2.ServerFrame]:
         session = Session(peer_ip=peer_ip(context.peer()))
-        session.task = asyncio.current_task()
-        self.app.hub.add(session)
-        reader = asyncio.create_task(self._read(session, requests))
-        try:
-            while (frame := await session.outbox.next()) is not None:
-                metrics.FRAMES_OUT.labels(str(frame.event_id)).inc()
-                yield session.stamp(frame)
-        except asyncio.CancelledError:
-            return  # disconnected (a client that does not read) or shutting down
-        finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
-            await self.app.session_ended(session)
-
-    async def _read(self, session: Session, requests: AsyncIterator[bytes]) -> None:
-        try:
-            async for raw in requests:
-                session.touch()
-                frame = client_pb2.ClientFrame()
-                try:
-                    frame.ParseFromString(raw)
-                except DecodeError:
-                    metrics.FRAMES_IN.labels("0").inc()
-                    session.send(error_frame(common_pb2.ERR_BAD_FRAME, "undecodable frame"))
-                    continue
-                await dispatch(self.app, session, frame)
-                if session.outbox.closed:
-                    return
-        except grpc.aio.AioRpcError:
-            pass  # the client went away
-        finally:
-            session.close()
+        incoming = (decode_binary(raw) async for raw in requests)
+        async with contextlib.aclosing(serve_session(self.app, session, incoming)) as frames:
+            async for frame in frames:
+                yield frame
 
 
 def register_lobby(server: grpc.aio.Server, service: LobbyService) -> str:
@@ -96,4 +128,22 @@ async def start(cfg: Config, *, port: int | None = None,
         raise
     host.on_stop.append(app.close)
     host.app = app  # type: ignore[attr-defined]
+    await _start_ws(cfg, app, host)
     return host
+
+
+async def _start_ws(cfg: Config, app: LobbyApp, host: ServiceHost) -> None:
+    """The WebSocket front door next to the gRPC port (``lobby.ws_port``; -1 = off): its
+    bound port is ``host.ws_port``; it stops (closing its sessions) before the app closes."""
+    from services.lobby.ws import WsFront  # ws.py builds on serve_session above
+
+    host.ws_port = -1  # type: ignore[attr-defined]
+    if cfg.lobby.ws_port < 0:
+        return
+    front = WsFront(app)
+    try:
+        host.ws_port = await front.start(cfg.lobby.host, cfg.lobby.ws_port)  # type: ignore[attr-defined]
+    except BaseException:
+        await host.stop(0)
+        raise
+    host.on_stop.append(front.stop)

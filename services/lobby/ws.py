@@ -1,0 +1,142 @@
+"""The lobby's WebSocket front door (aiohttp) and the static browser client.
+
+``GET /ws`` upgrades to a WebSocket that carries exactly the ``Lobby.Connect`` protocol, one
+connection = one Session through the same login, dispatch and outbox code
+(``server.serve_session``):
+
+- a binary message is one serialized ClientFrame; a text message is one ClientFrame in
+  proto3 JSON (field names as in the .proto, e.g. ``{"seq": 1, "login": {"token": "..."}}``);
+- replies and pushes use the format of the client's latest message (binary until a text
+  message arrives; ``/ws?format=json`` starts in JSON): binary ServerFrames, or ServerFrame
+  JSON with the .proto field names (int64 values are strings, defaults are omitted);
+- a message that is not a ClientFrame gets ERR_BAD_FRAME and the session goes on;
+- closing the socket ends the session like a closed stream (offline to the table).
+
+The client IP (geo, same-IP alerts) is the socket's peer address; no proxy header is trusted.
+``GET /`` is ``clients/web/index.html``, ``GET /static/*`` the rest of ``clients/web/``,
+``GET /healthz`` answers 200 while the server runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import WSMsgType, web
+from google.protobuf import json_format
+
+from paiju.v1 import client_pb2
+from services.lobby.app import LobbyApp
+from services.lobby.server import BadFrame, Incoming, decode_binary, serve_session
+from services.lobby.sessions import Session
+
+log = logging.getLogger("paiju.lobby.ws")
+
+WEB_ROOT = Path(__file__).resolve().parents[2] / "clients" / "web"
+MAX_MESSAGE = 1 << 20        # a client frame is small; refuse (close) anything above 1 MiB
+SHUTDOWN_SECONDS = 2.0       # handlers still running this long after stop are cancelled
+
+
+def decode_text(text: str) -> Incoming:
+    """One ClientFrame in proto3 JSON; unknown fields and bad JSON are a BadFrame."""
+    try:
+        return json_format.Parse(text, client_pb2.ClientFrame())
+    except json_format.ParseError as exc:
+        return BadFrame(f"bad JSON frame: {exc}")
+
+
+def encode(frame: client_pb2.ServerFrame, as_json: bool) -> str | bytes:
+    if as_json:
+        return json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
+    return frame.SerializeToString()
+
+
+@dataclass
+class Wire:
+    """The reply format of one connection: JSON text or protobuf binary."""
+
+    json: bool = False
+
+
+async def incoming(ws: web.WebSocketResponse, wire: Wire) -> AsyncIterator[Incoming]:
+    """The decoded client messages of one socket until it closes or fails."""
+    async for msg in ws:
+        if msg.type == WSMsgType.BINARY:
+            wire.json = False
+            yield decode_binary(msg.data)
+        elif msg.type == WSMsgType.TEXT:
+            wire.json = True
+            yield decode_text(msg.data)
+        else:  # ERROR (e.g. a message above MAX_MESSAGE): the socket is unusable
+            log.info("websocket error", extra={"error": str(ws.exception())})
+            return
+
+
+class WsFront:
+    """The aiohttp server: ``start`` binds and returns the port, ``stop`` closes the live
+    sessions (their queued frames still go out) and then the server."""
+
+    def __init__(self, app: LobbyApp, web_root: Path = WEB_ROOT) -> None:
+        self.app = app
+        self.web_root = web_root
+        self.sessions: set[Session] = set()
+        self._runner: web.AppRunner | None = None
+
+    def routes(self) -> web.Application:
+        webapp = web.Application()
+        webapp.router.add_get("/ws", self.connect)
+        webapp.router.add_get("/healthz", self.healthz)
+        if self.web_root.is_dir():
+            webapp.router.add_get("/", self.index)
+            webapp.router.add_static("/static/", self.web_root)
+        else:
+            log.warning("no web client to serve", extra={"path": str(self.web_root)})
+        return webapp
+
+    async def start(self, host: str, port: int) -> int:
+        self._runner = web.AppRunner(self.routes(), access_log=None,
+                                     shutdown_timeout=SHUTDOWN_SECONDS)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound = int(self._runner.addresses[0][1])
+        log.info("websocket front door started", extra={"ws_port": bound})
+        return bound
+
+    async def stop(self) -> None:
+        for session in list(self.sessions):
+            session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def index(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(self.web_root / "index.html")
+
+    async def connect(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
+        await ws.prepare(request)
+        wire = Wire(json=request.query.get("format") == "json")
+        session = Session(peer_ip=request.remote or "")
+        self.sessions.add(session)
+        try:
+            frames = serve_session(self.app, session, incoming(ws, wire))
+            async with contextlib.aclosing(frames):
+                async for frame in frames:
+                    data = encode(frame, wire.json)
+                    if isinstance(data, str):
+                        await ws.send_str(data)
+                    else:
+                        await ws.send_bytes(data)
+        except ConnectionError:
+            pass  # the peer went away while we were sending
+        finally:
+            self.sessions.discard(session)
+        await ws.close()
+        return ws
