@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -36,7 +38,7 @@ class ServiceHost:
     metrics_port: int
     service_names: tuple[str, ...]
     on_stop: list[Hook] = field(default_factory=list)
-    _metrics_server: object | None = None
+    _metrics_server: tuple[Any, threading.Thread] | None = None  # (WSGI server, its thread)
 
     async def set_serving(self, serving: bool) -> None:
         status = (health_pb2.HealthCheckResponse.SERVING if serving
@@ -53,7 +55,7 @@ class ServiceHost:
             except Exception:  # a failing hook must not block the others
                 log.exception("shutdown hook failed")
         if self._metrics_server is not None:
-            server, thread = self._metrics_server  # type: ignore[misc]
+            server, thread = self._metrics_server
             server.shutdown()
             thread.join(timeout=2)
 
