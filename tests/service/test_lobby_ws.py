@@ -1,0 +1,373 @@
+"""The lobby's WebSocket front door: the Connect protocol over ``/ws`` in protobuf binary and
+in proto3 JSON text, malformed messages, kicks across transports, offline on close, the
+static web client, and a whole hand played over JSON frames against three robots on a real
+table. The in-test table and records of test_lobby.py stand in where a real one is not
+needed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from google.protobuf import json_format
+
+from clients.robot.robot import Robot
+from paiju.frames import client_frame, hand_over_data
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
+from services.arbiter.server import start as start_arbiter
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.lobby import tokens
+from services.lobby.server import start as start_lobby
+from services.table.server import start as start_table
+from tests.service.test_lobby import SECRET, FakeRecords, World, code_of, open_world
+
+E = common_pb2
+
+
+class WsClient:
+    """A WebSocket client of the lobby that speaks binary frames or JSON text frames and
+    keeps every frame it receives (decoded to a ServerFrame) and the raw JSON objects."""
+
+    def __init__(self, http: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse,
+                 as_json: bool) -> None:
+        self.http, self.ws, self.as_json = http, ws, as_json
+        self.seq = 0
+        self.seen: list[client_pb2.ServerFrame] = []
+        self.raw_json: list[dict[str, Any]] = []
+
+    @classmethod
+    async def open(cls, port: int, *, as_json: bool = False) -> WsClient:
+        http = aiohttp.ClientSession()
+        ws = await http.ws_connect(f"http://127.0.0.1:{port}/ws")
+        return cls(http, ws, as_json)
+
+    async def send(self, payload: Any) -> int:
+        self.seq += 1
+        frame = client_frame(payload, seq=self.seq)
+        if self.as_json:
+            await self.ws.send_str(json_format.MessageToJson(frame, indent=None))
+        else:
+            await self.ws.send_bytes(frame.SerializeToString())
+        return self.seq
+
+    async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
+        msg = await self.ws.receive(timeout)
+        if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING,
+                        aiohttp.WSMsgType.CLOSED):
+            return None
+        if msg.type == aiohttp.WSMsgType.TEXT:
+            assert self.as_json, "a text reply to a binary client"
+            data = json.loads(msg.data)
+            self.raw_json.append(data)
+            frame = json_format.ParseDict(data, client_pb2.ServerFrame())
+        else:
+            assert msg.type == aiohttp.WSMsgType.BINARY and not self.as_json, msg
+            frame = client_pb2.ServerFrame.FromString(msg.data)
+        assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
+        self.seen.append(frame)
+        return frame
+
+    async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        async def scan() -> client_pb2.ServerFrame:
+            while True:
+                frame = await self.recv(timeout)
+                assert frame is not None, "socket closed"
+                if test(frame):
+                    return frame
+        return await asyncio.wait_for(scan(), timeout)
+
+    async def request(self, payload: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        seq = await self.send(payload)
+        return await self.until(lambda f: f.reply_to == seq, timeout)
+
+    async def login(self, user_id: int) -> client_pb2.ServerFrame:
+        reply = await self.request(lobby_msgs_pb2.Login(token=tokens.mint(user_id, SECRET, 600)))
+        assert reply.WhichOneof("payload") == "login_ok", reply
+        return reply
+
+    async def closed(self, timeout: float = 10.0) -> bool:
+        async def drain() -> bool:
+            while await self.recv(timeout) is not None:
+                pass
+            return True
+        return await asyncio.wait_for(drain(), timeout)
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.http.close()
+
+
+@contextlib.asynccontextmanager
+async def ws_clients() -> AsyncIterator[list[WsClient]]:
+    clients: list[WsClient] = []
+    try:
+        yield clients
+    finally:
+        for c in clients:
+            await c.close()
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
+
+
+async def ws_lobby(world: World) -> tuple[str, int]:
+    """A lobby with its WebSocket port on a free port: (gRPC address, ws port)."""
+    address = await world.lobby(ws_port=0)
+    port = world.lobbies[-1].ws_port
+    assert port > 0
+    return address, port
+
+
+# -- the protocol over the socket -------------------------------------------------------------
+
+async def test_login_and_requests_with_binary_frames(world: World) -> None:
+    _, port = await ws_lobby(world)
+    async with ws_clients() as clients:
+        c = await WsClient.open(port)
+        clients.append(c)
+        ok = (await c.login(101)).login_ok
+        assert ok.player.user_id == 101
+        assert ok.player.ip == "127.0.0.1"          # the socket's peer
+        beat = await c.request(lobby_msgs_pb2.HeartBeat(client_time_ms=77))
+        assert beat.heartbeat.client_time_ms == 77
+        room = await world.table.add_room()
+        joined = await c.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+        assert joined.room_joined.room.room_id == room.room_id
+        assert world.table.of_kind("join_room", 101)[0].profile.ip == "127.0.0.1"
+
+
+async def test_login_and_requests_with_json_text_frames(world: World) -> None:
+    _, port = await ws_lobby(world)
+    room = await world.table.add_room()
+    async with ws_clients() as clients:
+        c = await WsClient.open(port, as_json=True)
+        clients.append(c)
+        token = tokens.mint(102, SECRET, 600)
+        # written by hand, as a browser would, with the .proto field names
+        await c.ws.send_str(json.dumps({"seq": 1, "login": {"token": token}}))
+        ok = await c.until(lambda f: f.reply_to == 1)
+        assert ok.login_ok.player.user_id == 102
+        raw = c.raw_json[-1]
+        assert raw["login_ok"]["player"]["user_id"] == "102"   # proto3 JSON: int64 as text
+        assert raw["reply_to"] == "1" and raw["event_id"] == 1003
+        await c.ws.send_str(json.dumps({"seq": 2, "join_room": {"room_id": str(room.room_id)}}))
+        joined = await c.until(lambda f: f.reply_to == 2)
+        assert joined.room_joined.room.room_id == room.room_id
+        assert c.raw_json[-1]["room_joined"]["room"]["game"] == "XUEZHAN"
+        c.seq = 2
+        listed = await c.request(lobby_msgs_pb2.AskRoomList())
+        assert room.room_id in [r.room_id for r in listed.room_list.items]
+
+
+async def test_malformed_messages_get_bad_frame_and_the_session_goes_on(world: World) -> None:
+    _, port = await ws_lobby(world)
+    async with ws_clients() as clients:
+        c = await WsClient.open(port)
+        clients.append(c)
+        await c.ws.send_bytes(b"\xff\xff\xff")                           # not protobuf
+        assert code_of(await c.recv()) == E.ERR_BAD_FRAME
+        await c.login(103)
+        await c.ws.send_bytes(client_pb2.ClientFrame(seq=50).SerializeToString())  # no payload
+        assert code_of(await c.until(lambda f: f.reply_to == 50)) == E.ERR_BAD_FRAME
+        c.as_json = True
+        for text in ("not json", '{"seq": 60, "no_such_field": {}}', '[1, 2]',
+                     '{"seq": "x", "heartbeat": {}}'):
+            await c.ws.send_str(text)
+            bad = await c.recv()
+            assert code_of(bad) == E.ERR_BAD_FRAME, text
+            assert bad.ret.message.startswith("bad JSON frame")
+        await c.ws.send_str('{"seq": 61}')                               # JSON, no payload
+        assert code_of(await c.until(lambda f: f.reply_to == 61)) == E.ERR_BAD_FRAME
+        c.seq = 70
+        assert (await c.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+        c.as_json = False
+        assert (await c.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+async def test_commands_before_login_are_refused_over_the_socket(world: World) -> None:
+    _, port = await ws_lobby(world)
+    async with ws_clients() as clients:
+        c = await WsClient.open(port, as_json=True)
+        clients.append(c)
+        reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+        assert code_of(reply) == E.ERR_NOT_LOGGED_IN
+        bad = await c.request(lobby_msgs_pb2.Login(token="1.2.3"))
+        assert code_of(bad) == E.ERR_BAD_TOKEN
+        assert await c.closed()
+
+
+# -- one session per user, offline ------------------------------------------------------------
+
+async def test_a_grpc_login_kicks_the_websocket_session(world: World) -> None:
+    address, port = await ws_lobby(world)
+    async with ws_clients() as clients:
+        browser = await WsClient.open(port, as_json=True)
+        clients.append(browser)
+        await browser.login(104)
+        native = await world.client(address)
+        await native.login(104)
+        kick = await browser.until(lambda f: f.HasField("kick_out"))
+        assert kick.kick_out.user_id == 104
+        assert await browser.closed()
+        assert (await native.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+async def test_a_websocket_login_kicks_the_grpc_session(world: World) -> None:
+    address, port = await ws_lobby(world)
+    native = await world.client(address)
+    await native.login(105)
+    async with ws_clients() as clients:
+        browser = await WsClient.open(port)
+        clients.append(browser)
+        await browser.login(105)
+        assert (await native.until(lambda f: f.HasField("kick_out"))).kick_out.user_id == 105
+        assert await native.closed()
+        assert (await browser.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+
+
+async def test_closing_the_socket_sends_offline_for_a_seated_user(world: World) -> None:
+    _, port = await ws_lobby(world)
+    room = await world.table.add_room()
+    browser = await WsClient.open(port)
+    await browser.login(106)
+    await browser.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+    await browser.close()
+    offline = await world.table.wait_for("offline", 106)
+    assert offline.room_id == room.room_id
+    hub = world.lobbies[-1].app.hub
+    for _ in range(100):
+        if 106 not in hub.by_user:
+            break
+        await asyncio.sleep(0.02)
+    assert 106 not in hub.by_user and not hub.sessions
+
+
+async def test_stopping_the_lobby_closes_its_sockets(world: World) -> None:
+    _, port = await ws_lobby(world)
+    async with ws_clients() as clients:
+        c = await WsClient.open(port)
+        clients.append(c)
+        await c.login(107)
+        host = world.lobbies.pop()
+        await host.stop(0.5)
+        assert await c.closed()
+
+
+# -- http ----------------------------------------------------------------------------------
+
+async def test_page_static_files_and_health(world: World) -> None:
+    _, port = await ws_lobby(world)
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{base}/") as r:
+            page = await r.text()
+            assert r.status == 200 and "text/html" in r.headers["Content-Type"]
+        assert "<html" in page.lower() and "/static/app.js" in page
+        async with http.get(f"{base}/static/app.js") as r:
+            assert r.status == 200 and "new WebSocket" in await r.text()
+        async with http.get(f"{base}/healthz") as r:
+            assert r.status == 200
+        for missing in ("/static/nope.js", "/static/../../pyproject.toml", "/nope"):
+            async with http.get(f"{base}{missing}") as r:
+                assert r.status in (403, 404), missing
+
+
+async def test_the_socket_is_off_with_port_minus_one(world: World) -> None:
+    await world.lobby()
+    assert load_config("test").lobby.ws_port == -1
+    assert world.lobbies[-1].ws_port == -1
+
+
+# -- a whole hand over JSON frames against three robots ---------------------------------------
+
+def answer(game: str, spec: Any) -> Any:
+    """The client frame payload of a Prompt action, as clients/web/app.js builds it."""
+    from paiju.v1 import game_msgs_pb2 as g
+
+    if game != "dadun":
+        return g.MahjongAction(kind=spec.kind, tiles=list(spec.tiles), choice=spec.choice,
+                               window_id=int(spec.ref or 0))
+    if spec.kind == "choose_alone":
+        return g.DdAskAlone(is_alone=spec.choice == "yes")
+    if spec.kind == "choose_friend_card":
+        return g.DdChooseFriend(card=spec.tiles[0] if spec.tiles else "")
+    return g.DdAskOut(token=spec.ref, cards=list(spec.tiles), is_skip=spec.kind == "pass")
+
+
+@contextlib.asynccontextmanager
+async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
+    """Arbiter, table and lobby (WebSocket on) for real, records in-test: (lobby, ws port)."""
+    records = grpc.aio.server()
+    records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
+    records_port = records.add_insecure_port("127.0.0.1:0")
+    await records.start()
+    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
+    cfg = load_config("test", environ={
+        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
+        "PAIJU_TABLE__INSTANCE": "table-ws"})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    lobby_cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET, ws_port=0),
+                        records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
+    lobby = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
+    try:
+        yield f"127.0.0.1:{lobby.port}", lobby.ws_port
+    finally:
+        await lobby.stop(0.5)
+        await table.stop(0)
+        await arbiter.stop(0)
+        await records.stop(0)
+
+
+@pytest.mark.parametrize("game,enum", [("xuezhan", E.XUEZHAN), ("dadun", E.DADUN)])
+async def test_a_browser_plays_a_hand_against_three_robots(
+        fresh_nats: EmbeddedNats, game: str, enum: int) -> None:
+    async with real_stack(fresh_nats.url) as (address, port), ws_clients() as clients:
+        me = await WsClient.open(port, as_json=True)
+        clients.append(me)
+        await me.login(201)
+        created = await me.request(lobby_msgs_pb2.CreateRoom(game=enum, base_score=1,
+                                                              total_hands=1))
+        room_id = created.room_joined.room.room_id
+        robots = [Robot(address, 202 + i, game, SECRET, room_id=room_id) for i in range(3)]
+        tasks = [asyncio.create_task(r.run(max_hands=1)) for r in robots]
+        try:
+            assert code_of(await me.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+            prompts, over = await play_until_hand_over(me, game)
+            stats = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        finally:
+            for task in tasks:
+                task.cancel()
+    assert prompts > 0
+    assert len(over["deltas"]) == 4 and sum(over["deltas"]) == 0
+    assert all(s.hands == 1 for s in stats)
+
+
+# a prompt overtaken by a timeout may be refused as stale; any other refusal is a bug
+OVERTAKEN = {E.MJ_NOT_YOUR_TURN, E.MJ_STALE_WINDOW, E.DD_NOT_YOUR_TURN, E.DD_STALE_TOKEN}
+
+
+async def play_until_hand_over(me: WsClient, game: str) -> tuple[int, dict[str, Any]]:
+    """Answer every Prompt with its first legal action until the hand-over frame."""
+    prompts = 0
+    answers: set[int] = set()
+    while True:
+        frame = await me.recv(timeout=60)
+        assert frame is not None, "socket closed before the hand was over"
+        if (over := hand_over_data(frame)) is not None:
+            return prompts, over
+        if frame.HasField("prompt"):
+            prompts += 1
+            answers.add(await me.send(answer(game, frame.prompt.actions[0])))
+        elif frame.reply_to in answers and frame.HasField("ret"):
+            assert frame.ret.code == E.OK or frame.ret.code in OVERTAKEN, frame
