@@ -4,7 +4,7 @@ JetStream duplicate window), restarted: every settlement is in the database exac
 and the coin totals are right.
 
 Messages delivered to the killed process and not acknowledged come back after the
-consumer's ack_wait (30 s), which is most of this test's running time.
+consumer's ack_wait, shortened here (records.ack_wait_seconds) to keep the test quick.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from services.records.consumer import DURABLE
 from services.records.store import START_COINS
 from tests.service.test_records_support import encode, event, hand_message, payments_for
 from tests.support.procs import ServiceProc, make_service
+
+FAST_REDELIVERY = {"PAIJU_RECORDS__ACK_WAIT_SECONDS": "3"}
 
 ROOMS = [710001, 710002, 710003, 710004, 710005, 710006]
 HANDS_PER_ROOM = 10
@@ -101,7 +103,7 @@ def test_kill_9_and_republish_leave_every_settlement_written_once(
     messages = settlements()
     first, second = messages[:30], messages[30:]
     db = tmp_path / "records.db"
-    records = make_service("records", fresh_nats.url, tmp_path).start()
+    records = make_service("records", fresh_nats.url, tmp_path, **FAST_REDELIVERY).start()
     try:
         asyncio.run(publish(fresh_nats.url, first, with_id=True))
         wait_for(lambda: hand_count(db) >= 3, 30, "first settlements written")
@@ -112,7 +114,7 @@ def test_kill_9_and_republish_leave_every_settlement_written_once(
         asyncio.run(publish(fresh_nats.url, first[:10], with_id=True))  # JetStream dedupes
         asyncio.run(publish(fresh_nats.url, first[:10], with_id=False))  # records dedupes
 
-        records = make_service("records", fresh_nats.url, tmp_path).start()
+        records = make_service("records", fresh_nats.url, tmp_path, **FAST_REDELIVERY).start()
         wait_for(lambda: asyncio.run(consumer_idle(fresh_nats.url)), 50, "consumer drained")
         duplicates = scrape(records, "paiju_records_duplicates_ignored_total")
     finally:
