@@ -98,7 +98,8 @@ def _mj(kind: str, d: Mapping[str, Any], to: int | None, ctx: Mapping[str, Any])
     if kind in ("hand",) and to is not None:
         return g.MjHand(tiles=_tiles(d.get("tiles")))
     if kind == "deal":
-        return g.MjDeal(dealer=_seat(d.get("dealer")), wall_remaining=int(d.get("wall_remaining", 0)))
+        return g.MjDeal(dealer=_seat(d.get("dealer")), wall_remaining=int(d.get("wall_remaining", 0)),
+                        hand_no=int(ctx.get("hand_no", 0)))
     if kind == "draw":
         return g.MjDraw(seat=_seat(d.get("seat")), tile=str(d.get("tile") or ""),
                         wall_remaining=int(d.get("wall_remaining", 0)),

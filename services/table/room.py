@@ -285,21 +285,7 @@ class Room:
             s.ready = False
         fx.lobby.append(self._room_change(lm.RoomChange.STARTED))
         fx.changed = True
-        self._emit(self._initial_events(), fx)
-
-    def _initial_events(self) -> list[Any]:
-        """A new hand's opening events: the engine's deal view, as events (public + private)."""
-        from games.engine import Event
-
-        assert self.state is not None
-        public = self.state.public_view()
-        events = [Event("deal", {"dealer": self.dealer, "hand_no": self.hand_no,
-                                 "wall_remaining": public.get("wall_remaining", 0)})]
-        for seat in range(SEATS):
-            obs = self.state.observation(seat)
-            key = "tiles" if self.game in MAHJONG else "cards"
-            events.append(Event("hand", {key: obs.get("hand", "")}, to=seat))
-        return events
+        self._emit(self.state.deal_events(), fx)  # type: ignore[attr-defined]
 
     def _on_act(self, rec: Mapping[str, Any], fx: Effects) -> None:
         assert self.state is not None

@@ -83,8 +83,10 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
     for p in t.players:
         assert hand_overs(p), "every player saw the end of the hand"
         assert [n.reason for n in notice(p)] == [lm.NoticeDismiss.ALL_HANDS_PLAYED]
-        # a prompt can be overtaken (a window decided early): only "stale" refusals are fine
-        stale = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN)
+        # a prompt can be overtaken (a window decided early, the hand won meanwhile): only
+        # refusals of stale answers are fine
+        stale = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,
+                 common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
         assert all(e.code in stale for e in p.errors), [e.message for e in p.errors]
     await t.close()
 
