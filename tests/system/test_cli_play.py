@@ -22,7 +22,8 @@ DELTAS = re.compile(r"^deltas: (.*)$", re.MULTILINE)
 
 
 # A refused answer to a window or out-token that closed meanwhile is a normal race.
-STALE = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN)
+STALE = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,   # overtaken answers
+         common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
 
 
 @pytest.fixture(scope="module")
