@@ -11,7 +11,7 @@ const TERMS = {discard: "打", chi: "吃", peng: "碰", zhigang: "明杠", angan
   haidi_refuse: "不要海底", choose_alone: "打独", choose_friend_card: "叫朋友", play: "出牌"};
 const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
 const app = {ws: null, seq: 0, me: 0, seat: -1, room: null, rooms: new Map(),
-  deadline: 0, beat: null, exitSeq: -1};
+  deadline: 0, beat: null, exitSeq: -1, payments: []};
 
 // ------------------------------------------------------------------ connection
 function connect(token, nickname) {
@@ -72,9 +72,14 @@ const HANDLERS = {
   },
   room_joined(joined) { setRoom(joined.room, joined.seat ?? 0); },
   player_change(p) {
-    log(`${seatName(p.seat ?? 0)} ${(p.reason || "JOIN").toLowerCase()}`);
-    if (app.room) send("refresh_room", {});
+    log(`${seatName(p.seat ?? 0, app.seat)} ${(p.reason || "JOIN").toLowerCase()}`);
+    if (app.room) setRoom({...app.room, players: p.players || []}, app.seat);
   },
+  mj_deal(b) { app.payments = []; log(describe("mj_deal", b)); },
+  dd_assign(b) { app.payments = []; log(describe("dd_assign", b)); },
+  mj_payment(b) { app.payments.push(b.payment || {}); log(describe("mj_payment", b)); },
+  mj_game_info() {},   // a snapshot: the Prompt that follows carries the observation
+  dd_game_info() {},
   notice_dismiss(n) {
     log(`room dismissed: ${(n.reason || "PLAYER_VOTE").toLowerCase()} ${n.doc || ""}`);
     if (n.dismissed) { setRoom(null, -1); send("ask_room_list", {}); }
@@ -156,17 +161,17 @@ function actionLabel(a) {
 
 function observationText(game, obs) {
   const me = obs.seat ?? -1;
-  const lines = [`your hand (手牌): ${(obs.hand || []).join(" ")}` +
+  const lines = [`your hand (手牌): ${tiles(obs.hand)}` +
     (obs.drawn ? `   drawn (摸到) ${obs.drawn}` : "")];
   if (game === "dadun") {
-    const desk = (obs.desk || []).map((d) => `${seatName(d.seat, me)}: ${(d.cards || []).join(" ")}`);
+    const desk = (obs.desk || []).map((d) => `${seatName(d.seat, me)}: ${tiles(d.cards)}`);
     lines.push(`desk (桌面) ${obs.desk_points || 0} pts: ${desk.join("; ") || "empty"}`);
     if (obs.friend_card) lines.push(`friend card (朋友牌) ${obs.friend_card}`);
   } else {
     (obs.discards || []).forEach((discards, seat) => {
-      const melds = ((obs.melds || [])[seat] || []).map((m) => `${m.kind}:${(m.tiles || []).join("")}`);
+      const melds = ((obs.melds || [])[seat] || []).map((m) => `${m.kind}:${tiles(m.tiles)}`);
       lines.push(`${seatName(seat, me).padStart(7)} | melds ${melds.join(" ") || "-"} | ` +
-        `discards ${discards.join(" ") || "-"}`);
+        `discards ${tiles(discards) || "-"}`);
     });
     lines.push(`wall (牌墙) ${obs.wall_remaining ?? "?"} tiles`);
   }
@@ -180,12 +185,16 @@ function renderSettlement(frame, over) {
     (over.reason ? `, ${over.reason}` : "")];
   lines.push("deltas: " + deltas.map(Number)
     .map((d, s) => `${seatName(s, app.seat)} ${d >= 0 ? "+" : ""}${d}`).join(", "));
-  for (const p of frame.payments || over.payments || []) {
-    lines.push(`  ${seatName(p.payer ?? 0, app.seat)} pays ${seatName(p.payee ?? 0, app.seat)} ` +
+  for (const p of over.payments || app.payments) {
+    lines.push(`  ${does(p.payer, "pay")} ${seatName(p.payee ?? 0, app.seat)} ` +
       `${p.amount || 0} (${p.reason || ""})`);
   }
   (over.hands || frame.hands || []).forEach((h, s) =>
-    lines.push(`  ${seatName(s, app.seat)}: ${Array.isArray(h) ? h.join(" ") : h}`));
+    lines.push(`  ${seatName(s, app.seat)}: ${tiles(h) || "-"}`));
+  for (const p of over.players || []) {   // Dadun score parts
+    lines.push(`  ${seatName(p.seat, app.seat)}: win ${p.win_score || 0}, bomb ` +
+      `${p.bomb_score || 0}, cards ${p.card_score || 0}, caught ${p.catch_score || 0}`);
+  }
   $("settlement").textContent = lines.join("\n");
   show("play-panel", false);
   show("settlement-panel", true);
@@ -199,13 +208,15 @@ function describe(kind, b) {
     case "mj_hand": return `your tiles: ${(b.tiles || []).join(" ")}`;
     case "mj_deal": return `--- new hand ${b.hand_no || ""}: dealer ${s(b.dealer)}`;
     case "mj_draw": return b.tile ? `you draw ${b.tile}` : null;
-    case "mj_discard": return `${s(b.seat)} discards ${b.tile}`;
-    case "mj_meld": return `${s(b.seat)} ${b.kind} ${(b.tiles || []).join(" ")}`;
+    case "mj_discard": return `${does(b.seat, "discard")} ${b.tile}`;
+    case "mj_meld": return `${s(b.seat)} ${b.kind} (${TERMS[b.kind] || ""}) ${tiles(b.tiles) || "(concealed)"}`;
     case "mj_hu": return `${s(b.seat)} HU (胡) with ${b.tile}: ${(b.patterns || []).join(", ")}`;
     case "mj_void": return `void suits (定缺): ${(b.voids || []).join(" ")}`;
-    case "mj_payment": return `payment: ${s(b.payment.payer)} pays ${s(b.payment.payee)} ${b.payment.amount}`;
+    case "mj_payment": return `payment: ${does(b.payment.payer, "pay")} ${s(b.payment.payee)} ` +
+      `${b.payment.amount || 0} (${b.payment.reason || ""})`;
     case "dd_assign": return `your cards: ${(b.cards || []).join(" ")}`;
-    case "dd_use_out": return `${s(b.seat)} ${b.is_skip ? "passes" : "plays " + (b.cards || []).join(" ")}`;
+    case "dd_use_out": return b.is_skip ? `${does(b.seat, "pass", "passes")}`
+      : `${does(b.seat, "play")} ${tiles(b.cards)}`;
     case "dd_clear_desktop": return `${s(b.seat)} wins the trick, ${b.desktop_score || 0} pts`;
     case "dd_use_alone": return `${s(b.seat)} ${b.is_alone ? "plays alone (打独)" : "does not play alone"}`;
     case "dd_use_friend": return `friend card (叫朋友) ${b.friend_card}`;
@@ -217,7 +228,14 @@ function describe(kind, b) {
 }
 
 // ------------------------------------------------------------------ small helpers
+// Tiles and cards come as a list of names or as one string in notation ("123m55p").
+function tiles(v) { return Array.isArray(v) ? v.join(" ") : (v || ""); }
 function seatName(seat, me) { return seat === me ? "you" : `seat ${seat}`; }
+// Subject and verb that agree, seen from our seat: "you discard" / "seat 2 discards".
+function does(seat, verb, third) {
+  seat = seat ?? 0;
+  return seat === app.seat ? `you ${verb}` : `seat ${seat} ${third || verb + "s"}`;
+}
 function status(text) { $("status").textContent = text; }
 function show(id, on) { $(id).hidden = !on; }
 

@@ -259,9 +259,10 @@ async def test_stopping_the_lobby_closes_its_sockets(world: World) -> None:
         c = await WsClient.open(port)
         clients.append(c)
         await c.login(107)
+        closed = asyncio.create_task(c.closed())     # reading, as a browser does
         host = world.lobbies.pop()
         await host.stop(0.5)
-        assert await c.closed()
+        assert await closed
 
 
 # -- http ----------------------------------------------------------------------------------
@@ -371,3 +372,113 @@ async def play_until_hand_over(me: WsClient, game: str) -> tuple[int, dict[str, 
             answers.add(await me.send(answer(game, frame.prompt.actions[0])))
         elif frame.reply_to in answers and frame.HasField("ret"):
             assert frame.ret.code == E.OK or frame.ret.code in OVERTAKEN, frame
+
+
+# -- the browser client itself, in node with a stub DOM -----------------------------------------
+
+# Loads clients/web/app.js with just enough DOM for it, logs in, creates a one-hand room,
+# readies, clicks the first action button of every prompt and prints the settlement.
+HARNESS = r"""
+const [port, token, appPath, game] = process.argv.slice(2);
+const elements = new Map();
+function element(id) {
+  const el = {id, textContent: "", hidden: false, value: "", children: [], onclick: null,
+    appendChild(c) { this.children.push(c); return c; },
+    replaceChildren(...cs) { this.children = cs; },
+    querySelector() { return this.tbody || (this.tbody = element("")); },
+    scrollIntoView() {}};
+  if (id) elements.set(id, el);
+  return el;
+}
+const $ = (id) => elements.get(id) || element(id);
+globalThis.location = {protocol: "http:", host: `127.0.0.1:${port}`};
+globalThis.document = {getElementById: $, createElement: () => element(""),
+  querySelectorAll: () => []};
+for (const id of ["error", "lobby-panel", "room-panel", "play-panel", "settlement-panel"]) {
+  $(id).hidden = true;   // as in index.html
+}
+$("game").value = game;
+$("hands").value = "1";
+require(appPath);
+$("token").value = token;
+$("login").onclick();
+let step = "login";
+const printed = new Set();
+setInterval(() => {
+  for (const li of $("log").children) {
+    if (!printed.has(li)) { printed.add(li); console.log("LOG " + li.textContent); }
+  }
+  if (step === "login" && !$("lobby-panel").hidden) { step = "create"; $("create").onclick(); }
+  if (step === "create" && !$("room-panel").hidden) {
+    step = "play";
+    console.log("ROOM " + $("room-title").textContent.split(" ")[1]);
+    $("ready").onclick();
+  }
+  const actions = $("actions").children;
+  if (actions.length) { console.log("ACT " + actions[0].textContent); actions[0].onclick(); }
+  if (!$("settlement-panel").hidden) {
+    console.log("SETTLEMENT " + JSON.stringify($("settlement").textContent));
+    process.exit(0);
+  }
+}, 20);
+setTimeout(() => { console.log("TIMEOUT"); process.exit(1); }, 60000);
+"""
+
+
+def _node_with_websocket() -> list[str] | None:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        return None
+    for flags in ([], ["--experimental-websocket"]):
+        probe = subprocess.run([node, *flags, "-e", "process.exit(typeof WebSocket === 'function' ? 0 : 1)"],
+                               capture_output=True, timeout=20)
+        if probe.returncode == 0:
+            return [node, *flags]
+    return None
+
+
+@pytest.mark.parametrize("game", ["xuezhan", "dadun"])
+async def test_the_web_client_plays_a_hand_in_node(fresh_nats: EmbeddedNats, tmp_path: Any,
+                                                   game: str) -> None:
+    from services.lobby.ws import WEB_ROOT
+
+    node = await asyncio.to_thread(_node_with_websocket)
+    if node is None:
+        pytest.skip("needs node (>= 20 with WebSocket) to run clients/web/app.js")
+    harness = tmp_path / "harness.js"
+    harness.write_text(HARNESS)
+    async with real_stack(fresh_nats.url) as (address, port):
+        proc = await asyncio.create_subprocess_exec(
+            *node, str(harness), str(port), tokens.mint(301, SECRET, 600),
+            str(WEB_ROOT / "app.js"), game.upper(), stdout=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None
+        lines: list[str] = []
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            async with asyncio.timeout(90):
+                while line := (await proc.stdout.readline()).decode():
+                    lines.append(line.rstrip("\n"))
+                    if line.startswith("ROOM "):
+                        room_id = int(line.split()[1])
+                        tasks = [asyncio.create_task(Robot(address, 302 + i, game, SECRET,
+                                                           room_id=room_id).run(max_hands=1))
+                                 for i in range(3)]
+                assert await proc.wait() == 0, lines
+            stats = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            for task in tasks:
+                task.cancel()
+    acts = [x for x in lines if x.startswith("ACT ")]
+    assert acts and acts[0].startswith("ACT 1) "), lines
+    settlement = json.loads(lines[-1].removeprefix("SETTLEMENT "))
+    deltas = [int(d.split()[-1]) for d in settlement.split("\n")[1].removeprefix("deltas: ")
+              .split(", ")]
+    assert len(deltas) == 4 and sum(deltas) == 0, settlement
+    assert not [x for x in lines if x.startswith("LOG error")], lines
+    assert all(s.hands == 1 for s in stats)
