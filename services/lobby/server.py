@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 import grpc
@@ -54,7 +54,8 @@ def decode_binary(raw: bytes) -> Incoming:
 
 
 async def serve_session(app: LobbyApp, session: Session,
-                        incoming: AsyncIterator[Incoming]) -> AsyncIterator[client_pb2.ServerFrame]:
+                        incoming: AsyncIterator[Incoming]
+                        ) -> AsyncGenerator[client_pb2.ServerFrame, None]:
     """The life of one client connection, whatever carries it (a Connect stream or a
     WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
     generator yields the session's outbound frames, numbered, until the session closes."""

@@ -19,6 +19,7 @@ The client IP (geo, same-IP alerts) is the socket's peer address; no proxy heade
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -38,6 +39,7 @@ log = logging.getLogger("paiju.lobby.ws")
 WEB_ROOT = Path(__file__).resolve().parents[2] / "clients" / "web"
 MAX_MESSAGE = 1 << 20        # a client frame is small; refuse (close) anything above 1 MiB
 SHUTDOWN_SECONDS = 2.0       # handlers still running this long after stop are cancelled
+CLOSE_SECONDS = 2.0          # the closing handshake with a client that does not answer
 
 
 def decode_text(text: str) -> Incoming:
@@ -138,5 +140,7 @@ class WsFront:
             pass  # the peer went away while we were sending
         finally:
             self.sessions.discard(session)
-        await ws.close()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            async with asyncio.timeout(CLOSE_SECONDS):   # a client that does not read
+                await ws.close()
         return ws

@@ -19,9 +19,10 @@ import pytest
 from google.protobuf import json_format
 
 from clients.robot.robot import Robot
-from paiju.frames import client_frame, hand_over_data
+from paiju.frames import client_frame, hand_over_data, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
 from services.arbiter.server import start as start_arbiter
+from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
@@ -73,6 +74,11 @@ class WsClient:
             frame = client_pb2.ServerFrame.FromString(msg.data)
         assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
         self.seen.append(frame)
+        return frame
+
+    async def next(self, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        frame = await self.recv(timeout)
+        assert frame is not None, "socket closed"
         return frame
 
     async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
@@ -176,7 +182,7 @@ async def test_malformed_messages_get_bad_frame_and_the_session_goes_on(world: W
         c = await WsClient.open(port)
         clients.append(c)
         await c.ws.send_bytes(b"\xff\xff\xff")                           # not protobuf
-        assert code_of(await c.recv()) == E.ERR_BAD_FRAME
+        assert code_of(await c.next()) == E.ERR_BAD_FRAME
         await c.login(103)
         await c.ws.send_bytes(client_pb2.ClientFrame(seq=50).SerializeToString())  # no payload
         assert code_of(await c.until(lambda f: f.reply_to == 50)) == E.ERR_BAD_FRAME
@@ -184,7 +190,7 @@ async def test_malformed_messages_get_bad_frame_and_the_session_goes_on(world: W
         for text in ("not json", '{"seq": 60, "no_such_field": {}}', '[1, 2]',
                      '{"seq": "x", "heartbeat": {}}'):
             await c.ws.send_str(text)
-            bad = await c.recv()
+            bad = await c.next()
             assert code_of(bad) == E.ERR_BAD_FRAME, text
             assert bad.ret.message.startswith("bad JSON frame")
         await c.ws.send_str('{"seq": 61}')                               # JSON, no payload
@@ -322,7 +328,7 @@ async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
                         records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
     lobby = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
     try:
-        yield f"127.0.0.1:{lobby.port}", lobby.ws_port
+        yield f"127.0.0.1:{lobby.port}", lobby.ws_port  # type: ignore[attr-defined]
     finally:
         await lobby.stop(0.5)
         await table.stop(0)
@@ -332,7 +338,7 @@ async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
 
 @pytest.mark.parametrize("game,enum", [("xuezhan", E.XUEZHAN), ("dadun", E.DADUN)])
 async def test_a_browser_plays_a_hand_against_three_robots(
-        fresh_nats: EmbeddedNats, game: str, enum: int) -> None:
+        fresh_nats: EmbeddedNats, game: str, enum: Any) -> None:
     async with real_stack(fresh_nats.url) as (address, port), ws_clients() as clients:
         me = await WsClient.open(port, as_json=True)
         clients.append(me)
@@ -482,3 +488,30 @@ async def test_the_web_client_plays_a_hand_in_node(fresh_nats: EmbeddedNats, tmp
     assert len(deltas) == 4 and sum(deltas) == 0, settlement
     assert not [x for x in lines if x.startswith("LOG error")], lines
     assert all(s.hands == 1 for s in stats)
+
+
+async def test_a_socket_that_does_not_read_is_dropped_without_blocking_others(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("services.lobby.sessions.OUTBOX_LIMIT", 4)
+    address, port = await ws_lobby(world)
+    room = await world.table.add_room()
+    reader = await world.client(address)
+    await reader.login(111)
+    await reader.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+    async with ws_clients() as clients:
+        sleeper = await WsClient.open(port)
+        clients.append(sleeper)
+        await sleeper.login(112)
+        await sleeper.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+        big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000)).SerializeToString()
+        for _ in range(60):   # 12 MB: beyond what the sleeper's socket buffers absorb
+            await world.nc.publish(bus.room_events(room.room_id), big)
+            await reader.until(lambda f: f.HasField("chat"))
+        hub = world.lobbies[-1].app.hub
+        for _ in range(100):
+            if 112 not in hub.by_user:
+                break
+            await asyncio.sleep(0.05)
+        assert 112 not in hub.by_user and 111 in hub.by_user
+        assert (await reader.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
+        assert (await world.table.wait_for("offline", 112)).room_id == room.room_id
