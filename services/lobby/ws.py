@@ -47,7 +47,7 @@ def decode_text(text: str) -> Incoming:
     try:
         return json_format.Parse(text, client_pb2.ClientFrame())
     except json_format.ParseError as exc:
-        return BadFrame(f"bad JSON frame: {exc}")
+        return BadFrame(f"bad JSON frame: {str(exc)[:200]}")
 
 
 def encode(frame: client_pb2.ServerFrame, as_json: bool) -> str | bytes:
