@@ -67,7 +67,9 @@ def main() -> None:
                     cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True)
                 procs.append((f"robot-{game}", proc))
                 print(f"  robots   {game}: 2 tables, log {LOGS}/robot-{game}.log", flush=True)
-        print(f"Paiju is up: NATS {nats.url}, lobby {cfg.lobby.host}:{cfg.lobby.port}. "
+        web = (f", browser http://{cfg.lobby.host}:{cfg.lobby.ws_port}/"
+               if cfg.lobby.ws_port > 0 else "")
+        print(f"Paiju is up: NATS {nats.url}, lobby {cfg.lobby.host}:{cfg.lobby.port}{web}. "
               "Play: .venv/bin/python -m clients.cli. Ctrl-C stops everything.", flush=True)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         signal.sigwait({signal.SIGINT, signal.SIGTERM})

@@ -227,6 +227,8 @@ def _validate(cfg: Config) -> None:
                 raise ConfigError(f"{name}.{port_name}: {port} is not a TCP port")
     if cfg.log.level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
         raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
+    if not -1 <= cfg.lobby.ws_port <= 65535:
+        raise ConfigError(f"lobby.ws_port: {cfg.lobby.ws_port} is not a TCP port (-1 = off)")
     if not 1 <= cfg.nats.replicas <= 5:
         raise ConfigError(f"nats.replicas: {cfg.nats.replicas} must be 1..5")
     if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:

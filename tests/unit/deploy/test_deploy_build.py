@@ -73,7 +73,8 @@ def test_image_is_python_311_slim_non_root_and_generates_protos() -> None:
     runs = " ".join(args for w, args in steps if w == "RUN")
     assert "scripts/gen_protos.sh" in runs and "pip install" in runs
     exposed = {int(p) for w, args in final_stage() if w == "EXPOSE" for p in args.split()}
-    assert exposed == {PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
+    assert exposed == ({PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
+                       | {PROD["lobby"]["ws_port"]})
 
 
 def test_copied_sources_exist_and_are_not_in_the_proposed_dockerignore() -> None:
