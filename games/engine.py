@@ -170,6 +170,20 @@ def deltas_from(payments: Sequence[Payment], seats: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+class Verified:
+    """``can`` is ``verify`` as a boolean, for every engine state (verify / can / do)."""
+
+    def verify(self, seat: int, action: Action) -> None:
+        raise NotImplementedError
+
+    def can(self, seat: int, action: Action) -> bool:
+        try:
+            self.verify(seat, action)
+        except RuleError:
+            return False
+        return True
+
+
 @runtime_checkable
 class State(Protocol):
     """What services, bots, tools and the conformance suites rely on."""

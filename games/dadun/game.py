@@ -27,7 +27,7 @@ from games.dadun.entrust import default_friend_card, entrust_lead
 from games.dadun.legal import hint_plays
 from games.dadun.model import SEATS, Deal
 from games.dadun.options import DEFAULT_OPTIONS, normalize_options
-from games.engine import Action, BadInput, Event, NotYourTurn, RuleError, Settlement
+from games.engine import Action, BadInput, Event, NotYourTurn, RuleError, Settlement, Verified
 from games.rng import Stream, derive
 
 NAME = "dadun"
@@ -36,7 +36,7 @@ __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_d
            "deserialize"]
 
 
-class DadunState:
+class DadunState(Verified):
     """One deal; implements :class:`games.engine.State`."""
 
     num_seats = SEATS
@@ -80,13 +80,6 @@ class DadunState:
         if verifier is None:
             raise BadInput(f"unknown Dadun action {action.kind!r}")
         verifier(self.deal, seat, action)
-
-    def can(self, seat: int, action: Action) -> bool:
-        try:
-            self.verify(seat, action)
-        except RuleError:
-            return False
-        return True
 
     def apply(self, seat: int, action: Action) -> list[Event]:
         """Verify, then mutate; a rejected action raises and leaves the state unchanged."""

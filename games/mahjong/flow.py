@@ -29,6 +29,7 @@ from games.engine import (
     RuleError,
     Settlement,
     StaleRef,
+    Verified,
     deltas_from,
 )
 from games.mahjong import tile_index, tile_name
@@ -55,7 +56,7 @@ _PLAIN = (
 )
 
 
-class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
+class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
     """One hand. Build with :meth:`start`; see the module doc for the parts."""
 
     num_seats = SEATS
@@ -173,13 +174,6 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin):
             self._verify_haidi(seat, action)
         else:
             self._verify_setup(seat, action)
-
-    def can(self, seat: int, action: Action) -> bool:
-        try:
-            self.verify(seat, action)
-        except RuleError:
-            return False
-        return True
 
     def apply(self, seat: int, action: Action) -> list[Event]:
         self.verify(seat, action)

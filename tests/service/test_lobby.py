@@ -36,7 +36,7 @@ from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
-from tests.support.lobbykit import ConnectStream, lobby_config
+from tests.support.lobbykit import ConnectStream, FrameReader, lobby_config
 from tests.support.procs import make_service
 
 E = common_pb2
@@ -205,7 +205,7 @@ class FakeTable(table_pb2_grpc.TableServicer):
 
 # -- a client of Lobby.Connect ------------------------------------------------------------
 
-class Client(ConnectStream):
+class Client(ConnectStream, FrameReader):
     """The Connect stream with checks: every frame read is kept in ``seen``, and server seq
     numbers must increase by one."""
 
@@ -220,21 +220,6 @@ class Client(ConnectStream):
         assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
         self.seen.append(frame)
         return frame
-
-    async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
-        """The next frame passing ``test``, skipping others (pushes, room changes)."""
-        async def scan() -> client_pb2.ServerFrame:
-            while True:
-                frame = await self.recv(timeout)
-                assert frame is not None, "stream closed"
-                if test(frame):
-                    return frame
-        return await asyncio.wait_for(scan(), timeout)
-
-    async def request(self, payload: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
-        """Send and return the first reply frame (reply_to = its seq)."""
-        seq = await self.send(payload)
-        return await self.until(lambda f: f.reply_to == seq, timeout)
 
     async def login(self, user_id: int, *, lat: float = 0, lng: float = 0,
                     nickname: str = "") -> client_pb2.ServerFrame:

@@ -29,11 +29,12 @@ from services.lobby import tokens
 from services.lobby.server import start as start_lobby
 from services.table.server import start as start_table
 from tests.service.test_lobby import SECRET, FakeRecords, World, code_of, open_world
+from tests.support.lobbykit import FrameReader
 
 E = common_pb2
 
 
-class WsClient:
+class WsClient(FrameReader):
     """A WebSocket client of the lobby that speaks binary frames or JSON text frames and
     keeps every frame it receives (decoded to a ServerFrame) and the raw JSON objects."""
 
@@ -80,19 +81,6 @@ class WsClient:
         frame = await self.recv(timeout)
         assert frame is not None, "socket closed"
         return frame
-
-    async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
-        async def scan() -> client_pb2.ServerFrame:
-            while True:
-                frame = await self.recv(timeout)
-                assert frame is not None, "socket closed"
-                if test(frame):
-                    return frame
-        return await asyncio.wait_for(scan(), timeout)
-
-    async def request(self, payload: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
-        seq = await self.send(payload)
-        return await self.until(lambda f: f.reply_to == seq, timeout)
 
     async def login(self, user_id: int) -> client_pb2.ServerFrame:
         reply = await self.request(lobby_msgs_pb2.Login(token=tokens.mint(user_id, SECRET, 600)))

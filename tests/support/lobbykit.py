@@ -4,6 +4,7 @@ records address, and a bare client of its Connect stream. Shared by the lobby's 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -46,3 +47,30 @@ class ConnectStream:
     async def close(self) -> None:
         self.call.cancel()
         await self.channel.close()
+
+
+class FrameReader:
+    """Reading helpers over a transport's ``send(payload) -> seq`` and ``recv(timeout)``
+    (a ServerFrame, or None once the server closed): used by the gRPC and WebSocket test
+    clients alike."""
+
+    async def send(self, payload: Any) -> int:
+        raise NotImplementedError
+
+    async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
+        raise NotImplementedError
+
+    async def until(self, test: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        """The next frame passing ``test``, skipping others (pushes, room changes)."""
+        async def scan() -> client_pb2.ServerFrame:
+            while True:
+                frame = await self.recv(timeout)
+                assert frame is not None, "the server closed the connection"
+                if test(frame):
+                    return frame
+        return await asyncio.wait_for(scan(), timeout)
+
+    async def request(self, payload: Any, timeout: float = 10.0) -> client_pb2.ServerFrame:
+        """Send and return the first reply frame (reply_to = its seq)."""
+        seq = await self.send(payload)
+        return await self.until(lambda f: f.reply_to == seq, timeout)
