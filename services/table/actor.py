@@ -70,6 +70,8 @@ class RoomActor:
         self.deadline_decision = -1
         self.entrust_due: float | None = None
         self.dismiss_deadline: float | None = None
+        self.retry_due: float | None = None
+        self.idle_seconds = idle_seconds
         self.idle_deadline = time.monotonic() + idle_seconds
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -84,6 +86,11 @@ class RoomActor:
         for task in (self._timer, self._task):
             if task is not None:
                 task.cancel()
+        while not self.inbox.empty():  # every command gets exactly one reply
+            _, _, fut = self.inbox.get_nowait()
+            if fut is not None and not fut.done():
+                fut.set_result(Reply(common_pb2.ERR_NO_SUCH_ROOM,
+                                     f"room {self.room.room_id} is no longer on this table"))
         for task in (self._timer, self._task):
             if task is not None:
                 try:
@@ -100,17 +107,29 @@ class RoomActor:
         return await fut
 
     async def _run(self) -> None:
-        await self._after()
+        await self._follow_up()
         while True:
             kind, payload, fut = await self.inbox.get()
             try:
                 reply = await self._handle(kind, payload)
-                await self._after()
-            except Exception as exc:  # a bug must not kill the room's task
+            except RoomError as err:
+                reply = Reply(err.code, str(err))
+            except Exception as exc:  # a bug or a NATS failure must not kill the room's task
                 log.exception("room command failed", extra={"room": self.room.room_id})
                 reply = Reply(common_pb2.ERR_INTERNAL, f"internal error: {exc!r}")
             if fut is not None and not fut.done():
                 fut.set_result(reply)
+            await self._follow_up()
+
+    async def _follow_up(self) -> None:
+        """Automation after every item; a failure here is retried on the next tick."""
+        try:
+            await self._after()
+        except Exception:
+            log.exception("room automation failed", extra={"room": self.room.room_id})
+            self.deadline_decision = -1          # re-arm the timer on the next pass
+            self.retry_due = time.monotonic() + 1.0
+            self._wake.set()
 
     # ------------------------------------------------------------------ records
     async def record(self, rec: dict[str, Any]) -> Effects:
@@ -188,10 +207,6 @@ class RoomActor:
         assert s is not None
         if s.ready != want:
             await self.record({"t": "ready", "seat": seat, "ready": want})
-        if room.can_start():
-            dealer = room.dealer if room.hand_no else secrets.randbelow(4)
-            await self.record({"t": "start", "hand_no": room.hand_no + 1,
-                               "seed": secrets.randbits(63), "dealer": dealer})
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_ask_exit(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
@@ -234,7 +249,8 @@ class RoomActor:
         room = self.room
         if room.dismiss is not None:
             raise RoomError(common_pb2.ERR_ALREADY_VOTED, "a dismiss vote is already open")
-        await self.record({"t": "dismiss_apply", "seat": seat, "seconds": int(self.dismiss_seconds)})
+        await self.record({"t": "dismiss_apply", "seat": seat, "seconds": int(self.dismiss_seconds),
+                           "until": time.time() + self.dismiss_seconds})
         self.dismiss_deadline = time.monotonic() + self.dismiss_seconds
         await self._dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
@@ -295,9 +311,16 @@ class RoomActor:
         window = state.pending_window()  # type: ignore[attr-defined]
         if window is None:
             return
-        rules = state.rules.arbitration(state.options)  # type: ignore[attr-defined]
+        rules = self.room.arbitration_rules()
         decision = await self._arbiter(window, rules)
-        if decision is None:  # no arbiter answered in time: the same pure function, here
+        if decision is not None and decision.final:
+            try:  # never log a decision the engine would refuse (e.g. a skewed arbiter)
+                state.clone().resolve_window(decision)  # type: ignore[attr-defined]
+            except RuleError as err:
+                log.warning("arbiter decision refused", extra={"room": self.room.room_id,
+                                                              "error": str(err)})
+                decision = None
+        if decision is None:  # no (usable) answer in time: the same pure function, here
             m.ARBITER_FALLBACK.inc()
             decision = resolve(window, rules)
         if decision.final:
@@ -305,23 +328,42 @@ class RoomActor:
 
     # ------------------------------------------------------------------ automation
     async def _after(self) -> None:
-        """After every inbox item: prompts for new decisions, deadlines, immediate entrust."""
+        """After every inbox item: a window every answer is in for gets decided, a room
+        whose seats are all ready starts (also after a rebuild), new decisions get their
+        prompts and timers, entrusted seats play."""
         room = self.room
+        self.retry_due = None
         if room.closed:
             return
+        if room.dismiss is not None and self.dismiss_deadline is None:
+            left = max(0.0, room.dismiss_until - time.time()) if room.dismiss_until else 0.0
+            self.dismiss_deadline = time.monotonic() + left   # e.g. restored after a rebuild
+        window = room.pending_window()
+        if window is not None and resolve(window, room.arbitration_rules()).final:
+            await self._resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
+        if room.can_start():
+            await self._start_hand()
         if room.in_hand():
-            if self.deadline_decision != room.decision:
+            self.idle_deadline = time.monotonic() + self.idle_seconds  # idle counts between hands
+            new_decision = self.deadline_decision != room.decision
+            if new_decision:
                 self.deadline_decision = room.decision
                 self.deadline = time.monotonic() + room.decision_seconds(self.timers)
             if self.entrust_delay <= 0:
                 await self._auto_play()
-            else:
+            elif new_decision or self.entrust_due is None:
                 due = [s for s in room.to_act() if self._entrusted(s)]
                 self.entrust_due = time.monotonic() + self.entrust_delay if due else None
             await self._send_prompts()
         else:
             self.deadline = self.entrust_due = None
         self._wake.set()
+
+    async def _start_hand(self) -> None:
+        room = self.room
+        dealer = room.dealer if room.hand_no else secrets.randbelow(4)
+        await self.record({"t": "start", "hand_no": room.hand_no + 1,
+                           "seed": secrets.randbits(63), "dealer": dealer})
 
     async def _send_prompts(self) -> None:
         room = self.room
@@ -381,18 +423,19 @@ class RoomActor:
         if self.dismiss_deadline is not None and now >= self.dismiss_deadline:
             self.dismiss_deadline = None
             await self._dismiss_check(timed_out=True)
-        if (not room.closed and room.hand_no == 0 and not room.in_hand()
-                and now >= self.idle_deadline):
+        if not room.closed and not room.in_hand() and now >= self.idle_deadline:
             await self.record({"t": "close", "reason": lm.NoticeDismiss.IDLE_TOO_LONG,
-                               "doc": "the room was not started in time"})
+                               "doc": "the room was not started in time" if not room.hand_no
+                               else "the room sat between hands too long"})
             return
         if self.entrust_due is not None and now >= self.entrust_due:
             self.entrust_due = None
             await self._auto_play()
         if room.in_hand() and self.deadline is not None and now >= self.deadline:
-            self.deadline = None
             m.TIMEOUTS.labels(room.game).inc()
             await self._auto_play(late=set(room.to_act()))
+            if self.deadline_decision == room.decision:
+                self.deadline = None  # played; a new decision arms its own timer
 
     def seconds_left(self) -> float:
         if self.deadline is None:
@@ -401,8 +444,9 @@ class RoomActor:
 
     async def _timer_loop(self) -> None:
         while True:
+            idle = None if self.room.in_hand() else self.idle_deadline
             wakes = [t for t in (self.deadline, self.entrust_due, self.dismiss_deadline,
-                                 None if self.room.hand_no else self.idle_deadline) if t is not None]
+                                 self.retry_due, idle) if t is not None]
             delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
             self._wake.clear()
             try:

@@ -105,6 +105,7 @@ class Room:
         self.hand_events: list[dict[str, Any]] = []
         self.history: list[list[int]] = []
         self.dismiss: Dismiss | None = None
+        self.dismiss_until = 0.0       # wall-clock end of the open vote (from its record)
         self.closed = False
         self.settled: list[dict[str, Any]] = []   # settlement messages, for re-publishing
         self.engine_options = {**self.options, "base": self.base_score}
@@ -160,6 +161,11 @@ class Room:
         """The open response window (mahjong), or None."""
         pending = getattr(self.state, "pending_window", None)
         return pending() if pending is not None and self.in_hand() else None
+
+    def arbitration_rules(self) -> Any:
+        """The response-window rules of the running mahjong hand (multi-win, gang vs peng)."""
+        assert self.state is not None
+        return self.state.rules.arbitration(self.state.options)  # type: ignore[attr-defined]
 
     def is_response(self, seat: int) -> bool:
         window = self.pending_window()
@@ -308,6 +314,7 @@ class Room:
     def _on_dismiss_apply(self, rec: Mapping[str, Any], fx: Effects) -> None:
         seat = int(rec["seat"])
         self.dismiss = Dismiss(seat, {seat: True})
+        self.dismiss_until = float(rec.get("until", 0.0))
         self.status = common_pb2.ROOM_DISMISSING
         fx.public.append(self._query_dismiss(int(rec.get("seconds", 0))))
 
@@ -406,9 +413,12 @@ class Room:
         deltas = list(result.deltas)
         for i, s in self.seated():
             s.total += deltas[i]
-            if s.entrusted and s.entrust_offline and s.online:
+            # entrust lasts until the end of the deal; an absent player is entrusted again
+            # as soon as the next hand needs him (offline)
+            if s.entrusted and s.online:
                 s.entrusted = s.entrust_offline = False
         self.history.append(deltas)
+        hand_dealer = self.dealer
         self.dealer = result.next_dealer
         if self.dismiss is None:
             self.status = common_pb2.ROOM_HAND_OVER
@@ -419,7 +429,8 @@ class Room:
             "nicknames": [s.nickname if s else "" for s in self.seats],
             "deltas": deltas, "payments": [p.to_dict() for p in result.payments],
             "details": json.loads(json.dumps(dict(result.details), default=str)),
-            "seed": self.seed, "dealer": self.dealer, "events": self.hand_events,
+            "seed": self.seed, "dealer": hand_dealer, "next_dealer": self.dealer,
+            "events": self.hand_events,
         }
         fx.settle.append(msg)
         self.settled.append(msg)

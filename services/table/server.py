@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import socket
 import time
@@ -37,7 +38,10 @@ from services.table.room import Effects, Room, RoomError, variant
 log = logging.getLogger("paiju.table")
 
 SEATS_BUCKET = "seats"
+ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
+ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
 LOBBY_ROOMS = "lobby.rooms"
+MAX_TIMER_SECONDS = 600
 ADOPT_EVERY = 3                 # heartbeats between scans for rooms of dead tables
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
 
@@ -62,6 +66,8 @@ class TableCore:
         self.kv_tables: Any = None
         self.kv_rooms: Any = None
         self.kv_seats: Any = None
+        self.kv_ids: Any = None
+        self.unsent: list[dict[str, Any]] = []   # settlements whose publish failed: retried
         self._arbiter_channel: grpc.aio.Channel | None = None
         self._arbiter: arbiter_pb2_grpc.ArbiterStub | None = None
         self._heartbeat: asyncio.Task[None] | None = None
@@ -81,8 +87,9 @@ class TableCore:
         self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET, replicas=replicas)
         self._arbiter_channel = grpc.aio.insecure_channel(self.cfg.arbiter.dial)
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
-        await self.recover()
+        self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET, replicas=replicas)
         await self._register()
+        await self.recover()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop())
 
     async def stop(self) -> None:
@@ -132,17 +139,19 @@ class TableCore:
         except RuleError as err:
             raise ValueError(str(err)) from None
         for key, value in probe.room_options.items():
-            if not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"{key} must be a positive number of seconds")
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or not 0 < value <= MAX_TIMER_SECONDS):
+                raise ValueError(f"{key} must be a number of seconds in (0, {MAX_TIMER_SECONDS}]")
         for _ in range(50):
-            room_id = 100000 + secrets.randbelow(900000)
-            rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
-            room = Room({**rec, "first_dealer": 0})
-            try:  # atomic: fails when the id is taken
-                await self.kv_rooms.create(str(room_id), self._room_entry(room))
-                break
+            room_id = ROOM_ID_LOW + secrets.randbelow(ROOM_ID_HIGH - ROOM_ID_LOW + 1)
+            try:  # atomic, and the key is never deleted: an id is never given out twice
+                await self.kv_ids.create(str(room_id), self.instance.encode())
             except Exception:
                 continue
+            rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
+            room = Room({**rec, "first_dealer": 0})
+            await self.kv_rooms.put(str(room_id), self._room_entry(room))
+            break
         else:
             raise RuntimeError("could not allocate a room id")
         actor = self._actor(room, 0, 0)
@@ -154,7 +163,10 @@ class TableCore:
         """Take back this instance's rooms after a restart: fold each room's log."""
         for key, entry, _ in await self._room_entries():
             if entry.get("owner") == self.instance:
-                await self.rebuild(int(key))
+                try:
+                    await self.rebuild(int(key))
+                except Exception:  # one bad log must not keep the table from starting
+                    log.exception("room could not be rebuilt", extra={"room": key})
 
     async def _room_entries(self) -> list[tuple[str, dict[str, Any], int]]:
         try:
@@ -189,7 +201,11 @@ class TableCore:
             except Exception:  # another table won the claim
                 continue
             log.info("adopting room", extra={"room": key, "from": owner})
-            await self.rebuild(int(key))
+            try:
+                await self.rebuild(int(key))
+            except Exception:
+                log.exception("adopted room could not be rebuilt", extra={"room": key})
+                continue
             adopted += 1
         return adopted
 
@@ -246,17 +262,36 @@ class TableCore:
 
     # ------------------------------------------------------------------ I/O for actors
     async def _append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        subject = bus.room_log(room_id)
         try:
-            ack = await self.js.publish(bus.room_log(room_id), json.dumps(rec).encode(), headers={
+            ack = await self.js.publish(subject, json.dumps(rec).encode(), headers={
                 "Nats-Msg-Id": f"{room_id}:{index}",
                 "Nats-Expected-Last-Subject-Sequence": str(last_seq)})
+            return int(ack.seq)
         except nats.js.errors.APIError as exc:
-            if exc.err_code == WRONG_LAST_SEQUENCE:
-                self._lost(room_id)
-                raise RoomError(common_pb2.ERR_NO_SUCH_ROOM,
-                                f"room {room_id} has moved to another table") from None
-            raise
-        return int(ack.seq)
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise
+            stored = await self._stored(subject, index)  # our earlier try did land
+            if stored is not None:
+                return stored
+            self._lost(room_id)
+            raise RoomError(common_pb2.ERR_NO_SUCH_ROOM,
+                            f"room {room_id} has moved to another table") from None
+        except (TimeoutError, nats.errors.TimeoutError):
+            stored = await self._stored(subject, index)  # the answer was lost, not the record
+            if stored is None:
+                raise
+            return stored
+
+    async def _stored(self, subject: str, index: int) -> int | None:
+        """The stream sequence of record ``index`` if it is the last one on ``subject``."""
+        try:
+            last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM, subject)
+        except Exception:
+            return None
+        if last.data and json.loads(last.data).get("i") == index:
+            return int(last.seq)
+        return None
 
     def _lost(self, room_id: int) -> None:
         actor = self.rooms.pop(room_id, None)
@@ -288,17 +323,33 @@ class TableCore:
             await self._put_room(room)
 
     async def _publish_settlements(self, messages: list[dict[str, Any]]) -> None:
+        """Publish settlements; one that fails waits in ``unsent`` for the heartbeat to retry
+        (records writes each exactly once, so retries and rebuilds are safe)."""
         for msg in messages:
-            if not msg.get("final"):
-                m.HANDS.labels(msg["game"]).inc()
             msg.setdefault("settled_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             dedupe = f"{msg['room_id']}:{'final' if msg.get('final') else msg['hand_no']}"
-            await self.js.publish(bus.settle_subject(msg["room_id"]), json.dumps(msg).encode(),
-                                  headers={"Nats-Msg-Id": dedupe})
+            try:
+                await self.js.publish(bus.settle_subject(msg["room_id"]), json.dumps(msg).encode(),
+                                      headers={"Nats-Msg-Id": dedupe})
+            except Exception as exc:
+                log.warning("settlement not published yet", extra={"id": dedupe, "error": repr(exc)})
+                if msg not in self.unsent:
+                    self.unsent.append(msg)
+                continue
+            if msg in self.unsent:
+                self.unsent.remove(msg)
+            if not msg.get("final"):
+                m.HANDS.labels(msg["game"]).inc()
             m.SETTLEMENTS.labels(str(bool(msg.get("final"))).lower()).inc()
 
     async def _put_seat(self, room: Room, user_id: int, seat: int | None) -> None:
         if seat is None:
+            try:
+                entry = await self.kv_seats.get(str(user_id))
+                if json.loads(entry.value or b"{}").get("room_id") != room.room_id:
+                    return  # the user sits in another room now: not ours to clear
+            except Exception:
+                return  # no entry
             await self.kv_seats.delete(str(user_id))
         else:
             await self.kv_seats.put(str(user_id), json.dumps({
@@ -342,6 +393,8 @@ class TableCore:
             beats += 1
             try:
                 await self._register()
+                if self.unsent:
+                    await self._publish_settlements(list(self.unsent))
                 if beats % ADOPT_EVERY == 0:
                     await self.adopt_orphans()
             except Exception as exc:  # NATS down: keep trying, rooms keep playing
