@@ -98,11 +98,14 @@ class LobbyApp:
         if with_profile:
             cmd.profile.CopyFrom(session.profile)
         reply = await self.directory.link(address).command(cmd)
-        if reply.code == 0 and not session.kicked and not session.outbox.closed:
-            if reply.room_id > 0:
+        if not session.kicked and not session.outbox.closed:
+            if reply.code == 0 and reply.room_id > 0:
                 await self.hub.enter_room(session, reply.room_id, reply.seat)
-            elif reply.seat == -1:
+            elif reply.code == 0 and reply.seat == -1:
                 await self.hub.leave_room(session)
+            elif (reply.code in (common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM)
+                  and session.room_id == room_id):
+                await self.hub.leave_room(session)  # e.g. a dismissal notice we missed
         return reply
 
     @staticmethod

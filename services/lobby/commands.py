@@ -78,11 +78,22 @@ async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientF
         creator_id=session.user_id))
 
 
+async def _not_seated_elsewhere(app: LobbyApp, session: Session, room_id: int = 0) -> None:
+    """One seat per user: the directory (not only this session) says where the user sits,
+    e.g. in a room whose table is being replaced and that could not be resumed yet."""
+    if session.room_id and session.room_id != room_id:
+        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
+    seat = await app.directory.seat(session.user_id)
+    other = int(seat.get("room_id", 0)) if seat else 0
+    if other and other != room_id and await app.directory.room(other):
+        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM,
+                     f"still seated in room {other}: log in again to resume it")
+
+
 async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
                            req: table_pb2.CreateRoomRequest) -> None:
     """Place a room on the least-loaded live table, then seat the creator in it."""
-    if session.room_id:
-        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
+    await _not_seated_elsewhere(app, session)
     link = await app.directory.least_loaded_table()
     created = await link.create_room(req)
     room_id = created.room.room_id
@@ -99,8 +110,7 @@ async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, 
 
 async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.join_room
-    if session.room_id and session.room_id != req.room_id:
-        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
+    await _not_seated_elsewhere(app, session, req.room_id)
     if req.room_id:
         address = await app.owner_address(req.room_id, fresh=True)
         app.relay(session, frame, await _join(app, session, frame, req.room_id, req.password,

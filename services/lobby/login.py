@@ -111,8 +111,9 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         log.info("seat not resumed", extra={"user": session.user_id, "room": room_id,
                                             "code": snapshot.code})
         return
-    if snapshot.room_id == 0:
-        await app.hub.enter_room(session, room_id, int(seat.get("seat", -1)))
+    if snapshot.room_id == 0:  # the room closed meanwhile: nothing to resume
+        await app.hub.leave_room(session)
+        return
     for out in snapshot.frames:
         out.reply_to = frame.seq
         session.send(out)
