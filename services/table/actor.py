@@ -211,6 +211,8 @@ class RoomActor:
 
     async def _c_ask_exit(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         room = self.room
+        if room.dismiss is not None:  # votes are counted by seat: nobody leaves mid-vote
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "a dismiss vote is open")
         if room.in_hand():
             s = room.seats[seat]
             assert s is not None
