@@ -29,6 +29,8 @@ ROOM_LOG_STREAM = "ROOMLOG"
 SETTLE_STREAM = "SETTLE"
 TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
+SEATS_BUCKET = "seats"          # user id -> the room and table where that user sits
+LOBBY_ROOMS = "lobby.rooms"     # RoomChange frames for the lobbies' room lists
 
 
 def room_events(room_id: int) -> str:

@@ -80,12 +80,12 @@ def _dial(address: str, host: str, port: int) -> str:
     return f"{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
 
 
-@dataclass(frozen=True)
-class ArbiterConfig:
-    host: str = "127.0.0.1"
-    port: int = 50053
-    metrics_port: int = 9103
-    address: str = ""          # dial address for tables, e.g. "arbiter:50053" (empty: host:port)
+class _Dialled:
+    """A service other services dial: its ``address`` key, else host:port."""
+
+    host: str
+    port: int
+    address: str
 
     @property
     def dial(self) -> str:
@@ -93,17 +93,21 @@ class ArbiterConfig:
 
 
 @dataclass(frozen=True)
-class RecordsConfig:
+class ArbiterConfig(_Dialled):
+    host: str = "127.0.0.1"
+    port: int = 50053
+    metrics_port: int = 9103
+    address: str = ""          # dial address for tables, e.g. "arbiter:50053" (empty: host:port)
+
+
+@dataclass(frozen=True)
+class RecordsConfig(_Dialled):
     host: str = "127.0.0.1"
     port: int = 50054
     metrics_port: int = 9104
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
     ack_wait_seconds: float = 30.0   # a settlement not acknowledged in this time is redelivered
     address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
-
-    @property
-    def dial(self) -> str:
-        return _dial(self.address, self.host, self.port)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from services.lobby import metrics
 
 log = logging.getLogger("paiju.lobby.directory")
 
-SEATS_BUCKET = "seats"
 TABLES_TTL = 10.0
 
 
@@ -145,7 +144,7 @@ class Directory:
         """Open (creating if absent, with the contract's TTLs) the three buckets."""
         return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL),
                    await bus.ensure_bucket(js, bus.ROOMS_BUCKET),
-                   await bus.ensure_bucket(js, SEATS_BUCKET), timeout)
+                   await bus.ensure_bucket(js, bus.SEATS_BUCKET), timeout)
 
     def link(self, address: str) -> TableLink:
         link = self._links.get(address)

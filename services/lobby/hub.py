@@ -20,7 +20,7 @@ from paiju.frames import server_frame
 from paiju.v1 import client_pb2, lobby_msgs_pb2
 from services.common import bus
 from services.lobby import metrics
-from services.lobby.rooms import LOBBY_ROOMS, RoomCache
+from services.lobby.rooms import RoomCache
 from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.hub")
@@ -56,7 +56,7 @@ class Hub:
 
     async def start(self) -> None:
         self._subs.append(await self.nc.subscribe(KICK_ALL, cb=self._on_kick))
-        self._subs.append(await self.nc.subscribe(LOBBY_ROOMS, cb=self._on_room_change))
+        self._subs.append(await self.nc.subscribe(bus.LOBBY_ROOMS, cb=self._on_room_change))
 
     async def stop(self) -> None:
         for sub in [*self._subs, *self._room_subs.values(), *self._inbox_subs.values()]:

@@ -18,7 +18,6 @@ log = logging.getLogger("paiju.lobby.rooms")
 
 SEATS = 4  # every game of the platform seats four players
 
-LOBBY_ROOMS = "lobby.rooms"
 # Statuses counted as "started" in RoomList.started_room_num.
 _STARTED = frozenset({common_pb2.ROOM_PLAYING, common_pb2.ROOM_HAND_OVER,
                       common_pb2.ROOM_DISMISSING, common_pb2.ROOM_CHOOSING_ALONE})

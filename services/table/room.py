@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -585,7 +584,3 @@ class Room:
             remain_alone_time=int(seconds) if obs.get("phase") == "alone" else 0,
             is_entrust=entrusted, cancel_entrust_count=s.cancels_left,
             all_hands=[g.DdHandCards(cards=str(h).split()) for h in all_hands])
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -37,10 +37,8 @@ from services.table.room import Effects, Room, RoomError, variant
 
 log = logging.getLogger("paiju.table")
 
-SEATS_BUCKET = "seats"
 ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
 ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
-LOBBY_ROOMS = "lobby.rooms"
 MAX_TIMER_SECONDS = 600
 ADOPT_EVERY = 3                 # heartbeats between scans for rooms of dead tables
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
@@ -84,7 +82,7 @@ class TableCore:
                                                  ttl=self.cfg.table.lease_ttl_seconds,
                                                  replicas=replicas)
         self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
-        self.kv_seats = await bus.ensure_bucket(self.js, SEATS_BUCKET, replicas=replicas)
+        self.kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
         self._arbiter_channel = grpc.aio.insecure_channel(self.cfg.arbiter.dial)
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
         self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET, replicas=replicas)
@@ -309,7 +307,7 @@ class TableCore:
         for user_id, frame in fx.private:
             await self.nc.publish(bus.user_inbox(user_id), frame.SerializeToString())
         for frame in fx.lobby:
-            await self.nc.publish(LOBBY_ROOMS, frame.SerializeToString())
+            await self.nc.publish(bus.LOBBY_ROOMS, frame.SerializeToString())
         m.FANOUT.observe(time.perf_counter() - started)
         await self._publish_settlements(fx.settle)
         for user_id, seat in fx.seats.items():
