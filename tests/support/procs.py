@@ -32,13 +32,26 @@ class ServiceProc:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> ServiceProc:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"services.{self.name}", *self.extra_args],
-            cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True)
-        self.wait_serving(timeout)
-        return self
+    def start(self, timeout: float = 20.0, port_retries: int = 3) -> ServiceProc:
+        """Start and wait for SERVING. A port picked by free_port() can be taken by another
+        process before the child binds it: then pick new ports and try again (a restart of
+        a service that others already dial keeps its ports: ``port_retries=0``)."""
+        for attempt in range(port_retries + 1):
+            log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", f"services.{self.name}", *self.extra_args],
+                cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True)
+            try:
+                self.wait_serving(timeout)
+                return self
+            except RuntimeError as exc:
+                if "Address already in use" not in str(exc) or attempt == port_retries:
+                    raise
+            self.port, self.metrics_port = free_port(), free_port()
+            key = self.name.upper()
+            self.env[f"PAIJU_{key}__PORT"] = str(self.port)
+            self.env[f"PAIJU_{key}__METRICS_PORT"] = str(self.metrics_port)
+        raise AssertionError("unreachable")
 
     def wait_serving(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -36,15 +36,12 @@ class Stack:
 def start_stack(tmp: Path, **extra: str) -> Stack:
     nats = EmbeddedNats().start()
     env = {"PAIJU_LOBBY__TOKEN_SECRET": SECRET, "PAIJU_TABLE__INSTANCE": "table-sys", **extra}
-    records = make_service("records", nats.url, tmp, **env)
-    arbiter = make_service("arbiter", nats.url, tmp, **env)
+    records = make_service("records", nats.url, tmp, **env).start()
+    arbiter = make_service("arbiter", nats.url, tmp, **env).start()
+    # the dialling services learn the ports the others really got (a start may re-pick them)
     wired = {**env, "PAIJU_RECORDS__PORT": str(records.port), "PAIJU_ARBITER__PORT": str(arbiter.port)}
-    table = make_service("table", nats.url, tmp, **wired)
-    lobby = make_service("lobby", nats.url, tmp, **wired)
-    for svc in (records, arbiter, table, lobby):
-        svc.env.update({k: v for k, v in wired.items() if k not in (f"PAIJU_{svc.name.upper()}__PORT",)})
-        svc.env[f"PAIJU_{svc.name.upper()}__PORT"] = str(svc.port)
-        svc.start()
+    table = make_service("table", nats.url, tmp, **wired).start()
+    lobby = make_service("lobby", nats.url, tmp, **wired).start()
     return Stack(nats, records, arbiter, table, lobby, tmp)
 
 
