@@ -26,6 +26,7 @@ from services.lobby import metrics
 
 log = logging.getLogger("paiju.lobby.directory")
 
+NO_TABLE_RETRIES = 5
 TABLES_TTL = 10.0
 
 
@@ -166,6 +167,11 @@ class Directory:
 
     async def least_loaded_table(self) -> TableLink:
         tables = await self.live_tables()
+        for _ in range(NO_TABLE_RETRIES):  # a KV key listing can come back short: look again
+            if tables:
+                break
+            await asyncio.sleep(0.2)
+            tables = await self.live_tables()
         if not tables:
             raise Reject(common_pb2.ERR_NO_TABLE, "no live table instance")
         best = min(tables, key=lambda t: (int(t.get("rooms", 0)), t.get("instance", "")))

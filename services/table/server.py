@@ -193,6 +193,8 @@ class TableCore:
             owner = entry.get("owner")
             if not owner or owner in live or owner == self.instance:
                 continue
+            if await self._table_alive(owner):  # a key listing can miss keys: ask directly
+                continue
             claimed = {**entry, "owner": self.instance, "address": self.address}
             try:
                 await self.kv_rooms.update(key, json.dumps(claimed).encode(), last=revision)
@@ -206,6 +208,13 @@ class TableCore:
                 continue
             adopted += 1
         return adopted
+
+    async def _table_alive(self, instance: str) -> bool:
+        try:
+            entry = await self.kv_tables.get(instance)
+        except Exception:  # no such key: expired or deleted
+            return False
+        return bool(entry.value)
 
     async def rebuild(self, room_id: int) -> None:
         records, last_seq = await self._read_log(room_id)
