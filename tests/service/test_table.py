@@ -4,6 +4,7 @@ hands to the end, settlements on JetStream, errors that change nothing, entrust,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,11 +26,19 @@ from tests.support.tablekit import LobbyLink, Table, hand_overs, notice
 
 @pytest.fixture
 async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
+    async with running_stack(fresh_nats) as running:
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def running_stack(fresh_nats: EmbeddedNats, **environ: str
+                        ) -> AsyncIterator[dict[str, Any]]:
+    """An arbiter and a table on loopback; ``environ`` adds PAIJU_* overrides."""
     arb = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
     cfg = load_config("test", environ={
         "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": str(arb.port),
         "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
-        "PAIJU_TABLE__INSTANCE": "table-test"})
+        "PAIJU_TABLE__INSTANCE": "table-test", **environ})
     table = await start_table(cfg, port=0, metrics_port=-1)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
     link = LobbyLink(f"127.0.0.1:{table.port}")
@@ -124,26 +133,35 @@ async def test_bad_input_gets_codes_and_changes_nothing(stack: dict[str, Any]) -
     await t.close()
 
 
-async def test_timeout_entrusts_and_cancel_is_limited(stack: dict[str, Any]) -> None:
-    t = await new_table(stack, common_pb2.DADUN, hands=1, turn_seconds=0.3, alone_seconds=0.3)
-    players = [(await t.seat(uid))[0] for uid in (31, 32, 33, 34)]
-    players[0].auto = False          # seat 0 never answers: the timer plays for it
-    t.play()
-    await t.ready_all()
-    for _ in range(100):
-        if players[1].of_kind("in_entrust"):
-            break
-        await asyncio.sleep(0.1)
-    entrusted = players[1].of_kind("in_entrust")
-    assert entrusted and entrusted[0].seat == 0 and entrusted[0].count == 3
-    link = stack["link"]
-    ok = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
-    assert ok.code == 0
-    again = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
-    assert again.code in (common_pb2.ERR_NOT_ENTRUSTED, 0)
-    msgs = await settlements(stack["nats"].url, 1, timeout=90)
-    assert sum(msgs[0]["deltas"]) == 0
-    await t.close()
+async def test_timeout_entrusts_and_cancel_is_limited(fresh_nats: EmbeddedNats) -> None:
+    # An entrusted seat waits 2 s before each bot move, so the cancel below always lands
+    # while seat 0 is still entrusted (the hand cannot end before seat 0 moves again).
+    async with running_stack(fresh_nats, PAIJU_TABLE__ENTRUST_DELAY_SECONDS="2") as stack:
+        t = await new_table(stack, common_pb2.DADUN, hands=2, turn_seconds=0.3,
+                            alone_seconds=0.3)
+        players = [(await t.seat(uid))[0] for uid in (31, 32, 33, 34)]
+        players[0].auto = False          # seat 0 never answers: the timer plays for it
+        t.play()
+        await t.ready_all()
+
+        async def entrusts(count: int) -> list[Any]:
+            for _ in range(100):
+                if len(players[1].of_kind("in_entrust")) >= count:
+                    break
+                await asyncio.sleep(0.1)
+            return players[1].of_kind("in_entrust")
+
+        entrusted = await entrusts(1)
+        assert entrusted and entrusted[0].seat == 0 and entrusted[0].count == 3
+        link = stack["link"]
+        ok = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
+        assert ok.code == 0, ok.message
+        again = await link.send(t.room_id, 31, frames.client_frame(lm.CancelEntrust()))
+        assert again.code == common_pb2.ERR_NOT_ENTRUSTED
+        # still silent: the next timeout entrusts seat 0 again, with one cancel fewer left
+        entrusted = await entrusts(2)
+        assert len(entrusted) == 2 and entrusted[1].seat == 0 and entrusted[1].count == 2
+        await t.close()
 
 
 async def test_vip_password_and_full_room(stack: dict[str, Any]) -> None:
