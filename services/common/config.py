@@ -9,6 +9,7 @@ expected type, raised at start-up, never a crash later.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -54,6 +55,8 @@ class LobbyConfig:
     dismiss_vote_seconds: int = 90
     idle_room_seconds: int = 1800
     ws_port: int = 8080          # WebSocket front door and static web client; -1 = off
+    # CIDRs of reverse proxies / ingresses whose X-Forwarded-For is believed (empty: none)
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,20 @@ class Config:
 
 
 _SHORT_ENV = {"DATABASE_URL": ("records", "database_url"), "NATS_URL": ("nats", "url")}
+_STRINGS = tuple[str, ...]
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def _coerce(value: Any, typ: type, where: str) -> Any:
-    """Turn a TOML or environment value into ``typ``; ConfigError when it does not fit."""
+def _coerce(value: Any, typ: Any, where: str) -> Any:
+    """Turn a TOML or environment value into ``typ``; ConfigError when it does not fit.
+    A list of strings is a TOML array, or in the environment one comma-separated string."""
+    if typ == _STRINGS:
+        if isinstance(value, str):
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return tuple(item.strip() for item in value)
+        raise ConfigError(f"{where}: {value!r} is not a list of strings")
     try:
         if typ is bool:
             if isinstance(value, bool):
@@ -233,6 +244,11 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
     if not -1 <= cfg.lobby.ws_port <= 65535:
         raise ConfigError(f"lobby.ws_port: {cfg.lobby.ws_port} is not a TCP port (-1 = off)")
+    for cidr in cfg.lobby.trusted_proxies:
+        try:
+            ipaddress.ip_network(cidr.strip(), strict=True)
+        except ValueError as exc:
+            raise ConfigError(f"lobby.trusted_proxies: {cidr!r} is not a CIDR ({exc})") from None
     if not 1 <= cfg.nats.replicas <= 5:
         raise ConfigError(f"nats.replicas: {cfg.nats.replicas} must be 1..5")
     if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:

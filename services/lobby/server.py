@@ -24,8 +24,8 @@ from services.common.config import Config, require_token_secret
 from services.common.server import ServiceHost, start_service
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
+from services.lobby.client_ip import METADATA_KEY, client_ip, grpc_peer_ip, parse_networks
 from services.lobby.commands import dispatch
-from services.lobby.login import peer_ip
 from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.server")
@@ -95,10 +95,17 @@ async def _read(app: LobbyApp, session: Session, incoming: AsyncIterator[Incomin
 class LobbyService:
     def __init__(self, app: LobbyApp) -> None:
         self.app = app
+        self.trusted = parse_networks(app.lobby.trusted_proxies)
+
+    def client_ip(self, context: grpc.aio.ServicerContext) -> str:
+        """The peer's IP, or the client a trusted proxy names in ``x-forwarded-for``."""
+        forwarded = [str(value) for key, value in context.invocation_metadata() or ()
+                     if key == METADATA_KEY]
+        return client_ip(grpc_peer_ip(context.peer()), forwarded, self.trusted)
 
     async def Connect(self, requests: AsyncIterator[bytes],  # noqa: N802 - gRPC method name
                       context: grpc.aio.ServicerContext) -> AsyncIterator[client_pb2.ServerFrame]:
-        session = Session(peer_ip=peer_ip(context.peer()))
+        session = Session(peer_ip=self.client_ip(context))
         incoming = (decode_binary(raw) async for raw in requests)
         async with contextlib.aclosing(serve_session(self.app, session, incoming)) as frames:
             async for frame in frames:
@@ -129,6 +136,7 @@ async def start(cfg: Config, *, port: int | None = None,
         raise
     host.on_stop.append(app.close)
     host.app = app  # type: ignore[attr-defined]
+    app.spawn(app.directory.prune_forever(app.hub.table_addresses))
     await _start_ws(cfg, app, host)
     return host
 

@@ -12,7 +12,8 @@ connection = one Session through the same login, dispatch and outbox code
 - a message that is not a ClientFrame gets ERR_BAD_FRAME and the session goes on;
 - closing the socket ends the session like a closed stream (offline to the table).
 
-The client IP (geo, same-IP alerts) is the socket's peer address; no proxy header is trusted.
+The client IP (geo, same-IP alerts) is the socket's peer address, or, when that peer is one
+of ``lobby.trusted_proxies``, the client named by its ``X-Forwarded-For`` (client_ip.py).
 ``GET /`` is ``clients/web/index.html``, ``GET /static/*`` the rest of ``clients/web/``,
 ``GET /healthz`` answers 200 while the server runs.
 """
@@ -31,6 +32,7 @@ from google.protobuf import json_format
 
 from paiju.v1 import client_pb2
 from services.lobby.app import LobbyApp
+from services.lobby.client_ip import HEADER, client_ip, parse_networks
 from services.lobby.server import BadFrame, Incoming, decode_binary, serve_session
 from services.lobby.sessions import Session
 
@@ -85,6 +87,7 @@ class WsFront:
         self.app = app
         self.web_root = web_root
         self.sessions: set[Session] = set()
+        self.trusted = parse_networks(app.lobby.trusted_proxies)
         self._runner: web.AppRunner | None = None
 
     def routes(self) -> web.Application:
@@ -125,7 +128,8 @@ class WsFront:
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
         await ws.prepare(request)
         wire = Wire(json=request.query.get("format") == "json")
-        session = Session(peer_ip=request.remote or "")
+        ip = client_ip(request.remote or "", request.headers.getall(HEADER, ()), self.trusted)
+        session = Session(peer_ip=ip)
         self.sessions.add(session)
         try:
             frames = serve_session(self.app, session, incoming(ws, wire))
