@@ -2,7 +2,10 @@
 long-lived ``Table.Session`` stream per table address, multiplexed by request id.
 
 A broken stream fails its pending requests with :class:`Unavailable` and is opened again on
-the next command. See docs/services.md, "Directory" and "Lobby → table".
+the next command. The link of a table that left ``tables`` (dead, or restarted elsewhere on a
+new address) is closed and forgotten by :meth:`Directory.prune` once nothing uses it, so a
+long-running lobby facing rolling table restarts keeps a bounded number of channels. See
+docs/services.md, "Directory" and "Lobby → table".
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import grpc
@@ -28,6 +31,7 @@ log = logging.getLogger("paiju.lobby.directory")
 
 NO_TABLE_RETRIES = 5
 TABLES_TTL = 10.0
+PRUNE_SECONDS = 30.0   # how often the links of departed tables are looked for
 
 
 class Reject(Exception):
@@ -57,6 +61,12 @@ class TableLink:
         self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
         self._outgoing: asyncio.Queue[table_pb2.TableCommand | None] | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._busy = 0       # commands and unary calls in flight
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in flight on this link (it may be closed without failing a request)."""
+        return self._busy == 0 and not self._pending
 
     async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
         """Send one command on the Session stream and wait for its reply."""
@@ -68,22 +78,27 @@ class TableLink:
         self._pending[cmd.request_id] = future
         started = time.perf_counter()
         self._outgoing.put_nowait(cmd)
+        self._busy += 1
         try:
             reply = await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
             raise Unavailable(f"table {self.address} did not answer in {self.timeout}s") from None
         finally:
+            self._busy -= 1
             self._pending.pop(cmd.request_id, None)
         metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
         return reply
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
+        self._busy += 1
         try:
             return await self.stub.CreateRoom(req, timeout=self.timeout)
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 raise Reject(common_pb2.ERR_BAD_OPTIONS, exc.details() or "bad options") from None
             raise Unavailable(f"table {self.address}: {exc.code().name} {exc.details()}") from None
+        finally:
+            self._busy -= 1
 
     def _ensure_stream(self) -> None:
         if self._reader is not None and not self._reader.done():
@@ -139,6 +154,7 @@ class Directory:
         self.seats = seats
         self.timeout = timeout
         self._links: dict[str, TableLink] = {}
+        self._instances: dict[str, str] = {}   # address -> instance id last listed there
 
     @classmethod
     async def open(cls, js: JetStreamContext, timeout: float = 5.0) -> Directory:
@@ -152,6 +168,56 @@ class Directory:
         if link is None:
             link = self._links[address] = TableLink(address, self.timeout)
         return link
+
+    @property
+    def addresses(self) -> set[str]:
+        """The table addresses this lobby holds a link (channel) to."""
+        return set(self._links)
+
+    async def prune(self, in_use: Iterable[str] = ()) -> list[str]:
+        """Close and forget the links of tables gone from ``tables`` (dead, expired, or
+        restarted on another address) that nothing uses: no address in ``in_use`` (the owners
+        of the rooms of this lobby's sessions) and nothing in flight. A table missing from a
+        key listing is asked for directly before its link goes (a listing can come back
+        short). The closed addresses; a later command to one of them opens a new link."""
+        if not self._links:
+            return []
+        live = await self.live_tables()
+        for table in live:
+            if table.get("instance") and str(table["address"]) in self._links:
+                self._instances[str(table["address"])] = str(table["instance"])
+        keep = {str(t["address"]) for t in live} | set(in_use)
+        closed = []
+        for address in [a for a in self._links if a not in keep]:
+            if await self._still_listed(address):
+                continue
+            link = self._links.get(address)
+            if link is None or not link.idle:  # used again while we looked
+                continue
+            del self._links[address]
+            self._instances.pop(address, None)
+            closed.append(address)
+            await link.close()
+        if closed:
+            log.info("closed links to departed tables", extra={"addresses": closed})
+        return closed
+
+    async def _still_listed(self, address: str) -> bool:
+        instance = self._instances.get(address)
+        if not instance:
+            return False
+        value = await _get_json(self.tables, instance)
+        return value is not None and value.get("address") == address
+
+    async def prune_forever(self, in_use: Callable[[], Iterable[str]],
+                            period: float | None = None) -> None:
+        """:meth:`prune` every ``period`` seconds (``PRUNE_SECONDS``), until cancelled."""
+        while True:
+            await asyncio.sleep(PRUNE_SECONDS if period is None else period)
+            try:
+                await self.prune(in_use())
+            except Exception:  # NATS briefly away: try again next time
+                log.warning("pruning table links failed", exc_info=True)
 
     async def live_tables(self) -> list[dict[str, Any]]:
         try:
@@ -187,6 +253,7 @@ class Directory:
         for link in self._links.values():
             await link.close()
         self._links.clear()
+        self._instances.clear()
 
 
 async def _get_json(kv: KeyValue, key: str) -> dict[str, Any] | None:

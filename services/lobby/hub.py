@@ -136,6 +136,16 @@ class Hub:
                 if sub is not None:
                     await sub.unsubscribe()
 
+    def table_addresses(self) -> set[str]:
+        """The owners' addresses of the rooms this lobby's sessions are in (as far as the
+        room cache knows): the table links these sessions still need."""
+        out = set()
+        for room_id in self.by_room:
+            entry = self.cache.get(room_id)
+            if entry is not None and entry.address:
+                out.add(entry.address)
+        return out
+
     # -- NATS callbacks -------------------------------------------------------------------
 
     async def _on_room_event(self, msg: Msg) -> None:

@@ -104,19 +104,44 @@ class Session:
 
 
 class RateLimiter:
-    """At most ``limit`` events per ``window`` seconds per key (a sliding window)."""
+    """At most ``limit`` events per ``window`` seconds per key (a sliding window).
+
+    A key is remembered only while it has events inside the window: a key's expired events
+    go when it is used again, and once per ``window`` a sweep drops every key whose last
+    event has left the window, so the state is bounded by the keys active lately (not by
+    every user who ever chatted)."""
 
     def __init__(self, limit: int, window: float = 60.0) -> None:
         self.limit = limit
         self.window = window
         self._events: dict[int, deque[float]] = {}
+        self._next_sweep = float("-inf")
+
+    def __len__(self) -> int:
+        """The keys remembered."""
+        return len(self._events)
 
     def allow(self, key: int, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now
-        times = self._events.setdefault(key, deque())
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        if len(times) >= self.limit:
+        self.sweep(now)
+        times = self._events.get(key)
+        if times is not None:
+            while times and times[0] <= now - self.window:
+                times.popleft()
+        if len(times or ()) >= self.limit:
             return False
+        if times is None:
+            times = self._events[key] = deque()
         times.append(now)
         return True
+
+    def sweep(self, now: float | None = None, *, force: bool = False) -> None:
+        """Forget the keys with no event inside the window (at most once per window, unless
+        ``force``)."""
+        now = time.monotonic() if now is None else now
+        if now < self._next_sweep and not force:
+            return
+        self._next_sweep = now + self.window
+        cutoff = now - self.window
+        for key in [k for k, times in self._events.items() if not times or times[-1] <= cutoff]:
+            del self._events[key]
