@@ -88,7 +88,7 @@ class WindowMixin(HandCore):
             return True
         if block["mode"] == "tile":
             return tile in block["tiles"]
-        return score["value"] <= block["value"]
+        return _worth(score) <= block["worth"]
 
     # ------------------------------------------------------------------ answers
 
@@ -231,9 +231,11 @@ class WindowMixin(HandCore):
             elif rule == "same_tile_only":
                 old = self.pass_block[seat] or {"mode": "tile", "tiles": []}
                 self.pass_block[seat] = {"mode": "tile", "tiles": old["tiles"] + [tile]}
-            else:
-                score = self.rules.score(self, seat, self.hands[seat], tile, "discard", set())
-                self.pass_block[seat] = {"mode": "value", "value": score["value"]}
+            else:  # allow_if_higher_fan: the passed win as it was offered, flags and all
+                win = "rob_kong" if w["trigger"] == "rob_kong" else "discard"
+                flags = self.ron_flags(w["trigger"], w["source"], tile)
+                score = self.rules.score(self, seat, self.hands[seat], tile, win, flags)
+                self.pass_block[seat] = {"mode": "value", "worth": _worth(score)}
         if self.rules.pass_peng(self.options):
             for seat, answer in w["responses"].items():
                 if answer["kind"] == "pass" and "peng" in w["candidates"][seat]:
@@ -364,6 +366,12 @@ class WindowMixin(HandCore):
         self.emit("discard", {"seat": seat, "tile": self.name(tile), "haidi": True})
         if not self.open_window(seat, tile, "haidi"):
             self.end_hand("wall_exhausted")
+
+
+def _worth(score: dict[str, Any]) -> int:
+    """What 过手加番 compares (§A6 (b): "strictly more fan"): the raw fan, before the cap,
+    where the variant counts fan; otherwise the amount per payer."""
+    return score["fan"] if "fan" in score else score["value"]
 
 
 def _as_window(w: dict[str, Any]) -> Window:

@@ -154,6 +154,44 @@ def test_allow_if_higher_fan_still_blocks_a_win_worth_no_more():
     assert not state.wins
 
 
+def test_allow_if_higher_fan_counts_the_situational_fan_of_the_passed_win():
+    # Seat 0 (void s): 111m 23m 456p 789p 55p waits on 1m and 4m.
+    #   + 1m: 111m 123m ...: all four 1m -> 1 root -> 1 fan
+    #   + 4m: 111m 234m ... -> 0 fan
+    # Dealer 1 declares 暗杠 6s and throws 4m after the replacement: for seat 0 that win is
+    # 平胡 + 杠上炮 = 1 fan (§A8.2). He passes it. A plain 1m (1 fan) is then no better: blocked.
+    state = xz(["11123m456p789p55p", "4m6666s123789s123p", "1m12346p2345789s", None],
+               dealer=1, voids="smmm", front="9p", back="5s", pass_ron_rule="allow_if_higher_fan")
+    act(state, 1, "angang", "6s")
+    events = act(state, 1, "discard", "4m")
+    assert "hu" in offered_to(events, 0)
+    act(state, 0, "pass")
+    assert state.turn == 2 and state.drawn[2] == T("9p")
+    events = act(state, 2, "discard", "1m")
+    assert "hu" not in offered_to(events, 0)
+    assert not state.wins
+
+
+@pytest.mark.parametrize("rule, offered", [("until_next_draw", False),
+                                           ("allow_if_higher_fan", True)])
+def test_allow_if_higher_fan_compares_fan_not_the_capped_amount(rule, offered):
+    # cap_fan 2. Seat 0 (void p) holds 1112345678999m.
+    #   + 2m: 111m 22m 345m 678m 999m -> 清一色 2 fan (amount 2^2 = 4)
+    #   + 1m: 111m 123m 456m 789m 99m -> 清一色 2 + 1 root (four 1m) = 3 fan (capped: 4)
+    # He passes 2m; 1m scores strictly more fan (§A6 (b)), so it may be taken, paid 2^2 = 4.
+    state = xz(["1112345678999m", "2m23456p12345689s", "1m12346p2345789s", None],
+               dealer=1, voids="pmmm", front="9p", pass_ron_rule=rule, cap_fan=2)
+    events = act(state, 1, "discard", "2m")
+    assert "hu" in offered_to(events, 0)
+    act(state, 0, "pass")
+    events = act(state, 2, "discard", "1m")
+    assert ("hu" in offered_to(events, 0)) is offered
+    if offered:
+        act(state, 0, "hu")
+        assert state.wins[0]["fan"] == 3
+        assert lines(state, "discard_win") == [(2, 0, 4)]
+
+
 # ---------------------------------------------------------------- pass_peng_rule (过碰)
 
 # Seat 0 (void s) holds 55p and 66p, not ready; seats 1, 2, 3 (void p) each hold one p tile
