@@ -9,13 +9,19 @@ from typing import Any
 
 from games.arbitration import Rules
 from games.engine import Action
-from games.mahjong import is_win, rank_of
+from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
 from games.mahjong.meld import Meld
 from games.mahjong.options import CHANGSHA_TABLE, defaults, validate
 from games.mahjong.score_changsha import CHANGSHA_SCORING_DEFAULTS, changsha_ready, score_changsha
-from games.mahjong.score_changsha_opening import changsha_opening_hu
+from games.mahjong.score_changsha_opening import (
+    changsha_midway_hu,
+    changsha_opening_hu,
+    opening_shown_tiles,
+    shown_quads,
+    shown_triplets,
+)
 from games.mahjong.score_common import WinContext
 from games.mahjong.wall import check_wall, shuffled_wall
 
@@ -60,8 +66,10 @@ class ChangshaRules:
 
     def view_extras(self, state: MahjongState) -> dict[str, Any]:
         declared = state.opening.get("declared", {}) if state.opening else {}
+        midway = state.opening.get("midway", {}) if state.opening else {}
         return {"locked": list(state.locked), "haidi": state.haidi,
-                "opening_hu": {k: list(v) for k, v in declared.items()}}
+                "opening_hu": {k: list(v) for k, v in declared.items()},
+                "midway_hu": {k: [dict(d) for d in v] for k, v in midway.items()}}
 
     def filter_discards(self, state: MahjongState, seat: int, held: list[int]) -> list[int]:
         return held
@@ -75,17 +83,34 @@ class ChangshaRules:
         return changsha_opening_hu(state.hands[seat], state.options)
 
     def opening_shown(self, state: MahjongState, seat: int, types: list[str]) -> list[int]:
-        """Tiles shown: the quad (大四喜), two triplets (六六顺), else the whole hand."""
-        hand = state.hands[seat]
-        whole = [t for t in range(27) for _ in range(hand[t])]
-        if any(t in ("opening_no_258", "opening_missing_suit") for t in types):
-            return whole
-        shown: list[int] = []
-        if "opening_four" in types:
-            shown += [t for t in range(27) if hand[t] == 4][:1] * 4
-        if "opening_two_triplets" in types:
-            shown += [t for t in range(27) for _ in range(3) if hand[t] >= 3][:6]
-        return sorted(shown)
+        """Tiles shown: the quads, triplets or pairs of the types, or the whole hand."""
+        return opening_shown_tiles(state.hands[seat], types)
+
+    def midway_actions(self, state: MahjongState, seat: int) -> list[Action]:
+        """中途四喜 / 中途六六顺 open to the seat on its turn (room option, off by default)."""
+        types = state.options["opening_hu_types"]
+        if "midway_four" not in types and "midway_two_triplets" not in types:
+            return []
+        opening = state.opening.get("declared", {}).get(str(seat), []) if state.opening else []
+        dealt = state.initial_hands[seat]  # no exchange in Changsha: what the opening showed
+        done = [(d["type"], [tile_index(n) for n in d["tiles"]])
+                for d in (state.opening or {}).get("midway", {}).get(str(seat), [])]
+        found = changsha_midway_hu(state.hands[seat], state.options, done,
+                                   shown_quads(dealt, opening), shown_triplets(dealt, opening))
+        return [Action("midway_hu", tuple(state.names(tiles))) for _, tiles in found]
+
+    def declare_midway(self, state: MahjongState, seat: int, tiles: list[int]) -> None:
+        """Show the quad (中途四喜) or the two triplets (中途六六顺) and collect one small hu
+        self-draw; the tiles stay in the hand and the turn goes on."""
+        kind = "midway_four" if len(tiles) == 1 else "midway_two_triplets"
+        names = state.names(tiles)
+        if not state.opening:
+            state.opening = {"pending": {}, "declared": {}}
+        state.opening.setdefault("midway", {}).setdefault(str(seat), []).append(
+            {"type": kind, "tiles": names})
+        shown = [t for t in tiles for _ in range(4 if kind == "midway_four" else 3)]
+        state.emit("midway_hu", {"seat": seat, "types": [kind], "tiles": state.names(shown)})
+        self.pay_opening(state, seat, [kind])
 
     # ------------------------------------------------------------------ kongs and claims
 
@@ -136,9 +161,14 @@ class ChangshaRules:
         state.emit("kaigang_reveal", {"seat": seat, "tiles": state.names(reveals),
                                       "wall_remaining": state.wall.remaining()})
         state.locked[seat] = True
+        completing = [t for t in reveals
+                      if self.score(state, seat, state.hands[seat], t, "self_draw", {"kong_bloom"})]
+        flags = {"kong_bloom"}
+        if len(completing) >= 2 and state.options["double_kong_bloom"]:
+            flags.add("double_kong_bloom")  # 双杠上开花: both reveals complete the hand
         best = None
-        for tile in dict.fromkeys(reveals):
-            score = self.score(state, seat, state.hands[seat], tile, "self_draw", {"kong_bloom"})
+        for tile in dict.fromkeys(completing):
+            score = self.score(state, seat, state.hands[seat], tile, "self_draw", flags)
             if score is not None and (best is None or score["value"] > best[1]["value"]):
                 best = (tile, score)
         if best is not None:

@@ -44,7 +44,7 @@ from games.rng import Stream, derive
 SEATS = 4
 ACTION_KINDS = frozenset(
     {"exchange_three", "declare_void", "hu", "pass", "discard", "angang", "bugang", "zhigang",
-     "peng", "chi", "kaigang", "buzhang", "haidi"}
+     "peng", "chi", "kaigang", "buzhang", "haidi", "midway_hu"}
 )
 _TILE_NAMES = frozenset(tile_name(t) for t in range(27))
 # Fields serialized as they are (JSON-ready already).

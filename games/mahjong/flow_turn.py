@@ -21,6 +21,8 @@ class TurnMixin(HandCore):
         if self._self_draw_score(seat) is not None:
             out.append(Action("hu"))
         out.extend(self.rules.turn_kongs(self, seat))
+        if self.rules.has_opening and not self.locked[seat]:
+            out.extend(self.rules.midway_actions(self, seat))  # 中途四喜 / 中途六六顺
         out.extend(Action("discard", (self.name(t),)) for t in self._discard_choices(seat))
         return out
 
@@ -47,6 +49,11 @@ class TurnMixin(HandCore):
             tile = self.parse_tiles(action, 1)[0]
             if Action(kind, (self.name(tile),)) not in self.rules.turn_kongs(self, seat):
                 raise IllegalAction(f"{kind} {action.tiles[0]} is not possible now")
+        elif kind == "midway_hu" and self.rules.has_opening:
+            tiles = sorted(self.parse_tiles(action, len(action.tiles)))
+            canonical = Action("midway_hu", tuple(self.names(tiles)))
+            if self.locked[seat] or canonical not in self.rules.midway_actions(self, seat):
+                raise IllegalAction(f"midway hu {' '.join(action.tiles)} is not possible now")
         else:
             raise IllegalAction(f"{kind} is not a turn action; win, kong or discard")
 
@@ -61,6 +68,9 @@ class TurnMixin(HandCore):
             self.record_wins("self_draw", seat, tile, [(seat, score)])
         elif action.kind == "discard":
             self._discard(seat, self.parse_tiles(action, 1)[0])
+        elif action.kind == "midway_hu":
+            tiles = sorted(self.parse_tiles(action, len(action.tiles)))
+            self.rules.declare_midway(self, seat, tiles)
         else:
             self._declare_kong(seat, action.kind, self.parse_tiles(action, 1)[0])
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from games.engine import BadInput
-from games.mahjong.score_changsha import OPENING_HU_TYPES
+from games.mahjong.score_changsha import ALL_OPENING_HU_TYPES, OPENING_HU_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +64,13 @@ XUEZHAN_TABLE: dict[str, OptionSpec] = {
     "next_dealer": OptionSpec("first_winner", ("first_winner", "rotate")),
 }
 
-# Opening-win types the scorer knows (the first four of §B3; the optional regional extras
-# 节节高/三同/一枝花/中途四喜/中途六六顺 are not implemented).
-OPENING_TYPES = OPENING_HU_TYPES
+# Opening-win types (§B3): the DEFAULT four, and the optional extras
+# 节节高/三同/一枝花/中途四喜/中途六六顺 (see games.mahjong.score_changsha_opening).
+OPENING_TYPES = ALL_OPENING_HU_TYPES
 
 CHANGSHA_TABLE: dict[str, OptionSpec] = {
     "base": OptionSpec(1, int_min=1),
-    "opening_hu_types": OptionSpec(list(OPENING_TYPES), OPENING_TYPES, subset_of=True),
+    "opening_hu_types": OptionSpec(list(OPENING_HU_TYPES), OPENING_TYPES, subset_of=True),
     "opening_hu_repeat": OptionSpec("once_per_type", ("once_per_type", "count_repeats")),
     "opening_hu_birds": OptionSpec("none", ("none", "two_dice")),
     "dealer_bonus": OptionSpec(True, ON_OFF),
@@ -79,6 +79,8 @@ CHANGSHA_TABLE: dict[str, OptionSpec] = {
     "bird_mode": OptionSpec("add_double", ("add_double", "mul_double", "add_points")),
     "big_hu_stack": OptionSpec("additive", ("additive", "multiplicative")),
     "kaigang_reveal": OptionSpec(2, (1, 2, 3, 4)),
+    # 双杠上开花: two 开杠 reveals that both complete the hand count 杠上开花 twice.
+    "double_kong_bloom": OptionSpec(False, ON_OFF),
     "multi_ron": OptionSpec(True, ON_OFF),
     "missed_ron": OptionSpec("until_next_draw", ("until_next_draw", "same_tile_only")),
     "haidi_compulsory": OptionSpec(False, ON_OFF),

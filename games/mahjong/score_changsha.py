@@ -29,12 +29,23 @@ from games.mahjong.score_common import (
 from games.mahjong.tiles import rank_of
 from games.mahjong.wincheck import is_win
 
+# The four opening-win types of §B3 (大四喜, 板板胡, 缺一色, 六六顺): the DEFAULT set.
 OPENING_HU_TYPES = (
     "opening_four",
     "opening_no_258",
     "opening_missing_suit",
     "opening_two_triplets",
 )
+# The optional regional extras, off by default: 节节高, 三同 and 一枝花 on the dealt hand;
+# 中途四喜 and 中途六六顺 declared during play (see score_changsha_opening).
+EXTRA_OPENING_HU_TYPES = (
+    "opening_step_pairs",
+    "opening_same_rank_pairs",
+    "opening_one_flower",
+    "midway_four",
+    "midway_two_triplets",
+)
+ALL_OPENING_HU_TYPES = OPENING_HU_TYPES + EXTRA_OPENING_HU_TYPES
 
 # Scoring-related room options of §B8 with their DEFAULT values.
 CHANGSHA_SCORING_DEFAULTS: Mapping[str, Any] = {
@@ -84,8 +95,8 @@ def changsha_options(options: Mapping[str, Any]) -> dict[str, Any]:
     rest = {k: v for k, v in options.items() if k != "opening_hu_types"}
     out = resolve_options(CHANGSHA_SCORING_DEFAULTS, _ALLOWED, rest)
     types = options.get("opening_hu_types", OPENING_HU_TYPES)
-    if isinstance(types, str) or not all(t in OPENING_HU_TYPES for t in types):
-        raise BadInput(f"opening_hu_types must be a list drawn from {list(OPENING_HU_TYPES)}")
+    if isinstance(types, str) or not all(t in ALL_OPENING_HU_TYPES for t in types):
+        raise BadInput(f"opening_hu_types must be a list drawn from {list(ALL_OPENING_HU_TYPES)}")
     out["opening_hu_types"] = tuple(types)
     return out
 
@@ -172,7 +183,7 @@ def _situational(
     names = []
     if "last_tile" in ctx.flags and ctx.win != "rob_kong":
         names.append("last_tile_draw" if ctx.win == "self_draw" else "last_tile_shot")
-    names += [flag for flag in ("kong_bloom", "kong_shot") if flag in ctx.flags]
+    names += [flag for flag in ("kong_bloom", "double_kong_bloom", "kong_shot") if flag in ctx.flags]
     if ctx.win == "rob_kong":
         names.append("rob_kong")
     names += [flag for flag in ("heavenly", "earthly") if flag in ctx.flags]

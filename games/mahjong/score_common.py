@@ -18,14 +18,16 @@ from games.mahjong.tiles import rank_of, suit_of, tile_name
 from games.mahjong.wincheck import is_seven_pairs
 
 WIN_KINDS = frozenset({"discard", "self_draw", "rob_kong"})
-FLAGS = frozenset({"kong_bloom", "kong_shot", "last_tile", "heavenly", "earthly"})
+FLAGS = frozenset({"kong_bloom", "double_kong_bloom", "kong_shot", "last_tile", "heavenly",
+                   "earthly"})
 
 
 @dataclass(frozen=True, slots=True)
 class WinContext:
     """How the hand was won. ``win``: "discard" (点炮), "self_draw" (自摸) or "rob_kong"
     (抢杠胡); ``flags``: situational facts the table knows ("kong_bloom", "kong_shot",
-    "last_tile", "heavenly", "earthly"); ``void``: the XueZhan void suit 0..2 (定缺)."""
+    "last_tile", "heavenly", "earthly"; Changsha "double_kong_bloom": both 开杠 reveals
+    complete the hand, with that room option on); ``void``: the XueZhan void suit 0..2 (定缺)."""
 
     win_tile: int
     win: str
@@ -41,6 +43,8 @@ class WinContext:
             raise BadInput(f"unknown flags {sorted(unknown)}")
         if "kong_shot" in self.flags and self.win != "discard":
             raise BadInput("kong_shot needs a discard win")
+        if "double_kong_bloom" in self.flags and "kong_bloom" not in self.flags:
+            raise BadInput("double_kong_bloom needs kong_bloom")
         if "heavenly" in self.flags and self.win != "self_draw":
             raise BadInput("heavenly needs a self_draw win")
         if self.void is not None and self.void not in (0, 1, 2):

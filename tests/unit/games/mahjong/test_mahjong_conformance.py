@@ -19,6 +19,7 @@ import pytest
 from games.arbitration import resolve
 from games.engine import Action, BadInput, IllegalAction, NotYourTurn, RuleError, StaleRef
 from games.mahjong import changsha, shanten, tile_index, xuezhan
+from games.mahjong.score_changsha import ALL_OPENING_HU_TYPES
 from games.rng import Stream
 
 VARIANTS = [xuezhan, changsha]
@@ -50,7 +51,8 @@ def smart_choice(state, seat: int, stream: Stream) -> Action:
     by_kind = {}
     for a in actions:
         by_kind.setdefault(a.kind, []).append(a)
-    for kind in ("hu", "angang", "bugang", "kaigang", "zhigang", "buzhang", "peng", "chi"):
+    for kind in ("hu", "midway_hu", "angang", "bugang", "kaigang", "zhigang", "buzhang", "peng",
+                 "chi"):
         if kind in by_kind and (kind == "hu" or stream.below(2)):
             return by_kind[kind][0]
     if "discard" in by_kind:
@@ -122,8 +124,8 @@ def scramble_others(state, seat: int, stream: Stream):
     return other
 
 
-def play(variant, seed: int, deep: bool):
-    state = variant.new_hand({}, seed, seed % 4)
+def play(variant, seed: int, deep: bool, options=None):
+    state = variant.new_hand(options or {}, seed, seed % 4)
     stream = Stream(seed * 7919 + 1)
     log, events = [], list(state.deal_events())
     steps = 0
@@ -176,6 +178,27 @@ def test_self_play_invariants(variant):
             assert len(winners) < 3 or variant is changsha
     assert wins > 0 and ends["wall_exhausted"] > 0
     assert ends["three_won" if variant is xuezhan else "win"] > 0
+
+
+# Changsha with every optional extra on (the regional opening types, repeats, dice birds
+# for them, 双杠上开花, kong points): the same invariants hold, and the extras do happen.
+CHANGSHA_EXTRAS = {
+    "opening_hu_types": list(ALL_OPENING_HU_TYPES), "opening_hu_repeat": "count_repeats",
+    "opening_hu_birds": "two_dice", "double_kong_bloom": True, "gang_points": True,
+}
+
+
+def test_changsha_with_every_extra_keeps_the_invariants():
+    kinds = Counter()
+    for seed in range(400):
+        state, log, events = play(changsha, seed, deep=seed < 20, options=CHANGSHA_EXTRAS)
+        kinds.update(e.kind for e in events if e.kind in ("opening_hu", "midway_hu"))
+        if seed < 40:  # the same log replays to the same hand
+            again = changsha.new_hand(CHANGSHA_EXTRAS, seed, seed % 4)
+            for seat, action in log:
+                again.apply(seat, action)
+            assert again.serialize() == state.serialize()
+    assert kinds["opening_hu"] > 0 and kinds["midway_hu"] > 0, kinds
 
 
 def replay(variant, seed: int, log):
