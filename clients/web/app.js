@@ -2,6 +2,8 @@
 // /ws?format=json. A frame is {seq, <payload name>: {...}} with the .proto field names;
 // replies carry reply_to = our seq. proto3 JSON omits default values (0, "", false, the
 // first enum value) and writes int64 as strings, so every read below has a default.
+// Every text that comes from other players (chat, nicknames, alerts) is set with
+// textContent, never innerHTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -10,8 +12,12 @@ const TERMS = {discard: "打", chi: "吃", peng: "碰", zhigang: "明杠", angan
   exchange_three: "换三张", declare_void: "定缺", opening_hu: "起手胡", haidi_take: "要海底",
   haidi_refuse: "不要海底", choose_alone: "打独", choose_friend_card: "叫朋友", play: "出牌"};
 const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
+const REASONS = {PLAYER_VOTE: "the players voted", PLAYER_LEFT: "a player left",
+  ALL_HANDS_PLAYED: "all hands played", NEGATIVE_COINS: "a player ran out of coins",
+  IDLE_TOO_LONG: "idle too long"};
 const app = {ws: null, seq: 0, me: 0, seat: -1, room: null, rooms: new Map(),
-  deadline: 0, beat: null, exitSeq: -1, payments: []};
+  deadline: 0, beat: null, payments: [], onRet: new Map(), names: new Map(),
+  lastRoom: 0, dismissDeadline: 0};
 
 // ------------------------------------------------------------------ connection
 function connect(token, nickname) {
@@ -34,6 +40,13 @@ function send(name, body) {
   return app.seq;
 }
 
+// Send a request; `onRet(ret)` gets its Return (OK or refused) when the lobby answers.
+function request(name, body, onRet) {
+  const seq = send(name, body);
+  if (seq && onRet) app.onRet.set(seq, onRet);
+  return seq;
+}
+
 function handle(frame) {
   const kind = Object.keys(frame).find((k) => !FRAME_KEYS.has(k));
   const body = frame[kind] || {};
@@ -46,13 +59,16 @@ function handle(frame) {
 const HANDLERS = {
   ret(r, frame) {
     if (r.code) error(`error ${r.code}: ${r.message || ""}`);
-    else if (Number(frame.reply_to) === app.exitSeq) { setRoom(null, -1); send("ask_room_list", {}); }
+    const onRet = app.onRet.get(Number(frame.reply_to));
+    app.onRet.delete(Number(frame.reply_to));
+    if (onRet) onRet(r);
   },
   login_ok(ok, frame) {
     app.me = Number(ok.player.user_id);
     status(`user ${app.me} (${ok.player.nickname || "no nickname"})`);
     show("login-panel", false);
     show("lobby-panel", true);
+    show("history-panel", true);
     const every = (ok.heartbeat_seconds || 15) * 1000;
     app.beat = setInterval(() => send("heartbeat", {client_time_ms: String(Date.now())}), every);
     if (ok.room) setRoom(ok.room, ok.player.seat ?? 0);   // seat 0 is omitted in JSON
@@ -72,19 +88,39 @@ const HANDLERS = {
   },
   room_joined(joined) { setRoom(joined.room, joined.seat ?? 0); },
   player_change(p) {
-    log(`${seatName(p.seat ?? 0, app.seat)} ${(p.reason || "JOIN").toLowerCase()}`);
     if (app.room) setRoom({...app.room, players: p.players || []}, app.seat);
+    const who = Number(p.user_id) === app.me ? "you" : `${userName(p.user_id)} (seat ${p.seat ?? 0})`;
+    log(`${who} ${(p.reason || "JOIN").toLowerCase()}`);
   },
-  mj_deal(b) { app.payments = []; log(describe("mj_deal", b)); },
-  dd_assign(b) { app.payments = []; log(describe("dd_assign", b)); },
+  mj_deal(b) { startOfHand(); log(describe("mj_deal", b)); },
+  dd_assign(b) { startOfHand(); log(describe("dd_assign", b)); },
   mj_payment(b) { app.payments.push(b.payment || {}); log(describe("mj_payment", b)); },
-  mj_game_info() {},   // a snapshot: the Prompt that follows carries the observation
-  dd_game_info() {},
-  notice_dismiss(n) {
-    log(`room dismissed: ${(n.reason || "PLAYER_VOTE").toLowerCase()} ${n.doc || ""}`);
-    if (n.dismissed) { setRoom(null, -1); send("ask_room_list", {}); }
+  // snapshots after a reconnect: the Prompt that follows carries the observation
+  mj_game_info(g) {
+    showEntrust(!!(g.entrusted || [])[app.seat], g.cancel_entrust_count || 0);
   },
-  chat(c) { log(`chat from ${c.author_id}: ${c.content || ""}`); },
+  dd_game_info(g) {
+    showEntrust(!!(g.is_entrust || [])[app.seat], g.cancel_entrust_count || 0);
+  },
+  in_entrust(e) {
+    const seat = e.seat ?? 0;
+    log(describe("in_entrust", e));
+    markEntrusted(seat, true);
+    if (seat === app.seat) showEntrust(true, e.count || 0);
+  },
+  cancel_entrust_done(e) {
+    const seat = e.seat ?? 0;
+    log(`${does(seat, "take", "takes")} back control from entrust`);
+    markEntrusted(seat, false);
+    if (seat === app.seat) showEntrust(false, 0);
+  },
+  query_dismiss(q) { renderDismissVote(q); },
+  notice_dismiss(n) { renderDismissResult(n); },
+  chat(c) { renderChat(c); },
+  distance_alert(a) { addAlert(a.alert || "players too close"); },
+  use_geo(g) { renderGeo(g); },
+  history_score(h) { renderHistory(h); },
+  replay(r) { renderReplay(r); },
   prompt(p) { app.seat = p.seat ?? 0; renderPrompt(p); },
   mj_hand_over(m) { renderSettlement(m, JSON.parse(m.details_json || "{}")); },
   dd_small_settlement(m) { renderSettlement(m, JSON.parse(m.details_json || "{}")); },
@@ -92,11 +128,14 @@ const HANDLERS = {
 
 // ------------------------------------------------------------------ rooms
 function setRoom(room, seat) {
+  const entered = room && (!app.room || app.room.room_id !== room.room_id);
   app.room = room;
   app.seat = room ? seat : -1;
   show("lobby-panel", !room);
   show("room-panel", !!room);
-  if (!room) { show("play-panel", false); return; }
+  if (!room) { clearRoomViews(); return; }
+  if (entered) enterRoom(room.room_id);
+  for (const p of room.players || []) app.names.set(String(p.user_id), p.nickname || "");
   $("room-title").textContent = `Room ${room.room_id} · ${room.game || "?"} · ` +
     `hand ${room.cur_hand || 0}/${room.total_hands || 0} · ${room.status || "ROOM_WAITING"}`;
   for (const el of document.querySelectorAll(".room-id")) el.textContent = room.room_id;
@@ -108,6 +147,40 @@ function setRoom(room, seat) {
       (flags ? ` [${flags}]` : "");
   });
   fill($("players"), items, "li");
+}
+
+// A new room: the last room's vote result goes away; history defaults to this room.
+function enterRoom(roomId) {
+  app.lastRoom = roomId;
+  $("history-room").value = String(roomId);
+  show("dismiss-panel", false);
+  $("dismiss-title").textContent = "";
+  $("dismiss-votes").replaceChildren();
+}
+
+// Out of the room: its chat, alerts and distances go (they may arrive before the join's
+// reply, so they are cleared on the way out, not on the way in).
+function clearRoomViews() {
+  $("chat-log").replaceChildren();
+  $("geo").replaceChildren();
+  $("alert-list").replaceChildren();
+  show("alerts", false);
+  show("play-panel", false);
+  showEntrust(false, 0);
+}
+
+function leaveRoom() {
+  setRoom(null, -1);
+  send("ask_room_list", {});
+}
+
+// A hand starts: nobody is "ready" any more, and its payments are collected afresh.
+function startOfHand() {
+  app.payments = [];
+  if (app.room) {
+    setRoom({...app.room, players: (app.room.players || []).map((p) => ({...p, ready: false}))},
+      app.seat);
+  }
 }
 
 function renderRooms() {
@@ -196,9 +269,184 @@ function renderSettlement(frame, over) {
       `${p.bomb_score || 0}, cards ${p.card_score || 0}, caught ${p.catch_score || 0}`);
   }
   $("settlement").textContent = lines.join("\n");
+  endOfHandEntrust();
   show("play-panel", false);
   show("settlement-panel", true);
   log("hand over: press Ready for the next hand");
+}
+
+// ------------------------------------------------------------------ chat
+function sendChat() {
+  const input = $("chat-input");
+  const content = input.value.trim();
+  if (!content) return;
+  request("chat", {content}, (r) => { if (!r.code) input.value = ""; });
+}
+
+function renderChat(c) {
+  const li = document.createElement("li");
+  li.textContent = `${userName(c.author_id)}: ${c.content || ""}`;
+  $("chat-log").appendChild(li);
+  li.scrollIntoView({block: "nearest"});
+}
+
+// ------------------------------------------------------------------ dismiss voting (解散)
+function renderDismissVote(q) {
+  const votes = q.votes || [];
+  const mine = votes.find((v) => Number(v.user_id) === app.me);
+  $("dismiss-title").textContent =
+    `${q.apply_nickname || userName(q.apply_user_id)} applies to dismiss the room (申请解散)`;
+  fill($("dismiss-votes"), votes.map((v) =>
+    `${v.nickname || userName(v.user_id)}: ${["not voted", "agrees", "refuses"][v.vote || 0]}`), "li");
+  $("dismiss-result").textContent = "";
+  show("dismiss-vote", !!mine && !mine.vote);
+  app.dismissDeadline = Date.now() + (q.remaining_seconds || 0) * 1000;
+  show("dismiss-panel", true);
+  tick();
+}
+
+function vote(agree) {
+  show("dismiss-vote", false);
+  request("report_dismiss", {agree}, (r) => { if (r.code) show("dismiss-vote", true); });
+}
+
+function renderDismissResult(n) {
+  const reason = REASONS[n.reason || "PLAYER_VOTE"] || n.reason;
+  const text = n.dismissed ? `Room ${n.room_id || app.lastRoom} dismissed (${reason}): ${n.doc || ""}`
+    : `Dismiss refused: ${n.doc || "not enough players agreed"}`;
+  app.dismissDeadline = 0;
+  if ((n.reason || "PLAYER_VOTE") !== "PLAYER_VOTE") {   // no vote behind it
+    $("dismiss-title").textContent = "";
+    $("dismiss-votes").replaceChildren();
+  }
+  $("dismiss-result").textContent = text;
+  $("dismiss-countdown").textContent = "";
+  show("dismiss-vote", false);
+  show("dismiss-panel", true);
+  log(text);
+  if (n.dismissed) leaveRoom();
+}
+
+// ------------------------------------------------------------------ entrust (托管)
+function showEntrust(on, cancelsLeft) {
+  show("entrust", on);
+  if (!on) return;
+  const left = cancelsLeft === 1 ? "1 cancel left" : `${cancelsLeft || "no"} cancels left`;
+  $("entrust-text").textContent = `Entrust (托管) is playing for you: ${left}`;
+  $("entrust-msg").textContent = "";
+}
+
+function cancelEntrust() {
+  request("cancel_entrust", {}, (r) => {
+    $("entrust-msg").textContent = r.code ? `refused: ${r.message || r.code}` : "";
+  });
+}
+
+// The room's player list shows who is entrusted; the server does not resend it.
+function markEntrusted(seat, on) {
+  if (!app.room) return;
+  const players = (app.room.players || []).map((p) =>
+    (p.seat || 0) === seat ? {...p, entrusted: on} : p);
+  setRoom({...app.room, players}, app.seat);
+}
+
+// Entrust ends with the hand for players who are online.
+function endOfHandEntrust() {
+  showEntrust(false, 0);
+  if (!app.room) return;
+  const players = (app.room.players || []).map((p) => p.online ? {...p, entrusted: false} : p);
+  setRoom({...app.room, players}, app.seat);
+}
+
+// ------------------------------------------------------------------ geo and same-IP alerts
+function addAlert(text) {
+  const li = document.createElement("li");
+  li.textContent = text;
+  $("alert-list").appendChild(li);
+  show("alerts", true);
+  log(`ALERT: ${text}`);
+}
+
+function renderGeo(g) {
+  const items = (g.items || []).map((i) =>
+    `${userName(i.src_uid)} - ${userName(i.dest_uid)}: ${i.distance || "unknown"}` +
+    (i.same_ip ? " · SAME IP (同IP)" : ""));
+  fill($("geo"), items.length ? items : ["fewer than two players in the room"], "li");
+}
+
+// ------------------------------------------------------------------ history and replays
+function askHistory() {
+  const roomId = Number($("history-room").value) || app.lastRoom;
+  if (!roomId) { error("enter a room number for its history"); return; }
+  $("history-title").textContent = `asking for the history of room ${roomId}...`;
+  send("ask_history_score", {room_id: String(roomId)});
+}
+
+function renderHistory(h) {
+  const roomId = Number(h.room_id || 0);
+  const items = h.items || [];
+  const hands = Math.max(0, ...items.map((i) => (i.scores || []).length));
+  $("history-title").textContent = hands
+    ? `Room ${roomId}: ${hands} hand${hands > 1 ? "s" : ""} settled`
+    : `Room ${roomId}: no settled hand yet`;
+  const rows = [];
+  for (let hand = 1; hand <= hands; hand++) {
+    const li = document.createElement("li");
+    li.appendChild(span(`hand ${hand}: ` + items.map((i) =>
+      `${userName(i.user_id)} ${signed((i.scores || [])[hand - 1])}`).join(", ")));
+    li.appendChild(button(`Replay hand ${hand}`, () => askReplay(roomId, hand)));
+    rows.push(li);
+  }
+  if (hands) {
+    const total = document.createElement("li");
+    total.appendChild(span("total: " + items.map((i) => `${userName(i.user_id)} ` +
+      signed((i.scores || []).reduce((a, b) => a + Number(b), 0))).join(", ")));
+    rows.push(total);
+  }
+  $("history").replaceChildren(...rows);
+}
+
+function askReplay(roomId, hand) {
+  $("replay-title").textContent = `asking for the replay of hand ${hand}...`;
+  $("replay").replaceChildren();
+  send("ask_replay", {room_id: String(roomId), hand_no: hand});
+}
+
+function renderReplay(r) {
+  const cells = (r.cells || []).map((c) => JSON.parse(c.json || "{}"));
+  const own = cells.find((e) => e.to !== undefined);   // private events are our seat's
+  const mySeat = own ? own.to : -1;
+  $("replay-title").textContent = `Replay: room ${r.room_id || 0}, hand ${r.hand_no || 0}` +
+    ` (${r.game || "?"}), ${cells.length} events`;
+  fill($("replay"), cells.map((e) => replayLine(e, mySeat)), "li");
+}
+
+// One engine event of a replay ({kind, data, to}) as a line of text, seats seen from ours.
+function replayLine(e, mySeat) {
+  const d = {...(e.data || {})};
+  const term = TERMS[e.kind] ? ` (${TERMS[e.kind]})` : "";
+  const to = e.to !== undefined ? " [private]" : "";
+  if (e.kind === "payment") {
+    return `payment: ${does(d.payer, "pay", "pays", mySeat)} ${seatName(d.payee, mySeat)} ` +
+      `${d.amount} (${d.reason})${to}`;
+  }
+  const who = d.seat !== undefined ? seatName(d.seat, mySeat) + " " : "";
+  delete d.seat;
+  const rest = Object.entries(d)
+    .filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && !v.length))
+    .map(([k, v]) => replayValue(k, v, mySeat)).join(", ");
+  return `${who}${e.kind}${term}${rest ? ": " + rest : ""}${to}`;
+}
+
+const TILE_KEYS = new Set(["tile", "tiles", "cards"]);
+const SEAT_KEYS = new Set(["from", "source", "dealer", "winners", "payer", "payee"]);
+function replayValue(key, v, mySeat) {
+  if (TILE_KEYS.has(key)) return tiles(v);
+  if (SEAT_KEYS.has(key) && typeof v === "number") return `${key} ${seatName(v, mySeat)}`;
+  if (SEAT_KEYS.has(key) && Array.isArray(v)) {
+    return `${key} ${v.map((x) => seatName(x, mySeat)).join(", ")}`;
+  }
+  return `${key} ${plain(v)}`;
 }
 
 // ------------------------------------------------------------------ event log
@@ -220,7 +468,7 @@ function describe(kind, b) {
     case "dd_clear_desktop": return `${s(b.seat)} wins the trick, ${b.desktop_score || 0} pts`;
     case "dd_use_alone": return `${s(b.seat)} ${b.is_alone ? "plays alone (打独)" : "does not play alone"}`;
     case "dd_use_friend": return `friend card (叫朋友) ${b.friend_card}`;
-    case "in_entrust": return `${s(b.seat)} is played by entrust (托管)`;
+    case "in_entrust": return `${does(b.seat, "are", "is")} played by entrust (托管)`;
     case "game_event": return null;   // the engine's extra events; the prompt says enough
     case "mj_window_opened": case "mj_window_closed": case "mj_candidates": return null;
     default: return `${kind} ${JSON.stringify(b)}`;
@@ -231,10 +479,21 @@ function describe(kind, b) {
 // Tiles and cards come as a list of names or as one string in notation ("123m55p").
 function tiles(v) { return Array.isArray(v) ? v.join(" ") : (v || ""); }
 function seatName(seat, me) { return seat === me ? "you" : `seat ${seat}`; }
+// A user by nickname as far as we know it: "you", "alice", or "user 1002".
+function userName(uid) {
+  if (Number(uid) === app.me) return "you";
+  return app.names.get(String(uid)) || `user ${uid || 0}`;
+}
+function signed(n) { n = Number(n || 0); return n > 0 ? `+${n}` : String(n); }
+// A value of an event's data as short text: lists joined, objects as JSON.
+function plain(v) {
+  if (Array.isArray(v) && v.every((x) => typeof x !== "object")) return v.join(" ");
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
+}
 // Subject and verb that agree, seen from our seat: "you discard" / "seat 2 discards".
-function does(seat, verb, third) {
+function does(seat, verb, third, me = app.seat) {
   seat = seat ?? 0;
-  return seat === app.seat ? `you ${verb}` : `seat ${seat} ${third || verb + "s"}`;
+  return seat === me ? `you ${verb}` : `seat ${seat} ${third || verb + "s"}`;
 }
 function status(text) { $("status").textContent = text; }
 function show(id, on) { $(id).hidden = !on; }
@@ -268,6 +527,12 @@ function cell(text) {
   return td;
 }
 
+function span(text) {
+  const el = document.createElement("span");
+  el.textContent = text;
+  return el;
+}
+
 function button(label, onclick) {
   const b = document.createElement("button");
   b.textContent = label;
@@ -285,11 +550,28 @@ $("login").onclick = () => {
 $("create").onclick = () => send("create_room", {game: $("game").value, base_score: 1,
   total_hands: Number($("hands").value) || 4, options_json: "{}", password: $("password").value});
 $("quick").onclick = () => send("join_room", {game: $("game").value});
+$("join").onclick = () => {
+  const roomId = Number($("join-id").value);
+  if (!roomId) { error("enter a room number to join"); return; }
+  send("join_room", {room_id: String(roomId), password: $("password").value});
+};
 $("refresh-list").onclick = () => send("ask_room_list", {});
 $("ready").onclick = () => { $("error").hidden = true; send("ask_ready", {is_ready: true}); };
 $("unready").onclick = () => send("ask_ready", {is_ready: false});
-$("leave").onclick = () => { app.exitSeq = send("ask_exit", {}); };
-setInterval(() => {
-  const left = Math.max(0, Math.ceil((app.deadline - Date.now()) / 1000));
-  $("countdown").textContent = $("actions").children.length ? `${left} s left` : "";
-}, 250);
+$("leave").onclick = () => request("ask_exit", {}, (r) => { if (!r.code) leaveRoom(); });
+$("chat-send").onclick = sendChat;
+$("chat-input").onkeydown = (ev) => { if (ev.key === "Enter") sendChat(); };
+$("dismiss-apply").onclick = () => send("ask_dismiss", {});
+$("dismiss-agree").onclick = () => vote(true);
+$("dismiss-refuse").onclick = () => vote(false);
+$("cancel-entrust").onclick = cancelEntrust;
+$("ask-geo").onclick = () => send("ask_geo", {});
+$("alerts-hide").onclick = () => show("alerts", false);
+$("history-ask").onclick = askHistory;
+
+function tick() {
+  const secondsTo = (t) => Math.max(0, Math.ceil((t - Date.now()) / 1000));
+  $("countdown").textContent = $("actions").children.length ? `${secondsTo(app.deadline)} s left` : "";
+  if (app.dismissDeadline) $("dismiss-countdown").textContent = `${secondsTo(app.dismissDeadline)} s left`;
+}
+setInterval(tick, 250);
