@@ -413,7 +413,7 @@ function askReplay(roomId, hand) {
 }
 
 function renderReplay(r) {
-  const cells = (r.cells || []).map((c) => JSON.parse(c.json || "{}"));
+  const cells = (r.cells || []).map((c) => parseOr(c.json, {kind: c.kind || "?"}));
   const own = cells.find((e) => e.to !== undefined);   // private events are our seat's
   const mySeat = own ? own.to : -1;
   $("replay-title").textContent = `Replay: room ${r.room_id || 0}, hand ${r.hand_no || 0}` +
@@ -483,6 +483,10 @@ function seatName(seat, me) { return seat === me ? "you" : `seat ${seat}`; }
 function userName(uid) {
   if (Number(uid) === app.me) return "you";
   return app.names.get(String(uid)) || `user ${uid || 0}`;
+}
+// JSON text from the server, or `fallback` when it is missing or malformed.
+function parseOr(text, fallback) {
+  try { return text ? JSON.parse(text) : fallback; } catch { return fallback; }
 }
 function signed(n) { n = Number(n || 0); return n > 0 ? `+${n}` : String(n); }
 // A value of an event's data as short text: lists joined, objects as JSON.
