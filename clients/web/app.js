@@ -9,7 +9,7 @@
 const $ = (id) => document.getElementById(id);
 const TERMS = {discard: "打", chi: "吃", peng: "碰", zhigang: "明杠", angang: "暗杠",
   bugang: "补杠", kaigang: "开杠", buzhang: "补张", hu: "胡", pass: "过",
-  exchange_three: "换三张", declare_void: "定缺", opening_hu: "起手胡", haidi_take: "要海底",
+  exchange_three: "换三张", declare_void: "定缺", opening_hu: "起手胡", midway_hu: "中途胡", haidi_take: "要海底",
   haidi_refuse: "不要海底", choose_alone: "打独", choose_friend_card: "叫朋友", play: "出牌"};
 const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
 const REASONS = {PLAYER_VOTE: "the players voted", PLAYER_LEFT: "a player left",
