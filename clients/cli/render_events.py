@@ -19,6 +19,7 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 TERMS = {"discard": "打", "chi": "吃", "peng": "碰", "zhigang": "明杠", "angang": "暗杠",
          "bugang": "补杠", "kaigang": "开杠", "buzhang": "补张", "hu": "胡", "pass": "过",
          "exchange_three": "换三张", "declare_void": "定缺", "opening_hu": "起手胡",
+         "midway_hu": "中途胡",
          "haidi_take": "要海底", "haidi_refuse": "不要海底", "choose_friend_card": "叫朋友"}
 # Engine events without a typed message that need no line of their own.
 QUIET_KINDS = frozenset({"turn", "response", "hand_over", "hint_alone", "hint_out"})
