@@ -57,6 +57,10 @@ class LobbyConfig:
     ws_port: int = 8080          # WebSocket front door and static web client; -1 = off
     # CIDRs of reverse proxies / ingresses whose X-Forwarded-For is believed (empty: none)
     trusted_proxies: tuple[str, ...] = ()
+    # read-only operator console (HTTP + JSON API) on a port of its own, never public:
+    # -1 = off, 0 = a free port; its API needs ``Authorization: Bearer <console_token>``
+    console_port: int = -1
+    console_token: str = ""
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,24 @@ def require_token_secret(cfg: Config) -> None:
         raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
 
 
+DEV_CONSOLE_TOKEN = "dev-console-token"   # config/dev.toml's; refused outside dev
+
+
+def require_console_token(cfg: Config) -> None:
+    """The operator console (``lobby.console_port`` >= 0) refuses to start without a token,
+    and outside dev with the well-known dev token. Checked by the console itself (only the
+    lobby runs it), so other services sharing the file are not held up by these keys."""
+    c = cfg.lobby
+    if c.console_port < 0:
+        return
+    if not c.console_token.strip():
+        raise ConfigError("lobby.console_token: required when lobby.console_port is on "
+                          "(set PAIJU_LOBBY__CONSOLE_TOKEN, or console_port = -1)")
+    if cfg.env != "dev" and c.console_token == DEV_CONSOLE_TOKEN:
+        raise ConfigError(f"lobby.console_token: the dev token is not allowed in {cfg.env} "
+                          "(set PAIJU_LOBBY__CONSOLE_TOKEN to a secret)")
+
+
 def _validate(cfg: Config) -> None:
     for name in ("lobby", "table", "arbiter", "records"):
         sec = getattr(cfg, name)
@@ -244,6 +266,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"log.level: {cfg.log.level!r} is not DEBUG/INFO/WARNING/ERROR")
     if not -1 <= cfg.lobby.ws_port <= 65535:
         raise ConfigError(f"lobby.ws_port: {cfg.lobby.ws_port} is not a TCP port (-1 = off)")
+    if not -1 <= cfg.lobby.console_port <= 65535:
+        raise ConfigError(f"lobby.console_port: {cfg.lobby.console_port} is not a TCP port "
+                          "(-1 = off)")
     for cidr in cfg.lobby.trusted_proxies:
         try:
             ipaddress.ip_network(cidr.strip(), strict=True)
