@@ -2,7 +2,9 @@
 
 ``classify(cards, hand_size)`` follows the detection order of §3.1 and returns a frozen
 :class:`Combo` carrying the protocol ``paiClass`` number. ``beats(a, b)`` says whether ``a``
-may be played on ``b`` (§3.2). Classes 3, 4 and short airplanes are legal only as a last play
+may be played on ``b`` (§3.2). The room option ``pure510k_suit_order`` (pure 510Ks rank by
+suit) is :func:`beats_by_suit`; :func:`beats_rule` picks the one of a room, and the
+``suit_order`` arguments here and in :mod:`.legal` take the option's value. Classes 3, 4 and short airplanes are legal only as a last play
 (the cards are the whole hand, ``hand_size == len(cards)``).
 
 A short last-play airplane can be read with different triple counts (``333444555`` is three
@@ -12,7 +14,7 @@ reading that beats ``previous`` when there is one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +56,13 @@ PAIR_FAMILY = frozenset({PAIR, JOKER_PAIR, JOKER_MIXED_PAIR})
 _LADDER = (9, 10, 26, 11, 16, 18, 12, 17, 20, 13, 19, 14, 22, 23, 24, 25, 21)
 RUNG_OF_CLASS: dict[int, int] = {cls: i + 2 for i, cls in enumerate(_LADDER)}
 RUNG_OF_CLASS[FIVE_TEN_KING] = 1  # mixed; pure is rung 2
+PURE_510K_RUNG = 2
+
+# Suit order between pure 510Ks when the room option ``pure510k_suit_order`` is on. rules/
+# dadun.md leaves the order open; this is the common Chinese one, 黑桃 spades > 红桃 hearts >
+# 梅花 clubs > 方块 diamonds. Suit codes are s h c d = 0 1 2 3, so a lower code is a higher
+# suit: strength = 3 - code.
+SUIT_STRENGTH = (3, 2, 1, 0)
 
 # §6.2 default odds by paiClass; a single 510K and 大小王 (27) pay nothing.
 DEFAULT_BOMB_ODDS: dict[int, int] = {
@@ -88,16 +97,19 @@ def _combo(cls: int, key: int, cards: tuple[int, ...], units: int = 1, pure: boo
     return Combo(cls, CLASS_NAMES[cls], key, len(cards), units, pure, rung, last_only, cards)
 
 
-def classify(cards: Sequence[int], hand_size: int, against: Combo | None = None) -> Combo:
+def classify(cards: Sequence[int], hand_size: int, against: Combo | None = None, *,
+             suit_order: bool = False) -> Combo:
     """The combination ``cards`` form when the player holds ``hand_size`` cards.
 
     Raises :class:`InvalidCombo` with the reason when they form none. With ``against``, a
-    reading that beats it is preferred (only short last-play airplanes have several).
+    reading that beats it (by :func:`beats_rule` of ``suit_order``) is preferred (only short
+    last-play airplanes have several).
     """
     readings = interpretations(cards, hand_size)
     if against is not None:
+        better = beats_rule(suit_order)
         for combo in readings:
-            if beats(combo, against):
+            if better(combo, against):
                 return combo
     return readings[0]
 
@@ -237,7 +249,8 @@ def bomb_odds(combo: Combo, table: Mapping[int | str, int] | None = None) -> int
 
 
 def beats(a: Combo, b: Combo) -> bool:
-    """True when ``a`` may be played on ``b`` (§3.2). Ties never beat."""
+    """True when ``a`` may be played on ``b`` (§3.2). Ties never beat; every pure 510K ties
+    with every other (the default of the room option ``pure510k_suit_order``)."""
     if a.rung or b.rung:
         if not (a.rung and b.rung) or a.rung != b.rung:
             return a.rung > b.rung
@@ -251,6 +264,32 @@ def beats(a: Combo, b: Combo) -> bool:
     if a.cls == SINGLE:
         return a.key > b.key
     return a.units == b.units and a.key > b.key
+
+
+def beats_by_suit(a: Combo, b: Combo) -> bool:
+    """:func:`beats` under ``pure510k_suit_order = true``: a pure 510K beats a pure 510K of a
+    lower suit (:data:`SUIT_STRENGTH`); mixed 510Ks still tie, nothing else changes."""
+    if a.rung or b.rung:  # the bomb tier of beats, with the suit rule on the pure 510K rung
+        if not (a.rung and b.rung) or a.rung != b.rung:
+            return a.rung > b.rung
+        if a.rung == PURE_510K_RUNG:
+            return SUIT_STRENGTH[a.cards[0] & 3] > SUIT_STRENGTH[b.cards[0] & 3]
+        return a.cls in N_OF_A_KIND and a.key > b.key
+    return beats(a, b)
+
+
+def beats_rule(suit_order: bool) -> Callable[[Combo, Combo], bool]:
+    """The comparison of a room: :func:`beats_by_suit` when its ``pure510k_suit_order`` is
+    on, else :func:`beats`. Hot loops pick it once instead of passing the option per call."""
+    return beats_by_suit if suit_order else beats
+
+
+def suit_strength(combo: Combo, suit_order: bool) -> int:
+    """How a play ranks inside its rung by suit: the :data:`SUIT_STRENGTH` of a pure 510K
+    when ``suit_order`` is on, else 0 (suits decide nothing)."""
+    if suit_order and combo.rung == PURE_510K_RUNG:
+        return SUIT_STRENGTH[combo.cards[0] & 3]
+    return 0
 
 
 def pair_order(combo: Combo) -> tuple[int, int]:

@@ -64,7 +64,8 @@ class DadunState(Verified):
         if d.phase == "friend":
             return [Action("choose_friend_card", tiles=(card_name(c),))
                     for c in phases_setup.friend_candidates(d)]
-        plays = hint_plays(d.hands[seat], trick.top_combo(d), HINT_LIMIT)
+        plays = hint_plays(d.hands[seat], trick.top_combo(d), HINT_LIMIT,
+                           suit_order=trick.suit_order(d))
         out = [Action("play", tiles=tuple(card_name(c) for c in sorted(p)), ref=d.token)
                for p in plays]
         if not d.must_play:

@@ -12,6 +12,9 @@ Kicker and wing choices make the full list large for a 27-card leader: measured 
 seeded deals, a median of about 9,000 distinct plays and up to about 470,000 (airplane wings
 dominate; see bench/reports/dadun_combos.md). Use :func:`iter_legal_plays`,
 :func:`has_legal_play` or :func:`hint_plays` there.
+
+Every entry point takes ``suit_order`` (the room option ``pure510k_suit_order``): plays are
+compared with ``previous`` by :func:`~games.dadun.combos.beats_rule` of it.
 """
 
 from __future__ import annotations
@@ -22,19 +25,22 @@ from itertools import product
 from games.dadun.cards import COPIES, NUM_CODES, RANK_5, RANK_A, RANK_K, RANK_SJ, RANK_T, counts_of
 from games.dadun.combos import (
     AIRPLANE,
+    COLOR_BOMB_BY_SIZE,
     PAIR_FAMILY,
     PAIR_STRAIGHT,
     SINGLE,
     STRAIGHT,
     TRIPLE_FAMILY,
     Combo,
-    beats,
+    beats_rule,
     classify,
     pair_order,
+    suit_strength,
 )
 from games.engine import IllegalAction
 
 NUM_RANKS = RANK_SJ + 2
+COLOR_BOMBS = frozenset(COLOR_BOMB_BY_SIZE.values())
 Bounds = dict[int, tuple[int, int]]
 
 
@@ -181,52 +187,61 @@ def bomb_shapes(hand: Hand) -> Iterator[tuple[Bounds, int, bool]]:
     yield from ((jokers, k, False) for k in (3, 4))
 
 
-def iter_legal_plays(hand: Sequence[int], previous: Combo | None) -> Iterator[tuple[int, ...]]:
+def iter_legal_plays(hand: Sequence[int], previous: Combo | None, *,
+                     suit_order: bool = False) -> Iterator[tuple[int, ...]]:
     """Every distinct legal play of ``hand`` (card codes or 54 counts) on ``previous``
     (None when leading): normal plays first, then bomb-tier plays, then a last-play-only
-    reading of the whole hand."""
+    reading of the whole hand. ``suit_order``: pure 510Ks rank by suit (``beats_by_suit``)."""
     h = Hand(hand)
+    better = beats_rule(suit_order)
     for bounds, total, free in normal_shapes(h, previous):
         yield from compose(h, bounds, total, free)
     for bounds, total, free in bomb_shapes(h):
         for play in compose(h, bounds, total, free):
-            if previous is None or previous.rung == 0 or beats(classify(play, h.size), previous):
+            if previous is None or previous.rung == 0 or better(classify(play, h.size), previous):
                 yield play
-    whole = _whole_hand_play(h, previous)
+    whole = _whole_hand_play(h, previous, suit_order)
     if whole is not None:
         yield whole
 
 
-def _whole_hand_play(h: Hand, previous: Combo | None) -> tuple[int, ...] | None:
+def _whole_hand_play(h: Hand, previous: Combo | None,
+                     suit_order: bool) -> tuple[int, ...] | None:
     """The whole hand when only a last-play reading makes it legal, else None."""
     cards = h.cards()
-    if not cards or _answers(cards, h.size + 1, previous):
+    if not cards or _answers(cards, h.size + 1, previous, suit_order):
         return None
-    return cards if _answers(cards, h.size, previous) else None
+    return cards if _answers(cards, h.size, previous, suit_order) else None
 
 
-def _answers(cards: tuple[int, ...], hand_size: int, previous: Combo | None) -> bool:
+def _answers(cards: tuple[int, ...], hand_size: int, previous: Combo | None,
+             suit_order: bool) -> bool:
     try:
-        combo = classify(cards, hand_size, against=previous)
+        combo = classify(cards, hand_size, against=previous, suit_order=suit_order)
     except IllegalAction:
         return False
-    return previous is None or beats(combo, previous)
+    return previous is None or beats_rule(suit_order)(combo, previous)
 
 
-def legal_plays(hand: Sequence[int], previous: Combo | None) -> list[tuple[int, ...]]:
+def legal_plays(hand: Sequence[int], previous: Combo | None, *,
+                suit_order: bool = False) -> list[tuple[int, ...]]:
     """:func:`iter_legal_plays` as a list (large for a full hand that leads)."""
-    return list(iter_legal_plays(hand, previous))
+    return list(iter_legal_plays(hand, previous, suit_order=suit_order))
 
 
-def has_legal_play(hand: Sequence[int], previous: Combo | None) -> bool:
+def has_legal_play(hand: Sequence[int], previous: Combo | None, *,
+                   suit_order: bool = False) -> bool:
     """Whether any legal play exists ("can I beat this?"); stops at the first one."""
-    return next(iter_legal_plays(hand, previous), None) is not None
+    return next(iter_legal_plays(hand, previous, suit_order=suit_order), None) is not None
 
 
-def hint_plays(hand: Sequence[int], previous: Combo | None, limit: int = 3) -> list[tuple[int, ...]]:
+def hint_plays(hand: Sequence[int], previous: Combo | None, limit: int = 3, *,
+               suit_order: bool = False) -> list[tuple[int, ...]]:
     """A few sensible plays, lowest first: one per normal shape, with the lowest cards as
-    kickers and wings, and the lowest winning choice of each bomb-tier shape; ordered by
-    rung (normal plays first), then key, then size."""
+    kickers and wings, and the lowest winning choice of each bomb-tier shape (a mixed 510K
+    before a pure one, a plain bomb before a 四红/四黑 one of the same size, and with
+    ``suit_order`` the lowest-suit pure 510K that wins); ordered by rung (normal plays
+    first), then key, then size."""
     h = Hand(hand)
     found: dict[tuple[int, ...], Combo] = {}
     for bounds, total, free in normal_shapes(h, previous):
@@ -234,16 +249,35 @@ def hint_plays(hand: Sequence[int], previous: Combo | None, limit: int = 3) -> l
         if play is not None:
             found[play] = classify(play, h.size)
     for bounds, total, free in bomb_shapes(h):
-        for play in compose(h, bounds, total, free):
-            combo = classify(play, h.size)
-            if previous is None or beats(combo, previous):
-                found[play] = combo
-                break
-    whole = _whole_hand_play(h, previous)
+        best = _lowest_winner(h, compose(h, bounds, total, free), previous, suit_order)
+        if best is not None:
+            found[best[0]] = best[1]
+    whole = _whole_hand_play(h, previous, suit_order)
     if whole is not None:
-        found[whole] = classify(whole, h.size, against=previous)
+        found[whole] = classify(whole, h.size, against=previous, suit_order=suit_order)
     order = sorted(found, key=lambda p: (found[p].rung, found[p].key, found[p].size, p))
     return order[:limit]
+
+
+def _lowest_winner(h: Hand, plays: Iterator[tuple[int, ...]], previous: Combo | None,
+                   suit_order: bool) -> tuple[tuple[int, ...], Combo] | None:
+    """The weakest of one bomb-tier shape's plays that answers ``previous``: lowest rung,
+    then lowest suit strength (pure 510Ks with ``suit_order``), then the first generated.
+    Only a pure 510K or a 四红/四黑 bomb can have a weaker sibling in its shape; any other
+    winner ends the search (n x 510K, 7- and 8-bombs and joker shapes look at one play)."""
+    better = beats_rule(suit_order)
+    best: tuple[tuple[int, ...], Combo] | None = None
+    best_strength = (0, 0)
+    for play in plays:
+        combo = classify(play, h.size)
+        if previous is not None and not better(combo, previous):
+            continue
+        strength = (combo.rung, suit_strength(combo, suit_order))
+        if best is None or strength < best_strength:
+            best, best_strength = (play, combo), strength
+        if not (combo.pure or combo.cls in COLOR_BOMBS):
+            break
+    return best
 
 
 def _lowest_fill(hand: Hand, fixed: Bounds, total: int, free: bool) -> tuple[int, ...] | None:

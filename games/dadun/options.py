@@ -73,8 +73,8 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "last_gives_catch_to_first": _BOOL,
     "jiefeng": _one_of("partner_if_known", "partner_always", "next_player"),
     "both_copies": _one_of("reject", "play_alone_dark"),
-    # Suit order between pure 510Ks belongs to the classifier; only the adopted "no" exists.
-    "pure510k_suit_order": _one_of(False),
+    # True: pure 510Ks rank by suit, spades > hearts > clubs > diamonds (combos.beats).
+    "pure510k_suit_order": _BOOL,
     "bomb_payers": _one_of("all_others", "opponents"),
     "fry_rule": _one_of("dealt_hand", "off"),
     "fry_small": _int_at_least(0),

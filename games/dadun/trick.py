@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from games.dadun.cards import card_name, format_cards, parse_card, point_value
-from games.dadun.combos import Combo, beats, bomb_odds, classify
+from games.dadun.combos import Combo, beats_rule, bomb_odds, classify
 from games.dadun.model import SEATS, Deal, DeskPlay
 from games.engine import (
     Action,
@@ -48,6 +48,11 @@ def friendship(deal: Deal) -> list[int | None] | None:
     if not deal.friend_public:
         return None
     return [deal.partner(s) for s in range(SEATS)]
+
+
+def suit_order(deal: Deal) -> bool:
+    """The room option ``pure510k_suit_order``: pure 510Ks rank by suit (beats_by_suit)."""
+    return bool(deal.options["pure510k_suit_order"])
 
 
 def top_combo(deal: Deal) -> Combo | None:
@@ -101,8 +106,9 @@ def verify_play(deal: Deal, seat: int, action: Action) -> tuple[list[int], Combo
         missing = format_cards(sorted((Counter(codes) - Counter(hand)).elements()))
         raise IllegalAction(f"you do not hold {missing}", "card_not_in_hand")
     previous = top_combo(deal)
-    combo = classify(codes, len(hand), against=previous)
-    if previous is not None and not beats(combo, previous):
+    suited = suit_order(deal)
+    combo = classify(codes, len(hand), against=previous, suit_order=suited)
+    if previous is not None and not beats_rule(suited)(combo, previous):
         raise IllegalAction(
             f"{format_cards(sorted(codes))} does not beat {format_cards(deal.desk[-1].cards)}",
             "does_not_beat",
