@@ -71,6 +71,9 @@ def main() -> None:
                if cfg.lobby.ws_port > 0 else "")
         print(f"Paiju is up: NATS {nats.url}, lobby {cfg.lobby.host}:{cfg.lobby.port}{web}. "
               "Play: .venv/bin/python -m clients.cli. Ctrl-C stops everything.", flush=True)
+        if cfg.lobby.console_port > 0:
+            print(f"  operator console http://{cfg.lobby.host}:{cfg.lobby.console_port}/  "
+                  f"token {cfg.lobby.console_token} (read-only; lobby.console_token)", flush=True)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     except KeyboardInterrupt:
