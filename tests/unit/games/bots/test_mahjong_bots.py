@@ -46,9 +46,10 @@ class LivePlayer:
 
 
 def obs(hand: str, *, void: str | None = None, window: str | None = None,
-        melds: list | None = None, discards: list | None = None) -> dict[str, Any]:
+        melds: list | None = None, discards: list | None = None,
+        variant: str = "xuezhan") -> dict[str, Any]:
     return {
-        "seat": 0, "hand": hand, "void": [void, None, None, None],
+        "variant": variant, "seat": 0, "hand": hand, "void": [void, None, None, None],
         "melds": [melds or [], [], [], []], "discards": discards or [[], [], [], []],
         "won_tiles": [[], [], [], []],
         "window": None if window is None else {"id": 1, "tile": window, "source": 3,
@@ -89,6 +90,27 @@ def test_ties_on_shanten_go_to_the_discard_keeping_more_unseen_useful_tiles():
     rivers = [["1p", "3p", "4p"] * 3, [], [], []]
     action = greedy_policy(SeatView(discards_of(hand), obs(hand, discards=rivers)), 0)
     assert action.tiles == ("2p",)
+
+
+def test_changsha_keeps_the_only_258_pair_for_a_small_hu():
+    # 33p 777p 111s 333s 55s 6s. Throwing 5s leaves 56s + the 33p pair: ready on 4s/7s
+    # (8 tiles) anywhere a pair of any rank will do (XueZhan), but in Changsha that hand is
+    # a small hu whose pair must be 2, 5 or 8, so it is not ready at all. Throwing 6s keeps
+    # 55s: ready on 5s (碰碰胡, any pair) and on 3p (55s as the 将).
+    hand = "33777p111333556s"
+    legal = discards_of(hand)
+    assert greedy_policy(SeatView(legal, obs(hand)), 0).tiles == ("5s",)
+    assert greedy_policy(SeatView(legal, obs(hand, variant="changsha")), 0).tiles == ("6s",)
+
+
+def test_changsha_big_hu_shapes_keep_any_pair():
+    # 11m 33m 77p 99p 11s 99s + 4m 6m: no 2/5/8 tile at all, so a small hu is far off, but
+    # seven pairs (七小对, a big hu) takes any pair: throwing either single leaves its wait.
+    # (Were that shape not counted, the bot would break a pair, e.g. throw 1m.)
+    hand = "113346m7799p1199s"
+    legal = discards_of(hand)
+    choice = greedy_policy(SeatView(legal, obs(hand, variant="changsha")), 0).tiles
+    assert choice in (("4m",), ("6m",))
 
 
 def test_declares_the_shortest_suit_and_keeps_pairs_on_ties():
