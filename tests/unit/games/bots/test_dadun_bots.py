@@ -10,8 +10,8 @@ from games.rng import Stream, derive
 from tests.unit.games.dadun.helpers import NO, make_deal
 
 
-def play_deal(seed: int, greedy_seats: set[int], check_legal: bool = False):
-    state = game.new_hand({}, seed, seed % 4)
+def play_deal(seed: int, greedy_seats: set[int], check_legal: bool = False, options=None):
+    state = game.new_hand(options or {}, seed, seed % 4)
     stream = Stream(derive(seed, "bots"))
     while not state.is_over():
         (seat,) = state.to_act()
@@ -32,6 +32,13 @@ def test_bots_always_return_legal_actions():
         assert state.is_over()
 
 
+def test_bots_stay_legal_when_pure_510ks_rank_by_suit():
+    options = {"pure510k_suit_order": True}
+    for seed in range(200, 220):
+        state = play_deal(seed, {0, 2} if seed % 2 else {1}, check_legal=True, options=options)
+        assert state.is_over()
+
+
 def test_greedy_team_beats_random_team():
     deals = 120
     greedy_total = 0
@@ -42,8 +49,8 @@ def test_greedy_team_beats_random_team():
     assert greedy_total > deals  # on average more than 1 base per deal, loose
 
 
-def started(fixed, banker=0):
-    state = game.new_hand_from_deal({}, make_deal(fixed), banker)
+def started(fixed, banker=0, options=None):
+    state = game.new_hand_from_deal(options or {}, make_deal(fixed), banker)
     state.deal_events()
     return state
 
@@ -69,8 +76,8 @@ def test_greedy_names_a_high_card_held_once_as_friend():
     assert state.can(0, action)
 
 
-def positioned(hands):
-    state = started({0: "Ah", 2: "Ah"})
+def positioned(hands, options=None):
+    state = started({0: "Ah", 2: "Ah"}, options=options)
     while state.phase() == "alone":
         state.apply(state.to_act()[0], NO)
     state.apply(0, Action("choose_friend_card", tiles=("Ah",)))
@@ -100,3 +107,14 @@ def test_greedy_does_not_beat_its_known_partner_but_beats_an_opponent():
     act(state, 0, "play", "3s")
     act(state, 1, "play", "4s")
     assert greedy_policy(state, 2).kind == "play"
+
+
+def test_greedy_answers_a_pure_510k_with_a_higher_suit_only_when_suits_rank():
+    # Seat 1 (an opponent of the banker) holds the spade set; the banker leads the hearts
+    # set: 25 points on the desk, worth a bomb-tier answer when one is legal.
+    hands = {0: "5h Th Kh 9d", 1: "5s Ts Ks 3d 4d", 2: "Ah Jd Qd", 3: "6s 7s"}
+    for suit_order, expected in ((True, ("5s", "Ts", "Ks")), (False, ())):
+        state = positioned(hands, {"pure510k_suit_order": suit_order})
+        act(state, 0, "play", "5h Th Kh")
+        action = greedy_policy(state, 1)
+        assert action.tiles == expected and state.can(1, action)

@@ -95,3 +95,24 @@ def test_each_answer_is_flushed_before_the_next_line_arrives():
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+def test_room_options_decide_pure_510k_against_pure_510k():
+    line = {"cards": "5s Ts Ks", "previous": "5h Th Kh", "hand_size": 10}
+    lines = [json.dumps(line),
+             json.dumps({**line, "options": {"pure510k_suit_order": False}}),
+             json.dumps({**line, "options": {"pure510k_suit_order": True}}),
+             json.dumps({**line, "cards": "5d Td Kd", "options": {"pure510k_suit_order": True}}),
+             json.dumps({**line, "cards": "5d Th Ks", "previous": "5c Tc Kh",
+                         "options": {"pure510k_suit_order": True}}),
+             json.dumps({**line, "options": {"pure510k_suit_order": "yes"}}),
+             json.dumps({**line, "options": {"no_such_option": 1}}),
+             json.dumps({**line, "options": [True]}),
+             json.dumps({"cards": "5s Ts Ks", "options": {"pure510k_suit_order": True}})]
+    out = run_tool(lines)
+    assert [o.get("beats") for o in out[:5]] == [False, False, True, False, False]
+    assert all(o["pure"] for o in out[:4]) and out[4]["pure"] is False
+    assert ["error" in o for o in out[5:8]] == [True, True, True]
+    assert "pure510k_suit_order" in out[5]["error"] and "no_such_option" in out[6]["error"]
+    assert out[8] == {"valid": True, "class": 9, "class_name": "five_ten_king", "pure": True,
+                      "beats": None}
