@@ -45,6 +45,8 @@ class Stack:
     console: Console
     http: aiohttp.ClientSession
     clients: list[Client]
+    records: ServiceHost
+    records_running: bool = True
 
     @property
     def lobby_address(self) -> str:
@@ -99,7 +101,7 @@ async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
     lobby = await start_lobby(cfg, port=0, metrics_port=-1)
     console = await start_console(lobby.app, cfg)  # type: ignore[attr-defined]
     http = aiohttp.ClientSession()
-    stack = Stack(cfg, server, lobby, console, http, [])
+    stack = Stack(cfg, server, lobby, console, http, [], records)
     try:
         yield stack
     finally:
@@ -109,7 +111,8 @@ async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
         await console.close()
         await lobby.stop(0.5)
         await table.stop(0)
-        await records.stop(0)
+        if stack.records_running:
+            await records.stop(0)
 
 
 @pytest.fixture
@@ -296,6 +299,15 @@ async def test_users_history_and_bad_or_unknown_ids(stack: Stack) -> None:
     assert scores["room_id"] == vip
     assert {p["user_id"]: (p["scores"], p["total"]) for p in scores["players"]} == {
         7001: ([3], 3), 7002: ([-1], -1), 7003: ([-1], -1), 7004: ([-1], -1)}
+
+    # records down: history is a 503, a user lookup still shows the directory and the session
+    stack.records_running = False
+    await stack.records.stop(0)
+    status, body, text = await stack.get(f"/api/history/{vip}")
+    assert status == 503 and body["error"] == "unavailable" and "records" in body["message"]
+    alice = await stack.ok("/api/users/7001")
+    assert alice["seat"]["room_id"] == vip and alice["session_here"] is not None
+    assert alice["profile"] is None and alice["profile_error"]
 
 
 async def test_nats_down_is_a_503_and_the_console_recovers(stack: Stack) -> None:
