@@ -26,6 +26,7 @@ def outcome(deal: Deal) -> DealOutcome:
         dealt=tuple(tuple(h) for h in deal.dealt),
         bomb_payments=tuple(Payment(**p) for p in deal.bomb_payments),
         bomb_odds=tuple(deal.bomb_odds),
+        fry_played=tuple(deal.fry_played),
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 SEATS = 4
 PHASES = ("alone", "friend", "play", "over")
+# Fields added after deals were first serialized: a serialized deal may lack them (defaults).
+LATER_FIELDS = frozenset({"fry_played"})
 
 
 @dataclass(slots=True)
@@ -58,6 +60,7 @@ class Deal:
     bomb_odds: list[int] = field(default_factory=lambda: [0] * SEATS)
     bomb_types: list[list[int]] = field(default_factory=lambda: [[] for _ in range(SEATS)])
     bomb_payments: list[dict[str, Any]] = field(default_factory=list)
+    fry_played: list[int] = field(default_factory=lambda: [0] * SEATS)
 
     # -- derived facts -------------------------------------------------------------------
 
@@ -112,7 +115,7 @@ class Deal:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Deal:
         names = {f.name for f in fields(cls)}
-        if set(data) != names:
+        if set(data) - names or names - set(data) - LATER_FIELDS:
             raise ValueError("not a serialized Dadun deal")
         values = dict(data)
         values["desk"] = [DeskPlay(**d) for d in data["desk"]]

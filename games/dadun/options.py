@@ -1,6 +1,7 @@
 """Room options of a Dadun deal (../shared/rules/dadun.md §9) and their validation.
 
-Every [D] default of the ruleset is one key here. ``base`` (the key every engine shares) and
+Every [D] default of the ruleset is one key here (``bully_points``, the N of 霸奖 candidate
+(b) in §8.2, is ours: the rules name no value). ``base`` (the key every engine shares) and
 ``base_score`` (the §9 name) are synonyms for the base score B: give either one; giving both
 with different values is an error.
 """
@@ -27,6 +28,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "double_surround_mult": 2,
     "bully_rule": "all_points",
     "bully_mult": 2,
+    "bully_points": 150,
     "win_threshold": 100,
     "tie_goes_to_first_place": True,
     "leftover_points_to": "opponents",
@@ -65,8 +67,11 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "alone_open_hands": _BOOL,
     "alone_mult": _int_at_least(0),
     "double_surround_mult": _int_at_least(1),
-    "bully_rule": _one_of("all_points", "off"),
+    # 霸奖, §8.2: (a) all_points, (b) player_points (one winner caught >= bully_points),
+    # (d) alone_clean (alone win as 头游, opponents caught 0); (c) "top bomb" is not defined.
+    "bully_rule": _one_of("all_points", "player_points", "alone_clean", "off"),
     "bully_mult": _int_at_least(1),
+    "bully_points": _int_at_least(1),
     "win_threshold": _int_at_least(0),
     "tie_goes_to_first_place": _BOOL,
     "leftover_points_to": _one_of("opponents", "first_place_team"),
@@ -76,7 +81,8 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     # True: pure 510Ks rank by suit, spades > hearts > clubs > diamonds (combos.beats).
     "pure510k_suit_order": _BOOL,
     "bomb_payers": _one_of("all_others", "opponents"),
-    "fry_rule": _one_of("dealt_hand", "off"),
+    # 原炸, §6.5/§8.3: held in the dealt hand, or played whole at its dealt size.
+    "fry_rule": _one_of("dealt_hand", "played_intact", "off"),
     "fry_small": _int_at_least(0),
     "fry_large": _int_at_least(0),
     "rest_num_visible_at": _int_at_least(0),

@@ -4,7 +4,8 @@ outcome and the room options.
 Money has three sources, each an itemised :class:`Payment`:
 
 * ``bomb``: paid when a bomb (or pure double jokers) is played, already booked during play;
-* ``fry``: 原炸, a bomb held in the dealt 27-card hand, paid at settlement;
+* ``fry``: 原炸, paid at settlement: a bomb held in the dealt 27-card hand (``fry_rule =
+  dealt_hand``), or one played whole at its dealt size (``played_intact``);
 * ``card_result``: the team (找朋友) or alone (打独) result.
 
 ``bombScore`` of the protocol is ``bomb`` + ``fry``; ``cardScore`` is ``card_result``.
@@ -16,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from games.dadun.cards import rank_of
+from games.dadun.cards import SJ, rank_of
 from games.engine import Payment, Settlement, deltas_from
 
 SEATS = 4
 TOTAL_POINTS = 200
 FRY_NONE, FRY_SMALL, FRY_LARGE = 0, 1, 2
+BOMB7, BOMB8, JOKERS3, JOKERS4 = 13, 14, 20, 21  # paiClass numbers (combos.CLASS_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,8 @@ class DealOutcome:
     ``teams``: 0 for the banker's side (or the alone player), 1 for the others.
     ``leftover``: point value of the cards still in each hand at the end (0 once out).
     ``friend_seat``: the banker's secret partner (None when someone played alone).
+    ``fry_played``: the 原炸 state each seat earned by a play (:func:`played_fry_state`),
+    used with ``fry_rule = played_intact``.
     """
 
     banker: int
@@ -43,6 +47,7 @@ class DealOutcome:
     dealt: tuple[tuple[int, ...], ...]
     bomb_payments: tuple[Payment, ...]
     bomb_odds: tuple[int, ...]
+    fry_played: tuple[int, ...] = (FRY_NONE,) * SEATS
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +77,37 @@ def fry_state(hand: Sequence[int]) -> int:
     return FRY_NONE
 
 
-def fry_payments(dealt: Sequence[Sequence[int]], options: Mapping[str, Any]) -> list[Payment]:
+def played_fry_state(dealt: Sequence[int], cls: int, cards: Sequence[int]) -> int:
+    """原炸 earned by one play under ``fry_rule = played_intact`` (§8.3's alternative, "a
+    bomb played at its full dealt size without splitting"): a 7- or 8-bomb, 三王 or 四王
+    that holds every card of its rank (every joker) the seat was dealt. The sizes are those
+    of :func:`fry_state`: 8 of a rank or 4 jokers are large, 7 or 3 small; else 0."""
+    if cls in (JOKERS3, JOKERS4):
+        if len(cards) != sum(1 for c in dealt if c >= SJ):
+            return FRY_NONE
+        return FRY_LARGE if cls == JOKERS4 else FRY_SMALL
+    if cls in (BOMB7, BOMB8):
+        rank = rank_of(cards[0])
+        if len(cards) != sum(1 for c in dealt if c < SJ and rank_of(c) == rank):
+            return FRY_NONE
+        return FRY_LARGE if cls == BOMB8 else FRY_SMALL
+    return FRY_NONE
+
+
+def fry_states(o: DealOutcome, options: Mapping[str, Any]) -> list[int]:
+    """Each seat's 原炸 state (``fryState``) under the room's ``fry_rule``."""
+    rule = options["fry_rule"]
+    if rule == "dealt_hand":
+        return [fry_state(hand) for hand in o.dealt]
+    if rule == "played_intact":
+        return list(o.fry_played)
+    return [FRY_NONE] * SEATS
+
+
+def fry_payments(states: Sequence[int], options: Mapping[str, Any]) -> list[Payment]:
     """Each 原炸 holder receives k·B from every other seat (k = fry_small or fry_large)."""
-    if options["fry_rule"] == "off":
-        return []
     out = []
-    for seat, hand in enumerate(dealt):
-        state = fry_state(hand)
+    for seat, state in enumerate(states):
         k = {FRY_SMALL: options["fry_small"], FRY_LARGE: options["fry_large"]}.get(state, 0)
         amount = k * options["base"]
         if amount > 0:
@@ -102,7 +131,9 @@ def team_points(o: DealOutcome, options: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def team_result(o: DealOutcome, options: Mapping[str, Any]) -> TeamResult:
-    """双围, point threshold with the 头游 tie-break, and 霸奖 (§6.3)."""
+    """双围, point threshold with the 头游 tie-break, and 霸奖 (§6.3, §8.2): ``bully_rule``
+    ``all_points`` (the winners hold all 200 points) or ``player_points`` (a winner caught
+    ``bully_points`` or more alone); ``alone_clean`` applies to alone mode only."""
     first, second = o.over_order.index(1), o.over_order.index(2) if 2 in o.over_order else -1
     points = team_points(o, options)
     is_double = second >= 0 and o.teams[first] == o.teams[second]
@@ -116,12 +147,16 @@ def team_result(o: DealOutcome, options: Mapping[str, Any]) -> TeamResult:
         winner = o.teams[first]
     else:
         winner = None
-    is_bully = (
-        winner is not None
-        and options["bully_rule"] == "all_points"
-        and points[1 - winner] == 0
-        and points[winner] == sum(points)
-    )
+    rule = options["bully_rule"]
+    if winner is None:
+        is_bully = False
+    elif rule == "all_points":
+        is_bully = points[1 - winner] == 0 and points[winner] == sum(points)
+    elif rule == "player_points":
+        is_bully = any(o.catch[s] >= options["bully_points"]
+                       for s in range(SEATS) if o.teams[s] == winner)
+    else:
+        is_bully = False
     if is_bully:
         mult *= options["bully_mult"]
     return TeamResult(winner, mult, is_double, is_bully, points)
@@ -134,13 +169,27 @@ def _pairs(payers: list[int], payees: list[int]) -> list[tuple[int, int]]:
     return [(a, b) for a in payers for b in payees]
 
 
+def alone_bully(o: DealOutcome, options: Mapping[str, Any]) -> bool:
+    """霸奖 in alone mode (``bully_rule = alone_clean``, §8.2 (d)): the alone player wins as
+    头游 and the three opponents caught no points."""
+    if o.alone_seat is None or options["bully_rule"] != "alone_clean":
+        return False
+    others = [s for s in range(SEATS) if s != o.alone_seat]
+    return o.over_order[o.alone_seat] == 1 and sum(o.catch[s] for s in others) == 0
+
+
+def alone_multiplier(o: DealOutcome, options: Mapping[str, Any]) -> int:
+    """A = ``alone_mult``, times ``bully_mult`` on an alone 霸奖."""
+    return options["alone_mult"] * (options["bully_mult"] if alone_bully(o, options) else 1)
+
+
 def card_payments(o: DealOutcome, options: Mapping[str, Any]) -> tuple[list[Payment], Any]:
     """The ``card_result`` payments and the verdict (a TeamResult, or the alone win flag)."""
     base = options["base"]
     if o.alone_seat is not None:
         won = o.over_order[o.alone_seat] == 1
         others = [s for s in range(SEATS) if s != o.alone_seat]
-        amount = base * options["alone_mult"]
+        amount = base * alone_multiplier(o, options)
         if amount == 0:
             return [], won
         if won:
@@ -165,7 +214,9 @@ def partner_of(o: DealOutcome, seat: int) -> int | None:
 
 def settle(o: DealOutcome, options: Mapping[str, Any]) -> Settlement:
     """The full ledger and the PBSmallSettlement fields per seat. The next banker is 头游."""
-    fry = fry_payments(o.dealt, options)
+    fry_state_of = fry_states(o, options)
+    fry = fry_payments(fry_state_of, options)
+    bully_alone = alone_bully(o, options)
     cards, verdict = card_payments(o, options)
     payments = tuple(o.bomb_payments) + tuple(fry) + tuple(cards)
     bomb_part = deltas_from(list(o.bomb_payments) + fry, SEATS)
@@ -187,12 +238,12 @@ def settle(o: DealOutcome, options: Mapping[str, Any]) -> Settlement:
             "catch_score": o.catch[seat],
             "over_order": o.over_order[seat],
             "is_double": bool(team and team.is_double and won),
-            "is_bully": bool(team and team.is_bully and won),
+            "is_bully": bool(team and team.is_bully and won) or (bully_alone and won),
             "is_alone": o.alone_seat == seat,
             "bomb_odds": o.bomb_odds[seat],
             "is_banker": seat == o.banker,
             "friend_seat": partner_of(o, seat),
-            "fry_state": fry_state(o.dealt[seat]) if options["fry_rule"] != "off" else 0,
+            "fry_state": fry_state_of[seat],
         })
     details = {
         "variant": "dadun",
@@ -203,7 +254,7 @@ def settle(o: DealOutcome, options: Mapping[str, Any]) -> Settlement:
         "base_score": options["base"],
         "winners": winners,
         "team_points": list(team.points) if team else None,
-        "multiplier": team.mult if team else options["alone_mult"],
+        "multiplier": team.mult if team else alone_multiplier(o, options),
         "leftover_points": list(o.leftover),
         "players": players,
     }

@@ -14,6 +14,7 @@ from typing import Any
 from games.dadun.cards import card_name, format_cards, parse_card, point_value
 from games.dadun.combos import Combo, beats_rule, bomb_odds, classify
 from games.dadun.model import SEATS, Deal, DeskPlay
+from games.dadun.scoring import played_fry_state
 from games.engine import (
     Action,
     BadInput,
@@ -161,6 +162,8 @@ def apply_play(deal: Deal, seat: int, action: Action) -> list[Event]:
     deal.last_player = seat
     deal.passed = []
     deal.round_serial += 1
+    fry = played_fry_state(deal.dealt[seat], combo.cls, codes)  # fry_rule=played_intact
+    deal.fry_played[seat] = max(deal.fry_played[seat], fry)
     odds, delta, payments = _bomb(deal, seat, combo)
     if odds:
         deal.bomb_odds[seat] += odds
