@@ -51,6 +51,8 @@ def greedy_policy(state: PlayerView, seat: int) -> Action:
     by_kind: dict[str, list[Action]] = {}
     for action in legal:
         by_kind.setdefault(action.kind, []).append(action)
+    if "midway_hu" in by_kind:  # Changsha 中途四喜/六六顺: free points, the turn goes on
+        return by_kind["midway_hu"][0]
     if "hu" in by_kind:
         return by_kind["hu"][0]
     if len(legal) == 1:

@@ -70,6 +70,13 @@ def test_takes_a_win_whenever_it_is_legal():
     assert greedy_policy(SeatView(legal, obs("1234567m55p678s5p", window="5p")), 0).kind == "hu"
 
 
+def test_declares_a_changsha_midway_win_before_anything_else():
+    hand = "1111m678m2468p137s"  # a concealed quad: 中途四喜 is free points, the turn goes on
+    legal = [Action("hu"), Action("midway_hu", ("1m",)), *discards_of(hand)]
+    view = SeatView(legal, obs(hand, variant="changsha"))
+    assert greedy_policy(view, 0) == Action("midway_hu", ("1m",))
+
+
 def test_discards_the_void_tile_first_even_if_it_is_useful():
     hand = "123456789m11p23p3s"  # void p: without the rule the isolated 3s would go
     action = greedy_policy(SeatView(discards_of(hand), obs(hand, void="p")), 0)
