@@ -3,6 +3,10 @@
 One subscription per room with local sessions (ref-counted) to ``room.<id>.events``, one per
 logged-in user to ``user.<uid>.inbox``, and lobby-wide ``session.kick.*`` (one live session
 per user across replicas) and ``lobby.rooms`` (room list changes).
+
+A NATS message is parsed once (a payload that is not a ServerFrame is logged and dropped),
+and the same ``Relayed`` object goes to every session it is for (sessions.py): no copy and
+no serialization per session.
 """
 
 from __future__ import annotations
@@ -12,35 +16,19 @@ import logging
 import time
 from typing import Any
 
-from google.protobuf.message import DecodeError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from paiju.frames import server_frame
-from paiju.v1 import client_pb2, lobby_msgs_pb2
+from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
 from services.lobby import metrics
 from services.lobby.rooms import RoomCache
-from services.lobby.sessions import Session
+from services.lobby.sessions import Relayed, Session, parse_frame
 
 log = logging.getLogger("paiju.lobby.hub")
 
 KICK_ALL = "session.kick.*"
-
-
-def _parse(data: bytes) -> client_pb2.ServerFrame | None:
-    frame = client_pb2.ServerFrame()
-    try:
-        frame.ParseFromString(data)
-    except DecodeError:
-        return None
-    return frame
-
-
-def _copy(frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
-    out = client_pb2.ServerFrame()
-    out.CopyFrom(frame)
-    return out
 
 
 class Hub:
@@ -149,27 +137,28 @@ class Hub:
     # -- NATS callbacks -------------------------------------------------------------------
 
     async def _on_room_event(self, msg: Msg) -> None:
-        frame = _parse(msg.data)
+        relayed = Relayed.parse(msg.data)
         room_id = _subject_id(msg.subject, 1)
-        if frame is None or room_id is None:
+        if relayed is None or room_id is None:
             log.warning("bad room event", extra={"subject": msg.subject})
             return
         members = list(self.by_room.get(room_id, ()))
         for session in members:
-            session.send(_copy(frame))
+            session.send(relayed)
+        frame = relayed.frame
         notice = frame.notice_dismiss if frame.HasField("notice_dismiss") else None
         if notice is not None and notice.dismissed and notice.room_id in (0, room_id):
             for session in members:
                 await self.leave_room(session)
 
     async def _on_inbox(self, msg: Msg) -> None:
-        frame = _parse(msg.data)
+        relayed = Relayed.parse(msg.data)
         uid = _subject_id(msg.subject, 1)
         session = self.by_user.get(uid) if uid is not None else None
-        if frame is None:
+        if relayed is None:
             log.warning("bad inbox event", extra={"subject": msg.subject})
         elif session is not None:
-            session.send(frame)
+            session.send(relayed)
 
     async def _on_kick(self, msg: Msg) -> None:
         uid = _subject_id(msg.subject, 2)
@@ -186,15 +175,16 @@ class Hub:
             self.kick(session, "remote")
 
     async def _on_room_change(self, msg: Msg) -> None:
-        frame = _parse(msg.data)
+        frame = parse_frame(msg.data)
         if frame is None or not frame.HasField("room_change"):
             log.warning("bad lobby.rooms message")
             return
-        self.cache.apply_change(frame.room_change)
-        relay = self.cache.relay_frame(frame.room_change)
+        change = frame.room_change
+        self.cache.apply_change(change)
+        relay = Relayed(self.cache.relay_frame(change))   # serialized once for all sessions
         for session in list(self.sessions):
             if session.logged_in and not session.room_id:
-                session.send(_copy(relay))
+                session.send(relay)
 
 
 def _subject_id(subject: str, index: int) -> int | None:

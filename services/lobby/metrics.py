@@ -20,3 +20,13 @@ SLOW_CLIENTS = Counter("paiju_lobby_slow_clients_total",
 FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             "Round trip of one command on the lobby-table Session stream",
                             ["kind"], buckets=LATENCY_BUCKETS)
+
+_FRAMES_OUT_BY_ID: dict[int, Counter] = {}
+
+
+def frame_out(event_id: int) -> None:
+    """Count one server frame sent (FRAMES_OUT), its labelled child looked up once per id."""
+    child = _FRAMES_OUT_BY_ID.get(event_id)
+    if child is None:
+        child = _FRAMES_OUT_BY_ID[event_id] = FRAMES_OUT.labels(str(event_id))
+    child.inc()

@@ -4,7 +4,11 @@ Client frames are parsed here (not by gRPC) so that undecodable bytes get ERR_BA
 the session goes on. Each stream has a reader task that handles frames one at a time, in
 order, and a writer (a generator) that numbers and sends the session's outbound frames.
 ``serve_session`` is that pair for any transport: the WebSocket front door (ws.py) runs its
-connections through it too.
+connections through it too, with its own encoder.
+
+The Connect stream sends bytes (no response serializer): relayed frames leave as their
+shared serialization behind the session's seq field (sessions.Relayed), the lobby's own
+frames are serialized with their seq.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -26,7 +30,7 @@ from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import METADATA_KEY, client_ip, grpc_peer_ip, parse_networks
 from services.lobby.commands import dispatch
-from services.lobby.sessions import Session
+from services.lobby.sessions import Outgoing, Relayed, Session
 
 log = logging.getLogger("paiju.lobby.server")
 
@@ -53,19 +57,32 @@ def decode_binary(raw: bytes) -> Incoming:
     return frame
 
 
+def encode_binary(item: Outgoing, seq: int) -> bytes:
+    """A serialized ServerFrame with server sequence number ``seq``."""
+    if isinstance(item, Relayed):
+        return item.wire(seq)
+    item.seq = seq
+    return item.SerializeToString()
+
+
+# an outbound frame and its seq -> what the transport sends (bytes, or JSON text on ws.py)
+Encoder = Callable[[Outgoing, int], bytes | str]
+
+
 async def serve_session(app: LobbyApp, session: Session,
-                        incoming: AsyncIterator[Incoming]
-                        ) -> AsyncGenerator[client_pb2.ServerFrame, None]:
+                        incoming: AsyncIterator[Incoming],
+                        encode: Encoder = encode_binary) -> AsyncGenerator[bytes | str, None]:
     """The life of one client connection, whatever carries it (a Connect stream or a
     WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
-    generator yields the session's outbound frames, numbered, until the session closes."""
+    generator yields the session's outbound frames, numbered and encoded, until the session
+    closes."""
     session.task = asyncio.current_task()
     app.hub.add(session)
     reader = asyncio.create_task(_read(app, session, incoming))
     try:
-        while (frame := await session.outbox.next()) is not None:
-            metrics.FRAMES_OUT.labels(str(frame.event_id)).inc()
-            yield session.stamp(frame)
+        while (item := await session.outbox.next()) is not None:
+            metrics.frame_out(item.event_id)
+            yield encode(item, session.next_seq())
     except asyncio.CancelledError:
         return  # disconnected (a client that does not read) or shutting down
     finally:
@@ -104,7 +121,7 @@ class LobbyService:
         return client_ip(grpc_peer_ip(context.peer()), forwarded, self.trusted)
 
     async def Connect(self, requests: AsyncIterator[bytes],  # noqa: N802 - gRPC method name
-                      context: grpc.aio.ServicerContext) -> AsyncIterator[client_pb2.ServerFrame]:
+                      context: grpc.aio.ServicerContext) -> AsyncIterator[bytes | str]:
         session = Session(peer_ip=self.client_ip(context))
         incoming = (decode_binary(raw) async for raw in requests)
         async with contextlib.aclosing(serve_session(self.app, session, incoming)) as frames:
@@ -113,9 +130,9 @@ class LobbyService:
 
 
 def register_lobby(server: grpc.aio.Server, service: LobbyService) -> str:
+    # both ways raw bytes: decode_binary parses requests, serve_session serializes replies
     handler = grpc.stream_stream_rpc_method_handler(
-        service.Connect, request_deserializer=None,
-        response_serializer=client_pb2.ServerFrame.SerializeToString)
+        service.Connect, request_deserializer=None, response_serializer=None)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, {"Connect": handler}),))
     return SERVICE

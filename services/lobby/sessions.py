@@ -1,5 +1,12 @@
 """Client sessions: a bounded outbound queue, the server sequence, the user and room it is
-bound to, and the per-user chat rate limit. No I/O here; the server drives the stream."""
+bound to, and the per-user chat rate limit. No I/O here; the server drives the stream.
+
+An outbox holds the lobby's own frames (``ServerFrame`` objects) and frames relayed from
+NATS (``Relayed``): those are parsed once per NATS message, whatever the number of sessions
+they go to, and each session's bytes are its ``seq`` field followed by the frame's
+serialization without seq (``ServerFrame.seq`` is field 1, which a serializer writes first),
+so a relayed frame is never copied, parsed or serialized per session.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,78 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from google.protobuf.message import DecodeError
 
 from paiju.v1 import client_pb2, table_pb2
 from services.lobby import metrics
 
 OUTBOX_LIMIT = 512
+SEQ_TAG = 0x08  # ServerFrame.seq: field 1, wire type 0 (varint)
+
+
+def seq_field(seq: int) -> bytes:
+    """``ServerFrame.seq = seq`` in the protobuf wire format (nothing for 0, as proto3)."""
+    if seq < 0x80:
+        return bytes((SEQ_TAG, seq)) if seq > 0 else b""
+    out = bytearray((SEQ_TAG,))
+    while seq > 0x7F:
+        out.append((seq & 0x7F) | 0x80)
+        seq >>= 7
+    out.append(seq)
+    return bytes(out)
+
+
+class Relayed:
+    """A frame relayed from NATS to one or more sessions, shared by their outboxes.
+
+    ``frame`` is the parsed frame (read-only, seq 0), ``body`` its serialization without
+    seq; ``wire(seq)`` is what serializing the frame with that seq gives, byte for byte.
+    ``json_body`` is a slot for the JSON WebSocket sessions: the frame's proto3 JSON without
+    seq, made once by the first JSON session that sends it (services/lobby/ws.py)."""
+
+    __slots__ = ("frame", "body", "event_id", "json_body")
+
+    def __init__(self, frame: client_pb2.ServerFrame) -> None:
+        if frame.seq:  # a frame never carries a session's seq into another session
+            frame = _copy(frame)
+            frame.seq = 0
+        self.frame = frame
+        # serialized once here, and not taken as received: this is canonical (seq absent,
+        # fields in number order) whatever the publisher wrote
+        self.body = frame.SerializeToString()
+        self.event_id = frame.event_id
+        self.json_body: str | None = None
+
+    @classmethod
+    def parse(cls, data: bytes) -> Relayed | None:
+        """The relayed frame of a NATS payload, None if it is not a ServerFrame."""
+        frame = parse_frame(data)
+        return None if frame is None else cls(frame)
+
+    def wire(self, seq: int) -> bytes:
+        return seq_field(seq) + self.body
+
+
+def parse_frame(data: bytes) -> client_pb2.ServerFrame | None:
+    """A serialized ServerFrame (from NATS), None if it is not one."""
+    frame = client_pb2.ServerFrame()
+    try:
+        frame.ParseFromString(data)
+    except DecodeError:
+        return None
+    return frame
+
+
+def _copy(frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
+    out = client_pb2.ServerFrame()
+    out.CopyFrom(frame)
+    return out
+
+
+# an outbox item: the lobby's own frame (stamped in place when sent) or a shared relayed one
+Outgoing: TypeAlias = client_pb2.ServerFrame | Relayed
 
 
 class Outbox:
@@ -22,11 +96,11 @@ class Outbox:
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = OUTBOX_LIMIT if limit is None else limit
-        self._items: deque[client_pb2.ServerFrame] = deque()
+        self._items: deque[Outgoing] = deque()
         self._wake = asyncio.Event()
         self.closed = False
 
-    def push(self, frame: client_pb2.ServerFrame, *, final: bool = False) -> bool:
+    def push(self, frame: Outgoing, *, final: bool = False) -> bool:
         """Queue a frame; False if closed or full. ``final`` frames (a last error, a KickOut)
         may exceed the limit by design: they precede a close."""
         if self.closed or (len(self._items) >= self.limit and not final):
@@ -44,7 +118,7 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._items)
 
-    async def next(self) -> client_pb2.ServerFrame | None:
+    async def next(self) -> Outgoing | None:
         while not self._items:
             if self.closed:
                 return None
@@ -77,7 +151,7 @@ class Session:
     def touch(self) -> None:
         self.last_seen = time.monotonic()
 
-    def send(self, frame: client_pb2.ServerFrame, *, final: bool = False) -> bool:
+    def send(self, frame: Outgoing, *, final: bool = False) -> bool:
         """Queue a frame; a client whose queue is full is disconnected (never blocks)."""
         if self.outbox.push(frame, final=final):
             return True
@@ -86,10 +160,14 @@ class Session:
             self.disconnect()
         return False
 
-    def stamp(self, frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
-        """Give an outgoing frame the next server sequence number of this session."""
+    def next_seq(self) -> int:
+        """The next server sequence number of this session (one per frame sent)."""
         self.seq += 1
-        frame.seq = self.seq
+        return self.seq
+
+    def stamp(self, frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
+        """Give one of the lobby's own frames the next server sequence number."""
+        frame.seq = self.next_seq()
         return frame
 
     def close(self) -> None:

@@ -8,7 +8,9 @@ connection = one Session through the same login, dispatch and outbox code
   proto3 JSON (field names as in the .proto, e.g. ``{"seq": 1, "login": {"token": "..."}}``);
 - replies and pushes use the format of the client's latest message (binary until a text
   message arrives; ``/ws?format=json`` starts in JSON): binary ServerFrames, or ServerFrame
-  JSON with the .proto field names (int64 values are strings, defaults are omitted);
+  JSON with the .proto field names (int64 values are strings, defaults are omitted); a frame
+  relayed from NATS is turned into JSON once for all the sessions it goes to, each session
+  putting its own ``"seq"`` first (where the JSON printer puts field 1);
 - a message that is not a ClientFrame gets ERR_BAD_FRAME and the session goes on;
 - closing the socket ends the session like a closed stream (offline to the table).
 
@@ -33,8 +35,8 @@ from google.protobuf import json_format
 from paiju.v1 import client_pb2
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import HEADER, client_ip, parse_networks
-from services.lobby.server import BadFrame, Incoming, decode_binary, serve_session
-from services.lobby.sessions import Session
+from services.lobby.server import BadFrame, Incoming, decode_binary, encode_binary, serve_session
+from services.lobby.sessions import Outgoing, Relayed, Session
 
 log = logging.getLogger("paiju.lobby.ws")
 
@@ -52,10 +54,29 @@ def decode_text(text: str) -> Incoming:
         return BadFrame(f"bad JSON frame: {str(exc)[:200]}")
 
 
+def to_json(frame: client_pb2.ServerFrame) -> str:
+    """A ServerFrame as one line of proto3 JSON with the .proto field names."""
+    return json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
+
+
 def encode(frame: client_pb2.ServerFrame, as_json: bool) -> str | bytes:
-    if as_json:
-        return json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
-    return frame.SerializeToString()
+    return to_json(frame) if as_json else frame.SerializeToString()
+
+
+def encode_json(item: Outgoing, seq: int) -> str:
+    """``to_json`` of the frame with server sequence number ``seq``; a relayed frame is
+    printed once (without seq) and the seq is put in front, as the printer would put it."""
+    if not isinstance(item, Relayed):
+        item.seq = seq
+        return to_json(item)
+    body = item.json_body
+    if body is None:
+        body = item.json_body = to_json(item.frame)
+    if seq <= 0:
+        return body
+    if body == "{}":
+        return f'{{"seq": "{seq}"}}'
+    return f'{{"seq": "{seq}", {body[1:]}'
 
 
 @dataclass
@@ -131,11 +152,14 @@ class WsFront:
         ip = client_ip(request.remote or "", request.headers.getall(HEADER, ()), self.trusted)
         session = Session(peer_ip=ip)
         self.sessions.add(session)
+
+        def encoder(item: Outgoing, seq: int) -> str | bytes:
+            return encode_json(item, seq) if wire.json else encode_binary(item, seq)
+
         try:
-            frames = serve_session(self.app, session, incoming(ws, wire))
+            frames = serve_session(self.app, session, incoming(ws, wire), encoder)
             async with contextlib.aclosing(frames):
-                async for frame in frames:
-                    data = encode(frame, wire.json)
+                async for data in frames:
                     if isinstance(data, str):
                         await ws.send_str(data)
                     else:
