@@ -5,9 +5,10 @@
   combination) is classified by ``try_classify`` and, in the same process, by a
   straightforward reference classifier written here with ``Counter`` and sets; both must
   agree on (class, key) for every play.
-* Legal plays of full 27-card hands, leading and following a pair, a straight, a triple+2
-  and a bomb. Baseline for following: the naive way, the leader's full list filtered by
-  ``classify`` and ``beats``. Baseline for 9-card hands: brute force over all subsets.
+* Legal plays of full 27-card hands, leading and following a pair, a straight, a triple+2,
+  a bomb and a pure 510K (also with the room option ``pure510k_suit_order``). Baseline for
+  following: the naive way, the leader's full list filtered by ``classify`` and the room's
+  ``beats_rule``. Baseline for 9-card hands: brute force over all subsets.
 * ``has_legal_play`` against ``bool(legal_plays(...))`` on the same hands and plays.
 
 Each figure is the best of several rounds (other work shares the machine). Writes
@@ -23,17 +24,19 @@ from itertools import combinations
 
 from bench.common import best_of, command, machine, parse_options, write_report
 from games.dadun.cards import full_deck, parse_cards, rank_of, suit_of
-from games.dadun.combos import Combo, beats, classify, try_classify
+from games.dadun.combos import Combo, beats_rule, classify, try_classify
 from games.dadun.legal import has_legal_play, legal_plays
 from games.engine import IllegalAction
 from games.rng import Stream, derive
 
 REPORT = "dadun_combos.md"
-FOLLOW = {
-    "a pair (4s 4h)": "4s 4h",
-    "a straight (3..7)": "3s 4h 5d 6c 7s",
-    "a triple+2 (555+34)": "5s 5h 5d 3c 4c",
-    "a bomb (6666)": "6s 6h 6c 6d",
+FOLLOW = {  # label: (previous play, pure510k_suit_order)
+    "a pair (4s 4h)": ("4s 4h", False),
+    "a straight (3..7)": ("3s 4h 5d 6c 7s", False),
+    "a triple+2 (555+34)": ("5s 5h 5d 3c 4c", False),
+    "a bomb (6666)": ("6s 6h 6c 6d", False),
+    "a pure 510K (5h Th Kh)": ("5h Th Kh", False),
+    "a pure 510K, suits rank": ("5h Th Kh", True),
 }
 MULTI_510K = {1: 9, 3: 18, 4: 19, 5: 22, 6: 23, 7: 24, 8: 25}
 
@@ -120,15 +123,24 @@ def bench_classify(plays: list[tuple[int, ...]], rounds: int) -> dict[str, float
             "fast": len(plays) / t_fast, "slow": len(plays) / t_slow}
 
 
-def bench_follow(hands: list[list[int]], previous: Combo, rounds: int) -> dict[str, float]:
+def bench_follow(hands: list[list[int]], previous: Combo, suit_order: bool,
+                 rounds: int) -> dict[str, float]:
+    better = beats_rule(suit_order)
+
     def naive() -> list[list[tuple[int, ...]]]:
-        return [[p for p in legal_plays(h, None) if beats(classify(p, 27, against=previous), previous)]
+        return [[p for p in legal_plays(h, None)
+                 if better(classify(p, 27, against=previous, suit_order=suit_order), previous)]
                 for h in hands]
-    fast_lists = [legal_plays(h, previous) for h in hands]
+
+    def fast() -> list[list[tuple[int, ...]]]:
+        return [legal_plays(h, previous, suit_order=suit_order) for h in hands]
+
+    fast_lists = fast()
     assert [sorted(x) for x in fast_lists] == [sorted(x) for x in naive()]
-    t_fast = best_of(rounds, lambda: [legal_plays(h, previous) for h in hands])
+    t_fast = best_of(rounds, fast)
     t_slow = best_of(1, naive)
-    t_has = best_of(rounds, lambda: [has_legal_play(h, previous) for h in hands])
+    t_has = best_of(rounds, lambda: [has_legal_play(h, previous, suit_order=suit_order)
+                                     for h in hands])
     return {"plays": statistics.mean(len(x) for x in fast_lists), "fast": len(hands) / t_fast,
             "slow": len(hands) / t_slow, "has": len(hands) / t_has}
 
@@ -175,9 +187,9 @@ def main() -> None:
               f"max {max(lead_counts):,}, min {min(lead_counts):,} (airplane wings dominate).", "",
               "| following | plays/hand | legal_plays hands/s | naive hands/s | ratio "
               "| has_legal_play calls/s | vs legal_plays |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for label, text in FOLLOW.items():
+    for label, (text, suit_order) in FOLLOW.items():
         previous = classify(parse_cards(text), len(parse_cards(text)))
-        r = bench_follow(hands, previous, rounds)
+        r = bench_follow(hands, previous, suit_order, rounds)
         lines.append(f"| {label} | {r['plays']:,.1f} | {r['fast']:,.1f} | {r['slow']:,.2f} | "
                      f"{r['fast'] / r['slow']:,.0f}x | {r['has']:,.0f} | {r['has'] / r['fast']:,.1f}x |")
     lines += ["", "Naive = the leader's full list filtered by `classify` + `beats` (same result, "
