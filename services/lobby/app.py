@@ -92,7 +92,9 @@ class LobbyApp:
         live, track where the user sits from the reply."""
         room_id = room_id or session.room_id
         address = address or await self.owner_address(room_id)
-        cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind)
+        # the session identity lets the table ignore a late "offline" of a replaced session
+        cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind,
+                                     session_id=session.session_id, login_at=session.login_at)
         if frame is not None:
             cmd.frame.CopyFrom(frame)
         if with_profile:

@@ -117,6 +117,8 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     for out in snapshot.frames:
         out.reply_to = frame.seq
         session.send(out)
+    if session.kicked or session.outbox.closed:
+        return  # replaced or gone meanwhile: the seat's connection is not this session's
     try:
         await app.forward(session, kind="online", room_id=room_id, address=address)
     except Reject as exc:

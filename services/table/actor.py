@@ -23,7 +23,7 @@ from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import metrics as m
 from services.table.codec import FrameError, action_from_frame, rule_error_code
-from services.table.room import Effects, Room, RoomError, password_hash
+from services.table.room import SIMULTANEOUS, Effects, Room, RoomError, password_hash
 
 log = logging.getLogger("paiju.table.room")
 
@@ -32,7 +32,6 @@ Publish = Callable[["RoomActor", Effects], Awaitable[None]]
 Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 
 INBOX_SIZE = 256
-SIMULTANEOUS = frozenset({"exchange", "void", "opening"})  # every seat decides at once
 MAX_AUTO_STEPS = 2000
 
 
@@ -67,7 +66,8 @@ class RoomActor:
         self.prompted: dict[int, tuple[Any, ...]] = {}
         self.acted: dict[int, int] = {}
         self.deadline: float | None = None
-        self.deadline_decision = -1
+        self.deadline_key = -1          # room.timer_key() the deadline belongs to
+        self.entrust_decision = -1      # room.decision the entrust delay was armed for
         self.entrust_due: float | None = None
         self.dismiss_deadline: float | None = None
         self.retry_due: float | None = None
@@ -127,7 +127,7 @@ class RoomActor:
             await self._after()
         except Exception:
             log.exception("room automation failed", extra={"room": self.room.room_id})
-            self.deadline_decision = -1          # re-arm the timer on the next pass
+            self.deadline_key = self.entrust_decision = -1   # re-arm the timers on the next pass
             self.retry_due = time.monotonic() + 1.0
             self._wake.set()
 
@@ -177,11 +177,21 @@ class RoomActor:
         seat = room.require_seat(cmd.user_id)
         s = room.seats[seat]
         assert s is not None
+        session, at = cmd.session_id, cmd.login_at
         if cmd.kind == "online":
-            if not s.online:
-                await self.record({"t": "online", "seat": seat})
+            # a session named by the lobby is recorded, so a late offline of an older session
+            # (another lobby replica still tearing it down) is told apart; an online of an
+            # older session than the recorded one changes nothing
+            if not room.session_is_current(seat, session, at):
+                return Reply()
+            if not s.online or (session and s.session != session):
+                await self.record({"t": "online", "seat": seat, **session_fields(session, at)})
             return Reply()
         if cmd.kind == "offline":
+            if not room.session_is_current(seat, session, at):
+                log.info("offline of a replaced session ignored",
+                         extra={"room": room.room_id, "seat": seat})
+                return Reply()
             if s.online:
                 await self.record({"t": "offline", "seat": seat})
             return Reply()
@@ -195,7 +205,8 @@ class RoomActor:
         p = cmd.profile
         profile = {"nickname": p.nickname, "head_url": p.head_url, "sex": p.sex, "coins": p.coins,
                    "ip": p.ip, "lat": p.lat, "lng": p.lng, "login_address": p.login_address}
-        await self.record({"t": "join", "seat": seat, "user_id": cmd.user_id, "profile": profile})
+        await self.record({"t": "join", "seat": seat, "user_id": cmd.user_id, "profile": profile,
+                           **session_fields(cmd.session_id, cmd.login_at)})
         return Reply(frames_=room.snapshot(seat, self.seconds_left()))
 
     async def _c_ask_ready(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
@@ -347,10 +358,13 @@ class RoomActor:
             await self._start_hand()
         if room.in_hand():
             self.idle_deadline = time.monotonic() + self.idle_seconds  # idle counts between hands
-            new_decision = self.deadline_decision != room.decision
-            if new_decision:
-                self.deadline_decision = room.decision
+            # the deadline belongs to the timer key: a new turn or phase, not every answer in
+            # a simultaneous phase (that would give the slowest seat more time per answer)
+            if self.deadline_key != room.timer_key():
+                self.deadline_key = room.timer_key()
                 self.deadline = time.monotonic() + room.decision_seconds(self.timers)
+            new_decision = self.entrust_decision != room.decision
+            self.entrust_decision = room.decision
             if self.entrust_delay <= 0:
                 await self._auto_play()
             elif new_decision or self.entrust_due is None:
@@ -436,7 +450,7 @@ class RoomActor:
         if room.in_hand() and self.deadline is not None and now >= self.deadline:
             m.TIMEOUTS.labels(room.game).inc()
             await self._auto_play(late=set(room.to_act()))
-            if self.deadline_decision == room.decision:
+            if self.deadline_key == room.timer_key():
                 self.deadline = None  # played; a new decision arms its own timer
 
     def seconds_left(self) -> float:
@@ -452,7 +466,10 @@ class RoomActor:
             delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                # not asyncio.wait_for: on Python 3.11 it can swallow the cancel of stop()
+                # when the wake-up lands at the same moment, leaving stop() waiting for it
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
                 continue
             except TimeoutError:
                 pass
@@ -462,6 +479,11 @@ class RoomActor:
                 self.inbox.put_nowait(("tick", None, None))
             except asyncio.QueueFull:
                 await asyncio.sleep(0.05)
+
+
+def session_fields(session: str, at: float) -> dict[str, Any]:
+    """The lobby session a join or online came from, as log record fields (none if unnamed)."""
+    return {"session": session, "at": at} if session else {}
 
 
 def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,

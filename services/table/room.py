@@ -28,6 +28,11 @@ SEATS = 4
 VARIANT_MODULES = {"xuezhan": "games.mahjong.xuezhan", "changsha": "games.mahjong.changsha",
                    "dadun": "games.dadun.game"}
 ROOM_OPTION_KEYS = ("turn_seconds", "window_seconds", "alone_seconds")
+# engine phases in which every listed seat answers at once (XueZhan 换三张 and 定缺, Changsha
+# 起手胡): one answer does not start a new decision for the seats still pending. Dadun asks
+# one seat at a time in every phase; a mahjong response window is answered without engine
+# steps (record_response), so it keeps one timer too.
+SIMULTANEOUS = frozenset({"exchange", "void", "opening"})
 
 
 def variant(game: str) -> Any:
@@ -48,6 +53,8 @@ class Seat:
     entrusted: bool = False
     entrust_offline: bool = False  # entrusted because the connection went away
     total: int = 0
+    session: str = ""              # the lobby session that last came online here ("" unknown)
+    session_at: float = 0.0        # its login time (wall clock), orders sessions of one user
 
     @property
     def nickname(self) -> str:
@@ -100,6 +107,7 @@ class Room:
         self.seed = 0
         self.state: State | None = None
         self.decision = 0              # bumps on every engine step except a window answer
+        self.phase_decision = 0        # the decision at which the current phase began
         self.event_index = 0
         self.hand_events: list[dict[str, Any]] = []
         self.history: list[list[int]] = []
@@ -155,6 +163,18 @@ class Room:
         """Timer length of the current decision: room option, else the table default."""
         key = {"window": "window_seconds", "alone": "alone_seconds"}.get(self.phase(), "turn_seconds")
         return float(self.room_options.get(key, defaults[key]))
+
+    def timer_key(self) -> int:
+        """Which decision timer runs now: a new turn or a new phase starts a fresh one, but in
+        a simultaneous phase one seat's answer keeps the others' deadline."""
+        return self.phase_decision if self.phase() in SIMULTANEOUS else self.decision
+
+    def session_is_current(self, seat: int, session: str, at: float) -> bool:
+        """Whether a lobby session may speak for the seat's connection: no session named
+        (older lobbies), no session recorded yet, the recorded one, or a later login."""
+        s = self.seats[seat]
+        assert s is not None
+        return not session or not s.session or s.session == session or at > s.session_at
 
     def pending_window(self) -> Any:
         """The open response window (mahjong), or None."""
@@ -219,6 +239,7 @@ class Room:
             self.seats[seat] = Seat(uid, dict(rec.get("profile") or {}), self.entrust_cancels)
             self._player_change(lm.PlayerChange.JOIN, seat, fx)
             self._proximity_alert(seat, fx)
+        self._set_session(seat, rec)
         fx.seats[uid] = seat
         fx.changed = True
         fx.lobby.append(self._room_change(lm.RoomChange.UPDATED))
@@ -244,11 +265,25 @@ class Room:
         seat = int(rec["seat"])
         s = self.seats[seat]
         assert s is not None
+        self._set_session(seat, rec)
+        if s.online:  # only a new session of a seat that never looked offline
+            return
         s.online = True
         if s.entrusted and s.entrust_offline:
             s.entrusted = s.entrust_offline = False
             fx.public.append(frames.server_frame(lm.CancelEntrustDone(seat=seat)))
         self._player_change(lm.PlayerChange.ONLINE, seat, fx)
+
+    def _set_session(self, seat: int, rec: Mapping[str, Any]) -> None:
+        """Record the session a join or online came from; a record without one (an older
+        lobby, an older log) leaves the seat with no known session: any offline counts."""
+        s = self.seats[seat]
+        assert s is not None
+        session, at = str(rec.get("session") or ""), float(rec.get("at") or 0.0)
+        if not session:
+            s.session, s.session_at = "", 0.0
+        elif self.session_is_current(seat, session, at):
+            s.session, s.session_at = session, max(at, s.session_at)
 
     def _on_offline(self, rec: Mapping[str, Any], fx: Effects) -> None:
         seat = int(rec["seat"])
@@ -286,6 +321,7 @@ class Room:
         self.hand_events = []
         self.event_index = 0
         self.decision += 1
+        self.phase_decision = self.decision
         for _, s in self.seated():
             s.ready = False
         fx.lobby.append(self._room_change(lm.RoomChange.STARTED))
@@ -298,15 +334,17 @@ class Room:
         if rec.get("response"):
             events = self.state.record_response(seat, action)  # type: ignore[attr-defined]
         else:
+            phase = self.phase()
             events = self.state.apply(seat, action)
-            self.decision += 1
+            self._stepped(phase)
         self._emit(events, fx)
         self._after_step(fx)
 
     def _on_resolve(self, rec: Mapping[str, Any], fx: Effects) -> None:
         assert self.state is not None
+        phase = self.phase()
         events = self.state.resolve_window(Decision.from_dict(rec["decision"]))  # type: ignore[attr-defined]
-        self.decision += 1
+        self._stepped(phase)
         self._emit(events, fx)
         self._after_step(fx)
 
@@ -339,6 +377,11 @@ class Room:
         self._close(reason, str(rec.get("doc", "")), fx)
 
     # ------------------------------------------------------------------ helpers
+    def _stepped(self, phase_before: str) -> None:
+        self.decision += 1
+        if self.phase() != phase_before:
+            self.phase_decision = self.decision
+
     def dismiss_outcome(self, timed_out: bool = False) -> bool | None:
         """True: dismissed (a strict majority agrees; at the countdown's end silent players
         count as agreeing); False: refused (a majority can no longer be reached); None: open."""

@@ -1,14 +1,17 @@
 """The table's room actor against an in-memory log that can fail: a failed append or a
 rebuild must never leave a room stuck (a window nobody resolves, a timer that never fires, a
-dismiss vote without a countdown), and entrust ends with the hand."""
+dismiss vote without a countdown), and entrust ends with the hand. Timers of simultaneous
+phases belong to the phase; a late offline of a replaced lobby session changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
+from clients.robot.robot import action_frame
 from games.arbitration import resolve
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2
@@ -163,4 +166,137 @@ async def test_entrust_ends_with_the_hand_and_the_settlement_names_the_hand_deal
     start = next(r for r in log.records if r["t"] == "start")
     settled = json.loads(json.dumps(room.settled[0]))
     assert settled["dealer"] == start["dealer"]
+    await actor.stop()
+
+
+async def processed(actor: RoomActor) -> None:
+    """Wait until the actor has handled everything queued so far, automation included: a
+    snapshot goes through the same inbox, after the follow-up of every earlier item."""
+    reply = await actor.submit("command", table_pb2.TableCommand(room_id=1234567, user_id=1,
+                                                                 kind="snapshot"))
+    assert reply.code == 0, reply.message
+
+
+async def commit(actor: RoomActor, seat: int) -> None:
+    """The bot's move for ``seat``, sent as that player's frame (user ids are seat + 1)."""
+    room = actor.room
+    action = bot_move(room.game, room.state, seat)
+    cmd = table_pb2.TableCommand(room_id=1234567, user_id=seat + 1,
+                                 frame=action_frame(room.game, action.to_dict()))
+    reply = await actor.submit("command", cmd)
+    assert reply.code == 0, reply.message
+
+
+async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the_others() -> None:
+    turn = 3.0  # exchange three (换三张): every seat chooses at once, on the turn timer
+    room, actor, log = await seated_room({"turn_seconds": turn, "window_seconds": 30,
+                                          "alone_seconds": 30})
+    appended_at: list[tuple[float, dict[str, Any]]] = []
+    append = log.append
+
+    async def timed_append(room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        seq = await append(room_id, index, rec, last_seq)
+        appended_at.append((time.monotonic(), rec))
+        return seq
+
+    actor._append = timed_append
+    await ready_all(actor)
+    await processed(actor)
+    assert room.phase() == "exchange" and room.to_act() == (0, 1, 2, 3)
+    original = actor.deadline
+    assert original is not None
+    key = room.timer_key()
+    committed = []
+    for seat in (1, 2, 3):  # staggered answers: the engine steps after each one
+        await asyncio.sleep(turn / 6)
+        decision = room.decision
+        await commit(actor, seat)
+        await processed(actor)
+        committed.append(time.monotonic())
+        assert room.decision > decision and room.phase() == "exchange"
+        assert room.timer_key() == key and actor.deadline == original
+    assert committed[-1] < original, "the machine was too slow to stagger the answers in time"
+    assert room.to_act() == (0,)
+    # seat 0 never answers: its timer fires at the phase's deadline, not a turn after the
+    # last answer of the others (which is when a timer restarted by every answer would fire)
+    assert await eventually(lambda: any(r["t"] == "act" and r["seat"] == 0 for _, r in appended_at),
+                            3 * turn)
+    fired_at, timeout = next((t, r) for t, r in appended_at if r["t"] == "act" and r["seat"] == 0)
+    assert timeout["by"] == "timeout"
+    assert original <= fired_at < committed[-1] + turn
+    # the next phase (void, 定缺) gets a fresh timer
+    await processed(actor)
+    assert room.phase() == "void" and room.timer_key() != key
+    assert actor.deadline is not None and actor.deadline > original
+    await actor.stop()
+
+
+async def test_a_rebuilt_simultaneous_phase_restarts_its_timer_once() -> None:
+    room, actor, log = await seated_room(SLOW)
+    await ready_all(actor)
+    await processed(actor)
+    await commit(actor, 1)
+    await actor.stop()
+    room2, actor2 = rebuilt(log, SLOW)
+    await processed(actor2)
+    assert room2.phase() == "exchange" and room2.to_act() == (0, 2, 3)
+    assert room2.timer_key() == room.timer_key()  # the key is folded from the log
+    deadline = actor2.deadline
+    assert deadline is not None
+    for seat in (2, 3):
+        await commit(actor2, seat)
+        await processed(actor2)
+        assert actor2.deadline == deadline
+    await actor2.stop()
+
+
+def lobby_command(kind: str, uid: int, session: str = "", at: float = 0.0) -> table_pb2.TableCommand:
+    return table_pb2.TableCommand(room_id=1234567, user_id=uid, kind=kind, session_id=session,
+                                  login_at=at)
+
+
+async def test_a_late_offline_of_a_replaced_session_keeps_the_seat_online() -> None:
+    room, actor, log = await seated_room(SLOW)
+    await ready_all(actor)
+    await processed(actor)
+    seat = room.seats[0]
+    assert seat is not None and room.in_hand()
+
+    async def send(kind: str, session: str = "", at: float = 0.0) -> None:
+        assert (await actor.submit("command", lobby_command(kind, 1, session, at))).code == 0
+
+    await send("online", "old", 100.0)   # lobby replica A: the first login
+    await send("online", "new", 200.0)   # replica B: the user reconnected there
+    await send("offline", "old", 100.0)  # A tears the old session down only now
+    assert seat.online and not seat.entrusted and seat.session == "new"
+    await send("online", "old", 100.0)   # a late online of the old session is stale too
+    assert seat.session == "new"
+    assert not any(r["t"] == "offline" for r in log.records)
+    # the log keeps the session: a rebuilt room still tells the sessions apart
+    room2 = Room({**log.records[0], "first_dealer": 0})
+    for rec in log.records:
+        room2.apply(rec, Effects())
+    seat2 = room2.seats[0]
+    assert seat2 is not None and seat2.session == "new" and seat2.online
+    # the current session going away is an offline, and entrust plays the seat
+    await send("offline", "new", 200.0)
+    assert not seat.online and seat.entrusted
+    await send("online", "newest", 300.0)
+    assert seat.online and not seat.entrusted and seat.session == "newest"
+    await actor.stop()
+
+
+async def test_offline_without_a_session_behaves_as_before() -> None:
+    room, actor, log = await seated_room(SLOW)
+    seat = room.seats[1]
+    assert seat is not None
+    online = await actor.submit("command", lobby_command("online", 2, "s1", 100.0))
+    assert online.code == 0 and seat.session == "s1"
+    # an older lobby names no session: its offline and online count, as they always did
+    assert (await actor.submit("command", lobby_command("offline", 2))).code == 0
+    assert not seat.online
+    assert (await actor.submit("command", lobby_command("online", 2))).code == 0
+    assert seat.online and seat.session == ""  # unknown now: any offline counts
+    assert (await actor.submit("command", lobby_command("offline", 2, "other", 50.0))).code == 0
+    assert not seat.online
     await actor.stop()
