@@ -22,6 +22,7 @@ import nats.errors
 import nats.js.errors
 from google.protobuf import json_format
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import KeyNotFoundError
 
 from games.arbitration import Decision, Rules, Window
 from games.engine import Action, RuleError
@@ -42,6 +43,17 @@ ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
 MAX_TIMER_SECONDS = 600
 ADOPT_EVERY = 3                 # heartbeats between scans for rooms of dead tables
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
+
+
+
+class KvWrite:
+    """A directory write for one key, made on behalf of one room: ``put`` (value), ``delete``,
+    or ``clear``: delete the entry only while it still names that room."""
+
+    __slots__ = ("kind", "value", "room_id")
+
+    def __init__(self, kind: str, room_id: int, value: bytes = b"") -> None:
+        self.kind, self.room_id, self.value = kind, room_id, value
 
 
 def bot_move(game: str, state: Any, seat: int) -> Action:
@@ -66,9 +78,14 @@ class TableCore:
         self.kv_seats: Any = None
         self.kv_ids: Any = None
         self.unsent: list[dict[str, Any]] = []   # settlements whose publish failed: retried
+        # directory writes (rooms / seats buckets) not done yet, the latest per key: retried
+        self.kv_pending: dict[tuple[str, str], KvWrite] = {}
+        self._kv_busy: set[tuple[str, str]] = set()
+        self.unpurged: set[int] = set()          # closed rooms whose log is still stored
         self._arbiter_channel: grpc.aio.Channel | None = None
         self._arbiter: arbiter_pb2_grpc.ArbiterStub | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._retrying: asyncio.Task[None] | None = None
         self.started_at = time.time()
 
     # ------------------------------------------------------------------ start / stop
@@ -91,8 +108,9 @@ class TableCore:
         self._heartbeat = asyncio.create_task(self._heartbeat_loop())
 
     async def stop(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
+        for task in (self._heartbeat, self._retrying):
+            if task is not None:
+                task.cancel()
         for actor in list(self.rooms.values()):
             await actor.stop()
         try:
@@ -227,8 +245,10 @@ class TableCore:
             room.apply(rec, fx)
         m.REBUILT.inc()
         await self._publish_settlements(room.settled)
-        if room.closed:
-            await self.kv_rooms.delete(str(room_id))
+        if room.closed:  # closed, but the table stopped before cleaning up after it
+            for _, s in room.seated():
+                await self._put_seat(room, s.user_id, None)
+            await self._closed(room_id)
             return
         actor = self._actor(room, records[-1]["i"] + 1, last_seq)
         await self._put_room(room)
@@ -301,6 +321,9 @@ class TableCore:
         return None
 
     def _lost(self, room_id: int) -> None:
+        for item, op in list(self.kv_pending.items()):  # its directory entries are not ours
+            if op.room_id == room_id:
+                del self.kv_pending[item]
         actor = self.rooms.pop(room_id, None)
         m.ROOMS.set(len(self.rooms))
         if actor is not None:
@@ -308,26 +331,59 @@ class TableCore:
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
     async def _publish(self, actor: RoomActor, fx: Effects) -> None:
+        """Send what one log record caused. Never raises for a NATS failure after the
+        append: the record is durable, so settlements and directory writes that fail wait in
+        outboxes the heartbeat retries (core NATS publishes are buffered by the client)."""
         room = actor.room
         started = time.perf_counter()
         subject = bus.room_events(room.room_id)
-        for frame in fx.public:
-            await self.nc.publish(subject, frame.SerializeToString())
-        for user_id, frame in fx.private:
-            await self.nc.publish(bus.user_inbox(user_id), frame.SerializeToString())
-        for frame in fx.lobby:
-            await self.nc.publish(bus.LOBBY_ROOMS, frame.SerializeToString())
+        try:
+            for frame in fx.public:
+                await self.nc.publish(subject, frame.SerializeToString())
+            for user_id, frame in fx.private:
+                await self.nc.publish(bus.user_inbox(user_id), frame.SerializeToString())
+            for frame in fx.lobby:
+                await self.nc.publish(bus.LOBBY_ROOMS, frame.SerializeToString())
+        except Exception as exc:  # e.g. the client's reconnect buffer is full: a reconnecting
+            # player gets a snapshot; the room must go on either way
+            log.warning("events not published", extra={"room": room.room_id, "error": repr(exc)})
         m.FANOUT.observe(time.perf_counter() - started)
         await self._publish_settlements(fx.settle)
         for user_id, seat in fx.seats.items():
             await self._put_seat(room, user_id, seat)
         if fx.closed:
-            await self.kv_rooms.delete(str(room.room_id))
+            await self._closed(room.room_id)
+            # the last await here: stopping cancels the actor's task, which runs this
             self.rooms.pop(room.room_id, None)
             m.ROOMS.set(len(self.rooms))
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
         elif fx.changed:
             await self._put_room(room)
+
+    async def _closed(self, room_id: int) -> None:
+        """A closed room leaves the directory, then its log is purged."""
+        await self._kv(bus.ROOMS_BUCKET, str(room_id), KvWrite("delete", room_id))
+        self.unpurged.add(room_id)
+        await self._purge_logs()
+
+    async def _purge_logs(self) -> None:
+        """Purge the logs of closed rooms (JetStream purge with a subject filter). A log goes
+        only after the room's settlements are published (records keeps the hands and their
+        replays from those; nothing reads a closed room's log) and after its directory entry
+        is deleted (a restarted table must not find a room without its log). A purge that
+        fails is retried by the heartbeat; it never holds up anything else."""
+        for room_id in sorted(self.unpurged):
+            if any(msg["room_id"] == room_id for msg in self.unsent) \
+                    or (bus.ROOMS_BUCKET, str(room_id)) in self.kv_pending:
+                continue
+            try:
+                await self.js.purge_stream(bus.ROOM_LOG_STREAM, subject=bus.room_log(room_id))
+            except Exception as exc:
+                log.warning("room log not purged yet", extra={"room": room_id, "error": repr(exc)})
+                continue
+            self.unpurged.discard(room_id)
+            m.LOGS_PURGED.inc()
+        m.PENDING.labels("purge").set(len(self.unpurged))
 
     async def _publish_settlements(self, messages: list[dict[str, Any]]) -> None:
         """Publish settlements; one that fails waits in ``unsent`` for the heartbeat to retry
@@ -348,20 +404,15 @@ class TableCore:
             if not msg.get("final"):
                 m.HANDS.labels(msg["game"]).inc()
             m.SETTLEMENTS.labels(str(bool(msg.get("final"))).lower()).inc()
+        m.PENDING.labels("settlement").set(len(self.unsent))
 
     async def _put_seat(self, room: Room, user_id: int, seat: int | None) -> None:
         if seat is None:
-            try:
-                entry = await self.kv_seats.get(str(user_id))
-                if json.loads(entry.value or b"{}").get("room_id") != room.room_id:
-                    return  # the user sits in another room now: not ours to clear
-            except Exception:
-                return  # no entry
-            await self.kv_seats.delete(str(user_id))
+            await self._kv(bus.SEATS_BUCKET, str(user_id), KvWrite("clear", room.room_id))
         else:
-            await self.kv_seats.put(str(user_id), json.dumps({
+            await self._kv(bus.SEATS_BUCKET, str(user_id), KvWrite("put", room.room_id, json.dumps({
                 "room_id": room.room_id, "owner": self.instance, "address": self.address,
-                "seat": seat}).encode())
+                "seat": seat}).encode()))
 
     def _room_entry(self, room: Room) -> bytes:
         info = json_format.MessageToDict(room.room_info(), preserving_proto_field_name=True)
@@ -371,7 +422,71 @@ class TableCore:
             "has_password": bool(room.password), "room": info}).encode()
 
     async def _put_room(self, room: Room) -> None:
-        await self.kv_rooms.put(str(room.room_id), self._room_entry(room))
+        await self._kv(bus.ROOMS_BUCKET, str(room.room_id),
+                       KvWrite("put", room.room_id, self._room_entry(room)))
+
+    # ------------------------------------------------------------------ directory outbox
+    async def _kv(self, bucket: str, key: str, op: KvWrite) -> None:
+        """Write a directory entry now if possible; else it waits (the latest value per
+        key) for the heartbeat. Never raises: the room's change is already in its log."""
+        self.kv_pending[(bucket, key)] = op
+        await self._kv_flush((bucket, key))
+
+    async def _kv_flush(self, item: tuple[str, str]) -> None:
+        """Write the pending value of one key, and any newer one set meanwhile; one write
+        per key at a time, so an older value never lands after a newer one."""
+        if item in self._kv_busy:
+            return  # the write in flight picks the newer value up when it is done
+        self._kv_busy.add(item)
+        try:
+            while (op := self.kv_pending.get(item)) is not None:
+                try:
+                    await self._kv_write(item[0], item[1], op)
+                except Exception as exc:
+                    log.warning("directory write failed, will retry",
+                                extra={"bucket": item[0], "key": item[1], "error": repr(exc)})
+                    return
+                if self.kv_pending.get(item) is op:
+                    del self.kv_pending[item]
+        finally:
+            self._kv_busy.discard(item)
+            m.PENDING.labels("directory").set(len(self.kv_pending))
+
+    async def _kv_write(self, bucket: str, key: str, op: KvWrite) -> None:
+        """Checked against the room's entry in ``rooms``: a late write (a retry, or a table
+        cut off from NATS for a while) never takes a room back from the table that adopted
+        it, never brings back the entry of a closed room, and never clears the seat of a user
+        who sits in another room now."""
+        if op.kind == "delete":  # a close: the room's last record, appended by us
+            await self.kv_rooms.delete(key)
+            return
+        try:
+            room_entry = await self.kv_rooms.get(str(op.room_id))
+        except KeyNotFoundError:  # the room has closed
+            room_entry = None
+        owner = json.loads(room_entry.value or b"{}").get("owner") if room_entry else None
+        if owner not in (None, "", self.instance):
+            log.info("room belongs to another table now: directory write dropped",
+                     extra={"room": op.room_id, "owner": owner, "key": key})
+            return
+        if bucket == bus.ROOMS_BUCKET:
+            if room_entry is not None:  # compare-and-set: an adoption in between wins
+                await self.kv_rooms.update(key, op.value, last=room_entry.revision)
+            return
+        if op.kind == "put":
+            if room_entry is not None:
+                await self.kv_seats.put(key, op.value)
+            return
+        try:  # clear: only while the entry still names this room
+            entry = await self.kv_seats.get(key)
+        except KeyNotFoundError:
+            return
+        if json.loads(entry.value or b"{}").get("room_id") == op.room_id:
+            await self.kv_seats.delete(key, last=entry.revision)
+
+    async def _flush_directory(self) -> None:
+        for item in list(self.kv_pending):
+            await self._kv_flush(item)
 
     async def _resolve(self, window: Window, rules: Rules) -> Decision | None:
         if self._arbiter is None:
@@ -400,12 +515,30 @@ class TableCore:
             beats += 1
             try:
                 await self._register()
-                if self.unsent:
-                    await self._publish_settlements(list(self.unsent))
-                if beats % ADOPT_EVERY == 0:
-                    await self.adopt_orphans()
             except Exception as exc:  # NATS down: keep trying, rooms keep playing
                 log.warning("heartbeat failed", extra={"error": repr(exc)})
+            if (self.kv_pending or self.unsent or self.unpurged) \
+                    and (self._retrying is None or self._retrying.done()):
+                # in a task of its own: slow retries never delay the lease above
+                self._retrying = asyncio.create_task(self._retry_pending())
+            if beats % ADOPT_EVERY == 0:
+                try:
+                    await self.adopt_orphans()
+                except Exception as exc:
+                    log.warning("adoption scan failed", extra={"error": repr(exc)})
+
+    async def _retry_pending(self) -> None:
+        """Retry what failed after a log append; these never raise, a failure stays pending
+        for the next beat. Directory entries first, then settlements: a closed room's log is
+        purged only after both."""
+        try:
+            await self._flush_directory()
+            if self.unsent:
+                await self._publish_settlements(list(self.unsent))
+            if self.unpurged:
+                await self._purge_logs()
+        except Exception:  # a bug here must not end the retries for good
+            log.exception("retrying pending writes failed")
 
     # ------------------------------------------------------------------ commands
     async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:

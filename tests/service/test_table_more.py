@@ -1,0 +1,237 @@
+"""The table service with a real nats-server over its real gRPC API: a closed room's log is
+purged once its settlements are out, directory writes and purges that fail are retried by
+the heartbeat, and a late offline of a replaced lobby session leaves the seat online."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import nats
+import nats.errors
+import pytest
+
+from paiju import frames
+from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common import bus
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.table.server import TableCore
+from services.table.server import start as start_table
+from tests.support.tablekit import LobbyLink, Table
+
+
+@pytest.fixture
+async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
+    cfg = load_config("test", environ={
+        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": "1",  # the in-process fallback
+        "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
+        "PAIJU_TABLE__LEASE_TTL_SECONDS": "1",                   # a heartbeat every 0.2 s
+        "PAIJU_TABLE__INSTANCE": "table-more"})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    core = next(hook.__self__ for hook in table.on_stop  # type: ignore[attr-defined]
+                if isinstance(getattr(hook, "__self__", None), TableCore))
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
+    link = LobbyLink(f"127.0.0.1:{table.port}")
+    nc = await nats.connect(fresh_nats.url)
+    yield {"nats": fresh_nats, "stub": table_pb2_grpc.TableStub(channel), "link": link,
+           "core": core, "js": nc.jetstream()}
+    await nc.close()
+    await link.close()
+    await channel.close()
+    await table.stop(0)
+
+
+class Broken:
+    """Wraps a NATS object (JetStream context, KV bucket): the named methods fail with a
+    timeout while ``broken`` is set (a NATS hiccup); everything else passes through."""
+
+    def __init__(self, inner: Any, methods: tuple[str, ...],
+                 only: Callable[[tuple[Any, ...]], bool] = lambda args: True) -> None:
+        self.inner, self.methods, self.only = inner, methods, only
+        self.broken = True
+        self.failures = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in self.methods:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.broken and self.only(args):
+                self.failures += 1
+                raise nats.errors.TimeoutError
+            return await attr(*args, **kwargs)
+        return call
+
+
+async def eventually(test: Callable[[], Any], seconds: float = 10.0) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if await test():
+            return True
+        await asyncio.sleep(0.05)
+    return bool(await test())
+
+
+async def log_count(js: Any, room_id: int) -> int:
+    subject = bus.room_log(room_id)
+    info = await js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+    return int((info.state.subjects or {}).get(subject, 0))
+
+
+async def entry(kv: Any, key: str) -> dict[str, Any] | None:
+    try:
+        got = await kv.get(key)
+    except Exception:  # no such key, or deleted
+        return None
+    return json.loads(got.value) if got.value else None
+
+
+async def seated(stack: dict[str, Any], game: int = common_pb2.XUEZHAN, hands: int = 4,
+                 uids: tuple[int, ...] = (11, 12, 13, 14)) -> Table:
+    reply = await stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
+        game=game, base_score=1, total_hands=hands))
+    t = Table(stack["nats"].url, stack["link"], reply.room.room_id, "xuezhan")
+    await t.connect()
+    for uid in uids:
+        player, joined = await t.seat(uid)
+        player.auto = False
+        assert joined.code == 0, joined.message
+    return t
+
+
+async def dismiss(t: Table) -> None:
+    link, first = t.link, t.players[0].user_id
+    assert (await link.send(t.room_id, first, frames.client_frame(lm.AskDismiss()))).code == 0
+    for p in t.players[1:3]:
+        vote = await link.send(t.room_id, p.user_id,
+                               frames.client_frame(lm.ReportDismiss(agree=True)))
+        assert vote.code == 0, vote.message
+
+
+async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
+        stack: dict[str, Any]) -> None:
+    core, js = stack["core"], stack["js"]
+    t = await seated(stack)
+    await t.ready_all()  # hand 1 starts: closing now owes a final settlement
+    assert await log_count(js, t.room_id) > 0
+    settle = Broken(core.js, ("publish",), only=lambda args: str(args[0]).startswith("settle."))
+    core.js = settle
+    await dismiss(t)
+    assert settle.failures and any(m["room_id"] == t.room_id for m in core.unsent)
+    # the settlement is not out yet, so the log stays (with the room gone from the directory)
+    assert await log_count(js, t.room_id) > 0
+    assert await entry(await js.key_value(bus.ROOMS_BUCKET), str(t.room_id)) is None
+    settle.broken = False  # the heartbeat publishes the settlement, then purges the log
+
+    async def purged() -> bool:
+        return await log_count(js, t.room_id) == 0
+
+    assert await eventually(purged)
+    final = await js.get_last_msg(bus.SETTLE_STREAM, bus.settle_subject(t.room_id))
+    msg = json.loads(final.data)
+    assert msg["final"] and msg["room_id"] == t.room_id and msg["hands_played"] == 0
+    assert not core.unpurged
+    await t.close()
+
+
+async def test_a_dismissed_room_leaves_no_log(stack: dict[str, Any]) -> None:
+    js = stack["js"]
+    t = await seated(stack)
+    assert await log_count(js, t.room_id) > 0
+    await dismiss(t)
+
+    async def purged() -> bool:
+        return await log_count(js, t.room_id) == 0
+
+    assert await eventually(purged)
+    await t.close()
+
+
+async def test_a_purge_that_fails_is_retried(stack: dict[str, Any]) -> None:
+    core, js = stack["core"], stack["js"]
+    t = await seated(stack)  # no hand played: no settlement to wait for
+    purge = Broken(core.js, ("purge_stream",))
+    core.js = purge
+    await dismiss(t)
+    assert purge.failures and t.room_id in core.unpurged
+    assert await log_count(js, t.room_id) > 0
+    gone = await t.link.send(t.room_id, 11, frames.client_frame(lm.AskReady(is_ready=True)))
+    assert gone.code == common_pb2.ERR_NO_SUCH_ROOM  # closing was not held up
+    purge.broken = False
+
+    async def purged() -> bool:
+        return await log_count(js, t.room_id) == 0
+
+    assert await eventually(purged)
+    assert not core.unpurged
+    await t.close()
+
+
+async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> None:
+    core, js = stack["core"], stack["js"]
+    rooms_kv = await js.key_value(bus.ROOMS_BUCKET)
+    seats_kv = await js.key_value(bus.SEATS_BUCKET)
+    t = await seated(stack, uids=())
+    seats = Broken(core.kv_seats, ("put",))
+    rooms = Broken(core.kv_rooms, ("update",))
+    core.kv_seats, core.kv_rooms = seats, rooms
+    player, joined = await t.seat(21)
+    assert joined.code == 0 and joined.seat == 0  # the join itself is not refused
+    assert seats.failures and rooms.failures
+    assert await entry(seats_kv, "21") is None
+    before = await entry(rooms_kv, str(t.room_id))
+    assert before is not None and before["free_seats"] == 4  # stale for now
+    assert (bus.SEATS_BUCKET, "21") in core.kv_pending
+    seats.broken = rooms.broken = False
+
+    async def written() -> bool:
+        seat, room = await entry(seats_kv, "21"), await entry(rooms_kv, str(t.room_id))
+        return (seat is not None and seat["room_id"] == t.room_id and seat["seat"] == 0
+                and room is not None and room["free_seats"] == 3)
+
+    assert await eventually(written)
+    assert not core.kv_pending
+    await t.close()
+
+
+async def one_command(stub: table_pb2_grpc.TableStub,
+                      cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    """One command on a Session stream of its own (as a second lobby replica would send)."""
+    async def requests() -> AsyncIterator[table_pb2.TableCommand]:
+        yield cmd
+
+    async for reply in stub.Session(requests()):
+        return reply
+    raise AssertionError("the Session stream ended without a reply")
+
+
+async def test_a_late_offline_from_a_replaced_session_keeps_the_seat_online(
+        stack: dict[str, Any]) -> None:
+    stub = stack["stub"]
+    t = await seated(stack)
+    await t.ready_all()  # in a hand: an offline seat is entrusted
+
+    async def send(kind: str, session: str, at: float) -> None:
+        reply = await one_command(stub, table_pb2.TableCommand(
+            request_id=1, room_id=t.room_id, user_id=11, kind=kind, session_id=session,
+            login_at=at))
+        assert reply.code == 0, reply.message
+
+    async def seat_11() -> Any:
+        room = await stub.GetRoom(table_pb2.GetRoomRequest(room_id=t.room_id))
+        return next(p for p in room.players if p.user_id == 11)
+
+    await send("online", "replica-a", 1000.0)
+    await send("online", "replica-b", 2000.0)   # the user reconnected to another replica
+    await send("offline", "replica-a", 1000.0)  # the first replica tears down the old session
+    now = await seat_11()
+    assert now.online and not now.entrusted
+    await send("offline", "replica-b", 2000.0)  # the live session going away does count
+    now = await seat_11()
+    assert not now.online and now.entrusted
+    await t.close()
