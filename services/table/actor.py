@@ -13,7 +13,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from games.arbitration import Decision, resolve
@@ -487,8 +487,10 @@ def session_fields(session: str, at: float) -> dict[str, Any]:
 
 
 def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,
-                  options: dict[str, Any], entrust_cancels: int) -> dict[str, Any]:
+                  options: dict[str, Any], entrust_cancels: int,
+                  timers: Mapping[str, float] | None = None) -> dict[str, Any]:
     return {"t": "create", "room_id": room_id, "game": game, "options": options,
+            "timers": dict(timers or {}),
             "base_score": req.base_score or 1, "total_hands": req.total_hands or 4,
             "min_hands": req.min_hands, "password_hash": password_hash(room_id, req.password),
             "entrust_cancels": entrust_cancels, "creator_id": req.creator_id,

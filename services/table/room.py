@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -27,7 +28,12 @@ from services.table.codec import GAME_ENUMS, MAHJONG, event_frame
 SEATS = 4
 VARIANT_MODULES = {"xuezhan": "games.mahjong.xuezhan", "changsha": "games.mahjong.changsha",
                    "dadun": "games.dadun.game"}
-ROOM_OPTION_KEYS = ("turn_seconds", "window_seconds", "alone_seconds")
+TIMER_KEYS = ("turn_seconds", "window_seconds", "alone_seconds")
+# Room options the table keeps for itself (never passed to the engine).
+ROOM_OPTION_KEYS = (*TIMER_KEYS, "entrust_cancels")
+# A game's own names for the table's timers (Dadun's play and alone countdowns): a room that
+# sets them gets them as its real timers, and the engine's countdowns show the real timer.
+GAME_TIMER_KEYS = {"dadun": {"turn_seconds": "play_timeout_s", "alone_seconds": "alone_timeout_s"}}
 # engine phases in which every listed seat answers at once (XueZhan 换三张 and 定缺, Changsha
 # 起手胡): one answer does not start a new decision for the seats still pending. Dadun asks
 # one seat at a time in every phase; a mahjong response window is answered without engine
@@ -94,11 +100,19 @@ class Room:
         self.game = str(record["game"])
         self.options: dict[str, Any] = dict(record.get("options") or {})
         self.room_options = {k: self.options.pop(k) for k in ROOM_OPTION_KEYS if k in self.options}
+        aliases = GAME_TIMER_KEYS.get(self.game, {})
+        for key, name in aliases.items():
+            if key not in self.room_options and name in self.options:
+                self.room_options[key] = self.options[name]
+        # the table's timers when the room was created: a later config change or another
+        # table adopting the room does not change the rules of a room in play
+        self.timer_defaults = {k: float(v) for k, v in (record.get("timers") or {}).items()}
         self.base_score = int(record.get("base_score") or 1)
         self.total_hands = int(record.get("total_hands") or 4)
         self.min_hands = int(record.get("min_hands") or 0)
         self.password = str(record.get("password_hash") or "")
-        self.entrust_cancels = int(record.get("entrust_cancels", 3))
+        self.entrust_cancels = int(self.room_options.get("entrust_cancels",
+                                                         record.get("entrust_cancels", 3)))
         self.play_desc = str(record.get("play_desc") or self.game)
         self.seats: list[Seat | None] = [None] * SEATS
         self.status = common_pb2.ROOM_WAITING
@@ -116,6 +130,10 @@ class Room:
         self.closed = False
         self.settled: list[dict[str, Any]] = []   # settlement messages, for re-publishing
         self.engine_options = {**self.options, "base": self.base_score}
+        for key, name in aliases.items():  # countdowns shown = the timers that run
+            seconds = self.room_options.get(key, self.timer_defaults.get(key))
+            if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+                self.engine_options[name] = max(1, math.ceil(seconds))
 
     # ------------------------------------------------------------------ views
     def seat_of(self, user_id: int) -> int | None:
@@ -160,9 +178,10 @@ class Room:
         return self.state.phase() if self.state is not None else "waiting"
 
     def decision_seconds(self, defaults: Mapping[str, float]) -> float:
-        """Timer length of the current decision: room option, else the table default."""
+        """Timer length of the current decision: the room's option, else the table's timers
+        when the room was created, else the table's current default."""
         key = {"window": "window_seconds", "alone": "alone_seconds"}.get(self.phase(), "turn_seconds")
-        return float(self.room_options.get(key, defaults[key]))
+        return float(self.room_options.get(key, self.timer_defaults.get(key, defaults[key])))
 
     def timer_key(self) -> int:
         """Which decision timer runs now: a new turn or a new phase starts a fresh one, but in

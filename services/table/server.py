@@ -123,13 +123,17 @@ class TableCore:
             await self.nc.drain()
 
     # ------------------------------------------------------------------ rooms
+    def _timers(self) -> dict[str, float]:
+        t = self.cfg.table
+        return {"turn_seconds": t.turn_seconds, "window_seconds": t.window_seconds,
+                "alone_seconds": t.alone_seconds}
+
     def _actor(self, room: Room, next_index: int, log_seq: int) -> RoomActor:
         t = self.cfg.table
         actor = RoomActor(
             room, next_index=next_index, log_seq=log_seq, append=self._append, publish=self._publish,
             arbiter=self._resolve, bots=bot_move,
-            timers={"turn_seconds": t.turn_seconds, "window_seconds": t.window_seconds,
-                    "alone_seconds": t.alone_seconds},
+            timers=self._timers(),
             dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
             idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds)
         room.geo_alert_meters = float(self.cfg.lobby.geo_alert_meters)
@@ -155,7 +159,10 @@ class TableCore:
         except RuleError as err:
             raise ValueError(str(err)) from None
         for key, value in probe.room_options.items():
-            if (isinstance(value, bool) or not isinstance(value, int | float)
+            if key == "entrust_cancels":
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+                    raise ValueError("entrust_cancels must be a whole number 0..99")
+            elif (isinstance(value, bool) or not isinstance(value, int | float)
                     or not math.isfinite(value) or not 0 < value <= MAX_TIMER_SECONDS):
                 raise ValueError(f"{key} must be a number of seconds in (0, {MAX_TIMER_SECONDS}]")
         for _ in range(50):
@@ -164,7 +171,8 @@ class TableCore:
                 await self.kv_ids.create(str(room_id), self.instance.encode())
             except Exception:
                 continue
-            rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels)
+            rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
+                                self._timers())
             room = Room({**rec, "first_dealer": 0})
             await self.kv_rooms.put(str(room_id), self._room_entry(room))
             break

@@ -178,11 +178,13 @@ async def test_vip_password_and_full_room(stack: dict[str, Any]) -> None:
         assert ok.code == 0
     _, full = await t.seat(45, password="8888")
     assert full.code == common_pb2.ERR_ROOM_FULL
-    bad_opts = stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
-        game=common_pb2.XUEZHAN, options_json='{"cap_fan": 99}'))
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await bad_opts
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for bad in ('{"cap_fan": 99}', '{"entrust_cancels": -1}', '{"entrust_cancels": "3"}',
+                '{"turn_seconds": 0}'):
+        bad_opts = stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
+            game=common_pb2.XUEZHAN, options_json=bad))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await bad_opts
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, bad
     await t.close()
 
 
