@@ -17,16 +17,6 @@ from services.lobby.sessions import Session
 log = logging.getLogger("paiju.lobby.login")
 
 
-def peer_ip(peer: str) -> str:
-    """The IP of a gRPC peer string: ``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5`` -> address."""
-    kind, _, rest = peer.partition(":")
-    if kind == "ipv6" and rest.startswith("["):
-        return rest[1:rest.find("]")]
-    if kind == "ipv4":
-        return rest.rsplit(":", 1)[0]
-    return ""
-
-
 def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> int:
     """The user id a login proves; TokenError when it proves nothing."""
     secret = app.lobby.token_secret

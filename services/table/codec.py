@@ -134,7 +134,7 @@ def _mj(kind: str, d: Mapping[str, Any], to: int | None, ctx: Mapping[str, Any])
             amount=int(d["amount"]), ref=str(d.get("ref", ""))))
     if kind == "void_declared":
         return g.MjVoid(voids=[v or "" for v in d.get("voids", ())])
-    if kind == "opening_hu":
+    if kind in ("opening_hu", "midway_hu"):  # a midway win (中途四喜/六六顺) names its type
         return g.MjOpeningHu(seat=_seat(d.get("seat")), types=list(d.get("types", ())),
                              shown=_tiles(d.get("tiles") or d.get("shown")))
     if kind == "birds":

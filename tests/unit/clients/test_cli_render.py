@@ -266,3 +266,13 @@ def test_dadun_snapshot_line_shows_cards_desk_and_turn() -> None:
         g.DdUseOut(seat=1, cards=["5h", "5d"]), g.DdUseOut(seat=2, is_skip=True)])
     line = render.event_line(frames.server_frame(info), me=2)
     assert line == "your cards (2): 3s SJ | desk 15 pts: seat 1: 5h 5d | to act: you"
+
+
+def test_a_changsha_midway_win_travels_as_an_opening_win_and_reads_plainly() -> None:
+    event = Event("midway_hu", {"seat": 1, "types": ["midway_four"], "tiles": ["1m"] * 4})
+    frame = event_frame("changsha", event, "1:1:0")
+    assert frame.WhichOneof("payload") == "mj_opening_hu"
+    assert list(frame.mj_opening_hu.types) == ["midway_four"]
+    assert list(frame.mj_opening_hu.shown) == ["1m"] * 4
+    line = render.event_line(frame, me=0)
+    assert "midway_four" in line and "1m" in line

@@ -10,7 +10,6 @@ from google.protobuf import json_format
 
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2
-from services.lobby.login import peer_ip
 from services.lobby.rooms import RoomCache, parse_room_value
 from services.lobby.sessions import Outbox, RateLimiter, Session
 
@@ -133,7 +132,3 @@ def test_bad_room_values_are_ignored() -> None:
     assert len(cache) == 0
 
 
-def test_peer_ip() -> None:
-    assert peer_ip("ipv4:127.0.0.1:5000") == "127.0.0.1"
-    assert peer_ip("ipv6:[::1]:5000") == "::1"
-    assert peer_ip("unix:/tmp/x") == ""
