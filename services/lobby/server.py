@@ -24,12 +24,13 @@ from google.protobuf.message import DecodeError
 
 from paiju.frames import error_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_pb2
-from services.common.config import Config, require_token_secret
+from services.common.config import Config, require_console_token, require_token_secret
 from services.common.server import ServiceHost, start_service
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import METADATA_KEY, client_ip, grpc_peer_ip, parse_networks
 from services.lobby.commands import dispatch
+from services.lobby.console import start_console
 from services.lobby.sessions import Outgoing, Relayed, Session
 
 log = logging.getLogger("paiju.lobby.server")
@@ -142,6 +143,7 @@ async def start(cfg: Config, *, port: int | None = None,
                 metrics_port: int | None = None) -> ServiceHost:
     c = cfg.lobby
     require_token_secret(cfg)
+    require_console_token(cfg)
     app = await LobbyApp.open(cfg)
     service = LobbyService(app)
     try:
@@ -155,6 +157,13 @@ async def start(cfg: Config, *, port: int | None = None,
     host.app = app  # type: ignore[attr-defined]
     app.spawn(app.directory.prune_forever(app.hub.table_addresses))
     await _start_ws(cfg, app, host)
+    try:  # the operator console, on its own port (lobby.console_port; -1 = off)
+        console = await start_console(app, cfg)
+    except BaseException:
+        await host.stop(0)
+        raise
+    host.console = console  # type: ignore[attr-defined]
+    host.on_stop.append(console.close)
     return host
 
 

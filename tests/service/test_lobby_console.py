@@ -99,7 +99,8 @@ async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
                                 console_token=TOKEN))
     table = await start_table(cfg, port=0, metrics_port=-1)
     lobby = await start_lobby(cfg, port=0, metrics_port=-1)
-    console = await start_console(lobby.app, cfg)  # type: ignore[attr-defined]
+    console: Console = lobby.console  # type: ignore[attr-defined]  # the lobby starts it
+    assert console.port > 0
     http = aiohttp.ClientSession()
     stack = Stack(cfg, server, lobby, console, http, [], records)
     try:
@@ -108,8 +109,7 @@ async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
         await http.close()
         for client in stack.clients:
             await client.close()
-        await console.close()
-        await lobby.stop(0.5)
+        await lobby.stop(0.5)  # closes the console too
         await table.stop(0)
         if stack.records_running:
             await records.stop(0)
@@ -480,3 +480,13 @@ async def test_the_page_renders_the_api_in_node(stack: Stack, tmp_path: Path) ->
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_the_lobby_runs_its_console_and_closes_it_when_it_stops(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    async with console_stack(fresh_nats, tmp_path / "records.db") as running:
+        assert (await running.ok("/api/overview"))
+        port = running.console.port
+    with pytest.raises(aiohttp.ClientConnectionError):
+        async with aiohttp.ClientSession() as http:
+            await http.get(f"http://127.0.0.1:{port}/api/overview")
