@@ -13,6 +13,7 @@ import grpc
 import nats
 import pytest
 
+from games.mahjong import parse_tiles, tile_name
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from paiju.v1 import game_msgs_pb2 as g
@@ -109,8 +110,8 @@ async def test_bad_input_gets_codes_and_changes_nothing(stack: dict[str, Any]) -
     first = await asyncio.wait_for(players[0].prompts.get(), 5)  # exchange three: all four act
     link = stack["link"]
     # a tile the player does not hold
-    hand = json.loads(first.observation_json)["hand"]
-    missing = next(f"{r}{s}" for s in "mps" for r in "123456789" if f"{r}{s}" not in hand)
+    counts = parse_tiles(json.loads(first.observation_json)["hand"])  # e.g. "1239m44p..."
+    missing = tile_name(counts.index(0))
     bad = await link.send(t.room_id, 21, frames.client_frame(
         g.MahjongAction(kind="exchange_three", tiles=[missing] * 3)))
     assert bad.code in (common_pb2.MJ_ILLEGAL_ACTION, common_pb2.MJ_TILE_NOT_IN_HAND,
