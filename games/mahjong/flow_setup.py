@@ -151,7 +151,8 @@ class SetupMixin(HandCore):
             self.emit("opening_hu", {"seat": seat, "types": types, "tiles": self.names(shown)})
             self.rules.pay_opening(self, seat, types)
         else:
-            self.emit("opening_pass", {"seat": seat})
+            # only to him: a public pass would tell the table his hand had an opening win
+            self.emit("opening_pass", {"seat": seat}, to=seat)
         if not self.opening["pending"]:
             self._begin_play()
 

@@ -1,4 +1,6 @@
-"""Distances between players (haversine) for the proximity alerts."""
+"""Distances between players (haversine) for the proximity alerts, and the coarse bands
+players are shown: exact meters between three seats would let them locate each other
+(trilateration), so only a band ever leaves the table."""
 
 from __future__ import annotations
 
@@ -22,3 +24,23 @@ def has_position(lat: float, lng: float) -> bool:
 
 def describe(meters: float) -> str:
     return f"{meters:.0f}m" if meters < 1000 else f"{meters / 1000:.1f}km"
+
+
+# Lower bounds of the distance bands shown to players, in meters.
+BANDS_M = (0, 100, 500, 1_000, 5_000, 20_000, 100_000, 1_000_000)
+
+
+def band(meters: float) -> tuple[int, str]:
+    """The band a distance falls in: its lower bound in meters and a label ("<100m",
+    "100m-500m", ..., ">1000km")."""
+    i = max(k for k, low in enumerate(BANDS_M) if meters >= low)
+    low = BANDS_M[i]
+    if i == 0:
+        return low, f"<{_label(BANDS_M[1])}"
+    if i == len(BANDS_M) - 1:
+        return low, f">{_label(low)}"
+    return low, f"{_label(low)}-{_label(BANDS_M[i + 1])}"
+
+
+def _label(meters: int) -> str:
+    return f"{meters}m" if meters < 1000 else f"{meters // 1000}km"

@@ -114,9 +114,9 @@ class RoomActor:
                 reply = await self._handle(kind, payload)
             except RoomError as err:
                 reply = Reply(err.code, str(err))
-            except Exception as exc:  # a bug or a NATS failure must not kill the room's task
+            except Exception:  # a bug or a NATS failure must not kill the room's task
                 log.exception("room command failed", extra={"room": self.room.room_id})
-                reply = Reply(common_pb2.ERR_INTERNAL, f"internal error: {exc!r}")
+                reply = Reply(common_pb2.ERR_INTERNAL, "internal error; please retry")
             if fut is not None and not fut.done():
                 fut.set_result(reply)
             await self._follow_up()

@@ -22,7 +22,7 @@ from games.engine import Action, State
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.geo import describe, has_position, haversine_m
+from services.common.geo import band, describe, has_position, haversine_m
 from services.table.codec import GAME_ENUMS, MAHJONG, event_frame
 
 SEATS = 4
@@ -252,7 +252,12 @@ class Room:
         seat, uid = int(rec["seat"]), int(rec["user_id"])
         existing = self.seats[seat]
         if existing is not None and existing.user_id == uid:
-            existing.profile.update(rec.get("profile") or {})
+            profile = dict(rec.get("profile") or {})
+            if has_position(float(existing.profile.get("lat", 0)),
+                            float(existing.profile.get("lng", 0))):
+                profile.pop("lat", None)  # the position of the first join stays: re-joining
+                profile.pop("lng", None)  # from made-up places must not locate the others
+            existing.profile.update(profile)
             existing.online = True
         else:
             self.seats[seat] = Seat(uid, dict(rec.get("profile") or {}), self.entrust_cancels)
@@ -543,21 +548,24 @@ class Room:
         seated = self.seated()
         for a in range(len(seated)):
             for b in range(a + 1, len(seated)):
-                items.append(self._geo_item(seated[a][1], seated[b][1]))
+                items.append(self._geo_item(seated[a][1], seated[b][1])[0])
         return lm.UseGeo(uids=[s.user_id for _, s in seated], items=items)
 
     @staticmethod
-    def _geo_item(x: Seat, y: Seat) -> lm.GeoItem:
+    def _geo_item(x: Seat, y: Seat) -> tuple[lm.GeoItem, float]:
+        """What players see of a pair (a distance band, never exact meters) and the exact
+        distance for the alert (-1 when a position is missing)."""
         px, py = x.profile, y.profile
         same_ip = bool(px.get("ip")) and px.get("ip") == py.get("ip")
         lat1, lng1 = float(px.get("lat", 0)), float(px.get("lng", 0))
         lat2, lng2 = float(py.get("lat", 0)), float(py.get("lng", 0))
         if has_position(lat1, lng1) and has_position(lat2, lng2):
             meters = haversine_m(lat1, lng1, lat2, lng2)
-            return lm.GeoItem(src_uid=x.user_id, dest_uid=y.user_id, distance=describe(meters),
-                              gap=int(round(meters)), same_ip=same_ip)
+            low, label = band(meters)
+            return lm.GeoItem(src_uid=x.user_id, dest_uid=y.user_id, distance=label,
+                              gap=low, same_ip=same_ip), meters
         return lm.GeoItem(src_uid=x.user_id, dest_uid=y.user_id, distance="unknown", gap=-1,
-                          same_ip=same_ip)
+                          same_ip=same_ip), -1.0
 
     def _proximity_alert(self, seat: int, fx: Effects) -> None:
         limit = float(self.room_options.get("geo_alert_meters", self.geo_alert_meters))
@@ -566,12 +574,12 @@ class Room:
         for i, other in self.seated():
             if i == seat:
                 continue
-            item = self._geo_item(new, other)
+            item, meters = self._geo_item(new, other)
             why = []
             if item.same_ip:
                 why.append("share an IP address")
-            if 0 <= item.gap < limit:
-                why.append(f"sit {item.distance} apart")
+            if 0 <= meters < limit:
+                why.append(f"sit less than {describe(limit)} apart")
             if why:
                 fx.public.append(frames.server_frame(lm.DistanceAlert(
                     alert=f"{new.nickname} and {other.nickname} " + " and ".join(why),

@@ -598,10 +598,11 @@ class TableService(table_pb2_grpc.TableServicer):
         async def run(cmd: table_pb2.TableCommand) -> None:
             try:
                 await out.put(await self.core.command(cmd))
-            except Exception as exc:
-                log.exception("command failed")
+            except Exception:  # details go to the log, never to a client
+                log.exception("command failed", extra={"room": cmd.room_id})
                 await out.put(table_pb2.TableReply(request_id=cmd.request_id,
-                                                   code=common_pb2.ERR_INTERNAL, message=repr(exc)))
+                                                   code=common_pb2.ERR_INTERNAL,
+                                                   message="internal error; please retry"))
 
         async def read() -> None:
             try:

@@ -228,7 +228,15 @@ async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
     reply = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
     geo = reply.frames[0].use_geo
     far = next(i for i in geo.items if {i.src_uid, i.dest_uid} == {62, 63})
-    assert 1_000_000 < far.gap < 1_500_000
+    near = next(i for i in geo.items if {i.src_uid, i.dest_uid} == {61, 62})
+    # only coarse bands leave the table (exact meters would locate players)
+    assert (far.gap, far.distance) == (1_000_000, ">1000km")    # ~1 340 km
+    assert (near.gap, near.distance) == (0, "<100m")             # ~15 m
+    # a seated player re-joining from elsewhere keeps the position of his first join
+    await t.seat(63, lat=28.2290, lng=112.9390, ip="10.0.0.1")
+    again = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
+    still = next(i for i in again.frames[0].use_geo.items if {i.src_uid, i.dest_uid} == {62, 63})
+    assert still.gap == 1_000_000
     for f in a.received:  # nobody's raw coordinates or IP reach other players
         assert "28.228" not in str(f) and "10.0.0.2" not in str(f)
     await t.close()

@@ -186,3 +186,13 @@ def test_one_completing_reveal_is_single_even_with_the_option():
     act(state, 1, "kaigang", "9m")
     assert "double_kong_bloom" not in state.wins[0]["patterns"]
     assert owed(state) == {(0, 1): 7, (2, 1): 6, (3, 1): 6}
+
+
+def test_a_declined_opening_win_is_told_only_to_the_seat_that_declined():
+    wall = stacked_wall([parse_tile_list(DEALER_C), parse_tile_list(STEP), None, None], 0)
+    state = changsha.new_hand_from_wall(
+        {"bird_count": 0, "opening_hu_types": ["opening_step_pairs"]}, wall, 0)
+    events = state.apply(1, Action("pass"))
+    (passed,) = [e for e in events if e.kind == "opening_pass"]
+    assert passed.to == 1  # a public pass would reveal that his hand had an opening win
+    assert all(e.to is None for e in events if e.kind == "turn")
