@@ -104,20 +104,26 @@ async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.Cl
 async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, room_id: int,
                 password: str, game: int, address: str) -> table_pb2.TableReply:
     """Forward a join. The room's events are subscribed first, so nothing the table
-    publishes between its reply and our subscription is lost; a refused join undoes it."""
+    publishes between its reply and our subscription is lost, but they are held until the
+    table answers: delivered if it seats him, dropped (and the subscription undone) if it
+    refuses, so a wrong password or a full room shows nothing of the room."""
     join = lobby_msgs_pb2.JoinRoom(room_id=room_id, password=password, game=game)
     entered = session.room_id != room_id
     if entered:
         await app.hub.enter_room(session, room_id, -1)
+        session.held = []
     try:
         reply = await app.forward(session, frame=client_frame(join, seq=frame.seq),
                                   room_id=room_id, address=address, with_profile=True)
     except BaseException:
         if entered:
+            session.release_held(deliver=False)
             await app.hub.leave_room(session)
         raise
-    if reply.code and entered:
-        await app.hub.leave_room(session)
+    if entered:
+        session.release_held(deliver=not reply.code)
+        if reply.code:
+            await app.hub.leave_room(session)
     return reply
 
 

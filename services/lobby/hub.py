@@ -144,7 +144,7 @@ class Hub:
             return
         members = list(self.by_room.get(room_id, ()))
         for session in members:
-            session.send(relayed)
+            session.relay_room_event(relayed)
         frame = relayed.frame
         notice = frame.notice_dismiss if frame.HasField("notice_dismiss") else None
         if notice is not None and notice.dismissed and notice.room_id in (0, room_id):

@@ -143,6 +143,9 @@ class Session:
     kicked: bool = False
     seq: int = 0
     task: asyncio.Task[object] | None = None
+    # While a join waits for the table's answer, that room's events are held here: delivered
+    # if the table seats him, dropped if it refuses (a wrong VIP password sees nothing).
+    held: list[Outgoing] | None = None
 
     @property
     def logged_in(self) -> bool:
@@ -159,6 +162,23 @@ class Session:
             metrics.SLOW_CLIENTS.inc()
             self.disconnect()
         return False
+
+    def relay_room_event(self, frame: Outgoing) -> None:
+        """A room event: queued, or held while this session's join is being decided."""
+        if self.held is None:
+            self.send(frame)
+        elif len(self.held) < self.outbox.limit:
+            self.held.append(frame)
+        else:  # the table is answering very late: deliver rather than grow
+            self.release_held(deliver=True)
+            self.send(frame)
+
+    def release_held(self, *, deliver: bool) -> None:
+        """End holding: the held room events go out (join accepted) or are dropped."""
+        held, self.held = self.held or [], None
+        if deliver:
+            for frame in held:
+                self.send(frame)
 
     def next_seq(self) -> int:
         """The next server sequence number of this session (one per frame sent)."""

@@ -653,3 +653,47 @@ async def test_a_client_that_does_not_read_is_dropped_without_blocking_others(
     assert 91 in hub.by_user
     assert (await reader.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
     assert (await world.table.wait_for("offline", 92)).room_id == room.room_id
+
+
+# -- joining: nothing of a room before the table seats you -----------------------------------
+
+async def test_a_refused_join_shows_nothing_of_the_room_and_an_accepted_one_everything(
+        world: World) -> None:
+    address = await world.lobby()
+    room = await world.table.add_room(password="8888")
+    member = await world.client(address)
+    await member.login(41)
+    joined = await member.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id, password="8888"))
+    assert joined.WhichOneof("payload") == "room_joined", joined
+    gate = asyncio.Event()
+    answer_join = world.table._join
+
+    async def gated_join(cmd: Any, the_room: Any, reply: Any) -> Any:
+        await gate.wait()  # the table is still deciding while the room talks
+        return await answer_join(cmd, the_room, reply)
+
+    world.table._join = gated_join  # type: ignore[method-assign]
+    for uid, password, seated in ((42, "1234", False), (43, "8888", True)):
+        gate.clear()
+        other = await world.client(address)
+        await other.login(uid)
+        asking = asyncio.create_task(other.request(
+            lobby_msgs_pb2.JoinRoom(room_id=room.room_id, password=password)))
+        await world.table.wait_for("join_room", uid)  # the lobby has subscribed the room
+        chat = server_frame(lobby_msgs_pb2.Chat(content=f"secret {uid}", author_id=41))
+        await world.nc.publish(bus.room_events(room.room_id), chat.SerializeToString())
+        # the member got it, so the lobby has handled it for the joiner too (same callback)
+        await member.until(lambda f, uid=uid: f.HasField("chat")
+                           and f.chat.content == f"secret {uid}")
+        gate.set()
+        reply = await asking
+        marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=7))
+        await world.nc.publish(bus.user_inbox(uid), marker.SerializeToString())
+        await other.until(lambda f: f.HasField("heartbeat"))
+        chats = [f.chat.content for f in other.seen if f.HasField("chat")]
+        if seated:
+            assert reply.WhichOneof("payload") == "room_joined", reply
+            assert chats == [f"secret {uid}"]
+        else:
+            assert code_of(reply) == E.ERR_BAD_PASSWORD
+            assert chats == []
