@@ -33,7 +33,8 @@ QUICK_ROOM = {"base_score": 1, "total_hands": 8}  # a quick-start room when none
 async def dispatch(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     name = frame.WhichOneof("payload")
     event_id = request_event_id(frame)
-    metrics.FRAMES_IN.labels(str(event_id)).inc()
+    # a frame without a known payload counts as "0": a client-chosen id must not make series
+    metrics.FRAMES_IN.labels(str(event_id) if name is not None else "0").inc()
     try:
         if name is None:
             raise Reject(common_pb2.ERR_BAD_FRAME, "frame has no known payload")

@@ -583,6 +583,9 @@ async def test_metrics_count_sessions_logins_frames_and_kicks(world: World) -> N
     await first.login(71)
     await second.login(71)
     assert await first.closed()
+    odd = await world.client(address)  # a frame with no payload and an id of its own
+    await odd.send_raw(client_pb2.ClientFrame(seq=1, event_id=987654).SerializeToString())
+    await odd.until(lambda f: f.HasField("ret"))
     bad = await world.client(address)
     await bad.request(lobby_msgs_pb2.Login(token="x"))
     await asyncio.sleep(0.1)
@@ -598,6 +601,7 @@ async def test_metrics_count_sessions_logins_frames_and_kicks(world: World) -> N
                    "paiju_lobby_sessions "):
         assert any(line.startswith(needle) and float(line.split()[-1]) >= 1 for line in lines), \
             needle
+    assert not [line for line in lines if "987654" in line]  # no series from client input
 
 
 def _records_implemented() -> bool:
