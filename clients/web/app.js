@@ -15,9 +15,20 @@ const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
 const REASONS = {PLAYER_VOTE: "the players voted", PLAYER_LEFT: "a player left",
   ALL_HANDS_PLAYED: "all hands played", NEGATIVE_COINS: "a player ran out of coins",
   IDLE_TOO_LONG: "idle too long"};
+// Refusals of an answer to our own prompt that only mean the game moved on before the answer
+// arrived (a window decided early, a turn played by the timer, the hand won meanwhile): for
+// the player a note, not an error. ErrorCode values of protos/paiju/v1/common.proto.
+const OVERTAKEN = new Set([
+  9690,   // MJ_NOT_YOUR_TURN: the turn was played by the timer or entrust
+  9692,   // MJ_STALE_WINDOW: the response window was already decided
+  9695,   // MJ_HAND_OVER
+  9890,   // DD_NOT_YOUR_TURN: the turn was played by the timer or entrust
+  9892,   // DD_STALE_TOKEN: the out-token was already used
+  9895,   // DD_HAND_OVER
+]);
 const app = {ws: null, seq: 0, me: 0, seat: -1, room: null, rooms: new Map(),
   deadline: 0, beat: null, payments: [], onRet: new Map(), names: new Map(),
-  lastRoom: 0, dismissDeadline: 0};
+  lastRoom: 0, dismissDeadline: 0, prompt: null, answers: new Set()};
 
 // ------------------------------------------------------------------ connection
 function connect(token, nickname) {
@@ -29,6 +40,7 @@ function connect(token, nickname) {
   ws.onclose = () => {
     status("disconnected");
     clearInterval(app.beat);
+    app.answers.clear();
     show("login-panel", true);
   };
 }
@@ -58,7 +70,10 @@ function handle(frame) {
 // ------------------------------------------------------------------ handlers
 const HANDLERS = {
   ret(r, frame) {
-    if (r.code) error(`error ${r.code}: ${r.message || ""}`);
+    const code = Number(r.code || 0);
+    const answered = app.answers.delete(Number(frame.reply_to));
+    if (answered && OVERTAKEN.has(code)) log(`too late, the game moved on: ${r.message || code}`);
+    else if (code) error(`error ${code}: ${r.message || ""}`);
     const onRet = app.onRet.get(Number(frame.reply_to));
     app.onRet.delete(Number(frame.reply_to));
     if (onRet) onRet(r);
@@ -95,6 +110,18 @@ const HANDLERS = {
   mj_deal(b) { startOfHand(); log(describe("mj_deal", b)); },
   dd_assign(b) { startOfHand(); log(describe("dd_assign", b)); },
   mj_payment(b) { app.payments.push(b.payment || {}); log(describe("mj_payment", b)); },
+  // the decision our action buttons belong to can end without us: drop the buttons then
+  mj_window_closed(w) {
+    if (app.prompt && app.prompt.ref === String(w.window_id || 0)) clearActions();
+  },
+  mj_discard(d) {   // our turn, played by the timer or entrust
+    if (app.prompt && !app.prompt.ref && (d.seat ?? 0) === app.seat) clearActions();
+    log(describe("mj_discard", d));
+  },
+  dd_use_out(u) {   // our play or pass, made by the timer or entrust
+    if (app.prompt && (u.seat ?? 0) === app.seat) clearActions();
+    log(describe("dd_use_out", u));
+  },
   // snapshots after a reconnect: the Prompt that follows carries the observation
   mj_game_info(g) {
     showEntrust(!!(g.entrusted || [])[app.seat], g.cancel_entrust_count || 0);
@@ -166,6 +193,7 @@ function clearRoomViews() {
   $("alert-list").replaceChildren();
   show("alerts", false);
   show("play-panel", false);
+  clearActions();
   showEntrust(false, 0);
 }
 
@@ -205,6 +233,9 @@ function renderPrompt(p) {
   $("observation").textContent = observationText(p.game, obs);
   const box = $("actions");
   box.replaceChildren();
+  // a window id or an out-token ("" or "0" on a mahjong turn or a simultaneous phase)
+  const ref = (p.actions || []).map((a) => a.ref || "").find((r) => r && r !== "0") || "";
+  app.prompt = {game: p.game, ref};
   (p.actions || []).forEach((a, i) => box.appendChild(
     button(`${i + 1}) ${actionLabel(a)}`, () => answer(p.game, a))));
   app.deadline = Date.now() + (p.seconds || 0) * 1000;
@@ -213,18 +244,26 @@ function renderPrompt(p) {
 }
 
 function answer(game, a) {
+  clearActions();
+  const tiles = a.tiles || [];
+  let seq;
+  if (game !== "dadun") {
+    seq = send("mahjong_action", {kind: a.kind, tiles, window_id: a.ref || "0", choice: a.choice || ""});
+  } else if (a.kind === "choose_alone") {
+    seq = send("dd_ask_alone", {is_alone: a.choice === "yes"});
+  } else if (a.kind === "choose_friend_card") {
+    seq = send("dd_choose_friend", {card: tiles[0] || ""});
+  } else {
+    seq = send("dd_ask_out", {token: a.ref || "", cards: tiles, is_skip: a.kind === "pass"});
+  }
+  if (seq) app.answers.add(seq);
+}
+
+// No decision pending for us: no action buttons, no countdown.
+function clearActions() {
+  app.prompt = null;
   $("actions").replaceChildren();
   $("countdown").textContent = "";
-  const tiles = a.tiles || [];
-  if (game !== "dadun") {
-    send("mahjong_action", {kind: a.kind, tiles, window_id: a.ref || "0", choice: a.choice || ""});
-  } else if (a.kind === "choose_alone") {
-    send("dd_ask_alone", {is_alone: a.choice === "yes"});
-  } else if (a.kind === "choose_friend_card") {
-    send("dd_choose_friend", {card: tiles[0] || ""});
-  } else {
-    send("dd_ask_out", {token: a.ref || "", cards: tiles, is_skip: a.kind === "pass"});
-  }
 }
 
 function actionLabel(a) {
@@ -269,6 +308,7 @@ function renderSettlement(frame, over) {
       `${p.bomb_score || 0}, cards ${p.card_score || 0}, caught ${p.catch_score || 0}`);
   }
   $("settlement").textContent = lines.join("\n");
+  clearActions();
   endOfHandEntrust();
   show("play-panel", false);
   show("settlement-panel", true);
