@@ -16,6 +16,7 @@ import subprocess
 import tomllib
 from dataclasses import fields, is_dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -31,7 +32,14 @@ SERVICES = ("lobby", "table", "arbiter", "records")
 PROD = tomllib.loads((ROOT / "config" / "prod.toml").read_text(encoding="utf-8"))
 # What the downward API and Secrets would provide, for checking the resulting configuration.
 FAKE_POD = {"metadata.name": "table-7d9f-abcde", "status.podIP": "10.1.2.3"}
-FAKE_SECRET = {"token-secret": "prod-secret", "database-url": "postgresql+asyncpg://u@db/paiju"}
+FAKE_SECRETS = {
+    "paiju-secrets": {"token-secret": "prod-secret",
+                      "database-url": "postgresql+asyncpg://u@db/paiju"},
+    "paiju-nats": {f"{user}-password": f"prod-{user}-nats"
+                   for user in ("lobby", "table", "records", "admin")},
+}
+# The services that speak NATS, each with its own NATS user (deploy/k8s/nats/values-auth.yaml).
+NATS_CLIENTS = ("lobby", "table", "records")
 
 
 # ------------------------------------------------------------------ kustomize subset
@@ -124,6 +132,14 @@ def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
 
 
 # ------------------------------------------------------------------ helpers on objects
+def secret_value(objs: list[dict], name: str, key: str) -> str:
+    """A Secret's value: from the overlay's generated Secret, else the stand-in of prod."""
+    for o in objs:
+        if o["kind"] == "Secret" and o["metadata"]["name"] == name:
+            return base64.b64decode(o["data"][key]).decode()
+    return FAKE_SECRETS[name][key]
+
+
 def container(objs: list[dict], svc: str) -> dict:
     (c,) = containers(find(objs, "Deployment", svc))
     return c
@@ -151,7 +167,7 @@ def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
             sref = ref["secretKeyRef"]
             secret = secrets.get(sref["name"])
             env[item["name"]] = (base64.b64decode(secret["data"][sref["key"]]).decode()
-                                 if secret else FAKE_SECRET[sref["key"]])
+                                 if secret else FAKE_SECRETS[sref["name"]][sref["key"]])
     return env
 
 
@@ -215,7 +231,13 @@ def test_the_pod_environment_gives_each_service_a_valid_config_on_its_ports(over
         assert section.host == "0.0.0.0", f"{svc} must listen on every interface in a pod"
         assert section.port == c["readinessProbe"]["grpc"]["port"]
         assert section.metrics_port == port(c, "metrics")
-        assert cfg.nats.url == "nats://nats:4222"
+        if svc in NATS_CLIENTS:  # its own NATS user, the password from the Secret paiju-nats
+            url = urlsplit(cfg.nats.url)
+            assert (url.scheme, url.hostname, url.port) == ("nats", "nats", 4222)
+            assert url.username == svc and url.password == secret_value(
+                objs, "paiju-nats", f"{svc}-password")
+        else:
+            assert "NATS_URL" not in env, f"{svc} does not use NATS: no credentials for it"
 
 
 def test_every_paiju_variable_names_a_real_config_key(overlay) -> None:
@@ -281,18 +303,27 @@ def test_pods_run_as_non_root_with_resources(overlay) -> None:
 
 def test_secrets_in_git_only_outside_prod(overlay) -> None:
     name, objs = overlay
-    secrets = [o for o in objs if o["kind"] == "Secret"]
-    referenced = {item["valueFrom"]["secretKeyRef"]["key"]
-                  for svc in SERVICES for item in container(objs, svc).get("env", [])
-                  if "secretKeyRef" in item.get("valueFrom", {})}
-    assert referenced == set(FAKE_SECRET)
+    secrets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Secret"}
+    referenced: dict[str, set[str]] = {}
+    for svc in SERVICES:
+        for item in container(objs, svc).get("env", []):
+            if "secretKeyRef" in item.get("valueFrom", {}):
+                ref = item["valueFrom"]["secretKeyRef"]
+                referenced.setdefault(ref["name"], set()).add(ref["key"])
+    # admin-password is for the NATS servers and nats-box (the Helm values), no Deployment
+    assert referenced == {"paiju-secrets": set(FAKE_SECRETS["paiju-secrets"]),
+                          "paiju-nats": {f"{svc}-password" for svc in NATS_CLIENTS}}
     if name == "prod":
         assert not secrets, "production secrets must not be in git"
         readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
-        assert all(key in readme for key in referenced), "document how to create them"
+        for secret, keys in FAKE_SECRETS.items():
+            assert all(key in readme for key in {secret, *keys}), "document how to create them"
     else:
-        (secret,) = secrets
-        assert set(secret["data"]) == referenced
+        assert {s: set(o["data"]) for s, o in secrets.items()} == \
+            {s: set(keys) for s, keys in FAKE_SECRETS.items()}
+        for user, password in keyed(list(secrets.values()))[("Secret", "paiju-nats")][
+                "data"].items():
+            assert b"replace-me" in password, f"{user}: a visible placeholder, not a secret"
 
 
 def test_replicas_per_environment(overlay) -> None:
