@@ -14,6 +14,7 @@ from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
 from tests.service.test_lobby import E, World, code_of, open_world, seated_client
+from tests.support import lobbykit
 
 XZ = common_pb2.XUEZHAN
 
@@ -34,6 +35,7 @@ async def test_room_list_hides_passwords_and_filters_by_game(world: World) -> No
     raw["password"] = raw["room"]["password"] = "hunter2"   # a careless writer
     await world.kv["rooms"].put(str(vip.room_id), json.dumps(raw).encode())
     c = await world.client(await world.lobby())
+    await wait_cached(world, vip.room_id, plain.room_id)  # written before the lobby started
     await c.login(51)
     listed = (await c.request(lobby_msgs_pb2.AskRoomList())).room_list
     by_id = {r.room_id: r for r in listed.items}
@@ -103,13 +105,9 @@ async def test_join_errors_unknown_room_and_wrong_password(world: World) -> None
     assert ok.room_joined.room.room_id == vip.room_id
 
 
-async def wait_cached(world: World, room_id: int) -> None:
-    app = world.lobbies[-1].app
-    for _ in range(100):
-        if app.cache.get(room_id) is not None:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"room {room_id} never reached the cache")
+async def wait_cached(world: World, *room_ids: int) -> None:
+    """The latest lobby's room cache holds these rooms (its bucket watch is asynchronous)."""
+    await lobbykit.wait_cached(world.lobbies[-1].app, *room_ids)
 
 
 async def test_quick_start_joins_a_waiting_public_room_or_creates_one(world: World) -> None:

@@ -29,7 +29,7 @@ from services.lobby import tokens
 from services.lobby.server import start as start_lobby
 from services.table.server import start as start_table
 from tests.service.test_lobby import SECRET, FakeRecords, World, code_of, open_world
-from tests.support.lobbykit import FrameReader
+from tests.support.lobbykit import FrameReader, wait_cached
 
 E = common_pb2
 
@@ -160,6 +160,7 @@ async def test_login_and_requests_with_json_text_frames(world: World) -> None:
         assert joined.room_joined.room.room_id == room.room_id
         assert c.raw_json[-1]["room_joined"]["room"]["game"] == "XUEZHAN"
         c.seq = 2
+        await wait_cached(world.lobbies[-1].app, room.room_id)   # the list reads the cache
         listed = await c.request(lobby_msgs_pb2.AskRoomList())
         assert room.room_id in [r.room_id for r in listed.room_list.items]
 
@@ -348,8 +349,10 @@ async def test_a_browser_plays_a_hand_against_three_robots(
     assert all(s.hands == 1 for s in stats)
 
 
-# a prompt overtaken by a timeout may be refused as stale; any other refusal is a bug
-OVERTAKEN = {E.MJ_NOT_YOUR_TURN, E.MJ_STALE_WINDOW, E.DD_NOT_YOUR_TURN, E.DD_STALE_TOKEN}
+# a prompt overtaken by a timeout, a window decided early or the hand's last decision may be
+# refused as stale or too late; any other refusal is a bug
+OVERTAKEN = {E.MJ_NOT_YOUR_TURN, E.MJ_STALE_WINDOW, E.MJ_HAND_OVER,
+             E.DD_NOT_YOUR_TURN, E.DD_STALE_TOKEN, E.DD_HAND_OVER}
 
 
 async def play_until_hand_over(me: WsClient, game: str) -> tuple[int, dict[str, Any]]:
@@ -476,6 +479,110 @@ async def test_the_web_client_plays_a_hand_in_node(fresh_nats: EmbeddedNats, tmp
     assert len(deltas) == 4 and sum(deltas) == 0, settlement
     assert not [x for x in lines if x.startswith("LOG error")], lines
     assert all(s.hands == 1 for s in stats)
+
+
+# Loads clients/web/app.js with a stub DOM and a stand-in WebSocket, feeds it server frames
+# by hand and prints, after each step, what the page shows: the action buttons, the error
+# box and the event log.
+OVERTAKEN_HARNESS = r"""
+const [appPath] = process.argv.slice(2);
+const elements = new Map();
+function element(id) {
+  const el = {id, textContent: "", hidden: false, value: "", children: [], onclick: null,
+    appendChild(c) { this.children.push(c); return c; },
+    replaceChildren(...cs) { this.children = cs; },
+    querySelector() { return this.tbody || (this.tbody = element("")); },
+    scrollIntoView() {}};
+  if (id) elements.set(id, el);
+  return el;
+}
+const $ = (id) => elements.get(id) || element(id);
+globalThis.location = {protocol: "http:", host: "127.0.0.1:1"};
+globalThis.document = {getElementById: $, createElement: () => element(""),
+  querySelectorAll: () => []};
+$("error").hidden = true;
+const sent = [];
+let socket = null;
+globalThis.WebSocket = class {
+  static OPEN = 1;
+  constructor() { this.readyState = 1; socket = this; }
+  send(text) { sent.push(JSON.parse(text)); }
+  close() {}
+};
+globalThis.setInterval = () => 0;   // no heartbeat or countdown timers in this test
+require(appPath);
+$("token").value = "token";
+$("login").onclick();
+socket.onopen();
+const feed = (frame) => socket.onmessage({data: JSON.stringify(frame)});
+const view = (step) => console.log(JSON.stringify({step,
+  actions: $("actions").children.map((b) => b.textContent),
+  error: $("error").hidden ? null : $("error").textContent,
+  log: $("log").children.map((li) => li.textContent)}));
+const prompt = (game, actions) => feed({seq: "9", prompt: {game, seat: 1, seconds: 3,
+  observation_json: "{}", actions}});
+const lastSeq = () => sent[sent.length - 1].seq;
+
+feed({seq: "1", reply_to: "1", login_ok: {player: {user_id: "7"}}});
+feed({seq: "2", room_joined: {room: {room_id: "100001"}, seat: 1}});
+prompt("xuezhan", [{kind: "pass", ref: "4"}, {kind: "peng", tiles: ["5m", "5m"], ref: "4"}]);
+view("window prompt");
+$("actions").children[0].onclick();
+view("answered");
+feed({seq: "3", reply_to: String(lastSeq()), ret: {code: 9692, message: "window '4' is closed"}});
+view("answer refused as stale");
+$("ready").onclick();
+feed({seq: "4", reply_to: String(lastSeq()), ret: {code: 9692, message: "not an answer"}});
+view("other request refused");
+$("error").hidden = true;
+prompt("xuezhan", [{kind: "pass", ref: "5"}]);
+feed({seq: "5", mj_window_closed: {window_id: "6"}});
+view("another window closed");
+feed({seq: "6", mj_window_closed: {window_id: "5", action: "hu"}});
+view("its window closed");
+prompt("xuezhan", [{kind: "discard", tiles: ["9p"]}]);
+feed({seq: "7", mj_discard: {seat: 2, tile: "1m"}});
+view("another seat discarded");
+feed({seq: "8", mj_discard: {seat: 1, tile: "9p"}});
+view("our turn played for us");
+prompt("dadun", [{kind: "pass", ref: "t1.3"}]);
+feed({seq: "9", dd_use_out: {seat: 1, is_skip: true}});
+view("our dadun turn played for us");
+prompt("xuezhan", [{kind: "hu", ref: "8"}]);
+feed({seq: "10", mj_hand_over: {hand_no: 1, deltas: ["3", "-1", "-1", "-1"]}});
+view("hand over");
+"""
+
+
+async def test_the_web_client_takes_an_overtaken_answer_as_a_note_and_drops_stale_buttons(
+        tmp_path: Any) -> None:
+    from services.lobby.ws import WEB_ROOT
+
+    node = await asyncio.to_thread(_node_with_websocket)
+    if node is None:
+        pytest.skip("needs node (>= 20) to run clients/web/app.js")
+    harness = tmp_path / "overtaken.js"
+    harness.write_text(OVERTAKEN_HARNESS)
+    proc = await asyncio.create_subprocess_exec(
+        *node, str(harness), str(WEB_ROOT / "app.js"), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    views = {v["step"]: v for v in map(json.loads, out.decode().splitlines())}
+    assert len(views["window prompt"]["actions"]) == 2
+    assert views["answered"]["actions"] == []
+    refused = views["answer refused as stale"]
+    assert refused["error"] is None
+    assert refused["log"][-1] == "too late, the game moved on: window '4' is closed"
+    # the same code in reply to something that is not an answer stays an error
+    assert views["other request refused"]["error"] == "error 9692: not an answer"
+    assert views["another window closed"]["actions"] == ["1) pass (过)"]
+    assert views["its window closed"]["actions"] == []
+    assert views["another seat discarded"]["actions"] == ["1) discard (打) 9p"]
+    assert views["our turn played for us"]["actions"] == []
+    assert views["our dadun turn played for us"]["actions"] == []
+    assert views["hand over"]["actions"] == []
+    assert all(v["error"] is None for k, v in views.items() if k != "other request refused")
 
 
 async def test_a_socket_that_does_not_read_is_dropped_without_blocking_others(

@@ -24,6 +24,19 @@ def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any)
                    records=replace(cfg.records, address=records_address))
 
 
+async def wait_cached(app: Any, *room_ids: int, timeout: float = 10.0) -> None:
+    """Wait until a lobby's room cache (``app.cache``, filled asynchronously by its watch
+    of the ``rooms`` bucket) holds every room of ``room_ids``; fail after ``timeout``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        missing = [r for r in room_ids if app.cache.get(r) is None]
+        if not missing:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"rooms {missing} never reached the lobby's room cache")
+        await asyncio.sleep(0.02)
+
+
 class ConnectStream:
     """One Lobby.Connect stream and nothing more (no reader task): frames go out numbered by
     ``seq``; whoever reads ``call`` gets the server's frames in order."""
