@@ -20,6 +20,7 @@ from services.lobby.client_ip import HEADER, METADATA_KEY
 from services.lobby.sessions import RateLimiter
 from tests.service.test_lobby import Client, World, code_of, open_world, seated_client
 from tests.service.test_lobby_ws import WsClient, ws_clients
+from tests.support.lobbykit import wait_cached
 
 CLIENT = "203.0.113.5"
 FORGED = "198.51.100.66"
@@ -119,8 +120,10 @@ async def test_the_link_of_a_departed_unused_table_is_closed(world: World) -> No
     app = lobby_app(world)
     a = world.table
     b = await world.add_table("table-b")
-    c1, _ = await seated_client(world, address, 221)              # on table a
+    c1, room_a = await seated_client(world, address, 221)         # on table a
     c2, room_b = await seated_client(world, address, 222, await b.add_room())
+    # the owners come from the room cache, filled asynchronously by the bucket watch
+    await wait_cached(app, room_a.room_id, room_b.room_id)
     assert app.directory.addresses == {a.address, b.address}
     # both tables listed: nothing to close
     assert await app.directory.prune(app.hub.table_addresses()) == []
