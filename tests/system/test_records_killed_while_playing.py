@@ -7,11 +7,14 @@ import asyncio
 import signal
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import grpc
+import nats
 
 from clients.robot.robot import run_tables
 from paiju.v1 import records_pb2, records_pb2_grpc
+from services.common import bus
 from tests.system.conftest import SECRET, start_stack, stop_stack
 
 ROOMS, HANDS = 2, 6
@@ -24,19 +27,38 @@ async def list_hands(address: str) -> list[records_pb2.HandRecord]:
     return list(reply.hands)
 
 
+async def settlements_published(js: Any) -> int:
+    """Settlements the tables have published so far (the stream dedupes repeats)."""
+    return (await js.stream_info(bus.SETTLE_STREAM)).state.messages
+
+
 async def test_records_killed_mid_run_loses_and_doubles_nothing(tmp_path: Path) -> None:
     stack = start_stack(tmp_path, PAIJU_RECORDS__ACK_WAIT_SECONDS="2")
     try:
         robots = asyncio.create_task(run_tables(stack.lobby_address, "xuezhan", ROOMS, SECRET,
                                                 hands=HANDS, first_uid=40_000))
+        total = ROOMS * (HANDS + 1)   # every hand and each room's final record
         for _ in range(200):  # some hands are written, then records dies mid-stream
-            if len(await list_hands(stack.records.address)) >= 3:
+            if len(await list_hands(stack.records.address)) >= 2:
                 break
             await asyncio.sleep(0.05)
+        # the robots run on this event loop: nothing of theirs moves between the check above
+        # and the kill
         stack.records.stop(signal.SIGKILL)
-        assert not robots.done(), "records died while hands were still being played"
-        await asyncio.sleep(2.0)   # robots keep playing: settlements pile up in JetStream
-        stack.records.start()
+        nc = await nats.connect(stack.nats.url)
+        js = nc.jetstream()
+        at_kill = published = await settlements_published(js)
+        # the robots keep playing: settlements pile up in JetStream while records is down
+        # (so the restarted records must write them, not the killed one)
+        for _ in range(600):
+            published = await settlements_published(js)
+            if published >= min(at_kill + 2, total):
+                break
+            await asyncio.sleep(0.05)
+        await nc.close()
+        assert at_kill < published, f"no settlement was published while records was down " \
+                                    f"({at_kill} at the kill, {published} of {total})"
+        stack.records.start(port_retries=0)   # the table and lobby dial its port
         results = await asyncio.wait_for(robots, 300)
         assert sum(r.hands for r in results) == ROOMS * HANDS * 4
         hands: list[records_pb2.HandRecord] = []
