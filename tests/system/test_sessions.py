@@ -112,6 +112,7 @@ async def test_bad_frames_and_stale_actions_get_codes_and_the_room_goes_on(stack
     codes: list[int] = []
     used_tokens: list[str] = []
     turn_codes: list[int] = []
+    stolen = asyncio.Event()   # the steal below has its answer
     done = asyncio.Event()
 
     async def play(s: LobbySession, evil: bool) -> None:
@@ -124,9 +125,11 @@ async def test_bad_frames_and_stale_actions_get_codes_and_the_room_goes_on(stack
                 done.set()
                 return
             if evil and kind == "dd_hint_out" and frame.dd_hint_out.seat != 0 and not turn_codes:
-                # a current token, but another seat's turn
+                # a current token, but another seat's turn (that seat holds its answer until
+                # this one is answered: the turn cannot have moved on to seat 0 meanwhile)
                 steal = await s.request(g.DdAskOut(token=frame.dd_hint_out.token, is_skip=True))
                 turn_codes.append(steal.ret.code)
+                stolen.set()
             if kind != "prompt":
                 continue
             if evil:
@@ -138,6 +141,8 @@ async def test_bad_frames_and_stale_actions_get_codes_and_the_room_goes_on(stack
                     replay = await s.request(g.DdAskOut(token=used_tokens[-1], is_skip=True))
                     codes.append(replay.ret.code)
             action = choose("dadun", frame.prompt)
+            if not evil and action.ref:   # a play or a pass: not before the steal
+                await stolen.wait()
             if action.ref:
                 used_tokens.append(action.ref)
             await s.request(action_frame("dadun", action.to_dict()))
