@@ -25,8 +25,11 @@ async def snapshot(link: LobbyLink, room_id: int, user_id: int) -> dict:
 
 
 async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    # long timers: once the players stop answering, nothing moves the hand on, so the views
+    # taken before the kill must equal those after the restart
     table = make_service("table", fresh_nats.url, tmp_path,
                          PAIJU_TABLE__INSTANCE="table-restart", PAIJU_TABLE__TURN_SECONDS="30",
+                         PAIJU_TABLE__WINDOW_SECONDS="30", PAIJU_TABLE__ALONE_SECONDS="30",
                          PAIJU_ARBITER__PORT="1")  # no arbiter: the in-process fallback decides
     table.start()
     try:
@@ -46,9 +49,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
             if sum(1 for f in players[0].received if f.WhichOneof("payload") == "mj_discard") >= 6:
                 break
             await asyncio.sleep(0.02)
-        for p in players:
-            p.auto = False
-        await asyncio.sleep(0.3)
+        await t.pause()
         before = [await snapshot(link, room_id, p.user_id) for p in players]
         assert before[0]["phase"] not in ("over",)
         await t.close()
@@ -97,12 +98,12 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
 
 
 async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
-    common = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_ARBITER__PORT": "1",
+    common = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
+              "PAIJU_TABLE__ALONE_SECONDS": "30", "PAIJU_ARBITER__PORT": "1",
               "PAIJU_TABLE__LEASE_TTL_SECONDS": "2"}
     a = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-a", **common)
     b = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-b", **common)
     a.start()
-    b.start()
     try:
         async with grpc.aio.insecure_channel(a.address) as channel:
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(table_pb2.CreateRoomRequest(
@@ -114,12 +115,14 @@ async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedN
         players = [(await t.seat(uid))[0] for uid in (81, 82, 83, 84)]
         for p in players:
             p.auto = False
-        await t.ready_all()
-        await asyncio.sleep(0.3)
+        await t.ready_all()   # the hand starts before the table handles the next command
         before = [await snapshot(link, room_id, p.user_id) for p in players]
         await t.close()
         await link.close()
         a.kill()
+        # b starts once a is dead: with the short lease, a stalled but live table-a must not
+        # lose its room to b before the snapshots above (b adopts after a's entry expires)
+        b.start()
 
         nc = await nats.connect(fresh_nats.url)
         kv = await nc.jetstream().key_value("rooms")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,7 @@ class Player:
     prompts: asyncio.Queue[g.Prompt] = field(default_factory=asyncio.Queue)
     auto: bool = True
     errors: list[table_pb2.TableReply] = field(default_factory=list)
+    answering: bool = False     # an answer of the play loop is on its way to the table
 
     def on_frame(self, frame: client_pb2.ServerFrame) -> None:
         self.received.append(frame)
@@ -130,17 +131,40 @@ class Table:
             prompt = await p.prompts.get()
             if not p.auto:
                 continue
-            action = choose(self.game, prompt)
-            reply = await self.link.send(self.room_id, p.user_id,
-                                         action_frame(self.game, action.to_dict()))
+            p.answering = True
+            try:
+                action = choose(self.game, prompt)
+                reply = await self.link.send(self.room_id, p.user_id,
+                                             action_frame(self.game, action.to_dict()))
+            finally:
+                p.answering = False
             if reply.code:
                 p.errors.append(reply)
+
+    async def pause(self, timeout: float = 10.0) -> None:
+        """Stop answering prompts and wait until the table has replied to every answer
+        already sent: from then on only the table's timers can move the room on."""
+        for p in self.players:
+            p.auto = False
+        await wait_until(lambda: not any(p.answering for p in self.players), timeout,
+                         "answers in flight were never replied to")
 
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
         if self.nc is not None:
             await self.nc.close()
+
+
+async def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll ``check`` until it returns something truthy (an effect delivered by NATS or a
+    background task) and return that; fail after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (result := check()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what or check}")
+        await asyncio.sleep(0.02)
+    return result
 
 
 def hand_overs(player: Player) -> list[Any]:
