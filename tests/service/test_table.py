@@ -19,10 +19,11 @@ from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.arbiter.server import start as start_arbiter
+from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.server import start as start_table
-from tests.support.tablekit import LobbyLink, Table, hand_overs, notice
+from tests.support.tablekit import LobbyLink, Player, Table, hand_overs, notice, wait_until
 
 
 @pytest.fixture
@@ -89,9 +90,10 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
     assert sum(hand["deltas"]) == 0
     assert sorted(hand["seats"]) == [11, 12, 13, 14]
     assert final["final"] and final["totals"] == hand["deltas"]
-    await asyncio.sleep(0.2)
+    # the events travel on core NATS, apart from the settlement stream: wait for them
+    await wait_until(lambda: all(hand_overs(p) and notice(p) for p in t.players), 10,
+                     "every player sees the end of the hand and the room's close")
     for p in t.players:
-        assert hand_overs(p), "every player saw the end of the hand"
         assert [n.reason for n in notice(p)] == [lm.NoticeDismiss.ALL_HANDS_PLAYED]
         # a prompt can be overtaken (a window decided early, the hand won meanwhile): only
         # refusals of stale answers are fine
@@ -199,13 +201,13 @@ async def test_dismiss_vote_passes_and_fails(stack: dict[str, Any]) -> None:
     assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=False)))).code == 0
     dup = await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))
     assert dup.code == common_pb2.ERR_NO_DISMISS_VOTE
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: notice(players[3]), 10, "the refused vote's notice")
     assert [n.dismissed for n in notice(players[3])] == [False]
     # passed: applicant + two agree = 3 of 4
     assert (await link.send(t.room_id, 52, frames.client_frame(lm.AskDismiss()))).code == 0
     assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
     assert (await link.send(t.room_id, 54, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: len(notice(players[0])) >= 2, 10, "the passed vote's notice")
     result = notice(players[0])
     assert [n.dismissed for n in result] == [False, True]
     assert result[-1].reason == lm.NoticeDismiss.PLAYER_VOTE
@@ -221,10 +223,12 @@ async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
     a, _ = await t.seat(61, lat=28.2282, lng=112.9388, ip="10.0.0.1")
     await t.seat(62, lat=28.2283, lng=112.9389, ip="10.0.0.2")   # ~15 m away
     await t.seat(63, lat=39.9042, lng=116.4074, ip="10.0.0.1")   # Beijing, same IP as 61
-    await asyncio.sleep(0.2)
-    alerts = a.of_kind("distance_alert")
-    assert any(set(x.user_ids) == {61, 62} for x in alerts)
-    assert any(set(x.user_ids) == {61, 63} and "IP" in x.alert for x in alerts)
+
+    def alerted() -> bool:
+        alerts = a.of_kind("distance_alert")
+        return (any(set(x.user_ids) == {61, 62} for x in alerts)
+                and any(set(x.user_ids) == {61, 63} and "IP" in x.alert for x in alerts))
+    await wait_until(alerted, 10, "a distance alert for 61-62 and a same-IP alert for 61-63")
     reply = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
     geo = reply.frames[0].use_geo
     far = next(i for i in geo.items if {i.src_uid, i.dest_uid} == {62, 63})
@@ -250,31 +254,35 @@ async def test_negative_coins_close_the_room_after_the_hand(stack: dict[str, Any
     await t.ready_all()
     msgs = await settlements(stack["nats"].url, 2, timeout=60)
     assert [m["hand_no"] for m in msgs] == [1, 0] and msgs[1]["final"]
-    await asyncio.sleep(0.2)
-    result = notice(t.players[1])
+    result = await wait_until(lambda: notice(t.players[1]), 10, "the room's close notice")
     assert [n.reason for n in result] == [lm.NoticeDismiss.NEGATIVE_COINS]
     await t.close()
 
 
 async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> None:
     cfg = load_config("test", environ={"NATS_URL": fresh_nats.url,
-                                       "PAIJU_LOBBY__IDLE_ROOM_SECONDS": "1",
+                                       "PAIJU_LOBBY__IDLE_ROOM_SECONDS": "2",
                                        "PAIJU_TABLE__INSTANCE": "table-idle"})
     table = await start_table(cfg, port=0, metrics_port=-1)
     link = LobbyLink(f"127.0.0.1:{table.port}")
+    nc = await nats.connect(fresh_nats.url)
     try:
+        # the idle countdown starts with the room: the player listens to every room and its
+        # inbox before the room exists, and joins right after the creation
+        player = Player(95, "dadun")
+        await nc.subscribe(bus.room_events("*"), cb=Table._deliver(player))
+        await nc.subscribe(bus.user_inbox(95), cb=Table._deliver(player))
+        await nc.flush()
         async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(
                 table_pb2.CreateRoomRequest(game=common_pb2.DADUN, total_hands=2))
-        t = Table(fresh_nats.url, link, created.room.room_id, "dadun")
-        await t.connect()
-        player, _ = await t.seat(95)
-        for _ in range(50):
-            if notice(player):
-                break
-            await asyncio.sleep(0.1)
+        room_id = created.room.room_id
+        joined = await link.send(room_id, 95, frames.client_frame(lm.JoinRoom(room_id=room_id)),
+                                 profile=table_pb2.PlayerProfile(user_id=95, coins=1000))
+        assert joined.code == 0, joined.message
+        await wait_until(lambda: notice(player), 15, "the idle room's close notice")
         assert [n.reason for n in notice(player)] == [lm.NoticeDismiss.IDLE_TOO_LONG]
-        await t.close()
     finally:
+        await nc.close()
         await link.close()
         await table.stop(0)
