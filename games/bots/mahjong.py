@@ -29,7 +29,7 @@ from games.mahjong import (
     tile_index,
     tile_name,
 )
-from games.mahjong.shanten import _FINAL, _RANK_MOVES, _STATES, suit_costs
+from games.mahjong.shanten import _FINAL, _RANK_MOVES, reuse_by_state, suit_costs
 from games.mahjong.wincheck import MAX_SETS, suit_keys
 from games.rng import Stream
 
@@ -232,17 +232,7 @@ def _jiang_costs(key: int) -> tuple[int, ...]:
     mirror = int.from_bytes(ranks, "big")
     if mirror < key:
         return _jiang_costs(mirror)
-    best = [-_FAR] * _STATES
-    best[0] = 0
-    for groups, have in zip(_JIANG_MOVES, ranks, strict=True):
-        nxt = [-_FAR] * _STATES
-        for used, moves in enumerate(groups):
-            gain = used if used < have else have
-            for src, dst in moves:
-                v = best[src] + gain
-                if nxt[dst] < v:
-                    nxt[dst] = v
-        best = nxt
+    best = reuse_by_state(ranks, _JIANG_MOVES)
     cost = [_FAR] * _ROW
     for state, m, pair in _FINAL:
         if pair and best[state] >= 0:

@@ -75,6 +75,24 @@ _RANK_MOVES = _rank_moves()
 _FINAL = [(st, (st // 2) % _ROW, st % 2) for st in range(_STATES) if st // (2 * _ROW) == 0]
 
 
+def reuse_by_state(ranks: bytes, rank_moves: list[list[list[tuple[int, int]]]]) -> list[int]:
+    """The DP over one suit's nine ranks (``ranks``: the counts): for each end state, the
+    most tiles of the suit an arrangement reuses (negative: unreachable). ``rank_moves`` is
+    ``_RANK_MOVES`` or a restriction of it (e.g. the pair only on some ranks)."""
+    best = [-_INF] * _STATES
+    best[0] = 0
+    for groups, have in zip(rank_moves, ranks, strict=True):
+        nxt = [-_INF] * _STATES
+        for used, moves in enumerate(groups):
+            gain = used if used < have else have
+            for src, dst in moves:
+                v = best[src] + gain
+                if nxt[dst] < v:
+                    nxt[dst] = v
+        best = nxt
+    return best
+
+
 @lru_cache(maxsize=1 << 17)
 def suit_costs(key: int) -> tuple[int, ...]:
     """For one suit key: ``cost[pair * 5 + m]`` = fewest tiles to add so that the suit holds
@@ -84,17 +102,7 @@ def suit_costs(key: int) -> tuple[int, ...]:
     mirror = int.from_bytes(ranks, "big")
     if mirror < key:
         return suit_costs(mirror)
-    best = [-_INF] * _STATES  # state -> most tiles of H the arrangement reuses
-    best[0] = 0
-    for groups, have in zip(_RANK_MOVES, ranks, strict=True):
-        nxt = [-_INF] * _STATES
-        for used, moves in enumerate(groups):
-            gain = used if used < have else have
-            for src, dst in moves:
-                v = best[src] + gain
-                if nxt[dst] < v:
-                    nxt[dst] = v
-        best = nxt
+    best = reuse_by_state(ranks, _RANK_MOVES)
     cost = [_INF] * (2 * _ROW)
     for state, m, p in _FINAL:
         if best[state] >= 0:
