@@ -18,6 +18,8 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 
 log = logging.getLogger("paiju.robot")
 
+ROOM_WAIT_SECONDS = 30.0   # how long run_tables waits for a creator's room before giving up
+
 GAMES = {"xuezhan": common_pb2.XUEZHAN, "changsha": common_pb2.CHANGSHA,
          "dadun": common_pb2.DADUN}
 
@@ -60,6 +62,7 @@ class Robot:
         self.lat, self.lng = lat, lng
         self.stats = RobotStats(user_id=user_id)
         self.session: LobbySession | None = None
+        self.seated = asyncio.Event()   # set once ``room_id`` is the room this robot sits in
 
     async def run(self, max_hands: int = 0) -> RobotStats:
         """Play until the room closes (or ``max_hands`` hands); returns what happened."""
@@ -81,6 +84,7 @@ class Robot:
                 self._check(joined, "join room")
                 self.room_id = joined.room_joined.room.room_id
             self.stats.rooms.append(self.room_id)
+            self.seated.set()
             await s.request(lm.AskReady(is_ready=True))
             await self._play(max_hands)
         finally:
@@ -130,23 +134,49 @@ class Robot:
                      json.dumps(action.to_dict()))
 
 
+async def room_of(creator: Robot, task: asyncio.Task[RobotStats],
+                  timeout: float = ROOM_WAIT_SECONDS) -> int:
+    """The room ``creator`` (running as ``task``) created or resumed; RuntimeError if it
+    ended without one or has none after ``timeout`` seconds (then it is cancelled)."""
+    seated = asyncio.ensure_future(creator.seated.wait())
+    try:
+        await asyncio.wait({seated, task}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        seated.cancel()
+    if creator.seated.is_set():
+        return creator.room_id
+    if task.done():
+        failure = None if task.cancelled() else task.exception()
+        raise RuntimeError(f"robot {creator.user_id} ended without a room: {failure!r}")
+    task.cancel()
+    raise RuntimeError(f"robot {creator.user_id} had no room after {timeout:g} s")
+
+
 async def run_tables(address: str, game: str, tables: int, secret: str, *, hands: int,
-                     first_uid: int = 900000, policy: str = "greedy") -> list[RobotStats]:
-    """``tables`` rooms of four robots each: the first robot creates, three join it."""
+                     first_uid: int = 900000, policy: str = "greedy",
+                     room_wait: float = ROOM_WAIT_SECONDS) -> list[RobotStats]:
+    """``tables`` rooms of four robots each: the first robot creates, three join it once it
+    has its room. A creator without a room (refused, or none after ``room_wait`` seconds)
+    leaves its table unplayed: four results with the error, never robots sent elsewhere."""
     results: list[RobotStats] = []
-    tasks = []
+    tasks: list[asyncio.Task[RobotStats]] = []
+    failed: list[RobotStats] = []
     for t in range(tables):
         base = first_uid + t * 4
         creator = Robot(address, base, game, secret, policy=policy,
                         create={"base_score": 1, "total_hands": hands})
         session_task = asyncio.create_task(creator.run())
-        for _ in range(100):
-            if creator.room_id:
-                break
-            await asyncio.sleep(0.05)
-        others = [Robot(address, base + i, game, secret, policy=policy, room_id=creator.room_id)
-                  for i in (1, 2, 3)]
         tasks.append(session_task)
+        try:
+            room_id = await room_of(creator, session_task, room_wait)
+        except RuntimeError as exc:
+            log.error("table of robot %d not played: %s", base, exc)
+            failed.extend(RobotStats(user_id=base + i, errors=[f"no room to join: {exc}"])
+                          for i in (1, 2, 3))
+            continue
+        others = [Robot(address, base + i, game, secret, policy=policy, room_id=room_id)
+                  for i in (1, 2, 3)]
         tasks.extend(asyncio.create_task(r.run()) for r in others)
     for result in await asyncio.gather(*tasks, return_exceptions=True):
         if isinstance(result, BaseException):
@@ -154,4 +184,4 @@ async def run_tables(address: str, game: str, tables: int, secret: str, *, hands
             results.append(RobotStats(errors=[repr(result)]))
         else:
             results.append(result)
-    return results
+    return results + failed

@@ -10,10 +10,19 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from clients.robot.robot import run_tables
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import E, World, code_of, open_world, seated_client
+from tests.service.test_lobby import (
+    SECRET,
+    E,
+    FakeTable,
+    World,
+    code_of,
+    open_world,
+    seated_client,
+)
 from tests.support import lobbykit
 
 XZ = common_pb2.XUEZHAN
@@ -190,3 +199,48 @@ async def test_a_broken_table_stream_fails_pending_requests_then_reconnects(
             break
         await asyncio.sleep(0.1)
     assert code_of(reply) == E.OK and b.streams == 2
+
+
+# -- robot tables (clients/robot run_tables): the three joiners wait for the creator's room --
+
+class SlowTable(FakeTable):
+    """A table that takes a CreateRoom and never answers it."""
+
+    async def CreateRoom(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        self.created.append(req)
+        self.got.set()
+        await asyncio.Event().wait()
+
+
+async def test_robot_tables_never_send_joiners_elsewhere_when_the_creator_has_no_room(
+        world: World) -> None:
+    address = await world.lobby()
+    await world.table.register(rooms=5)
+    slow = SlowTable("table-slow", world.kv)
+    server = grpc.aio.server()
+    table_pb2_grpc.add_TableServicer_to_server(slow, server)
+    slow.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    try:
+        await slow.register(rooms=0)                       # the least loaded: it gets the room
+        stats = await asyncio.wait_for(run_tables(address, "xuezhan", 1, SECRET, hands=1,
+                                                  first_uid=70_000, room_wait=0.5), 30)
+        assert len(slow.created) == 1 and slow.created[0].creator_id == 70_000
+        assert sorted(s.user_id for s in stats if s.user_id) == [70_001, 70_002, 70_003]
+        assert all(s.errors for s in stats)
+        assert all("had no room after 0.5 s" in s.errors[0] for s in stats if s.user_id)
+        # nobody quick-started or joined another room
+        assert world.table.created == [] and world.table.commands == [] and slow.commands == []
+
+        # a creator refused outright: its table is not played either, at once
+        await world.kv["tables"].delete("table-a")
+        await world.kv["tables"].delete("table-slow")
+        stats = await asyncio.wait_for(run_tables(address, "xuezhan", 1, SECRET, hands=1,
+                                                  first_uid=70_010), 30)
+        assert len(stats) == 4 and all(s.errors for s in stats)
+        joiners = [s.errors[0] for s in stats if s.user_id]
+        assert len(joiners) == 3
+        assert all("ended without a room" in e and str(E.ERR_NO_TABLE) in e for e in joiners)
+        assert world.table.commands == [] and slow.commands == []
+    finally:
+        await server.stop(0)
