@@ -53,6 +53,23 @@ def settle_subject(room_id: int) -> str:
     return f"settle.{room_id}"
 
 
+def inbox_prefix(name: str) -> str:
+    """The reply-inbox prefix of a connection: ``_INBOX_<service>`` (``table-a`` ->
+    ``_INBOX_table``), so NATS permissions can give each service user its own inboxes only
+    (replies, JetStream pull deliveries and KV watches carry private data)."""
+    return f"_INBOX_{name.split('-', 1)[0]}"
+
+
+async def sync(nc: Client) -> None:
+    """Return once everything this connection has sent so far (subscriptions included) has
+    been processed by the server. nats-py's ``flush()`` writes its PING straight to the
+    socket, possibly ahead of commands still waiting in its own buffer, so one flush is not
+    a barrier; the second PING goes out after them (the first round trip let the buffer
+    drain)."""
+    await nc.flush()
+    await nc.flush()
+
+
 async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
     """Connect with unlimited reconnects (a restarted nats-server is picked up again)."""
 
@@ -69,6 +86,7 @@ async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
         url, name=name, connect_timeout=connect_timeout, max_reconnect_attempts=-1,
         reconnect_time_wait=0.5, allow_reconnect=True, error_cb=on_error,
         disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
+        inbox_prefix=inbox_prefix(name),
     )
 
 
@@ -79,12 +97,16 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
         await js.update_stream(config)
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
-    """Create (or update) the room log and settlement streams; idempotent."""
-    await _ensure_stream(js, StreamConfig(
-        name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
-        retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120,
-        num_replicas=replicas))
+async def ensure_streams(js: JetStreamContext, replicas: int = 1, *,
+                         room_log: bool = True) -> None:
+    """Create (or update) the room log and settlement streams; idempotent. Records, which
+    never touches the room log (and may not, under NATS permissions), passes
+    ``room_log=False``."""
+    if room_log:
+        await _ensure_stream(js, StreamConfig(
+            name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
+            retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120,
+            num_replicas=replicas))
     await _ensure_stream(js, StreamConfig(
         name=SETTLE_STREAM, subjects=["settle.*"], storage=StorageType.FILE,
         retention=RetentionPolicy.LIMITS, discard=DiscardPolicy.OLD,

@@ -70,7 +70,7 @@ class Hub:
         if uid not in self._inbox_subs:
             self._inbox_subs[uid] = await self.nc.subscribe(bus.user_inbox(uid),
                                                             cb=self._on_inbox)
-            await self.nc.flush()  # live at the server before the user can act
+            await bus.sync(self.nc)  # live at the server before the user can act
         payload = {"session_id": session.session_id, "login_at": session.login_at}
         await self.nc.publish(bus.session_kick(uid), json.dumps(payload).encode())
 
@@ -108,7 +108,7 @@ class Hub:
         if room_id not in self._room_subs:
             self._room_subs[room_id] = await self.nc.subscribe(bus.room_events(room_id),
                                                                cb=self._on_room_event)
-            await self.nc.flush()  # live at the server before the next command reaches a table
+            await bus.sync(self.nc)  # live at the server before the next command reaches a table
 
     async def leave_room(self, session: Session) -> None:
         room_id = session.room_id

@@ -126,7 +126,7 @@ class SettleConsumer:
 
     async def _consume(self, nc: Client) -> None:
         js = nc.jetstream()
-        await ensure_streams(js, self.replicas)
+        await ensure_streams(js, self.replicas, room_log=False)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config(self.ack_wait))
         log.info("consuming settlements", extra={"durable": DURABLE})

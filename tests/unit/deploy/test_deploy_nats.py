@@ -107,7 +107,9 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): False,
         ("publish", bus.session_kick(7)): False,
-        ("subscribe", "_INBOX.abc.def"): True,
+        ("subscribe", "_INBOX_table.abc.def"): True,
+        ("subscribe", "_INBOX_records.abc.def"): False,
+        ("subscribe", "_INBOX.abc.def"): False,
         ("subscribe", bus.room_log(ROOM)): False,
         ("subscribe", bus.settle_subject(ROOM)): False,
         ("subscribe", ">"): False,
@@ -117,7 +119,12 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", bus.user_inbox(7)): True,
         ("subscribe", "session.kick.*"): True,
         ("subscribe", bus.LOBBY_ROOMS): True,
-        ("subscribe", "_INBOX.abc.def"): True,
+        ("subscribe", "_INBOX_lobby.abc.def"): True,
+        # nobody else's replies: settlement deliveries, room-log reads of a rebuild
+        ("subscribe", "_INBOX_records.abc.def"): False,
+        ("subscribe", "_INBOX_table.abc.def"): False,
+        ("subscribe", "_INBOX.abc.def"): False,
+        ("subscribe", "_INBOX.>"): False,
         ("publish", bus.room_events(ROOM)): True,          # chat
         ("publish", bus.session_kick(7)): True,
         ("publish", "$JS.API.STREAM.INFO.KV_rooms"): True,
@@ -155,12 +162,13 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     },
     "records": {
         ("publish", "$JS.API.STREAM.CREATE.SETTLE"): True,
-        ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): True,     # bus.ensure_streams (no-op)
+        ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): False,    # declares SETTLE only
         ("publish", "$JS.API.CONSUMER.INFO.SETTLE.records"): True,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): True,
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.SETTLE.records"): True,
         ("publish", "$JS.ACK.SETTLE.records.1.2.3.4.5"): True,
-        ("subscribe", "_INBOX.abc.def"): True,
+        ("subscribe", "_INBOX_records.abc.def"): True,
+        ("subscribe", "_INBOX_table.abc.def"): False,
         ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
         ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,
@@ -371,7 +379,8 @@ class Probe:
 
     @classmethod
     async def connect(cls, server: AuthedNats, user: str) -> Probe:
-        probe = cls(user, await nats.connect(server.url(user), allow_reconnect=False),
+        probe = cls(user, await nats.connect(server.url(user), allow_reconnect=False,
+                                             inbox_prefix=bus.inbox_prefix(user)),
                     await nats.connect(server.url("admin"), allow_reconnect=False))
         probe.spy = await probe.admin.subscribe(">")
         first = FENCE[user].format(0)
@@ -381,7 +390,7 @@ class Probe:
                 with contextlib.suppress(nats.errors.TimeoutError):
                     if (await probe.spy.next_msg(timeout=0.05)).subject == first:
                         break
-        probe.fences = await probe.subscribed("_INBOX.fence.>")
+        probe.fences = await probe.subscribed(f"{bus.inbox_prefix(user)}.fence.>")
         return probe
 
     def _next(self) -> int:
@@ -401,7 +410,7 @@ class Probe:
     async def admin_fence(self) -> None:
         """Send a fence from admin and wait until the user has it (what admin published
         before it has reached the user's subscriptions)."""
-        subject = f"_INBOX.fence.{self._next()}"
+        subject = f"{bus.inbox_prefix(self.user)}.fence.{self._next()}"
         await self.admin.publish(subject, b"fence")
         async with asyncio.timeout(10):
             while (await self.fences.next_msg(timeout=10)).subject != subject:
@@ -429,7 +438,7 @@ class Probe:
         await self.admin_fence()
         got = [(await sub.next_msg()).subject for _ in range(sub.pending_msgs)]
         await sub.unsubscribe()
-        return any(not m.startswith("_INBOX.fence.") for m in got)
+        return any(not m.startswith(f"{bus.inbox_prefix(self.user)}.fence.") for m in got)
 
     async def close(self) -> None:
         await self.nc.close()
@@ -453,7 +462,7 @@ async def test_nats_server_enforces_the_matrix_and_refuses_anonymous_clients(
 
 async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
         authed_nats: AuthedNats) -> None:
-    table = await nats.connect(authed_nats.url("table"))
+    table = await nats.connect(authed_nats.url("table"), inbox_prefix=bus.inbox_prefix("table"))
     lobby = await Probe.connect(authed_nats, "lobby")
     try:
         js = table.jetstream()
@@ -480,16 +489,16 @@ async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
         await table.close()
 
 
-@pytest.mark.xfail(strict=True, reason="services share the _INBOX prefix: needs "
-                   "bus.connect(inbox_prefix=...) and narrower _INBOX permissions "
-                   "(deploy/README.md, Security, known gaps)")
 async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: AuthedNats) -> None:
-    table = await nats.connect(authed_nats.url("table"))
-    records = await nats.connect(authed_nats.url("records"))
+    table = await nats.connect(authed_nats.url("table"), inbox_prefix=bus.inbox_prefix("table"))
+    records = await nats.connect(authed_nats.url("records"),
+                                 inbox_prefix=bus.inbox_prefix("records"))
     lobby = await Probe.connect(authed_nats, "lobby")
     try:
         await bus.ensure_streams(table.jetstream())
-        spy = await lobby.subscribed("_INBOX.>")
+        # each service has its own inboxes; the lobby may subscribe none of the others'
+        spies = [await lobby.subscribed(subject)
+                 for subject in ("_INBOX.>", "_INBOX_records.>", "_INBOX_table.>", ">")]
         await table.jetstream().publish(bus.settle_subject(1), b'{"private": "hands"}')
         sub = await records.jetstream().pull_subscribe(
             "settle.*", durable="records", stream=bus.SETTLE_STREAM)
@@ -497,7 +506,7 @@ async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: Authed
         await msg.ack()
         # a copy for the lobby left before records got its delivery, so before admin's fence
         await lobby.admin_fence()
-        seen = [(await spy.next_msg()).data for _ in range(spy.pending_msgs)]
+        seen = [(await spy.next_msg()).data for spy in spies for _ in range(spy.pending_msgs)]
         assert not any(b"private" in data for data in seen), "the lobby read a settlement"
     finally:
         await lobby.close()
