@@ -41,7 +41,7 @@ async def test_each_service_replies_on_its_own_inbox_prefix(fresh_nats: Embedded
 
     try:
         await responder.subscribe("ask", cb=answer)
-        await responder.flush()
+        await bus.sync(responder)
         reply = await asyncio.wait_for(nc.request("ask", b"?", timeout=5), 10)
         assert reply.data == b"ok" and seen[0].startswith("_INBOX_records.")
     finally:

@@ -272,7 +272,7 @@ async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> No
         player = Player(95, "dadun")
         await nc.subscribe(bus.room_events("*"), cb=Table._deliver(player))
         await nc.subscribe(bus.user_inbox(95), cb=Table._deliver(player))
-        await nc.flush()
+        await bus.sync(nc)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(
                 table_pb2.CreateRoomRequest(game=common_pb2.DADUN, total_hands=2))

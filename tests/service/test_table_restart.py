@@ -12,6 +12,7 @@ import grpc
 import nats
 
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
 from services.common.natsd import EmbeddedNats
 from tests.support.procs import make_service
 from tests.support.tablekit import LobbyLink, Table
@@ -70,7 +71,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
             await t.nc.subscribe(f"user.{p.user_id}.inbox", cb=t._deliver(q))
             resumed.append(q)
         t.players = resumed
-        await t.nc.flush()
+        await bus.sync(t.nc)
         t.play()
         for p in resumed:  # prompts may have been sent before we subscribed: ask again
             reply = await link.send(room_id, p.user_id, kind="snapshot")

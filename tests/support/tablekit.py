@@ -101,7 +101,7 @@ class Table:
         await self.nc.subscribe(bus.user_inbox(user_id),
                                 cb=self._deliver(player))
         await self.nc.subscribe(bus.room_events(self.room_id), cb=self._deliver(player))
-        await self.nc.flush()
+        await bus.sync(self.nc)  # the subscriptions are live before the join
         reply = await self.link.send(
             self.room_id, user_id, frames.client_frame(lm.JoinRoom(room_id=self.room_id,
                                                                    password=profile.pop("password", ""))),
