@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import grpc
@@ -29,8 +30,12 @@ def main() -> None:
     stub = records_pb2_grpc.RecordsStub(grpc.insecure_channel(args.records))
     seen: set[tuple[int, int]] = set()
     while True:
-        reply = stub.ListHands(records_pb2.ListHandsRequest(room_id=args.room, limit=args.limit),
-                               timeout=5)
+        try:
+            reply = stub.ListHands(records_pb2.ListHandsRequest(room_id=args.room,
+                                                                limit=args.limit), timeout=5)
+        except grpc.RpcError as err:
+            sys.exit(f"records at {args.records} did not answer ({err.code().name}: "
+                     f"{err.details()}); is `make run` going?")
         fresh = [h for h in reversed(reply.hands) if (h.room_id, h.hand_no) not in seen]
         for h in fresh:
             seen.add((h.room_id, h.hand_no))
