@@ -111,8 +111,12 @@ async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, 
     join = lobby_msgs_pb2.JoinRoom(room_id=room_id, password=password, game=game)
     entered = session.room_id != room_id
     if entered:
-        await app.hub.enter_room(session, room_id, -1)
-        session.held = []
+        session.held = []  # before entering: the room's events may arrive during the subscribe
+        try:
+            await app.hub.enter_room(session, room_id, -1)
+        except BaseException:
+            session.release_held(deliver=False)
+            raise
     try:
         reply = await app.forward(session, frame=client_frame(join, seq=frame.seq),
                                   room_id=room_id, address=address, with_profile=True)

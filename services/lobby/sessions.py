@@ -169,9 +169,8 @@ class Session:
             self.send(frame)
         elif len(self.held) < self.outbox.limit:
             self.held.append(frame)
-        else:  # the table is answering very late: deliver rather than grow
-            self.release_held(deliver=True)
-            self.send(frame)
+        # else: a very late answer; never deliver before it, and a seated user's join reply
+        # carries the room and its snapshot anyway
 
     def release_held(self, *, deliver: bool) -> None:
         """End holding: the held room events go out (join accepted) or are dropped."""
