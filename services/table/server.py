@@ -50,10 +50,13 @@ class KvWrite:
     """A directory write for one key, made on behalf of one room: ``put`` (value), ``delete``,
     or ``clear``: delete the entry only while it still names that room."""
 
-    __slots__ = ("kind", "value", "room_id")
+    __slots__ = ("kind", "value", "room_id", "fresh")
 
     def __init__(self, kind: str, room_id: int, value: bytes = b"") -> None:
         self.kind, self.room_id, self.value = kind, room_id, value
+        # made right after this table's fenced log append for the room: until a failed
+        # attempt, this table is known to own the room (no need to read its entry first)
+        self.fresh = True
 
 
 def bot_move(game: str, state: Any, seat: int) -> Action:
@@ -80,6 +83,7 @@ class TableCore:
         self.unsent: list[dict[str, Any]] = []   # settlements whose publish failed: retried
         # directory writes (rooms / seats buckets) not done yet, the latest per key: retried
         self.kv_pending: dict[tuple[str, str], KvWrite] = {}
+        self.room_revs: dict[int, int] = {}  # our last known revision of each room's entry
         self._kv_busy: set[tuple[str, str]] = set()
         self.unpurged: set[int] = set()          # closed rooms whose log is still stored
         self._arbiter_channel: grpc.aio.Channel | None = None
@@ -174,7 +178,7 @@ class TableCore:
             rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
                                 self._timers())
             room = Room({**rec, "first_dealer": 0})
-            await self.kv_rooms.put(str(room_id), self._room_entry(room))
+            self.room_revs[room_id] = await self.kv_rooms.put(str(room_id), self._room_entry(room))
             break
         else:
             raise RuntimeError("could not allocate a room id")
@@ -223,7 +227,8 @@ class TableCore:
                 continue
             claimed = {**entry, "owner": self.instance, "address": self.address}
             try:
-                await self.kv_rooms.update(key, json.dumps(claimed).encode(), last=revision)
+                self.room_revs[int(key)] = await self.kv_rooms.update(
+                    key, json.dumps(claimed).encode(), last=revision)
             except Exception:  # another table won the claim
                 continue
             log.info("adopting room", extra={"room": key, "from": owner})
@@ -332,6 +337,7 @@ class TableCore:
         for item, op in list(self.kv_pending.items()):  # its directory entries are not ours
             if op.room_id == room_id:
                 del self.kv_pending[item]
+        self.room_revs.pop(room_id, None)
         actor = self.rooms.pop(room_id, None)
         m.ROOMS.set(len(self.rooms))
         if actor is not None:
@@ -372,15 +378,15 @@ class TableCore:
         """A closed room leaves the directory, then its log is purged."""
         await self._kv(bus.ROOMS_BUCKET, str(room_id), KvWrite("delete", room_id))
         self.unpurged.add(room_id)
-        await self._purge_logs()
+        await self._purge_logs([room_id])  # the backlog is the heartbeat's
 
-    async def _purge_logs(self) -> None:
+    async def _purge_logs(self, rooms: list[int] | None = None) -> None:
         """Purge the logs of closed rooms (JetStream purge with a subject filter). A log goes
         only after the room's settlements are published (records keeps the hands and their
         replays from those; nothing reads a closed room's log) and after its directory entry
         is deleted (a restarted table must not find a room without its log). A purge that
         fails is retried by the heartbeat; it never holds up anything else."""
-        for room_id in sorted(self.unpurged):
+        for room_id in sorted(self.unpurged) if rooms is None else rooms:
             if any(msg["room_id"] == room_id for msg in self.unsent) \
                     or (bus.ROOMS_BUCKET, str(room_id)) in self.kv_pending:
                 continue
@@ -451,6 +457,7 @@ class TableCore:
                 try:
                     await self._kv_write(item[0], item[1], op)
                 except Exception as exc:
+                    op.fresh = False  # a retry checks the room's owner first
                     log.warning("directory write failed, will retry",
                                 extra={"bucket": item[0], "key": item[1], "error": repr(exc)})
                     return
@@ -466,8 +473,20 @@ class TableCore:
         it, never brings back the entry of a closed room, and never clears the seat of a user
         who sits in another room now."""
         if op.kind == "delete":  # a close: the room's last record, appended by us
+            self.room_revs.pop(op.room_id, None)
             await self.kv_rooms.delete(key)
             return
+        if op.fresh and op.kind == "put":  # we own the room: no read on the common path
+            if bucket == bus.SEATS_BUCKET:
+                await self.kv_seats.put(key, op.value)
+                return
+            rev = self.room_revs.get(op.room_id)
+            if rev is not None:
+                try:
+                    self.room_revs[op.room_id] = await self.kv_rooms.update(key, op.value, last=rev)
+                    return
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    pass  # written meanwhile (an adoption?): the checked path decides
         try:
             room_entry = await self.kv_rooms.get(str(op.room_id))
         except KeyNotFoundError:  # the room has closed
@@ -479,7 +498,8 @@ class TableCore:
             return
         if bucket == bus.ROOMS_BUCKET:
             if room_entry is not None:  # compare-and-set: an adoption in between wins
-                await self.kv_rooms.update(key, op.value, last=room_entry.revision)
+                self.room_revs[op.room_id] = await self.kv_rooms.update(
+                    key, op.value, last=room_entry.revision)
             return
         if op.kind == "put":
             if room_entry is not None:
