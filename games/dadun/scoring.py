@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from games.dadun.cards import SJ, rank_of
+from games.dadun.combos import BOMB_BY_SIZE, JOKERS3, JOKERS4
 from games.engine import Payment, Settlement, deltas_from
 
 SEATS = 4
 TOTAL_POINTS = 200
 FRY_NONE, FRY_SMALL, FRY_LARGE = 0, 1, 2
-BOMB7, BOMB8, JOKERS3, JOKERS4 = 13, 14, 20, 21  # paiClass numbers (combos.CLASS_NAMES)
+BOMB7, BOMB8 = BOMB_BY_SIZE[7], BOMB_BY_SIZE[8]
 
 
 @dataclass(frozen=True, slots=True)
