@@ -4,7 +4,6 @@ records client, forwarding a command to the owning table, and session lifecycle.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -17,6 +16,7 @@ from paiju.frames import error_frame, event_id_of, ok_frame, payload_of
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from services.common import bus
 from services.common.config import Config
+from services.common.tasks import cancel_and_wait
 from services.lobby.directory import Directory, Reject
 from services.lobby.hub import Hub
 from services.lobby.records_client import RecordsClient
@@ -57,11 +57,7 @@ class LobbyApp:
         return app
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(*self._tasks)
         await self.hub.stop()
         await self.directory.close()
         await self.records.close()

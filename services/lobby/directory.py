@@ -11,7 +11,6 @@ docs/services.md, "Directory" and "Lobby → table".
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -25,6 +24,7 @@ from nats.js.kv import KeyValue
 
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
+from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
 
 log = logging.getLogger("paiju.lobby.directory")
@@ -131,10 +131,7 @@ class TableLink:
         self._pending.clear()
 
     async def close(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader
+        await cancel_and_wait(self._reader)
         await self.channel.close()
 
 

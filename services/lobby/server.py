@@ -26,6 +26,7 @@ from paiju.frames import error_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_pb2
 from services.common.config import Config, require_console_token, require_token_secret
 from services.common.server import ServiceHost, start_service
+from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import METADATA_KEY, client_ip, grpc_peer_ip, parse_networks
@@ -87,9 +88,7 @@ async def serve_session(app: LobbyApp, session: Session,
     except asyncio.CancelledError:
         return  # disconnected (a client that does not read) or shutting down
     finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
+        await cancel_and_wait(reader)
         await app.session_ended(session)
 
 

@@ -21,6 +21,7 @@ from games.engine import Action, RuleError
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.codec import FrameError, action_from_frame, rule_error_code
 from services.table.room import SIMULTANEOUS, Effects, Room, RoomError, password_hash
@@ -91,12 +92,8 @@ class RoomActor:
             if fut is not None and not fut.done():
                 fut.set_result(Reply(common_pb2.ERR_NO_SUCH_ROOM,
                                      f"room {self.room.room_id} is no longer on this table"))
-        for task in (self._timer, self._task):
-            if task is not None:
-                try:
-                    await task
-                except (asyncio.CancelledError, Exception):
-                    pass
+        # a cancel lost inside a NATS request would leave the loop reading its inbox forever
+        await cancel_and_wait(self._timer, self._task)
 
     async def submit(self, kind: str, payload: Any) -> Reply:
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
