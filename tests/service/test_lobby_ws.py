@@ -375,8 +375,8 @@ async def play_until_hand_over(me: WsClient, game: str) -> tuple[int, dict[str, 
 
 # Loads clients/web/app.js with just enough DOM for it, logs in, creates a one-hand room,
 # readies, clicks the first action button of every prompt and prints the settlement.
-HARNESS = r"""
-const [port, token, appPath, game] = process.argv.slice(2);
+# The stub DOM both harnesses load app.js into: every element app.js asks for, by id.
+STUB_DOM = r"""
 const elements = new Map();
 function element(id) {
   const el = {id, textContent: "", hidden: false, value: "", children: [], onclick: null,
@@ -388,7 +388,11 @@ function element(id) {
   return el;
 }
 const $ = (id) => elements.get(id) || element(id);
-globalThis.location = {protocol: "http:", host: `127.0.0.1:${port}`};
+"""
+
+HARNESS = r"""
+const [port, token, appPath, game] = process.argv.slice(2);
+""" + STUB_DOM + r"""globalThis.location = {protocol: "http:", host: `127.0.0.1:${port}`};
 globalThis.document = {getElementById: $, createElement: () => element(""),
   querySelectorAll: () => []};
 for (const id of ["error", "lobby-panel", "room-panel", "play-panel", "settlement-panel"]) {
@@ -486,18 +490,7 @@ async def test_the_web_client_plays_a_hand_in_node(fresh_nats: EmbeddedNats, tmp
 # box and the event log.
 OVERTAKEN_HARNESS = r"""
 const [appPath] = process.argv.slice(2);
-const elements = new Map();
-function element(id) {
-  const el = {id, textContent: "", hidden: false, value: "", children: [], onclick: null,
-    appendChild(c) { this.children.push(c); return c; },
-    replaceChildren(...cs) { this.children = cs; },
-    querySelector() { return this.tbody || (this.tbody = element("")); },
-    scrollIntoView() {}};
-  if (id) elements.set(id, el);
-  return el;
-}
-const $ = (id) => elements.get(id) || element(id);
-globalThis.location = {protocol: "http:", host: "127.0.0.1:1"};
+""" + STUB_DOM + r"""globalThis.location = {protocol: "http:", host: "127.0.0.1:1"};
 globalThis.document = {getElementById: $, createElement: () => element(""),
   querySelectorAll: () => []};
 $("error").hidden = true;
