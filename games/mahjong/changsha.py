@@ -96,7 +96,8 @@ class ChangshaRules:
         done = [(d["type"], [tile_index(n) for n in d["tiles"]])
                 for d in (state.opening or {}).get("midway", {}).get(str(seat), [])]
         found = changsha_midway_hu(state.hands[seat], state.options, done,
-                                   shown_quads(dealt, opening), shown_triplets(dealt, opening))
+                                   shown_quads(dealt, opening), shown_triplets(dealt, opening),
+                                   checked=True)
         return [Action("midway_hu", tuple(state.names(tiles))) for _, tiles in found]
 
     def declare_midway(self, state: MahjongState, seat: int, tiles: list[int]) -> None:

@@ -120,12 +120,15 @@ def changsha_midway_hu(
     declared: Iterable[tuple[str, Sequence[int]]],
     shown_fours: Iterable[int] = (),
     shown_threes: Iterable[int] = (),
+    *,
+    checked: bool = False,
 ) -> list[tuple[str, tuple[int, ...]]]:
     """The during-play wins open to a seat on its turn: ``(type, tiles)`` with one tile (the
     quad of 中途四喜) or two (the triplets of 中途六六顺). ``declared`` lists the seat's
     earlier midway wins, ``shown_fours`` / ``shown_threes`` what it showed at the
-    opening. Only types among the room's ``opening_hu_types`` are offered."""
-    opts = changsha_options(options)
+    opening. Only types among the room's ``opening_hu_types`` are offered. ``checked``:
+    ``options`` are a hand's already validated options (no second validation per turn)."""
+    opts = options if checked else changsha_options(options)
     types = opts["opening_hu_types"]
     repeat = opts["opening_hu_repeat"] == "count_repeats"
     done = list(declared)
