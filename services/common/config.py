@@ -36,6 +36,9 @@ class NatsConfig:
     url: str = "nats://127.0.0.1:4222"
     connect_timeout: float = 2.0
     replicas: int = 1          # JetStream stream and bucket replicas (3 on a prod cluster)
+    # readiness fails at once while NATS is unreachable; liveness fails once it has been
+    # unreachable this long (the pod is then restarted)
+    liveness_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class LobbyConfig:
     # -1 = off, 0 = a free port; its API needs ``Authorization: Bearer <console_token>``
     console_port: int = -1
     console_token: str = ""
+    # SIGTERM: stop accepting, send every client a Reconnect frame, close after this long
+    drain_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class TableConfig:
     entrust_delay_seconds: float = 1.0
     lease_ttl_seconds: int = 10
     arbiter_timeout_seconds: float = 0.5
+    # SIGTERM: hand every room to a live table that is not draining, within this bound
+    drain_seconds: float = 20.0
 
 
 def _dial(address: str, host: str, port: int) -> str:
@@ -113,7 +120,7 @@ class RecordsConfig(_Dialled):
     port: int = 50054
     metrics_port: int = 9104
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
-    ack_wait_seconds: float = 30.0   # a settlement not acknowledged in this time is redelivered
+    ack_wait_seconds: float = 10.0   # a settlement not acknowledged in this time is redelivered
     address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
 
 
