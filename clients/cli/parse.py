@@ -73,7 +73,7 @@ def parse_command(line: str, default_game: str = "xuezhan") -> Command | None:
 
 def _game_command(name: str, args: tuple[str, ...], default_game: str) -> Command:
     game = default_game
-    if args and not args[0].isdigit():
+    if args and not _decimal(args[0]):
         game, args = args[0].lower(), args[1:]
         if game not in GAMES:
             raise InputError(f"unknown game '{game}': {' | '.join(GAMES)}")
@@ -84,15 +84,20 @@ def _game_command(name: str, args: tuple[str, ...], default_game: str) -> Comman
     return Command(name, (game, *args[:1]))
 
 
+def _decimal(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` accepts '²', which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def _positive(text: str) -> bool:
-    return text.isdigit() and int(text) > 0
+    return _decimal(text) and int(text) > 0
 
 
 def split_tiles(text: str) -> list[str]:
     """Tiles or cards in any spacing: ``5m``, ``123m 55p``, ``3s 3s``, ``3s3s``, ``SJ``."""
     out: list[str] = []
     for word in text.split():
-        if word[-1] in "mps" and word[:-1].isdigit():
+        if word[-1] in "mps" and _decimal(word[:-1]):
             out.extend(d + word[-1] for d in word[:-1])  # mahjong compact form 123m
         else:
             out.extend(word[i:i + 2] for i in range(0, len(word), 2))
@@ -104,7 +109,7 @@ def choose_action(text: str, game: str, actions: Sequence[g.ActionSpec]) -> int:
     text = text.strip()
     if not actions:
         raise InputError("there is nothing to decide right now")
-    if text.isdigit():
+    if _decimal(text):
         n = int(text)
         if not 1 <= n <= len(actions):
             raise InputError(f"pick a number from 1 to {len(actions)}")

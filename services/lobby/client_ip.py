@@ -53,7 +53,7 @@ def parse_ip(text: str) -> Address | None:
         text = text[1:end]
     elif text.count(":") == 1:            # IPv4 with a port (an IPv6 address has 2+ colons)
         host, _, port = text.partition(":")
-        if not port.isdigit():
+        if not (port.isascii() and port.isdigit()):
             return None
         text = host
     try:
@@ -66,7 +66,7 @@ def parse_ip(text: str) -> Address | None:
 
 
 def _is_port(rest: str) -> bool:
-    return rest.startswith(":") and rest[1:].isdigit()
+    return rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit()
 
 
 def grpc_peer_ip(peer: str) -> str:

@@ -189,6 +189,6 @@ class Hub:
 
 def _subject_id(subject: str, index: int) -> int | None:
     parts = subject.split(".")
-    if len(parts) <= index or not parts[index].isdigit():
+    if len(parts) <= index or not (parts[index].isascii() and parts[index].isdigit()):
         return None
     return int(parts[index])

@@ -94,7 +94,7 @@ class RoomCache:
 
     def apply_kv(self, key: str, value: bytes | None, deleted: bool) -> None:
         if deleted or not value:
-            if key.isdigit():
+            if key.isascii() and key.isdigit():
                 self._rooms.pop(int(key), None)
             return
         entry = parse_room_value(value)

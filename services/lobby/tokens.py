@@ -31,6 +31,12 @@ class TokenExpired(TokenError):
     code = common_pb2.ERR_TOKEN_EXPIRED
 
 
+def decimal(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts "²" or "٣", which ``int`` refuses or
+    reads as another number."""
+    return text.isascii() and text.isdigit()
+
+
 def _signature(secret: str, body: str) -> str:
     return hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
 
@@ -54,7 +60,7 @@ def verify(token: str, secret: str, *, now: float | None = None) -> int:
     if len(parts) != 3 or not all(parts):
         raise BadToken("token is not <uid>.<expiry>.<signature>")
     uid_text, expiry_text, signature = parts
-    if not (uid_text.isdigit() and expiry_text.isdigit()):
+    if not (decimal(uid_text) and decimal(expiry_text)):
         raise BadToken("token uid and expiry must be decimal")
     expected = _signature(secret, f"{uid_text}.{expiry_text}")
     if not hmac.compare_digest(expected.encode(), signature.encode()):
@@ -74,7 +80,7 @@ def legacy_secret_string(token: str, secret: str) -> str:
 
 def verify_legacy(token: str, secret_string: str, secret: str) -> int:
     """Legacy mode: the token is the decimal user id and secret_string its md5 check."""
-    if not token.isdigit() or int(token) <= 0:
+    if not decimal(token) or int(token) <= 0:
         raise BadToken("legacy token must be a positive decimal user id")
     expected = legacy_secret_string(token, secret)
     if not hmac.compare_digest(expected.encode(), secret_string.lower().encode()):

@@ -43,7 +43,9 @@ def test_default_game_fills_create_and_quick() -> None:
 
 
 @pytest.mark.parametrize("line", ["create poker", "create xuezhan zero", "join", "join abc",
-                                  "vote maybe", "chat", "robots -1", "quick dadun 3"])
+                                  "vote maybe", "chat", "robots -1", "quick dadun 3",
+                                  "join \u00b2", "robots \u00b2", "create xuezhan \u00b2",
+                                  "create \u00b2"])
 def test_bad_command_arguments_say_why(line: str) -> None:
     with pytest.raises(InputError):
         parse_command(line)
@@ -68,6 +70,8 @@ def test_numbers_pick_from_the_printed_list() -> None:
         choose_action("5", "xuezhan", MJ_TURN)
     with pytest.raises(InputError, match="from 1 to 4"):
         choose_action("0", "xuezhan", MJ_TURN)
+    with pytest.raises(InputError):  # '²' is a digit to str.isdigit, not to int()
+        choose_action("\u00b2", "xuezhan", MJ_TURN)
 
 
 def test_mahjong_shorthands() -> None:

@@ -84,6 +84,18 @@ def test_legacy_md5_good_and_bad() -> None:
         verify_legacy("abc", legacy_secret_string("abc", SECRET), SECRET)
 
 
+@pytest.mark.parametrize("uid", ["\u00b2", "\u0661\u0662", "\uff11\uff12", "1\u00b2"])
+def test_non_ascii_digits_are_a_bad_token_not_a_crash(uid: str) -> None:
+    """'²' passes str.isdigit() and then int() raises; '١٢' (Arabic-Indic) or '１２'
+    (full width) int() would read as 12: a uid is ASCII decimal or nothing."""
+    with pytest.raises(BadToken):   # the md5 check is right: only the uid's shape refuses it
+        verify_legacy(uid, legacy_secret_string(uid, SECRET), SECRET)
+    body = f"{uid}.{int(NOW) + 60}"
+    signed = f"{body}.{hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()}"
+    with pytest.raises(BadToken):
+        verify(signed, SECRET, now=NOW)
+
+
 def test_cli_prints_a_token_that_verifies() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "services.lobby.tokens", "--user", "1001", "--ttl", "300",
