@@ -22,6 +22,7 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
+from prometheus_client import Gauge
 
 log = logging.getLogger("paiju.bus")
 
@@ -70,8 +71,18 @@ async def sync(nc: Client) -> None:
     await nc.flush()
 
 
+def server_urls(url: str) -> list[str]:
+    """``NATS_URL`` may name several servers of a cluster, comma-separated; the client picks
+    one and reconnects across the others."""
+    urls = [u.strip() for u in url.split(",") if u.strip()]
+    if not urls:
+        raise ValueError("no NATS URL given")
+    return urls
+
+
 async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
-    """Connect with unlimited reconnects (a restarted nats-server is picked up again)."""
+    """Connect with unlimited reconnects across every given server (a restarted nats-server,
+    or another node of the cluster, is picked up again)."""
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", extra={"error": repr(exc)})
@@ -83,25 +94,49 @@ async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
         log.info("nats reconnected")
 
     return await nats.connect(
-        url, name=name, connect_timeout=connect_timeout, max_reconnect_attempts=-1,
-        reconnect_time_wait=0.5, allow_reconnect=True, error_cb=on_error,
-        disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
+        servers=server_urls(url), name=name, connect_timeout=connect_timeout,
+        max_reconnect_attempts=-1, reconnect_time_wait=0.5, allow_reconnect=True,
+        error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
         inbox_prefix=inbox_prefix(name),
     )
 
 
+STREAM_REPLICAS = Gauge("paiju_stream_replicas",
+                        "replicas in force of a JetStream stream or KV bucket this service uses",
+                        ["stream"])
+STREAM_REPLICAS_TARGET = Gauge("paiju_stream_replicas_target",
+                               "replicas configured (nats.replicas) for that stream", ["stream"])
+
+
+def _note_replicas(name: str, in_force: int, target: int) -> None:
+    STREAM_REPLICAS.labels(name).set(in_force)
+    STREAM_REPLICAS_TARGET.labels(name).set(target)
+    if in_force < target:
+        log.warning("stream has fewer replicas than configured: raise them with "
+                    "`nats stream edit --replicas` (start-up never changes a stream's replicas "
+                    "or retention)",
+                    extra={"stream": name, "replicas": in_force, "configured": target})
+
+
 async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
+    """Create the stream if it does not exist; an existing stream is left as it is (an
+    operator's replicas, retention and limits stand) and only reported."""
+    assert config.name is not None
     try:
-        await js.add_stream(config)
-    except BadRequestError:
-        await js.update_stream(config)
+        info = await js.stream_info(config.name)
+    except NotFoundError:
+        try:
+            info = await js.add_stream(config)
+        except BadRequestError:  # created meanwhile by another service
+            info = await js.stream_info(config.name)
+    _note_replicas(config.name, info.config.num_replicas or 1, config.num_replicas or 1)
 
 
 async def ensure_streams(js: JetStreamContext, replicas: int = 1, *,
                          room_log: bool = True) -> None:
-    """Create (or update) the room log and settlement streams; idempotent. Records, which
-    never touches the room log (and may not, under NATS permissions), passes
-    ``room_log=False``."""
+    """Create the room log and settlement streams if missing; idempotent, and never an update
+    (records' NATS user may not update streams). Records, which never touches the room log
+    (and may not, under NATS permissions), passes ``room_log=False``."""
     if room_log:
         await _ensure_stream(js, StreamConfig(
             name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
@@ -115,8 +150,20 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1, *,
 
 async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = None,
                         replicas: int = 1) -> KeyValue:
+    """The KV bucket, created with ``replicas`` if missing; an existing one is kept as it is
+    and its replicas reported (a warning and a metric when below ``replicas``)."""
     try:
-        return await js.key_value(bucket)
+        kv = await js.key_value(bucket)
     except (NotFoundError, BadRequestError, BucketNotFoundError):  # not created yet
-        return await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1,
-                                                        replicas=replicas))
+        try:
+            kv = await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1,
+                                                          replicas=replicas))
+        except BadRequestError:  # created meanwhile by another service
+            kv = await js.key_value(bucket)
+    stream = f"KV_{bucket}"
+    try:
+        info = await js.stream_info(stream)
+        _note_replicas(stream, info.config.num_replicas or 1, replicas)
+    except Exception as exc:  # reporting only: the bucket works either way
+        log.warning("stream info unavailable", extra={"stream": stream, "error": repr(exc)})
+    return kv

@@ -38,6 +38,8 @@ class ServiceHost:
     metrics_port: int
     service_names: tuple[str, ...]
     on_stop: list[Hook] = field(default_factory=list)
+    on_drain: list[Hook] = field(default_factory=list)
+    watch: Any = None       # services.common.health.DependencyWatch, when the service has one
     _metrics_server: tuple[Any, threading.Thread] | None = None  # (WSGI server, its thread)
 
     async def set_serving(self, serving: bool) -> None:
@@ -47,7 +49,14 @@ class ServiceHost:
             await self.health.set(name, status)
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self.watch is not None:
+            await self.watch.drain()
         await self.set_serving(False)
+        for hook in self.on_drain:
+            try:
+                await hook()
+            except Exception:  # a failed drain still stops the service
+                log.exception("drain hook failed")
         await self.server.stop(grace)
         for hook in reversed(self.on_stop):
             try:
@@ -98,6 +107,7 @@ async def start_service(
     svc = ServiceHost(name, server, health_servicer, bound, actual_metrics, names,
                       _metrics_server=metrics_server)
     await svc.set_serving(serving)
+    await health_servicer.set("liveness", health_pb2.HealthCheckResponse.SERVING)
     log.info("service started", extra={"grpc_port": bound, "metrics_port": actual_metrics,
                                        "services": list(names)})
     return svc
