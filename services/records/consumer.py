@@ -32,7 +32,7 @@ log = logging.getLogger("paiju.records.consumer")
 
 DURABLE = "records"
 SUBJECTS = "settle.*"
-ACK_WAIT_SECONDS = 30.0
+ACK_WAIT_SECONDS = 10.0
 RETRY_DELAY_SECONDS = 1.0
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
@@ -104,6 +104,10 @@ class SettleConsumer:
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def connected(self) -> bool:
+        return self.nc is not None and bool(self.nc.is_connected)
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="records-consumer")
 
@@ -140,7 +144,7 @@ class SettleConsumer:
         while not self._stopping.is_set():
             try:
                 msgs = await sub.fetch(self.batch, timeout=1.0)
-            except NatsTimeout:
+            except (NatsTimeout, TimeoutError):  # nats-py raises either when nothing came
                 continue
             for i, msg in enumerate(msgs):
                 if self._stopping.is_set():  # hand the rest back at once

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 
 import grpc
+from sqlalchemy import text
 
 from paiju.v1 import lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from services.common.config import Config
+from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
 from services.records.consumer import SettleConsumer
 from services.records.db import make_engine, migrate
@@ -122,6 +124,17 @@ async def start(cfg: Config, *, port: int | None = None,
     svc = await start_service("records", c.host, c.port if port is None else port,
                               c.metrics_port if metrics_port is None else metrics_port, register)
     consumer.start()
+
+    async def nats_up() -> bool:
+        return consumer.connected
+
+    async def database_up() -> bool:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return True
+
+    await watch_service(svc, {"nats": nats_up, "database": database_up},
+                        cfg.nats.liveness_seconds)
     # hooks run in reverse: stop the consumer (closes NATS), then dispose of the engine
     svc.on_stop.append(engine.dispose)
     svc.on_stop.append(consumer.stop)

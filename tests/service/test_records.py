@@ -125,7 +125,7 @@ async def test_duplicates_are_acked_and_malformed_messages_terminated(
     assert metric("paiju_records_malformed_total") - malformed == 2
     info = await js.consumer_info(SETTLE_STREAM, DURABLE)
     assert info.num_redelivered == 0
-    assert info.config.ack_wait == 30 and info.config.filter_subject == "settle.*"
+    assert info.config.ack_wait == 10 and info.config.filter_subject == "settle.*"
 
 
 @pytest.mark.parametrize(("call", "request_", "code"), [
