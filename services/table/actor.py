@@ -75,6 +75,7 @@ class RoomActor:
         self.idle_seconds = idle_seconds
         self.idle_deadline = time.monotonic() + idle_seconds
         self._wake = asyncio.Event()
+        self.paused = False             # handed over (drain): nothing more is applied here
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
 
@@ -90,10 +91,29 @@ class RoomActor:
         while not self.inbox.empty():  # every command gets exactly one reply
             _, _, fut = self.inbox.get_nowait()
             if fut is not None and not fut.done():
-                fut.set_result(Reply(common_pb2.ERR_NO_SUCH_ROOM,
-                                     f"room {self.room.room_id} is no longer on this table"))
+                fut.set_result(self._gone())
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
         await cancel_and_wait(self._timer, self._task)
+
+    def _gone(self) -> Reply:
+        if self.paused:  # handed to another table: the lobby retries there
+            return Reply(common_pb2.ERR_ROOM_MOVING,
+                         f"room {self.room.room_id} is moving to another table, a moment")
+        return Reply(common_pb2.ERR_NO_SUCH_ROOM,
+                     f"room {self.room.room_id} is no longer on this table")
+
+    async def pause(self, timeout: float = 5.0) -> bool:
+        """Stop applying anything, between two inbox items (a drain hands the room over:
+        its log must not grow meanwhile). The timers stop; commands queued behind are
+        answered ERR_ROOM_MOVING. False if the item in hand did not finish in ``timeout``."""
+        await cancel_and_wait(self._timer)
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(self.inbox.put(("pause", None, fut)), timeout)
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            return False
+        return True
 
     async def submit(self, kind: str, payload: Any) -> Reply:
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
@@ -107,6 +127,12 @@ class RoomActor:
         await self._follow_up()
         while True:
             kind, payload, fut = await self.inbox.get()
+            if kind == "pause":
+                self.paused = True
+            if self.paused:
+                if fut is not None and not fut.done():
+                    fut.set_result(Reply() if kind == "pause" else self._gone())
+                continue
             try:
                 reply = await self._handle(kind, payload)
             except RoomError as err:

@@ -23,6 +23,7 @@ import nats.js.errors
 from google.protobuf import json_format
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE
 
 from games.arbitration import Decision, Rules, Window
 from games.engine import Action, RuleError
@@ -30,10 +31,13 @@ from paiju.v1 import arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.config import Config
+from services.common.health import nats_connected, watch_service
 from services.common.server import ServiceHost, start_service
+from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.actor import Reply, RoomActor, create_record
 from services.table.codec import GAME_NAMES
+from services.table.placement import drain_target, should_adopt
 from services.table.room import Effects, Room, RoomError, variant
 
 log = logging.getLogger("paiju.table")
@@ -41,8 +45,11 @@ log = logging.getLogger("paiju.table")
 ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
 ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
 MAX_TIMER_SECONDS = 600
-ADOPT_EVERY = 3                 # heartbeats between scans for rooms of dead tables
+RESYNC_EVERY = 15               # heartbeats between full re-reads of the directory
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
+APPEND_RETRY_SECONDS = 8.0      # a room-log append is retried this long (a leader election)
+APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt
+REBUILD_CONCURRENCY = 8         # rooms rebuilt at once (adoption, drain hand-over, restart)
 
 
 
@@ -57,6 +64,17 @@ class KvWrite:
         # made right after this table's fenced log append for the room: until a failed
         # attempt, this table is known to own the room (no need to read its entry first)
         self.fresh = True
+
+
+def adopt_subject(instance: str) -> str:
+    """Where a draining table asks ``instance`` to take a room now (core NATS request)."""
+    return f"table.{instance.replace('.', '_')}.adopt"
+
+
+def moving_reply(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_ROOM_MOVING,
+                                message=f"room {cmd.room_id} is moving between tables, a moment",
+                                room_id=0, seat=-1)
 
 
 def bot_move(game: str, state: Any, seat: int) -> Action:
@@ -86,11 +104,29 @@ class TableCore:
         self.room_revs: dict[int, int] = {}  # our last known revision of each room's entry
         self._kv_busy: set[tuple[str, str]] = set()
         self.unpurged: set[int] = set()          # closed rooms whose log is still stored
+        self._failed_rebuilds: set[int] = set()
+        self.logless: set[int] = set()           # directory entries without a room log
         self._arbiter_channel: grpc.aio.Channel | None = None
         self._arbiter: arbiter_pb2_grpc.ArbiterStub | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._retrying: asyncio.Task[None] | None = None
+        self._adopting: asyncio.Task[None] | None = None
+        self._watchers: list[asyncio.Task[None]] = []
+        self._adopt_sub: Any = None
         self.started_at = time.time()
+        # every log append of this process carries this in its message id, so JetStream's
+        # deduplication can only ever match our own retries, never another table's record
+        self.boot = secrets.token_hex(6)
+        self.draining = False
+        # rooms claimed by (or handed to) this table and not rebuilt yet, or handed away:
+        # their commands are answered ERR_ROOM_MOVING, and the lobby retries
+        self.moving: set[int] = set()
+        # the directory as this table sees it, kept by KV watches (no listing per scan)
+        self.room_dir: dict[int, tuple[dict[str, Any], int]] = {}
+        self.table_seen: dict[str, tuple[dict[str, Any], float]] = {}
+        self.orphaned_at: dict[int, float] = {}   # when a room was first seen without owner
+        self._watch_started = time.monotonic()
+        self._rebuilds = asyncio.Semaphore(REBUILD_CONCURRENCY)
 
     # ------------------------------------------------------------------ start / stop
     async def start(self) -> None:
@@ -104,17 +140,21 @@ class TableCore:
                                                  replicas=replicas)
         self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
         self.kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
-        self._arbiter_channel = grpc.aio.insecure_channel(self.cfg.arbiter.dial)
+        # the dial may name several arbiters (``ipv4:a:1,b:2``): spread and skip dead ones
+        self._arbiter_channel = grpc.aio.insecure_channel(
+            self.cfg.arbiter.dial, options=[("grpc.lb_policy_name", "round_robin")])
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
         self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET, replicas=replicas)
+        self._adopt_sub = await self.nc.subscribe(adopt_subject(self.instance), cb=self._on_adopt)
         await self._register()
+        await self._resync()
+        self._watchers = [asyncio.create_task(self._watch(self.kv_rooms, self._on_room_entry)),
+                          asyncio.create_task(self._watch(self.kv_tables, self._on_table_entry))]
         await self.recover()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop())
 
     async def stop(self) -> None:
-        for task in (self._heartbeat, self._retrying):
-            if task is not None:
-                task.cancel()
+        await cancel_and_wait(self._heartbeat, self._retrying, self._adopting, *self._watchers)
         for actor in list(self.rooms.values()):
             await actor.stop()
         try:
@@ -142,6 +182,7 @@ class TableCore:
             idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds)
         room.geo_alert_meters = float(self.cfg.lobby.geo_alert_meters)
         self.rooms[room.room_id] = actor
+        self.logless.discard(room.room_id)
         m.ROOMS.set(len(self.rooms))
         return actor
 
@@ -178,67 +219,150 @@ class TableCore:
             rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
                                 self._timers())
             room = Room({**rec, "first_dealer": 0})
-            self.room_revs[room_id] = await self.kv_rooms.put(str(room_id), self._room_entry(room))
+            self.moving.add(room_id)   # our scans must not rebuild it while it is being made
+            try:
+                self.room_revs[room_id] = await self.kv_rooms.put(str(room_id),
+                                                                  self._room_entry(room))
+            except Exception:
+                self.moving.discard(room_id)
+                raise
             break
         else:
             raise RuntimeError("could not allocate a room id")
-        actor = self._actor(room, 0, 0)
+        try:
+            actor = self._actor(room, 0, 0)
+        finally:
+            self.moving.discard(room_id)
         await actor.record(rec)
         actor.start()
         return room
 
     async def recover(self) -> None:
         """Take back this instance's rooms after a restart: fold each room's log."""
-        for key, entry, _ in await self._room_entries():
-            if entry.get("owner") == self.instance:
-                try:
-                    await self.rebuild(int(key))
-                except Exception:  # one bad log must not keep the table from starting
-                    log.exception("room could not be rebuilt", extra={"room": key})
+        mine = [rid for rid, (entry, _) in self.room_dir.items()
+                if entry.get("owner") == self.instance and rid not in self.rooms]
+        self.moving.update(mine)
+        await asyncio.gather(*(self._rebuild_safely(rid) for rid in mine))
 
-    async def _room_entries(self) -> list[tuple[str, dict[str, Any], int]]:
+    # -- the directory, as watched ----------------------------------------------------
+    async def _watch(self, kv: Any, apply: Any) -> None:
+        """Follow a bucket for ever; a watch that ends or fails is opened again."""
+        while True:
+            try:
+                watcher = await kv.watchall()
+                async for entry in watcher:
+                    if entry is not None:
+                        apply(entry)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("directory watch failed, reopening", extra={"error": repr(exc)})
+            await asyncio.sleep(0.5)
+
+    def _on_room_entry(self, entry: Any) -> None:
+        room_id = int(entry.key)
+        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+            self.room_dir.pop(room_id, None)
+            self.orphaned_at.pop(room_id, None)
+            return
+        try:
+            self.room_dir[room_id] = (json.loads(entry.value), int(entry.revision))
+        except ValueError:
+            log.warning("unreadable room entry", extra={"room": room_id})
+
+    def _on_table_entry(self, entry: Any) -> None:
+        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+            self.table_seen.pop(entry.key, None)
+            return
+        try:
+            self.table_seen[entry.key] = (json.loads(entry.value), time.monotonic())
+        except ValueError:
+            pass
+
+    async def _resync(self) -> None:
+        """Read the whole directory again (at start, and now and then in case a watch
+        missed something)."""
+        rooms: dict[int, tuple[dict[str, Any], int]] = {}
         try:
             keys = await self.kv_rooms.keys()
         except Exception:  # an empty bucket has no keys
-            return []
-        out = []
+            keys = []
         for key in keys:
             try:
                 got = await self.kv_rooms.get(key)
-                out.append((key, json.loads(got.value or b"{}"), got.revision))
+                rooms[int(key)] = (json.loads(got.value or b"{}"), got.revision)
             except Exception:  # deleted meanwhile
                 continue
-        return out
+        self.room_dir = rooms
+
+    def live_tables(self) -> list[dict[str, Any]]:
+        """Tables heard from within the lease (this one included)."""
+        ttl = self.cfg.table.lease_ttl_seconds
+        now = time.monotonic()
+        return [entry for entry, seen in self.table_seen.values() if now - seen <= ttl]
 
     async def adopt_orphans(self) -> int:
-        """Claim rooms whose owner no longer heartbeats (its `tables` entry expired) and
-        rebuild them from their logs. The claim is a compare-and-set on the room's entry, and
-        the log append itself is fenced, so two tables never write one room."""
-        try:
-            live = set(await self.kv_tables.keys())
-        except Exception:
+        """Rebuild the rooms the directory gives this table that it does not run (a claim or
+        a hand-over whose rebuild failed or is pending), and claim rooms whose owner no
+        longer heartbeats. The claim is a compare-and-set on the room's entry, and the log
+        append itself is fenced, so two tables never write one room. The rooms of a dead
+        table spread over the live ones (placement.should_adopt)."""
+        if self.draining:
             return 0
-        adopted = 0
-        for key, entry, revision in await self._room_entries():
+        ttl = self.cfg.table.lease_ttl_seconds
+        now = time.monotonic()
+        live = {str(t.get("instance")): t for t in self.live_tables()}
+        if self.instance not in live:  # our own entry is what the others see of us
+            live[self.instance] = self._table_entry()
+        todo: list[int] = []
+        for room_id, (entry, revision) in list(self.room_dir.items()):
             owner = entry.get("owner")
-            if not owner or owner in live or owner == self.instance:
+            if owner == self.instance:
+                if room_id not in self.rooms and room_id not in self.logless and (
+                        room_id not in self.moving
+                                                  or room_id in self._failed_rebuilds):
+                    todo.append(room_id)
                 continue
-            if await self._table_alive(owner):  # a key listing can miss keys: ask directly
+            if not owner or owner in live:
+                self.orphaned_at.pop(room_id, None)
+                continue
+            waited = now - self.orphaned_at.setdefault(room_id, now)
+            if not should_adopt(room_id, self.instance, live.values(), waited, fallback=ttl):
+                continue
+            if await self._table_alive(str(owner)):  # a watch can lag: ask directly
                 continue
             claimed = {**entry, "owner": self.instance, "address": self.address}
             try:
-                self.room_revs[int(key)] = await self.kv_rooms.update(
-                    key, json.dumps(claimed).encode(), last=revision)
-            except Exception:  # another table won the claim
+                self.room_revs[room_id] = await self.kv_rooms.update(
+                    str(room_id), json.dumps(claimed).encode(), last=revision)
+            except Exception:  # another table won the claim, or the entry changed
                 continue
-            log.info("adopting room", extra={"room": key, "from": owner})
+            self.room_dir[room_id] = (claimed, self.room_revs[room_id])
+            self.orphaned_at.pop(room_id, None)
+            log.info("adopting room", extra={"room": room_id, "from": owner})
+            m.ADOPTED.inc()
+            todo.append(room_id)
+        self.moving.update(todo)
+        results = await asyncio.gather(*(self._rebuild_safely(rid) for rid in todo))
+        return sum(results)
+
+    async def _rebuild_safely(self, room_id: int) -> bool:
+        """Rebuild a room this table owns; a failure is kept and retried by the next scan
+        (meanwhile its players hear ERR_ROOM_MOVING)."""
+        async with self._rebuilds:
+            if room_id in self.rooms:
+                self.moving.discard(room_id)
+                return False
             try:
-                await self.rebuild(int(key))
-            except Exception:
-                log.exception("adopted room could not be rebuilt", extra={"room": key})
-                continue
-            adopted += 1
-        return adopted
+                await self.rebuild(room_id)
+            except Exception as exc:
+                log.warning("room could not be rebuilt, will retry",
+                            extra={"room": room_id, "error": repr(exc)})
+                self._failed_rebuilds.add(room_id)
+                return False
+            self._failed_rebuilds.discard(room_id)
+            self.moving.discard(room_id)
+            return True
 
     async def _table_alive(self, instance: str) -> bool:
         try:
@@ -247,10 +371,89 @@ class TableCore:
             return False
         return bool(entry.value)
 
+    # -- drain -------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """SIGTERM: take no new rooms, hand every room to a live table that is not draining
+        (between two actions: the new owner rebuilds from the log; players see a pause and
+        ERR_ROOM_MOVING answers their lobby retries), within ``table.drain_seconds``."""
+        self.draining = True
+        try:
+            await self._register()
+        except Exception as exc:
+            log.warning("could not announce the drain", extra={"error": repr(exc)})
+        deadline = time.monotonic() + self.cfg.table.drain_seconds
+        assigned: dict[str, int] = {}
+        moved = 0
+        for room_id in sorted(self.rooms):
+            if time.monotonic() >= deadline:
+                log.warning("drain bound reached: the rest wait for adoption",
+                            extra={"left": len(self.rooms)})
+                break
+            try:
+                moved += await self._hand_over(room_id, assigned)
+            except Exception:
+                log.exception("hand-over failed", extra={"room": room_id})
+        log.info("drained", extra={"moved": moved, "left": len(self.rooms)})
+
+    async def _hand_over(self, room_id: int, assigned: dict[str, int]) -> int:
+        actor = self.rooms.get(room_id)
+        if actor is None:
+            return 0
+        target = drain_target(self._table_entry(), self.live_tables(), assigned)
+        if target is None:
+            log.warning("no table to hand the room to", extra={"room": room_id})
+            return 0
+        self.moving.add(room_id)
+        if not await actor.pause(timeout=APPEND_RETRY_SECONDS + 2):
+            # an item still in hand (an append riding out an election): stop it anyway; a
+            # record that lands late fences the new owner's first append, and its rebuild
+            # then includes it
+            actor.paused = True
+            log.warning("room not paused in time, handed over anyway", extra={"room": room_id})
+        entry = await self.kv_rooms.get(str(room_id))
+        value = json.loads(entry.value or b"{}")
+        if value.get("owner") != self.instance:
+            return 0   # adopted meanwhile
+        await self._flush_directory()   # our last directory writes for it go out first
+        value.update(owner=target["instance"], address=target["address"])
+        await self.kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+        self._forget(room_id)
+        await actor.stop()
+        assigned[str(target["instance"])] = assigned.get(str(target["instance"]), 0) + 1
+        try:  # the new owner's scan would find it too; this saves it the wait
+            await self.nc.request(adopt_subject(str(target["instance"])),
+                                  json.dumps({"room_id": room_id}).encode(), timeout=3)
+        except Exception as exc:
+            log.info("adopt request unanswered: its scan takes the room",
+                     extra={"room": room_id, "error": repr(exc)})
+        m.HANDED_OVER.inc()
+        log.info("room handed over", extra={"room": room_id, "to": target["instance"]})
+        return 1
+
+    async def _on_adopt(self, msg: Any) -> None:
+        """A draining table handed us a room: rebuild it now (the entry must name us)."""
+        try:
+            room_id = int(json.loads(msg.data)["room_id"])
+            entry = await self.kv_rooms.get(str(room_id))
+            value = json.loads(entry.value or b"{}")
+            ok = value.get("owner") == self.instance and not self.draining
+            if ok:
+                self.room_dir[room_id] = (value, int(entry.revision))
+                self.moving.add(room_id)
+                ok = await self._rebuild_safely(room_id) or room_id in self.rooms
+            await msg.respond(json.dumps({"ok": ok}).encode())
+        except Exception as exc:
+            log.warning("adopt request failed", extra={"error": repr(exc)})
+
     async def rebuild(self, room_id: int) -> None:
+        if room_id in self.rooms:
+            return
         records, last_seq = await self._read_log(room_id)
+        if room_id in self.rooms:   # rebuilt meanwhile (a hand-over request and a scan)
+            return
         if not records or records[0].get("t") != "create":
             log.warning("room log missing", extra={"room": room_id})
+            self.logless.add(room_id)   # not retried by the scans
             return
         room = Room({**records[0], "first_dealer": 0})
         fx = Effects()
@@ -275,11 +478,9 @@ class TableCore:
         subject = bus.room_log(room_id)
         records: list[dict[str, Any]] = []
         last_seq = 0
-        try:
-            info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
-            total = (info.state.subjects or {}).get(subject, 0)
-        except Exception:
-            total = None
+        # a failure raises (the rebuild is retried): a partial log must never be folded
+        info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+        total = (info.state.subjects or {}).get(subject, 0)
         if not total:
             return records, last_seq
         sub = await self.js.pull_subscribe(
@@ -287,10 +488,7 @@ class TableCore:
             config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
         try:
             while len(records) < total:
-                try:
-                    batch = await sub.fetch(min(512, total - len(records)), timeout=5)
-                except nats.errors.TimeoutError:
-                    break
+                batch = await sub.fetch(min(512, total - len(records)), timeout=5)
                 for msg in batch:
                     records.append(json.loads(msg.data))
                     last_seq = max(last_seq, msg.metadata.sequence.stream)
@@ -302,46 +500,75 @@ class TableCore:
 
     # ------------------------------------------------------------------ I/O for actors
     async def _append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        """Append record ``index`` to the room's log, fenced on the last record we know.
+        Retried (same message id, so at most one copy lands) while the stream has no
+        leader or does not answer, for up to APPEND_RETRY_SECONDS; past that the room is
+        rebuilt from its log (whatever landed) and the caller hears ERR_ROOM_MOVING."""
         subject = bus.room_log(room_id)
-        try:
-            ack = await self.js.publish(subject, json.dumps(rec).encode(), headers={
-                "Nats-Msg-Id": f"{room_id}:{index}",
-                "Nats-Expected-Last-Subject-Sequence": str(last_seq)})
-            return int(ack.seq)
-        except nats.js.errors.APIError as exc:
-            if exc.err_code != WRONG_LAST_SEQUENCE:
-                raise
-            stored = await self._stored(subject, index)  # our earlier try did land
-            if stored is not None:
-                return stored
-            self._lost(room_id)
-            raise RoomError(common_pb2.ERR_NO_SUCH_ROOM,
-                            f"room {room_id} has moved to another table") from None
-        except (TimeoutError, nats.errors.TimeoutError):
-            stored = await self._stored(subject, index)  # the answer was lost, not the record
-            if stored is None:
-                raise
+        msg_id = f"{room_id}:{index}:{self.boot}"
+        data = json.dumps(rec).encode()
+        headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(last_seq)}
+        deadline = time.monotonic() + APPEND_RETRY_SECONDS
+        delay = 0.1
+        while True:
+            try:
+                ack = await self.js.publish(subject, data, timeout=APPEND_TIMEOUT_SECONDS,
+                                            headers=dict(headers))
+                return int(ack.seq)   # a duplicate can only be our own earlier try
+            except nats.js.errors.APIError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE:
+                    stored = await self._stored(subject, msg_id)  # our earlier try did land
+                    if stored is not None:
+                        return stored
+                    self._lost(room_id)
+                    raise RoomError(common_pb2.ERR_ROOM_MOVING,
+                                    f"room {room_id} has moved to another table") from None
+                if exc.code is not None and exc.code < 500:
+                    raise
+                failure: Exception = exc
+            except (TimeoutError, nats.errors.Error) as exc:
+                failure = exc
+            if time.monotonic() + delay >= deadline:
+                break
+            m.APPEND_RETRIES.inc()
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 2)
+        stored = await self._stored(subject, msg_id)
+        if stored is not None:
             return stored
+        log.warning("room log unavailable: the room is rebuilt from its log",
+                    extra={"room": room_id, "error": repr(failure)})
+        self._forget(room_id, stop=True, keep_directory=True)
+        self.moving.add(room_id)
+        self._failed_rebuilds.add(room_id)   # the next scan rebuilds it from the log
+        raise RoomError(common_pb2.ERR_ROOM_MOVING, f"room {room_id} is recovering, a moment")
 
-    async def _stored(self, subject: str, index: int) -> int | None:
-        """The stream sequence of record ``index`` if it is the last one on ``subject``."""
+    async def _stored(self, subject: str, msg_id: str) -> int | None:
+        """The stream sequence of the last record on ``subject`` if it is ours (its message
+        id, which names this process, is ``msg_id``)."""
         try:
             last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM, subject)
         except Exception:
             return None
-        if last.data and json.loads(last.data).get("i") == index:
+        if (last.headers or {}).get("Nats-Msg-Id") == msg_id:
             return int(last.seq)
         return None
 
     def _lost(self, room_id: int) -> None:
-        for item, op in list(self.kv_pending.items()):  # its directory entries are not ours
-            if op.room_id == room_id:
-                del self.kv_pending[item]
-        self.room_revs.pop(room_id, None)
+        log.warning("room taken over by another table", extra={"room": room_id})
+        self._forget(room_id, stop=True)
+
+    def _forget(self, room_id: int, *, stop: bool = False, keep_directory: bool = False) -> None:
+        """This table no longer runs the room: its pending directory writes are dropped
+        (they are not ours to make any more) unless ``keep_directory``."""
+        if not keep_directory:
+            for item, op in list(self.kv_pending.items()):
+                if op.room_id == room_id:
+                    del self.kv_pending[item]
+            self.room_revs.pop(room_id, None)
         actor = self.rooms.pop(room_id, None)
         m.ROOMS.set(len(self.rooms))
-        if actor is not None:
-            log.warning("room taken over by another table", extra={"room": room_id})
+        if stop and actor is not None:
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
     async def _publish(self, actor: RoomActor, fx: Effects) -> None:
@@ -529,11 +756,13 @@ class TableCore:
         return decision_from_pb(reply)
 
     # ------------------------------------------------------------------ directory
-    async def _register(self) -> None:
+    def _table_entry(self) -> dict[str, Any]:
         players = sum(len(a.room.seated()) for a in self.rooms.values())
-        await self.kv_tables.put(self.instance, json.dumps({
-            "instance": self.instance, "address": self.address, "rooms": len(self.rooms),
-            "players": players, "started_at": self.started_at}).encode())
+        return {"instance": self.instance, "address": self.address, "rooms": len(self.rooms),
+                "players": players, "started_at": self.started_at, "draining": self.draining}
+
+    async def _register(self) -> None:
+        await self.kv_tables.put(self.instance, json.dumps(self._table_entry()).encode())
 
     async def _heartbeat_loop(self) -> None:
         beats = 0
@@ -549,11 +778,19 @@ class TableCore:
                     and (self._retrying is None or self._retrying.done()):
                 # in a task of its own: slow retries never delay the lease above
                 self._retrying = asyncio.create_task(self._retry_pending())
-            if beats % ADOPT_EVERY == 0:
+            if beats % RESYNC_EVERY == 0:
                 try:
-                    await self.adopt_orphans()
+                    await self._resync()
                 except Exception as exc:
-                    log.warning("adoption scan failed", extra={"error": repr(exc)})
+                    log.warning("directory re-read failed", extra={"error": repr(exc)})
+            if self._adopting is None or self._adopting.done():
+                self._adopting = asyncio.create_task(self._adopt_scan())
+
+    async def _adopt_scan(self) -> None:
+        try:
+            await self.adopt_orphans()
+        except Exception as exc:  # NATS away: the next beat scans again
+            log.warning("adoption scan failed", extra={"error": repr(exc)})
 
     async def _retry_pending(self) -> None:
         """Retry what failed after a log append; these never raise, a failure stays pending
@@ -572,6 +809,9 @@ class TableCore:
     async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
         actor = self.rooms.get(cmd.room_id)
         if actor is None:
+            if cmd.room_id in self.moving or \
+                    self.room_dir.get(cmd.room_id, ({}, 0))[0].get("owner") == self.instance:
+                return moving_reply(cmd)
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
                                         message=f"room {cmd.room_id} is not on this table",
                                         room_id=0, seat=-1)
@@ -589,6 +829,8 @@ class TableService(table_pb2_grpc.TableServicer):
 
     async def CreateRoom(self, request: table_pb2.CreateRoomRequest,  # noqa: N802
                          context: grpc.aio.ServicerContext) -> table_pb2.CreateRoomReply:
+        if self.core.draining:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "this table is draining")
         try:
             room = await self.core.create_room(request)
         except ValueError as exc:
@@ -671,5 +913,6 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
         await svc.stop(0)
         raise
     svc.on_stop.append(core.stop)
-    await svc.set_serving(True)
+    svc.on_drain.append(core.drain)
+    await watch_service(svc, {"nats": nats_connected(core.nc)}, cfg.nats.liveness_seconds)
     return svc

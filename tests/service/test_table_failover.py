@@ -1,0 +1,195 @@
+"""Failover between tables: the log fence never lets two owners write one room, a failed
+rebuild after a claim is retried, and a draining table hands its rooms over at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+import grpc
+import nats
+import nats.js.errors
+import pytest
+
+from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.table.room import RoomError
+from services.table.server import TableCore
+from tests.service.test_table_restart import snapshot
+from tests.support.procs import make_service
+from tests.support.tablekit import LobbyLink, Table
+
+LONG_TIMERS = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
+               "PAIJU_TABLE__ALONE_SECONDS": "30", "PAIJU_ARBITER__PORT": "1"}
+
+
+def core(url: str, instance: str, monkeypatch: pytest.MonkeyPatch, lease: int = 2) -> TableCore:
+    monkeypatch.setenv("NATS_URL", url)
+    monkeypatch.setenv("PAIJU_TABLE__LEASE_TTL_SECONDS", str(lease))
+    monkeypatch.setenv("PAIJU_ARBITER__PORT", "1")
+    return TableCore(load_config("test"), instance, f"127.0.0.1:{hash(instance) % 1000 + 1}")
+
+
+async def claim(table: TableCore, room_id: int) -> None:
+    """Take the room's directory entry for ``table`` (as an adoption does) and rebuild."""
+    entry = await table.kv_rooms.get(str(room_id))
+    value = {**json.loads(entry.value), "owner": table.instance, "address": table.address}
+    await table.kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+    await table.rebuild(room_id)
+
+
+async def test_two_owners_never_both_append_the_same_record(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    # table-a still runs the room when table-b takes it over (a's lease expired while it was
+    # cut off, say). b writes the next record first; a's write of the same index must be
+    # refused by the log fence, even though it is the same index with the same content
+    # (JetStream's duplicate detection must never take b's record for a's)
+    a = core(fresh_nats.url, "table-a", monkeypatch)
+    b = core(fresh_nats.url, "table-b", monkeypatch)
+    await a.start()
+    await b.start()
+    try:
+        room = await a.create_room(table_pb2.CreateRoomRequest(
+            game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
+        await claim(b, room.room_id)
+        actor_a, actor_b = a.rooms[room.room_id], b.rooms[room.room_id]
+        assert actor_a.next_index == actor_b.next_index == 1
+        record = {"i": 1, "t": "chat_noop"}
+        await b._append(room.room_id, 1, record, actor_b.log_seq)
+        with pytest.raises(RoomError) as refused:
+            await a._append(room.room_id, 1, record, actor_a.log_seq)
+        assert refused.value.code == common_pb2.ERR_ROOM_MOVING
+        assert room.room_id not in a.rooms          # a stood down
+        records, _ = await b._read_log(room.room_id)
+        assert [r["i"] for r in records] == [0, 1]  # one record 1: b's
+    finally:
+        await a.stop()
+        await b.stop()
+
+
+async def test_a_retried_append_lands_once(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the same process sending the same record again (its first answer was lost) gets the
+    # sequence of its own first copy, and the log holds it once
+    a = core(fresh_nats.url, "table-a", monkeypatch)
+    await a.start()
+    try:
+        room = await a.create_room(table_pb2.CreateRoomRequest(
+            game=common_pb2.DADUN, base_score=1, total_hands=1))
+        actor = a.rooms[room.room_id]
+        first = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
+        again = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
+        assert first == again
+        records, last = await a._read_log(room.room_id)
+        assert [r["i"] for r in records] == [0, 1] and last == first
+    finally:
+        await a.stop()
+
+
+async def test_a_failed_rebuild_after_a_claim_is_retried(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = core(fresh_nats.url, "table-a", monkeypatch)
+    await a.start()
+    room = await a.create_room(table_pb2.CreateRoomRequest(
+        game=common_pb2.CHANGSHA, base_score=1, total_hands=1))
+    a._heartbeat.cancel()              # a dies: no more heartbeats, its lease runs out
+    await a.kv_tables.delete(a.instance)
+    b = core(fresh_nats.url, "table-b", monkeypatch)
+    real_read = b._read_log
+    failures = []
+
+    async def flaky_read(room_id: int):  # the first read meets a stream without a leader
+        if not failures:
+            failures.append(room_id)
+            raise nats.js.errors.ServiceUnavailableError()
+        return await real_read(room_id)
+
+    monkeypatch.setattr(b, "_read_log", flaky_read)
+    await b.start()
+    try:
+        for _ in range(100):
+            if room.room_id in b.rooms:
+                break
+            await asyncio.sleep(0.1)
+        assert failures == [room.room_id]   # the first rebuild failed ...
+        assert room.room_id in b.rooms      # ... and a later scan rebuilt the room
+        assert room.room_id not in b.moving
+        reply = await b.command(table_pb2.TableCommand(room_id=room.room_id, user_id=5,
+                                                       kind="snapshot"))
+        assert reply.code == common_pb2.ERR_NOT_IN_ROOM   # the room answers (not "moving")
+    finally:
+        for actor in list(a.rooms.values()):
+            await actor.stop()
+        a.rooms.clear()
+        await a.stop()
+        await b.stop()
+
+
+async def test_commands_for_a_room_being_claimed_hear_room_moving(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = core(fresh_nats.url, "table-b", monkeypatch)
+    await b.start()
+    try:
+        b.moving.add(12345678)
+        reply = await b.command(table_pb2.TableCommand(room_id=12345678, user_id=5, kind="snapshot"))
+        assert reply.code == common_pb2.ERR_ROOM_MOVING
+        reply = await b.command(table_pb2.TableCommand(room_id=12345679, user_id=5, kind="snapshot"))
+        assert reply.code == common_pb2.ERR_NO_SUCH_ROOM
+    finally:
+        await b.stop()
+
+
+async def test_a_draining_table_hands_its_room_over_at_once(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    # a long lease: the room can only move this fast by the hand-over, not by adoption
+    common = {**LONG_TIMERS, "PAIJU_TABLE__LEASE_TTL_SECONDS": "30"}
+    a = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-a", **common)
+    b = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-b", **common)
+    a.start()
+    b.start()
+    try:
+        async with grpc.aio.insecure_channel(a.address) as channel:
+            created = await table_pb2_grpc.TableStub(channel).CreateRoom(
+                table_pb2.CreateRoomRequest(game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
+        room_id = created.room.room_id
+        link = LobbyLink(a.address)
+        t = Table(fresh_nats.url, link, room_id, "xuezhan")
+        await t.connect()
+        players = [(await t.seat(uid))[0] for uid in (91, 92, 93, 94)]
+        for p in players:
+            p.auto = False
+        await t.ready_all()
+        before = [await snapshot(link, room_id, p.user_id) for p in players]
+        await t.close()
+        await link.close()
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        code = await loop.run_in_executor(None, a.stop, signal.SIGTERM)
+        assert code == 0
+        nc = await nats.connect(fresh_nats.url)
+        try:
+            entry = json.loads((await (await nc.jetstream().key_value(bus.ROOMS_BUCKET))
+                                .get(str(room_id))).value)
+        finally:
+            await nc.close()
+        assert entry["owner"] == "table-b" and entry["address"] == b.address
+        link = LobbyLink(b.address)
+        after = []
+        for p in players:
+            for _ in range(50):   # the adopt request is answered once the rebuild is done
+                reply = await link.send(room_id, p.user_id, kind="snapshot")
+                if reply.code != common_pb2.ERR_ROOM_MOVING:
+                    break
+                await asyncio.sleep(0.1)
+            after.append(await snapshot(link, room_id, p.user_id))
+        assert loop.time() - started < 15   # far less than the 30 s lease
+        assert after == before
+        await link.close()
+    finally:
+        a.stop()
+        b.stop()
