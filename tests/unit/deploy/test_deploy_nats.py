@@ -84,7 +84,10 @@ def may(user: str, action: str, subject: str) -> bool:
 
 # What each service user may (True) and may not (False) do. Subjects come from the code
 # (services/common/bus.py and the services) and from what nats-py sends for each call.
+# The answer to a table's adopt request is no row here: the table may publish it as a reply
+# only (allow_responses), which test_a_table_answers_an_adopt_request_once checks.
 ROOM = 12345678
+ADOPT_A, ADOPT_B = "table.table-a.adopt", "table.table-b.adopt"   # table.<instance>.adopt
 MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     "table": {
         ("publish", bus.room_log(ROOM)): True,
@@ -96,12 +99,19 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$KV.room_ids.12345678"): True,
         ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): True,
         ("publish", "$JS.API.STREAM.INFO.ROOMLOG"): True,
+        ("publish", "$JS.API.STREAM.INFO.SETTLE"): True,
         ("publish", "$JS.API.STREAM.PURGE.ROOMLOG"): True,
         ("publish", "$JS.API.STREAM.MSG.GET.ROOMLOG"): True,
         ("publish", f"$JS.API.CONSUMER.CREATE.ROOMLOG.c1.room.{ROOM}.log"): True,
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.ROOMLOG.c1"): True,
         ("publish", "$JS.ACK.ROOMLOG.c1.1.2.3.4.5"): True,
         ("publish", "$JS.API.CONSUMER.CREATE.KV_rooms"): True,
+        ("publish", ADOPT_B): True,                 # a draining table hands over a room
+        ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it
+        # start-up never changes a stream (an operator's replicas stand)
+        ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
+        ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
+        ("publish", "$JS.API.STREAM.UPDATE.KV_rooms"): False,
         ("publish", "$JS.API.STREAM.DELETE.ROOMLOG"): False,
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE"): False,
@@ -110,6 +120,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", "_INBOX_table.abc.def"): True,
         ("subscribe", "_INBOX_records.abc.def"): False,
         ("subscribe", "_INBOX.abc.def"): False,
+        ("publish", "_INBOX_table.abc.def"): False,   # a reply only, never unasked
+        ("publish", "_INBOX_lobby.abc.def"): False,
         ("subscribe", bus.room_log(ROOM)): False,
         ("subscribe", bus.settle_subject(ROOM)): False,
         ("subscribe", ">"): False,
@@ -159,8 +171,14 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$KV.seats.7"): False,
         ("publish", bus.user_inbox(7)): False,
         ("publish", bus.LOBBY_ROOMS): False,
+        # rooms move between tables only: no lobby asks a table to take a room, nor listens
+        ("publish", ADOPT_A): False,
+        ("subscribe", ADOPT_A): False,
+        ("subscribe", "table.*.adopt"): False,
+        ("publish", "$JS.API.STREAM.UPDATE.KV_rooms"): False,
     },
     "records": {
+        ("publish", "$JS.API.STREAM.INFO.SETTLE"): True,
         ("publish", "$JS.API.STREAM.CREATE.SETTLE"): True,
         ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): False,    # declares SETTLE only
         ("publish", "$JS.API.CONSUMER.INFO.SETTLE.records"): True,
@@ -184,6 +202,10 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", bus.room_events(ROOM)): False,
         ("subscribe", bus.user_inbox(7)): False,
         ("subscribe", bus.settle_subject(ROOM)): False,
+        ("publish", ADOPT_A): False,
+        ("subscribe", ADOPT_A): False,
+        ("publish", "$JS.API.STREAM.DELETE.SETTLE"): False,
+        ("publish", "$JS.API.STREAM.PURGE.SETTLE"): False,
     },
 }
 CASES = [(user, action, subject, ok) for user, rows in MATRIX.items()
@@ -221,11 +243,39 @@ def test_only_the_table_can_reach_the_room_log() -> None:
             assert ("publish", bus.room_log(1)) in allowed
         else:
             assert not allowed, f"{user} reaches the room log: {sorted(allowed)}"
-    # the only JetStream stream anyone but the table may create or change is SETTLE
+    # the only JetStream stream anyone but the table may create is SETTLE, by records
     for user in ("lobby", "records"):
         for rules in users()[user]["permissions"]["publish"]["allow"]:
             if rules.startswith(("$JS.API.STREAM.CREATE.", "$JS.API.STREAM.UPDATE.")):
-                assert user == "records" and rules.rsplit(".", 1)[1] in ("SETTLE", "ROOMLOG")
+                assert (user, rules) == ("records", "$JS.API.STREAM.CREATE.SETTLE"), rules
+
+
+def test_no_service_user_may_change_or_delete_a_stream() -> None:
+    """Start-up reads a stream's info and creates the stream when it is missing, nothing more
+    (services/common/bus.ensure_streams, ensure_bucket): so an operator's replicas and limits
+    stand whatever a service's code or configuration says. Streams change as admin only."""
+    streams = (bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM, "KV_tables", "KV_rooms", "KV_seats",
+               "KV_room_ids", "OTHER")
+    for user in SERVICE_USERS:
+        for op in ("UPDATE", "DELETE"):
+            for name in streams:
+                assert not may(user, "publish", f"$JS.API.STREAM.{op}.{name}"), (user, op, name)
+    for user in SERVICE_USERS:   # every stream a user may create, it may also look at
+        allow = users()[user]["permissions"]["publish"]["allow"]
+        for subject in allow:
+            if subject.startswith("$JS.API.STREAM.CREATE."):
+                assert subject.replace(".CREATE.", ".INFO.") in allow, (user, subject)
+
+
+def test_only_tables_answer_adopt_requests() -> None:
+    """A room is handed over between tables by a core NATS request; the answer goes back as a
+    reply (allow_responses), so no user gets a blanket right to publish to inboxes."""
+    for user in SERVICE_USERS:
+        perms = users()[user]["permissions"]
+        assert ("allow_responses" in perms) is (user == "table"), user
+        for other in SERVICE_USERS:
+            assert not may(user, "publish", f"{bus.inbox_prefix(other)}.x.y"), (user, other)
+    assert users()["table"]["permissions"]["allow_responses"]["max"] == 1
 
 
 def test_no_service_user_has_blanket_rights_and_nobody_is_anonymous() -> None:
@@ -514,6 +564,40 @@ async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: Authed
         await table.close()
 
 
+async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) -> None:
+    """A draining table hands a room over with a core NATS request on the new owner's
+    ``table.<instance>.adopt`` (services/table/server.adopt_subject); the answer goes to the
+    asking table's inbox as a reply, once. Publishing to that inbox unasked is refused."""
+    from services.table.server import adopt_subject
+
+    asker = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
+                               inbox_prefix=bus.inbox_prefix("table-a"))
+    owner = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
+                               inbox_prefix=bus.inbox_prefix("table-b"))
+    try:
+        async def answer(msg: Any) -> None:
+            await owner.publish("_INBOX_table.unasked", b"forged")   # not a reply: refused
+            await msg.respond(b'{"ok": true}')
+            await msg.respond(b'{"ok": "twice"}')                    # a second reply: refused
+
+        await owner.subscribe(adopt_subject("table-b"), cb=answer)
+        await bus.sync(owner)
+        forged = await asker.subscribe("_INBOX_table.unasked")
+        replies = await asker.subscribe("_INBOX_table.answers")
+        await bus.sync(asker)
+        await asker.publish(adopt_subject("table-b"), b'{"room_id": 1}',
+                            reply="_INBOX_table.answers")
+        assert (await replies.next_msg(timeout=10)).data == b'{"ok": true}'
+        await bus.sync(owner)      # the refused messages have been handled by the server
+        await bus.sync(asker)
+        assert forged.pending_msgs == 0 and replies.pending_msgs == 0
+        refused = authed_nats.violations()
+        assert len(refused) == 2 and all("_INBOX_table" in line for line in refused), refused
+    finally:
+        await asker.close()
+        await owner.close()
+
+
 # ------------------------------------------------------------------ the real services
 SECRET_TOKEN = "deploy-test-secret"
 CONSOLE_TOKEN = "deploy-console-token-0123456789"
@@ -608,6 +692,11 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
             async with http.get(f"http://127.0.0.1:{console.port}/api/tables") as resp:
                 assert [t["instance"] for t in (await resp.json())["tables"]] == ["table-auth"]
 
+        async def get_room(port: int, room_id: int) -> Any:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                return await table_pb2_grpc.TableStub(channel).GetRoom(
+                    table_pb2.GetRoomRequest(room_id=room_id))
+
         # a room left open survives a table restart: rebuilt from its log by the table user
         table = running["table"]
         async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
@@ -617,9 +706,17 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
         await table.stop(0)
         running["table"] = table = await start_table(running["table_cfg"], port=0,
                                                      metrics_port=-1)
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
-            room = await table_pb2_grpc.TableStub(channel).GetRoom(
-                table_pb2.GetRoomRequest(room_id=open_room))
+        room = await get_room(table.port, open_room)
+        assert room.room_id == open_room and room.total_hands == 2
+
+        # a draining table (SIGTERM) hands the room to another table: the adopt request and
+        # its reply, the directory update and the rebuild, all as the table user
+        cfg = running["table_cfg"]
+        second = await start_table(replace(cfg, table=replace(cfg.table, instance="table-auth-2")),
+                                   port=0, metrics_port=-1)
+        await table.stop(0)
+        running["table"] = second
+        room = await get_room(second.port, open_room)
         assert room.room_id == open_room and room.total_hands == 2
     await admin.close()
     assert authed_nats.violations() == [], "a service hit a NATS permission it lacks"
