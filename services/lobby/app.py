@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -12,18 +13,28 @@ from typing import Any
 from nats.aio.client import Client
 from nats.js.kv import KV_DEL, KV_PURGE
 
-from paiju.frames import error_frame, event_id_of, ok_frame, payload_of
-from paiju.v1 import client_pb2, common_pb2, table_pb2
+from paiju.frames import error_frame, event_id_of, ok_frame, payload_of, server_frame
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
-from services.lobby.directory import Directory, Reject
+from services.lobby.directory import Directory, Reject, Unavailable
 from services.lobby.hub import Hub
 from services.lobby.records_client import RecordsClient
 from services.lobby.rooms import RoomCache
 from services.lobby.sessions import RateLimiter, Session
 
 log = logging.getLogger("paiju.lobby")
+
+# A room moving between tables (an adoption after a table died, a table's drain): its old
+# owner is gone or answers "not on this table", the new one may answer ERR_ROOM_MOVING until
+# it has rebuilt the room. A command follows the room for this long, pausing MOVE_FIRST
+# seconds, then twice as long each time up to MOVE_LONGEST, re-reading the owner each time.
+MOVE_SECONDS = 15.0
+MOVE_FIRST = 0.1
+MOVE_LONGEST = 1.0
+MOVING = "the room is moving to another table, a moment"
+RECONNECT_SPREAD_MS = 1000   # clients told to reconnect wait a random 0..this many ms
 
 
 def request_event_id(frame: client_pb2.ClientFrame) -> int:
@@ -42,12 +53,16 @@ class LobbyApp:
         self.cache = RoomCache()
         self.hub = Hub(nc, self.cache)
         self.chat_limit = RateLimiter(cfg.lobby.chat_per_minute, 60.0)
+        self.move_seconds = MOVE_SECONDS
+        self.draining = False      # stopping: no new session, every client told to reconnect
+        self.watch: Any = None     # services.common.health.DependencyWatch, once serving
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._offlines: set[asyncio.Task[Any]] = set()  # "offline" notices on their way
 
     @classmethod
     async def open(cls, cfg: Config) -> LobbyApp:
         nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
-        directory = await Directory.open(nc.jetstream())
+        directory = await Directory.open(nc.jetstream(), replicas=cfg.nats.replicas)
         records = RecordsClient(cfg.records.dial)
         app = cls(cfg, nc, directory, records)
         await app.hub.start()
@@ -69,6 +84,48 @@ class LobbyApp:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    # -- health and drain -----------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Takes new clients: not draining and every dependency (NATS) reachable now."""
+        return not self.draining and (self.watch is None or self.watch.ready)
+
+    @property
+    def live(self) -> bool:
+        """No dependency down for longer than ``nats.liveness_seconds``."""
+        return self.watch is None or self.watch.live
+
+    def tell_reconnect(self, session: Session, reason: str, *, least_ms: int = 0) -> None:
+        """A final Reconnect frame (after a random spread, so clients do not all come back
+        at once), then the session's stream ends."""
+        after = least_ms + random.randint(0, RECONNECT_SPREAD_MS)
+        session.send(server_frame(lobby_msgs_pb2.Reconnect(reason=reason, after_ms=after)),
+                     final=True)
+        session.close()
+
+    async def drain(self, seconds: float | None = None) -> None:
+        """Stop taking clients and send each live one away (a lobby that stops): every
+        session gets a Reconnect frame and its stream ends; wait up to ``seconds``
+        (``lobby.drain_seconds``) for the streams to end and for the "offline" notices of
+        their seated users to reach the tables (a user who is back on another lobby first is
+        safe: the table ignores an offline of an older session)."""
+        self.draining = True
+        seconds = self.lobby.drain_seconds if seconds is None else seconds
+        deadline = asyncio.get_running_loop().time() + seconds
+        sessions = [s for s in self.hub.sessions if not s.outbox.closed]
+        for session in sessions:
+            self.tell_reconnect(session, "draining")
+        log.info("draining", extra={"sessions": len(sessions), "seconds": seconds})
+        while self.hub.sessions and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        left = deadline - asyncio.get_running_loop().time()
+        if self._offlines:
+            await asyncio.wait(set(self._offlines), timeout=max(0.5, left))
+        if self.hub.sessions:
+            log.warning("sessions still open after the drain",
+                        extra={"sessions": len(self.hub.sessions)})
+
     # -- forwarding to tables -------------------------------------------------------------
 
     async def owner_address(self, room_id: int, *, fresh: bool = False) -> str:
@@ -84,10 +141,11 @@ class LobbyApp:
     async def forward(self, session: Session, *, frame: client_pb2.ClientFrame | None = None,
                       kind: str = "", room_id: int = 0, address: str = "",
                       with_profile: bool = False) -> table_pb2.TableReply:
-        """Send one command for ``session`` to the owning table and, while the session is
-        live, track where the user sits from the reply."""
+        """Send one command for ``session`` to the owning table (following the room while it
+        moves between tables, see :meth:`command`) and, while the session is live, track
+        where the user sits from the reply. The room's subscription is dropped only when the
+        table says the user is not seated, or the directory says the room is gone."""
         room_id = room_id or session.room_id
-        address = address or await self.owner_address(room_id)
         # the session identity lets the table ignore a late "offline" of a replaced session
         cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind,
                                      session_id=session.session_id, login_at=session.login_at)
@@ -95,7 +153,10 @@ class LobbyApp:
             cmd.frame.CopyFrom(frame)
         if with_profile:
             cmd.profile.CopyFrom(session.profile)
-        reply = await self.directory.link(address).command(cmd)
+        if not address:
+            entry = self.cache.get(room_id)
+            address = entry.address if entry is not None else ""
+        reply = await self.command(room_id, cmd, address)
         if not session.kicked and not session.outbox.closed:
             if reply.code == 0 and reply.room_id > 0:
                 await self.hub.enter_room(session, reply.room_id, reply.seat)
@@ -105,6 +166,78 @@ class LobbyApp:
                   and session.room_id == room_id):
                 await self.hub.leave_room(session)  # e.g. a dismissal notice we missed
         return reply
+
+    async def command(self, room_id: int, cmd: table_pb2.TableCommand,
+                      address: str = "") -> table_pb2.TableReply:
+        """The owning table's reply to ``cmd``; ``address`` is where the room is thought to
+        be (empty: ask the directory).
+
+        A room moves when its table dies (another adopts it) or drains: the old owner's link
+        fails or it answers "not on this table" (ERR_NO_SUCH_ROOM), the new one answers
+        ERR_ROOM_MOVING until it has rebuilt the room. Then the command is sent again to the
+        owner the directory names now, after a short pause growing from MOVE_FIRST to
+        MOVE_LONGEST seconds, for up to ``move_seconds``; past that the answer is
+        ERR_ROOM_MOVING ("a moment"), never an internal error. ERR_NO_SUCH_ROOM is the
+        answer only once the directory has no such room."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.move_seconds
+        pause = MOVE_FIRST
+        problem = ""
+        moving = False   # a table answered ERR_ROOM_MOVING: the room exists, whatever we read
+        tries = 0
+        while True:
+            if address:
+                tries += 1
+                link = self.directory.link(address)
+                try:
+                    reply = await link.command(cmd, timeout=min(
+                        link.timeout, max(0.5, deadline - loop.time())))
+                except Unavailable as exc:
+                    problem = exc.message   # the table died or is cut off: who owns it now?
+                else:
+                    if reply.code not in (common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_NO_SUCH_ROOM):
+                        if tries > 1:
+                            log.info("command followed a moving room",
+                                     extra={"room": room_id, "tries": tries, "address": address})
+                        return reply
+                    problem = reply.message
+                    moving = moving or reply.code == common_pb2.ERR_ROOM_MOVING
+            tried, address = address, ""
+            try:
+                owner = await self._owner(room_id)
+            except Unavailable as exc:
+                owner, problem = "", exc.message
+            if owner is None and not moving:
+                # the directory has no such room (closed, dismissed, never was), and no table
+                # said it is on its way
+                return table_pb2.TableReply(
+                    request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                    message=f"room {room_id} does not exist", seat=-1)
+            owner = owner or ""
+            if owner and owner != tried and loop.time() < deadline:
+                address = owner   # a new owner (or a stale cache): ask it at once
+                continue
+            left = deadline - loop.time()
+            if left <= 0:
+                log.warning("room still moving, command not delivered",
+                            extra={"room": room_id, "tries": tries, "problem": problem})
+                return table_pb2.TableReply(request_id=cmd.request_id,
+                                            code=common_pb2.ERR_ROOM_MOVING, message=MOVING,
+                                            seat=-1)
+            await asyncio.sleep(min(pause, left))   # the last try is at the deadline
+            pause = min(pause * 2, MOVE_LONGEST)
+            address = owner   # "" (no owner yet): the directory is read again next time
+
+    async def _owner(self, room_id: int) -> str | None:
+        """The owner's address from the ``rooms`` bucket read now; None when the room is not
+        there (closed, dismissed, never was); Unavailable when the directory cannot tell."""
+        try:
+            value = await self.directory.room(room_id)
+        except Exception as exc:  # NATS away or a KV timeout: not an answer about the room
+            raise Unavailable(f"directory: {exc!r}") from None
+        if not value or int(value.get("status") or 0) == common_pb2.ROOM_FINISHED:
+            return None
+        return str(value.get("address") or "")
 
     @staticmethod
     def relay(session: Session, request: client_pb2.ClientFrame,
@@ -129,7 +262,9 @@ class LobbyApp:
         room_id = session.room_id
         await self.hub.remove(session)
         if session.logged_in and room_id and not session.kicked:
-            self.spawn(self._offline(session, room_id))
+            task = self.spawn(self._offline(session, room_id))
+            self._offlines.add(task)
+            task.add_done_callback(self._offlines.discard)
 
     async def _offline(self, session: Session, room_id: int) -> None:
         try:

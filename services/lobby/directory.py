@@ -68,8 +68,13 @@ class TableLink:
         """Nothing in flight on this link (it may be closed without failing a request)."""
         return self._busy == 0 and not self._pending
 
-    async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
-        """Send one command on the Session stream and wait for its reply."""
+    async def command(self, cmd: table_pb2.TableCommand,
+                      timeout: float | None = None) -> table_pb2.TableReply:
+        """Send one command on the Session stream and wait for its reply (``timeout``
+        seconds, default the link's); Unavailable when the stream breaks or no answer comes.
+        A table that died fails fast: its broken stream fails what is pending at once, and a
+        new stream to an address nobody listens on fails as soon as the dial is refused."""
+        timeout = self.timeout if timeout is None else timeout
         self._ensure_stream()
         assert self._outgoing is not None
         self._next_id += 1
@@ -80,9 +85,9 @@ class TableLink:
         self._outgoing.put_nowait(cmd)
         self._busy += 1
         try:
-            reply = await asyncio.wait_for(future, self.timeout)
+            reply = await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            raise Unavailable(f"table {self.address} did not answer in {self.timeout}s") from None
+            raise Unavailable(f"table {self.address} did not answer in {timeout:g}s") from None
         finally:
             self._busy -= 1
             self._pending.pop(cmd.request_id, None)
@@ -154,11 +159,15 @@ class Directory:
         self._instances: dict[str, str] = {}   # address -> instance id last listed there
 
     @classmethod
-    async def open(cls, js: JetStreamContext, timeout: float = 5.0) -> Directory:
-        """Open (creating if absent, with the contract's TTLs) the three buckets."""
-        return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL),
-                   await bus.ensure_bucket(js, bus.ROOMS_BUCKET),
-                   await bus.ensure_bucket(js, bus.SEATS_BUCKET), timeout)
+    async def open(cls, js: JetStreamContext, timeout: float = 5.0, *,
+                   replicas: int = 1) -> Directory:
+        """Open the three buckets, creating an absent one with the contract's TTLs and
+        ``replicas`` (``nats.replicas``: a lobby started before the tables must not leave the
+        directory on one NATS node)."""
+        return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL,
+                                           replicas=replicas),
+                   await bus.ensure_bucket(js, bus.ROOMS_BUCKET, replicas=replicas),
+                   await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas), timeout)
 
     def link(self, address: str) -> TableLink:
         link = self._links.get(address)

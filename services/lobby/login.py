@@ -16,6 +16,8 @@ from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.login")
 
+RESUME_AGAIN_MS = 500   # a client whose room is still moving logs in again after this long
+
 
 def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> int:
     """The user id a login proves; TokenError when it proves nothing."""
@@ -95,6 +97,16 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     except Reject as exc:
         session.send(error_frame(exc.code, f"could not resume room {room_id}: {exc.message}",
                                  request_event_id=frame.event_id or 1002, reply_to=frame.seq))
+        return
+    if snapshot.code == common_pb2.ERR_ROOM_MOVING:
+        # still moving after the lobby's bound: the seat is there, its table is not yet;
+        # say so, and have the client log in again in a moment (the resume is retried then)
+        session.send(error_frame(snapshot.code, f"could not resume room {room_id}: "
+                                 f"{snapshot.message}", request_event_id=frame.event_id or 1002,
+                                 reply_to=frame.seq))
+        app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
+        log.info("seat not resumed yet: the room is moving",
+                 extra={"user": session.user_id, "room": room_id})
         return
     if snapshot.code:
         await app.hub.leave_room(session)

@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError
 from paiju.frames import error_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_pb2
 from services.common.config import Config, require_console_token, require_token_secret
+from services.common.health import nats_connected, watch_service
 from services.common.server import ServiceHost, start_service
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
@@ -37,6 +38,7 @@ from services.lobby.sessions import Outgoing, Relayed, Session
 log = logging.getLogger("paiju.lobby.server")
 
 SERVICE = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
+HEALTH_PERIOD = 1.0   # seconds between two looks at the lobby's dependencies (NATS)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,11 @@ async def serve_session(app: LobbyApp, session: Session,
     closes."""
     session.task = asyncio.current_task()
     app.hub.add(session)
-    reader = asyncio.create_task(_read(app, session, incoming))
+    reader = None
+    if app.draining:   # a lobby that stops takes no one: go elsewhere
+        app.tell_reconnect(session, "draining")
+    else:
+        reader = asyncio.create_task(_read(app, session, incoming))
     try:
         while (item := await session.outbox.next()) is not None:
             metrics.frame_out(item.event_id)
@@ -154,6 +160,9 @@ async def start(cfg: Config, *, port: int | None = None,
         raise
     host.on_stop.append(app.close)
     host.app = app  # type: ignore[attr-defined]
+    # SIGTERM: health is NOT_SERVING first (ServiceHost.stop), then every client is told to
+    # reconnect elsewhere and its stream ends, then the server stops
+    host.on_drain.append(app.drain)
     app.spawn(app.directory.prune_forever(app.hub.table_addresses))
     await _start_ws(cfg, app, host)
     try:  # the operator console, on its own port (lobby.console_port; -1 = off)
@@ -163,6 +172,14 @@ async def start(cfg: Config, *, port: int | None = None,
         raise
     host.console = console  # type: ignore[attr-defined]
     host.on_stop.append(console.close)
+    # readiness (gRPC health "" and the Lobby service, WebSocket /healthz) while NATS is up,
+    # liveness (gRPC health "liveness", /livez) until it has been down too long
+    try:
+        app.watch = await watch_service(host, {"nats": nats_connected(app.nc)},
+                                        cfg.nats.liveness_seconds, HEALTH_PERIOD)
+    except BaseException:
+        await host.stop(0)
+        raise
     return host
 
 

@@ -16,8 +16,10 @@ connection = one Session through the same login, dispatch and outbox code
 
 The client IP (geo, same-IP alerts) is the socket's peer address, or, when that peer is one
 of ``lobby.trusted_proxies``, the client named by its ``X-Forwarded-For`` (client_ip.py).
-``GET /`` is ``clients/web/index.html``, ``GET /static/*`` the rest of ``clients/web/``,
-``GET /healthz`` answers 200 while the server runs.
+``GET /`` is ``clients/web/index.html``, ``GET /static/*`` the rest of ``clients/web/``.
+``GET /healthz`` (readiness) answers 200 while the lobby takes clients and 503 while its NATS
+connection is down or it is draining; ``GET /livez`` (liveness) answers 503 once NATS has
+been down for longer than ``nats.liveness_seconds``: the same as the gRPC health service.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class WsFront:
         webapp = web.Application()
         webapp.router.add_get("/ws", self.connect)
         webapp.router.add_get("/healthz", self.healthz)
+        webapp.router.add_get("/livez", self.livez)
         if self.web_root.is_dir():
             webapp.router.add_get("/", self.index)
             webapp.router.add_static("/static/", self.web_root)
@@ -140,7 +143,15 @@ class WsFront:
             self._runner = None
 
     async def healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
+        if self.app.ready:
+            return web.Response(text="ok\n")
+        reason = "draining" if self.app.draining else "nats unreachable"
+        return web.Response(status=503, text=f"not ready: {reason}\n")
+
+    async def livez(self, request: web.Request) -> web.Response:
+        if self.app.live:
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="not live: nats unreachable for too long\n")
 
     async def index(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(self.web_root / "index.html")

@@ -1,0 +1,193 @@
+"""A room moving between tables (an adoption after a table died, a table's drain), seen from
+the lobby: commands follow the room to its new owner, the player's room subscription stays
+while the directory has the room, and a move that outlasts the bound is ERR_ROOM_MOVING
+("a moment"), never an internal error (services/lobby/app.py, LobbyApp.command).
+
+The tables are the in-test servicers of test_lobby.py on loopback, with a real nats-server and
+real directory buckets; a table "dies" by stopping its gRPC server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from paiju.frames import server_frame
+from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
+from services.common.natsd import EmbeddedNats
+from tests.service.test_lobby import (
+    E,
+    FakeRoom,
+    FakeTable,
+    World,
+    code_of,
+    open_world,
+    seated_client,
+)
+
+
+class MovingTable(FakeTable):
+    """A table that answers ERR_ROOM_MOVING to its next ``moving`` commands (a new owner
+    that has claimed a room and not rebuilt it yet); -1: to every command."""
+
+    def __init__(self, instance: str, kv: dict[str, Any]) -> None:
+        super().__init__(instance, kv)
+        self.moving = 0
+
+    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        if self.moving:
+            self.moving -= 1 if self.moving > 0 else 0
+            return table_pb2.TableReply(request_id=cmd.request_id, code=E.ERR_ROOM_MOVING,
+                                        message=f"room {cmd.room_id} is being rebuilt", seat=-1)
+        return await super().answer(cmd)
+
+
+async def serve(world: World, table: FakeTable) -> FakeTable:
+    """Run ``table`` on its own gRPC server and list it in ``tables``."""
+    server = grpc.aio.server()
+    table_pb2_grpc.add_TableServicer_to_server(table, server)
+    table.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    table.server = server  # type: ignore[attr-defined]
+    await table.register()
+    world.tables.append(table)
+    return table
+
+
+async def adopt(new: FakeTable, room: FakeRoom, old: FakeTable | None = None) -> None:
+    """``new`` takes ``room`` over: ``old`` forgets it, the directory names ``new``."""
+    if old is not None:
+        old.rooms.pop(room.room_id, None)
+    new.rooms[room.room_id] = room
+    await new.publish_room(room)
+
+
+async def room_event_reaches(world: World, client: Any, room: FakeRoom, marker: int) -> None:
+    """A room event published now reaches ``client`` (its room subscription is live)."""
+    event = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=marker))
+    await world.nc.publish(bus.room_events(room.room_id), event.SerializeToString())
+    got = await client.until(lambda f: f.HasField("in_entrust") and f.in_entrust.count == marker)
+    assert got.in_entrust.count == marker
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
+
+
+async def test_a_command_follows_the_room_through_an_adoption(world: World) -> None:
+    """The old owner says "not on this table" while the directory still lists the room, the
+    new owner answers ERR_ROOM_MOVING until it has rebuilt: the client sees only its OK."""
+    old = await serve(world, FakeTable("table-old", world.kv))
+    new = await serve(world, MovingTable("table-new", world.kv))
+    room = await old.add_room()
+    address = await world.lobby()
+    c, _ = await seated_client(world, address, 301, room)
+    old.rooms.pop(room.room_id)          # claimed elsewhere: the old owner has let it go
+    new.moving = 3                       # ... and the new one is still rebuilding
+
+    async def directory_moves_later() -> None:
+        await asyncio.sleep(0.4)
+        await adopt(new, room)
+
+    mover = asyncio.create_task(directory_moves_later())
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True), timeout=15)
+    await mover
+    assert code_of(reply) == E.OK
+    assert len(old.of_kind("ask_ready", 301)) >= 1   # tried there while the directory said so
+    assert len(new.of_kind("ask_ready", 301)) == 4   # three "moving" answers, then served
+    app = world.lobbies[-1].app
+    assert app.hub.by_room.get(room.room_id)         # never unsubscribed
+    await room_event_reaches(world, c, room, 7)
+
+
+async def test_a_dead_table_is_left_for_the_owner_the_directory_names_next(
+        world: World) -> None:
+    dead = await serve(world, FakeTable("table-dead", world.kv))
+    heir = await serve(world, FakeTable("table-heir", world.kv))
+    room = await dead.add_room()
+    c, _ = await seated_client(world, await world.lobby(), 302, room)
+    await dead.server.stop(0)  # type: ignore[attr-defined]
+
+    async def adopted_later() -> None:
+        await asyncio.sleep(0.8)   # lease expiry, claim, rebuild
+        await adopt(heir, room)
+
+    mover = asyncio.create_task(adopted_later())
+    started = time.monotonic()
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True), timeout=15)
+    await mover
+    assert code_of(reply) == E.OK
+    assert time.monotonic() - started < 5    # a dead link fails fast, not after a timeout
+    assert heir.of_kind("ask_ready", 302)
+    await room_event_reaches(world, c, room, 8)
+
+
+async def test_a_move_longer_than_the_bound_is_room_moving_and_keeps_the_room(
+        world: World) -> None:
+    table = await serve(world, MovingTable("table-slow", world.kv))
+    room = await table.add_room()
+    c, _ = await seated_client(world, await world.lobby(), 303, room)
+    app = world.lobbies[-1].app
+    app.move_seconds = 1.0
+    table.moving = -1
+    started = time.monotonic()
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True), timeout=10)
+    assert code_of(reply) == E.ERR_ROOM_MOVING
+    assert "moving" in reply.ret.message and "a moment" in reply.ret.message
+    assert 0.9 < time.monotonic() - started < 5
+    assert len(table.of_kind("ask_ready", 303)) >= 3     # retried with a growing pause
+    assert app.hub.by_room.get(room.room_id)
+    await room_event_reaches(world, c, room, 9)
+    table.moving = 0                                     # rebuilt: the next command goes through
+    assert code_of(await c.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+
+
+async def test_a_room_gone_from_the_directory_is_left_at_once(world: World) -> None:
+    c, room = await seated_client(world, await world.lobby(), 304)
+    app = world.lobbies[-1].app
+    world.table.rooms.pop(room.room_id)
+    await world.kv["rooms"].delete(str(room.room_id))
+    started = time.monotonic()
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+    assert code_of(reply) == E.ERR_NO_SUCH_ROOM
+    assert time.monotonic() - started < 2
+    assert room.room_id not in app.hub.by_room
+    assert code_of(await c.request(lobby_msgs_pb2.AskReady())) == E.ERR_NOT_IN_ROOM
+
+
+async def test_a_finished_room_still_listed_counts_as_gone(world: World) -> None:
+    c, room = await seated_client(world, await world.lobby(), 305)
+    world.table.rooms.pop(room.room_id)
+    room.status = E.ROOM_FINISHED
+    await world.table.publish_room(room)
+    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
+    assert code_of(reply) == E.ERR_NO_SUCH_ROOM
+
+
+async def test_a_resume_into_a_room_still_moving_says_so_and_sends_the_client_back(
+        world: World) -> None:
+    table = await serve(world, MovingTable("table-rebuilding", world.kv))
+    room = await table.add_room(seated=(306,))
+    await world.kv["seats"].put("306", json.dumps(
+        {"room_id": room.room_id, "owner": table.instance, "address": table.address,
+         "seat": 0}).encode())
+    address = await world.lobby()
+    world.lobbies[-1].app.move_seconds = 0.5
+    table.moving = -1
+    c = await world.client(address)
+    ok = await c.login(306)
+    assert ok.login_ok.room.room_id == room.room_id
+    failed = await c.until(lambda f: f.HasField("ret"))
+    assert failed.ret.code == E.ERR_ROOM_MOVING and str(room.room_id) in failed.ret.message
+    again = await c.until(lambda f: f.HasField("reconnect"))
+    assert again.reconnect.reason == "room_moving" and 500 <= again.reconnect.after_ms <= 1500
+    assert await c.closed()
+    assert table.of_kind("offline", 306) == []   # never brought online, so never offline
