@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
@@ -16,6 +19,34 @@ ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
 SUPPORTED = ("sqlite", "postgresql")
 # Any fixed number: serialises concurrent migrations of replicas on PostgreSQL.
 _MIGRATION_LOCK = 0x7061696A
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+_running: set[asyncio.Task[Any]] = set()   # database work whose caller went away
+
+
+def uncancellable(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Run a database method to its end even when its caller is cancelled (a gRPC deadline,
+    a client gone, a stop): the caller stops waiting, the transaction still commits or rolls
+    back. A transaction cancelled midway can leave its connection, and with SQLite the
+    database's write lock, held (every later write then fails "database is locked")."""
+
+    @functools.wraps(fn)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        task: asyncio.Task[T] = asyncio.ensure_future(fn(*args, **kwargs))
+        _running.add(task)
+        task.add_done_callback(_running.discard)
+        return await asyncio.shield(task)
+
+    return run
+
+
+async def finish_running(timeout: float = 10.0) -> None:
+    """Wait (bounded) for database work whose callers were cancelled, before the engine
+    is disposed of."""
+    if _running:
+        await asyncio.wait(set(_running), timeout=timeout)
 
 
 class DatabaseConfigError(ValueError):

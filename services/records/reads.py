@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from services.records.db import uncancellable
 from services.records.models import Hand, HandEvent, Player
 from services.records.store import START_COINS, insert_ignore, utcnow
 
@@ -90,6 +91,7 @@ class RecordsReader:
         self.engine = engine
         self.start_coins = start_coins
 
+    @uncancellable
     async def history(self, room_id: int) -> tuple[HistoryItem, ...] | None:
         """Per user, the deltas of the room's hands in hand order; None if no hand yet."""
         query = (select(Hand).where(Hand.room_id == room_id, Hand.is_final.is_(False))
@@ -98,6 +100,7 @@ class RecordsReader:
             hands = list((await conn.execute(query)).all())
         return _history(hands) if hands else None
 
+    @uncancellable
     async def replay(self, room_id: int, hand_no: int, user_id: int) -> ReplayView | None:
         """The hand's events in order: public ones plus those to ``user_id``'s seat
         (public only when ``user_id`` is 0 or did not sit in that hand)."""
@@ -116,6 +119,7 @@ class RecordsReader:
         cells = tuple(ReplayCell(r.idx, r.kind, r.event_id, r.frame, r.json) for r in rows)
         return ReplayView(room_id, hand_no, hand.game, cells)
 
+    @uncancellable
     async def list_hands(self, room_id: int, limit: int) -> tuple[tuple[HandView, ...], int]:
         """A room's hands in hand order (final last), or the newest hands of all rooms when
         ``room_id`` is 0; and how many match in total."""
@@ -130,11 +134,13 @@ class RecordsReader:
             rows = (await conn.execute(query.limit(min(limit, MAX_LIST)))).all()
         return tuple(_hand_view(r) for r in rows), total
 
+    @uncancellable
     async def get_player(self, user_id: int) -> PlayerView | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(select(Player).where(Player.user_id == user_id))).first()
         return None if row is None else _player_view(row)
 
+    @uncancellable
     async def ensure_player(self, profile: PlayerView) -> tuple[PlayerView, bool]:
         """Create the profile (with start coins, ``profile.coins`` ignored) unless it exists;
         return the stored profile and whether it was created now."""

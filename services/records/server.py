@@ -17,7 +17,7 @@ from services.common.config import Config
 from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
 from services.records.consumer import SettleConsumer
-from services.records.db import make_engine, migrate
+from services.records.db import finish_running, make_engine, migrate
 from services.records.reads import PlayerView, RecordsReader
 from services.records.store import SettlementWriter
 
@@ -137,5 +137,6 @@ async def start(cfg: Config, *, port: int | None = None,
                         cfg.nats.liveness_seconds)
     # hooks run in reverse: stop the consumer (closes NATS), then dispose of the engine
     svc.on_stop.append(engine.dispose)
+    svc.on_stop.append(finish_running)
     svc.on_stop.append(consumer.stop)
     return svc

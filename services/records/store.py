@@ -17,6 +17,7 @@ from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from services.records.db import uncancellable
 from services.records.models import Hand, HandEvent, LedgerEntry, Player
 from services.records.settlement import Settlement
 
@@ -51,6 +52,7 @@ class SettlementWriter:
         self.engine = engine
         self.start_coins = start_coins
 
+    @uncancellable
     async def write(self, s: Settlement) -> bool:
         """Write ``s`` in one transaction; False (and nothing written) if already there."""
         async with self.engine.begin() as conn:

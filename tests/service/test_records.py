@@ -185,3 +185,32 @@ async def test_consumer_survives_a_nats_restart(
     await eventually(hands_written(2), timeout=30)
     player = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=3001))
     assert player.coins == START_COINS + 4
+
+
+async def test_cancelled_calls_never_leave_a_transaction_open(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext) -> None:
+    # issue 9, defect 2: logins cancelled while EnsurePlayer is in its transaction (a client
+    # gone, a deadline) left SQLite's write lock held: every later settlement failed with
+    # "database is locked" until records restarted
+    cut = 0
+    for i in range(600):   # until 10 calls were cut off midway (bounded)
+        if cut >= 10:
+            break
+        try:
+            await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(
+                user_id=5000 + i, nickname=f"new{i}"), timeout=0.001 + (i % 10) * 0.002)
+        except grpc.aio.AioRpcError as exc:
+            assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            cut += 1
+    assert cut >= 10
+    await publish(js, hand_message(400077, 1, SEATS, [1, -1, 0, 0]), "400077:1")
+
+    async def written() -> bool:
+        return await total_hands(stub, 400077) == 1
+
+    await eventually(written, timeout=15)
+    created = await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(user_id=5999,
+                                                                      nickname="after"),
+                                      timeout=5)
+    assert created.nickname == "after"
