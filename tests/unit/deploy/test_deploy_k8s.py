@@ -4,6 +4,7 @@ the code (ports of config/prod.toml, configuration keys, probes, Secrets, Servic
 Rendering is a small pure-Python subset of kustomize (resources, secretGenerator, strategic
 merge patches, replicas, images, namespace): exactly the features deploy/k8s uses. When
 ``kubectl`` is installed its ``kubectl kustomize`` output must be identical.
+The NATS servers the services dial are those of the Helm values (deploy/k8s/nats/).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ FAKE_SECRETS = {
 }
 # The services that speak NATS, each with its own NATS user (deploy/k8s/nats/values-auth.yaml).
 NATS_CLIENTS = ("lobby", "table", "records")
+# The Helm values of the NATS release "nats" installed beside each overlay (deploy/README.md).
+NATS_VALUES = {"dev": "values-dev.yaml", "test": "values-dev.yaml", "prod": "values-prod.yaml"}
+# The gRPC server's grace for open calls once a service has drained (run_until_signalled).
+STOP_GRACE = 5.0
 
 
 # ------------------------------------------------------------------ kustomize subset
@@ -49,7 +54,9 @@ def load_all(path: Path) -> list[dict]:
 
 def merge(dst: dict, patch: dict) -> None:
     """Strategic merge as kustomize does it for the fields we patch: maps merge, lists of
-    named items (containers, env, volumes) merge by name, other lists are replaced."""
+    named items (containers, env, volumes) merge by name, other lists are replaced. As with
+    kustomize, the patch's items come first, in the patch's order, then the others (so a
+    patched env variable moves ahead of the variables its $(VAR) may need)."""
     for key, value in patch.items():
         old = dst.get(key)
         if isinstance(old, dict) and isinstance(value, dict):
@@ -57,11 +64,15 @@ def merge(dst: dict, patch: dict) -> None:
         elif (isinstance(old, list) and isinstance(value, list)
               and all(isinstance(x, dict) and "name" in x for x in old + value)):
             by_name = {x["name"]: x for x in old}
+            patched = []
             for item in value:
                 if item["name"] in by_name:
                     merge(by_name[item["name"]], item)
+                    patched.append(by_name[item["name"]])
                 else:
-                    old.append(copy.deepcopy(item))
+                    patched.append(copy.deepcopy(item))
+            names = {x["name"] for x in value}
+            old[:] = patched + [x for x in old if x["name"] not in names]
         else:
             dst[key] = copy.deepcopy(value)
 
@@ -132,6 +143,20 @@ def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
 
 
 # ------------------------------------------------------------------ helpers on objects
+def nats_values(overlay: str) -> dict:
+    return yaml.safe_load((K8S / "nats" / NATS_VALUES[overlay]).read_text(encoding="utf-8"))
+
+
+def nats_servers(overlay: str) -> list[str]:
+    """host:port of the NATS servers of the overlay's environment: the chart's Service
+    "nats" for one server, else every server of the cluster by its stable name on the
+    chart's headless Service (pods nats-0, nats-1, ... of the StatefulSet "nats")."""
+    cluster = nats_values(overlay)["config"]["cluster"]
+    if not cluster.get("enabled"):
+        return ["nats:4222"]
+    return [f"nats-{i}.nats-headless:4222" for i in range(cluster["replicas"])]
+
+
 def secret_value(objs: list[dict], name: str, key: str) -> str:
     """A Secret's value: from the overlay's generated Secret, else the stand-in of prod."""
     for o in objs:
@@ -232,10 +257,13 @@ def test_the_pod_environment_gives_each_service_a_valid_config_on_its_ports(over
         assert section.port == c["readinessProbe"]["grpc"]["port"]
         assert section.metrics_port == port(c, "metrics")
         if svc in NATS_CLIENTS:  # its own NATS user, the password from the Secret paiju-nats
-            url = urlsplit(cfg.nats.url)
-            assert (url.scheme, url.hostname, url.port) == ("nats", "nats", 4222)
-            assert url.username == svc and url.password == secret_value(
-                objs, "paiju-nats", f"{svc}-password")
+            urls = [urlsplit(u) for u in cfg.nats.url.split(",")]
+            assert [f"{u.hostname}:{u.port}" for u in urls] == nats_servers(name)
+            for url in urls:
+                assert url.scheme == "nats" and url.username == svc
+                assert url.password == secret_value(objs, "paiju-nats", f"{svc}-password")
+            # one replica of every stream and bucket per NATS server: R3 on the prod cluster
+            assert cfg.nats.replicas == len(nats_servers(name))
         else:
             assert "NATS_URL" not in env, f"{svc} does not use NATS: no credentials for it"
 
@@ -348,3 +376,105 @@ def test_images_are_the_service_images(overlay) -> None:
         assert repo.endswith(f"paiju-{svc}") and tag
         if name == "prod":
             assert "/" in repo, "production pulls from a registry"
+
+
+def test_prod_asks_for_r3_on_a_three_server_nats_cluster() -> None:
+    """The prod overlay says R3 itself (not only through config/prod.toml), and the NATS
+    release beside it has the three JetStream servers R3 needs."""
+    objs = render(K8S / "overlays" / "prod")
+    assert find(objs, "ConfigMap", "paiju-config")["data"]["PAIJU_NATS__REPLICAS"] == "3"
+    cluster = nats_values("prod")["config"]["cluster"]
+    assert cluster["enabled"] is True and cluster["replicas"] == 3
+    assert len(nats_servers("prod")) == 3
+
+
+def test_prod_toml_asks_for_r3_too() -> None:
+    """config/prod.toml (the image's defaults for PAIJU_ENV=prod, also outside Kubernetes)."""
+    assert load_config("prod", environ={}).nats.replicas == 3
+
+
+def test_readiness_and_liveness_are_different_health_names(overlay) -> None:
+    """Readiness: the overall health ("" , SERVING while the dependencies answer and the
+    service is not draining). Liveness: the name "liveness" (SERVING until a dependency has
+    been down past nats.liveness_seconds), so a pod cut off from NATS leaves the endpoints at
+    once but is restarted only if that lasts. A startup probe waits for readiness."""
+    from services.common.health import LIVENESS
+
+    _, objs = overlay
+    for svc in SERVICES:
+        c = container(objs, svc)
+        assert c["readinessProbe"]["grpc"].get("service", "") == "", svc
+        assert c["livenessProbe"]["grpc"]["service"] == LIVENESS, svc
+        if "startupProbe" in c:
+            assert c["startupProbe"]["grpc"].get("service", "") == "", svc
+        ready, live = c["readinessProbe"], c["livenessProbe"]
+        assert ready["periodSeconds"] * ready["failureThreshold"] <= 10, f"{svc}: readiness"
+        cfg = load_config(environ=pod_environment(objs, c))
+        # liveness gives up well after the service itself stopped calling itself live
+        assert live["periodSeconds"] * live["failureThreshold"] >= 30, f"{svc}: liveness"
+        assert cfg.nats.liveness_seconds >= 30
+
+
+def prestop_sleep(c: dict) -> float:
+    command = c["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep" and len(command) == 2, command
+    return float(command[1])
+
+
+def test_pods_outlive_their_drain_and_roll_one_at_a_time(overlay) -> None:
+    """Deletion: preStop sleep (the pod leaves the endpoints), SIGTERM, the service's drain
+    (table: rooms handed to other tables; lobby: clients told to reconnect), the gRPC grace,
+    then the stop hooks: terminationGracePeriodSeconds must cover it all, or the kubelet's
+    SIGKILL cuts the drain short. A rollout adds one pod before removing one (a table drains
+    into the new pod)."""
+    import inspect
+
+    from services.common.server import run_until_signalled
+
+    assert inspect.signature(run_until_signalled).parameters["grace"].default == STOP_GRACE
+    _, objs = overlay
+    for svc in SERVICES:
+        dep = find(objs, "Deployment", svc)
+        c = container(objs, svc)
+        cfg = load_config(environ=pod_environment(objs, c))
+        drain = {"table": cfg.table.drain_seconds, "lobby": cfg.lobby.drain_seconds}.get(svc, 0.0)
+        pre = prestop_sleep(c)
+        assert 2 <= pre <= 10, svc
+        grace = dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace >= pre + drain + STOP_GRACE + 5, f"{svc}: {grace} s cannot hold its drain"
+        assert dep["spec"]["strategy"] == {
+            "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}, svc
+
+
+def test_prod_disruption_budgets_leave_a_replica_of_each_service() -> None:
+    objs = render(K8S / "overlays" / "prod")
+    for svc in SERVICES:
+        dep = find(objs, "Deployment", svc)
+        budget = find(objs, "PodDisruptionBudget", svc)["spec"]
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        assert budget["selector"]["matchLabels"].items() <= labels.items(), svc
+        replicas = dep["spec"]["replicas"]
+        down = budget.get("maxUnavailable", replicas - budget.get("minAvailable", replicas))
+        assert down == 1 and replicas - down >= 1, f"{svc}: one pod at a time, one left"
+
+
+def test_prod_spreads_every_service_over_nodes_and_zones() -> None:
+    objs = render(K8S / "overlays" / "prod")
+    for svc in SERVICES:
+        spread = find(objs, "Deployment", svc)["spec"]["template"]["spec"][
+            "topologySpreadConstraints"]
+        keys = {s["topologyKey"] for s in spread}
+        assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}, svc
+        for s in spread:
+            assert s["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
+
+
+def test_rendered_objects_match_the_kubernetes_schemas(overlay) -> None:
+    """Every rendered object against the OpenAPI schemas of Kubernetes 1.27 (the oldest
+    supported: native gRPC probes), unknown fields refused. Offline: the schemas ship
+    with the package."""
+    validator = pytest.importorskip("kubernetes_validate",
+                                    reason="kubernetes-validate is not installed")
+    _, objs = overlay
+    for obj in objs:
+        validator.validate(obj, "1.27.0", strict=True)

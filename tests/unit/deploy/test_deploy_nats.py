@@ -33,7 +33,15 @@ import pytest
 
 from services.common import bus
 from services.common.natsd import free_port, nats_server_binary
-from tests.unit.deploy.test_deploy_k8s import K8S, OVERLAYS, container, find, render
+from tests.unit.deploy.test_deploy_k8s import (
+    K8S,
+    OVERLAYS,
+    container,
+    find,
+    load_all,
+    nats_servers,
+    render,
+)
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
 
@@ -309,7 +317,8 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
             items = {e["name"]: e for e in container(objs, svc)["env"]}
             assert items["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
                 "name": SECRET, "key": f"{svc}-password"}
-            assert items["NATS_URL"]["value"] == f"nats://{svc}:$(NATS_PASSWORD)@nats:4222"
+            assert items["NATS_URL"]["value"] == ",".join(
+                f"nats://{svc}:$(NATS_PASSWORD)@{server}" for server in nats_servers(overlay))
             order = list(items)
             assert order.index("NATS_PASSWORD") < order.index("NATS_URL"), \
                 "$(NATS_PASSWORD) only expands when it is defined earlier"
@@ -343,6 +352,42 @@ def test_the_prod_cluster_advertises_no_server_addresses() -> None:
     assert prod["config"]["cluster"]["merge"]["no_advertise"] is True
     readme = (K8S.parent / "README.md").read_text(encoding="utf-8")
     assert readme.count("-f deploy/k8s/nats/values-auth.yaml") >= 2
+
+
+
+# the labels the official chart gives the NATS server pods of the release "nats"
+NATS_POD_LABELS = {"app.kubernetes.io/name": "nats", "app.kubernetes.io/instance": "nats",
+                   "app.kubernetes.io/component": "nats"}
+
+
+def test_prod_nats_is_a_three_server_jetstream_cluster_one_server_per_node() -> None:
+    """R3 needs three servers that do not fail together: file storage on a volume of each
+    (not memory), never two servers on one node, spread over zones where there are any, and
+    a disruption budget that drains one at a time."""
+    prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
+    config = prod["config"]
+    assert config["cluster"]["enabled"] is True and config["cluster"]["replicas"] == 3
+    js = config["jetstream"]
+    assert js["enabled"] is True and js["memoryStore"]["enabled"] is False
+    assert js["fileStore"]["enabled"] is True and js["fileStore"]["pvc"]["enabled"] is True
+    assert js["fileStore"]["pvc"]["size"]
+    (rule,) = prod["podTemplate"]["merge"]["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]
+    assert rule["topologyKey"] == "kubernetes.io/hostname"
+    assert rule["labelSelector"] == {"matchLabels": NATS_POD_LABELS}
+    spread = prod["podTemplate"]["topologySpreadConstraints"]
+    assert set(spread) == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    assert prod["podDisruptionBudget"]["enabled"] is True
+    # the NetworkPolicy "nats" selects these very pods
+    policy = next(d for d in load_all(K8S / "base" / "networkpolicy.yaml")
+                  if d["metadata"]["name"] == "nats")
+    assert policy["spec"]["podSelector"]["matchLabels"] == NATS_POD_LABELS
+
+
+def test_dev_and_test_nats_is_one_jetstream_server() -> None:
+    dev = yaml.safe_load((K8S / "nats" / "values-dev.yaml").read_text(encoding="utf-8"))
+    assert dev["config"]["cluster"]["enabled"] is False
+    assert dev["config"]["jetstream"]["enabled"] is True
 
 
 # ------------------------------------------------------------------ a real nats-server
