@@ -8,6 +8,7 @@ KV buckets ``tables`` (instances, TTL) and ``rooms`` (room owner leases and summ
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import nats
@@ -61,14 +62,39 @@ def inbox_prefix(name: str) -> str:
     return f"_INBOX_{name.split('-', 1)[0]}"
 
 
+_flushes: set[asyncio.Task[None]] = set()
+
+
+async def flush(nc: Client, timeout: float = 10.0) -> None:
+    """``nc.flush()`` that its caller may abandon. nats-py sets the result of each PING's
+    future when the PONG comes back, and a future cancelled meanwhile (the caller cancelled,
+    or flush's own timeout) makes that raise inside its read loop, which then ends for good:
+    the connection stays up but receives nothing until the ping timer calls it stale
+    (minutes). So the PING's wait runs in a task of its own that nothing cancels; the caller
+    only stops waiting for it."""
+    task = asyncio.ensure_future(nc.flush(timeout=FLUSH_INNER_TIMEOUT))
+    _flushes.add(task)
+    task.add_done_callback(_flush_done)
+    await asyncio.wait_for(asyncio.shield(task), timeout)
+
+
+FLUSH_INNER_TIMEOUT = 120    # past nats-py's default ping interval: a stale link is reset
+
+
+def _flush_done(task: asyncio.Task[None]) -> None:
+    _flushes.discard(task)
+    if not task.cancelled():
+        task.exception()   # retrieved: a flush nobody waits for any more may fail quietly
+
+
 async def sync(nc: Client) -> None:
     """Return once everything this connection has sent so far (subscriptions included) has
     been processed by the server. nats-py's ``flush()`` writes its PING straight to the
     socket, possibly ahead of commands still waiting in its own buffer, so one flush is not
     a barrier; the second PING goes out after them (the first round trip let the buffer
-    drain)."""
-    await nc.flush()
-    await nc.flush()
+    drain). Safe to cancel (see :func:`flush`)."""
+    await flush(nc)
+    await flush(nc)
 
 
 def server_urls(url: str) -> list[str]:

@@ -23,7 +23,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, IntegrityError
 
-from services.common.bus import SETTLE_STREAM, connect, ensure_streams
+from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
 from services.common.metrics import LATENCY_BUCKETS
 from services.records.settlement import MalformedSettlement, parse_settlement
 from services.records.store import SettlementWriter
@@ -165,5 +165,5 @@ class SettleConsumer:
                 log.exception("consumer ended with an error")
         if self.nc is not None and not self.nc.is_closed:
             with contextlib.suppress(Exception):
-                await self.nc.flush(timeout=2)
+                await flush(self.nc, timeout=2)
             await self.nc.close()
