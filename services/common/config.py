@@ -238,10 +238,24 @@ def load_config(env: str | None = None, *, environ: Mapping[str, str] | None = N
     return cfg
 
 
+DEV_TOKEN_SECRET = "dev-secret-change-me"   # config/dev.toml's and test.toml's: public
+MIN_PROD_SECRET = 16
+
+
 def require_token_secret(cfg: Config) -> None:
-    """The lobby refuses to start in prod without a login token secret."""
-    if cfg.env == "prod" and not cfg.lobby.token_secret:
+    """The lobby refuses to start in prod without a login token secret of its own: the
+    public dev secret (anyone could mint a token for any user with it) or a short one is
+    refused."""
+    if cfg.env != "prod":
+        return
+    secret = cfg.lobby.token_secret
+    if not secret:
         raise ConfigError("lobby.token_secret: required in prod (set PAIJU_LOBBY__TOKEN_SECRET)")
+    if secret == DEV_TOKEN_SECRET:
+        raise ConfigError("lobby.token_secret: the public dev secret is not allowed in prod "
+                          "(set PAIJU_LOBBY__TOKEN_SECRET to a long random secret)")
+    if len(secret) < MIN_PROD_SECRET:
+        raise ConfigError(f"lobby.token_secret: at least {MIN_PROD_SECRET} characters in prod")
 
 
 DEV_CONSOLE_TOKEN = "dev-console-token"   # config/dev.toml's; refused outside dev

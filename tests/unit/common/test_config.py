@@ -62,7 +62,17 @@ def test_prod_lobby_requires_a_token_secret() -> None:
     cfg = load_config("prod", environ={})  # other services do not need the lobby's secret
     with pytest.raises(ConfigError, match="token_secret"):
         require_token_secret(cfg)
-    require_token_secret(load_config("prod", environ={"PAIJU_LOBBY__TOKEN_SECRET": "x"}))
+    require_token_secret(load_config("prod", environ={
+        "PAIJU_LOBBY__TOKEN_SECRET": "a-long-random-operator-secret"}))
+
+
+def test_prod_lobby_refuses_the_public_dev_secret_and_short_ones() -> None:
+    # issue 9, defect 7: with config/dev.toml's secret anyone can mint a token for any user
+    for secret, why in (("dev-secret-change-me", "public dev secret"), ("short", "16")):
+        cfg = load_config("prod", environ={"PAIJU_LOBBY__TOKEN_SECRET": secret})
+        with pytest.raises(ConfigError, match=why):
+            require_token_secret(cfg)
+    require_token_secret(load_config("dev", environ={}))   # dev keeps its public secret
 
 
 def test_dial_addresses() -> None:
