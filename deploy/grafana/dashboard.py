@@ -70,6 +70,19 @@ PANELS: list = [
         (f"sum(rate(paiju_records_malformed_total{RATE})) * 60", "malformed"),
         (f"sum(rate(paiju_records_write_failures_total{RATE})) * 60", "write failures")]),
     ("Settlement write latency", "s", quantiles("paiju_records_write_seconds")),
+    ("Replication, health and failover", None, None),
+    ("Stream replicas: in force and configured", "short", [
+        ("min by (stream) (paiju_stream_replicas)", "{{stream}} in force"),
+        ("max by (stream) (paiju_stream_replicas_target)", "{{stream}} configured")]),
+    ("Ready pods and dependencies up", "short", [
+        ("sum by (job) (paiju_ready)", "{{job}} ready"),
+        ("sum by (job, dependency) (1 - paiju_dependency_up)", "{{job}} {{dependency}} down")]),
+    ("Rooms moved between tables per minute", "short", [
+        (f"sum(rate(paiju_table_rooms_handed_over_total{RATE})) * 60", "handed over (drain)"),
+        (f"sum(rate(paiju_table_rooms_adopted_total{RATE})) * 60", "adopted (table lost)"),
+        (f"sum(rate(paiju_table_rooms_rebuilt_total{RATE})) * 60", "rebuilt from the log")]),
+    ("Room-log appends retried (NATS leader elections) per minute", "short", [
+        (f"sum(rate(paiju_table_log_append_retries_total{RATE})) * 60", "retries")]),
     ("Lobby", None, None),
     ("Sessions", "short", [("sum(paiju_lobby_sessions)", "open sessions")]),
     ("Logins and kicks per minute", "short", [

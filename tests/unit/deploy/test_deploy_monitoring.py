@@ -95,7 +95,10 @@ def test_dashboard_covers_the_required_views() -> None:
                 "paiju_table_action_seconds", "paiju_table_log_append_seconds",
                 "paiju_table_arbiter_seconds", "paiju_table_arbiter_fallback_total",
                 "paiju_table_fanout_seconds", "paiju_table_rooms", "paiju_table_hands_total",
-                "paiju_table_settlements_total", "paiju_records_settlements_written_total"}
+                "paiju_table_settlements_total", "paiju_records_settlements_written_total",
+                "paiju_stream_replicas", "paiju_stream_replicas_target", "paiju_ready",
+                "paiju_dependency_up", "paiju_table_rooms_handed_over_total",
+                "paiju_table_rooms_adopted_total", "paiju_table_log_append_retries_total"}
     assert required <= used, sorted(required - used)
     grpc = [t["expr"] for p in dashboard_panels() for t in p["targets"]
             if "paiju_grpc_" in t["expr"]]
@@ -170,9 +173,13 @@ def test_alert_rules_use_existing_metrics(yaml) -> None:
     expected = {"PaijuArbiterFallbackRising": "paiju_table_arbiter_fallback_total",
                 "PaijuSettlementBacklog": "paiju_records_settlements_written_total",
                 "PaijuNoTablesRegistered": "paiju_table_rooms",
-                "PaijuActionLatencyHigh": "paiju_table_action_seconds_bucket"}
+                "PaijuActionLatencyHigh": "paiju_table_action_seconds_bucket",
+                "PaijuStreamReplicasBelowTarget": "paiju_stream_replicas_target",
+                "PaijuDependencyDown": "paiju_dependency_up"}
     for name, metric in expected.items():
         assert metric in rules[name]["expr"], name
+    assert "paiju_stream_replicas)" in rules["PaijuStreamReplicasBelowTarget"]["expr"]
+    assert rules["PaijuStreamReplicasBelowTarget"]["for"] == "5m"
     for name, rule in rules.items():
         assert USED.search(rule["expr"]) and not unknown_metrics(rule["expr"]), name
         assert balanced(rule["expr"]), name
@@ -207,5 +214,42 @@ def test_promtool_accepts_the_alerts_and_every_dashboard_expression(tmp_path: Pa
     path = tmp_path / "dashboard_rules.json"  # JSON is YAML: no PyYAML needed
     path.write_text(json.dumps(rules), encoding="utf-8")
     run = subprocess.run(["promtool", "check", "rules", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_replica_alert_fires_only_below_target(yaml, tmp_path: Path) -> None:
+    """PaijuStreamReplicasBelowTarget on sample series: ROOMLOG created R1 while R3 is
+    configured (as a table and a records pod report it) fires after 5 minutes; SETTLE at
+    its target does not; nor does a stream whose replicas were raised."""
+    series = [
+        ('paiju_stream_replicas{stream="ROOMLOG", pod="table-a"}', "1x10"),
+        ('paiju_stream_replicas{stream="ROOMLOG", pod="table-b"}', "1x10"),
+        ('paiju_stream_replicas_target{stream="ROOMLOG", pod="table-a"}', "3x10"),
+        ('paiju_stream_replicas_target{stream="ROOMLOG", pod="table-b"}', "3x10"),
+        ('paiju_stream_replicas{stream="SETTLE", pod="records-a"}', "3x10"),
+        ('paiju_stream_replicas_target{stream="SETTLE", pod="records-a"}', "3x10"),
+        ('paiju_stream_replicas{stream="KV_rooms", pod="table-a"}', "1 1 1 3 3 3 3 3 3 3 3"),
+        ('paiju_stream_replicas_target{stream="KV_rooms", pod="table-a"}', "3x10"),
+    ]
+    (rule,) = [r for g in load(yaml, DEPLOY / "prometheus" / "alerts.yml")["groups"]
+               for r in g["rules"] if r.get("alert") == "PaijuStreamReplicasBelowTarget"]
+    annotations = {k: v.replace("{{ $labels.stream }}", "ROOMLOG")
+                   for k, v in rule["annotations"].items()}
+    tests = {"rule_files": [str(DEPLOY / "prometheus" / "alerts.yml")],
+             "evaluation_interval": "1m",
+             "tests": [{"interval": "1m",
+                        "input_series": [{"series": s, "values": v} for s, v in series],
+                        "alert_rule_test": [
+                            {"eval_time": "3m", "alertname": "PaijuStreamReplicasBelowTarget",
+                             "exp_alerts": []},
+                            {"eval_time": "8m", "alertname": "PaijuStreamReplicasBelowTarget",
+                             "exp_alerts": [{"exp_labels": {"stream": "ROOMLOG",
+                                                            "severity": "critical"},
+                                             "exp_annotations": annotations}]}]}]}
+    path = tmp_path / "replicas_test.json"   # JSON is YAML
+    path.write_text(json.dumps(tests), encoding="utf-8")
+    run = subprocess.run(["promtool", "test", "rules", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
