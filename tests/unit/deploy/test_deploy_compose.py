@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.common.config import load_config
+from tests.unit.deploy.test_deploy_k8s import STOP_GRACE
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
 
@@ -108,3 +109,16 @@ def test_compose_mounts_exist_in_the_repository() -> None:
 def test_lobby_is_published_on_its_grpc_port() -> None:
     ports = compose()["services"]["lobby"]["ports"]
     assert f"{PROD['lobby']['port']}:{PROD['lobby']['port']}" in ports
+
+
+def test_stop_grace_periods_hold_each_drain() -> None:
+    """docker stop waits stop_grace_period (10 s by default) before SIGKILL: the table's
+    drain (rooms handed to other tables) and the lobby's (clients told to reconnect), then
+    the gRPC grace for open calls (5 s), must fit."""
+    services = compose()["services"]
+    for svc in SERVICES:
+        cfg = load_config(environ=environment(services[svc]))
+        drain = {"table": cfg.table.drain_seconds, "lobby": cfg.lobby.drain_seconds}.get(svc, 0)
+        period = services[svc].get("stop_grace_period", "10s")
+        seconds = int(re.fullmatch(r"(\d+)s", period).group(1))  # type: ignore[union-attr]
+        assert seconds >= drain + STOP_GRACE + 5, f"{svc}: {period} cannot hold its drain"
