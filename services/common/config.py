@@ -84,6 +84,8 @@ class TableConfig:
     arbiter_timeout_seconds: float = 0.5
     # SIGTERM: hand every room to a live table that is not draining, within this bound
     drain_seconds: float = 20.0
+    # between hands, seats not ready this long after a hand ended are readied (0 = never)
+    ready_seconds: float = 30.0
 
 
 def _dial(address: str, host: str, port: int) -> str:

@@ -50,7 +50,7 @@ class RoomActor:
     def __init__(self, room: Room, *, next_index: int, log_seq: int, append: Append, publish: Publish,
                  arbiter: Arbiter, bots: Callable[[str, Any, int], Action],
                  timers: dict[str, float], dismiss_seconds: float, idle_seconds: float,
-                 entrust_delay: float) -> None:
+                 entrust_delay: float, ready_seconds: float = 0.0) -> None:
         self.room = room
         self.next_index = next_index
         self.log_seq = log_seq          # stream sequence of this room's last log record
@@ -72,6 +72,11 @@ class RoomActor:
         self.entrust_due: float | None = None
         self.dismiss_deadline: float | None = None
         self.retry_due: float | None = None
+        # between hands, seats still not ready this long after a hand ended are readied (a
+        # player who missed the hand's end, say while his lobby or table moved, must not
+        # hold the room for ever); 0 = never
+        self.ready_seconds = ready_seconds
+        self.ready_deadline: float | None = None
         self.idle_seconds = idle_seconds
         self.idle_deadline = time.monotonic() + idle_seconds
         self._wake = asyncio.Event()
@@ -379,6 +384,7 @@ class RoomActor:
             await self._resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
         if room.can_start():
             await self._start_hand()
+        self._arm_ready_timeout()
         if room.in_hand():
             self.idle_deadline = time.monotonic() + self.idle_seconds  # idle counts between hands
             # the deadline belongs to the timer key: a new turn or phase, not every answer in
@@ -397,6 +403,23 @@ class RoomActor:
         else:
             self.deadline = self.entrust_due = None
         self._wake.set()
+
+    def _arm_ready_timeout(self) -> None:
+        room = self.room
+        between = (not room.closed and not room.in_hand() and room.dismiss is None
+                   and 0 < room.hand_no < room.total_hands)
+        if not between or self.ready_seconds <= 0:
+            self.ready_deadline = None
+        elif self.ready_deadline is None:
+            self.ready_deadline = time.monotonic() + self.ready_seconds
+
+    async def _ready_timeout(self) -> None:
+        """Ready every seat that is not (the room goes on; entrust plays for whoever is
+        away)."""
+        self.ready_deadline = None
+        for seat, s in enumerate(self.room.seats):
+            if s is not None and not s.ready and not self.room.in_hand():
+                await self.record({"t": "ready", "seat": seat, "ready": True, "by": "timeout"})
 
     async def _start_hand(self) -> None:
         room = self.room
@@ -467,6 +490,8 @@ class RoomActor:
                                "doc": "the room was not started in time" if not room.hand_no
                                else "the room sat between hands too long"})
             return
+        if self.ready_deadline is not None and now >= self.ready_deadline:
+            await self._ready_timeout()
         if self.entrust_due is not None and now >= self.entrust_due:
             self.entrust_due = None
             await self._auto_play()
@@ -485,7 +510,7 @@ class RoomActor:
         while True:
             idle = None if self.room.in_hand() else self.idle_deadline
             wakes = [t for t in (self.deadline, self.entrust_due, self.dismiss_deadline,
-                                 self.retry_due, idle) if t is not None]
+                                 self.retry_due, self.ready_deadline, idle) if t is not None]
             delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
             self._wake.clear()
             try:

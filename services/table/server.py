@@ -179,7 +179,8 @@ class TableCore:
             arbiter=self._resolve, bots=bot_move,
             timers=self._timers(),
             dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
-            idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds)
+            idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds,
+            ready_seconds=t.ready_seconds)
         room.geo_alert_meters = float(self.cfg.lobby.geo_alert_meters)
         self.rooms[room.room_id] = actor
         self.logless.discard(room.room_id)

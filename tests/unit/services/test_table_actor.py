@@ -47,11 +47,11 @@ async def no_arbiter(window: Any, rules: Any) -> None:
 
 
 def actor_for(room: Room, log: MemoryLog, timers: dict[str, float], entrust_delay: float = 0.0,
-              dismiss_seconds: float = 0.3) -> RoomActor:
+              dismiss_seconds: float = 0.3, ready_seconds: float = 0.0) -> RoomActor:
     return RoomActor(room, next_index=len(log.records), log_seq=len(log.records),
                      append=log.append, publish=no_publish, arbiter=no_arbiter, bots=bot_move,
                      timers=timers, dismiss_seconds=dismiss_seconds, idle_seconds=100,
-                     entrust_delay=entrust_delay)
+                     entrust_delay=entrust_delay, ready_seconds=ready_seconds)
 
 
 def command(uid: int, payload: Any) -> table_pb2.TableCommand:
@@ -306,4 +306,29 @@ async def test_offline_without_a_session_behaves_as_before() -> None:
     assert seat.online and seat.session == ""  # unknown now: any offline counts
     assert (await actor.submit("command", lobby_command("offline", 2, "other", 50.0))).code == 0
     assert not seat.online
+    await actor.stop()
+
+
+async def test_seats_not_ready_after_a_hand_are_readied_when_the_ready_timer_runs_out() -> None:
+    # a player who missed the end of a hand (his lobby died, his room moved) never readies:
+    # the room must not wait for him for ever; the next hand starts, entrust plays for him
+    room, actor, log = await seated_room(FAST, entrust_delay=0.01, ready_seconds=0.3)
+    await ready_all(actor)
+    for seat in range(4):
+        await actor.record({"t": "entrust", "seat": seat, "reason": "exit"})
+    actor.inbox.put_nowait(("tick", None, None))
+    assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 30)
+    ended = time.monotonic()
+    # nobody readies; the next hand starts by itself once the timer ran out
+    assert await eventually(lambda: room.hand_no == 2, 10)
+    assert time.monotonic() - ended >= 0.25
+    readied = [r for r in log.records if r["t"] == "ready" and r.get("by") == "timeout"]
+    assert sorted(r["seat"] for r in readied) == [0, 1, 2, 3]
+    await actor.stop()
+
+
+async def test_no_ready_timer_before_the_first_hand() -> None:
+    room, actor, log = await seated_room(FAST, ready_seconds=0.1)
+    await asyncio.sleep(0.5)
+    assert room.hand_no == 0 and not any(r["t"] == "ready" for r in log.records)
     await actor.stop()
