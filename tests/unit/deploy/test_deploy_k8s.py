@@ -478,3 +478,40 @@ def test_rendered_objects_match_the_kubernetes_schemas(overlay) -> None:
     _, objs = overlay
     for obj in objs:
         validator.validate(obj, "1.27.0", strict=True)
+
+
+RECOVERY_HEADER = "| fault | p50 | max | hands lost | hands doubled |"
+RECOVERY_FAULTS = ("NATS stream leader", "table", "lobby", "arbiter", "records",
+                   "rolling restart tables", "rolling restart lobbies")
+
+
+def test_the_readme_states_the_topology_failures_and_bounds_of_the_code() -> None:
+    """deploy/README.md's "Topology and failure" names the bounds that decide what players see,
+    with the values config/prod.toml and the manifests really have, and keeps a row per fault
+    of the chaos suite for the measured recovery times."""
+    import services.table.server as table_server
+
+    readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(readme.split())
+    section = readme.split("## Topology and failure", 1)[1].split("\n## ", 1)[0]
+    cfg = load_config("prod", environ={})
+    for key in ("table.drain_seconds", "lobby.drain_seconds", "table.lease_ttl_seconds",
+                "records.ack_wait_seconds", "nats.liveness_seconds",
+                "table.arbiter_timeout_seconds"):
+        section_name, name = key.split(".")
+        value = getattr(getattr(cfg, section_name), name)
+        assert f"`{key}` ({value:g} s)" in flat, key
+    assert f"up to {table_server.APPEND_RETRY_SECONDS:g} s (`APPEND_RETRY_SECONDS`)" in flat
+    objs = render(K8S / "overlays" / "prod")
+    pods = {svc: find(objs, "Deployment", svc)["spec"]["template"]["spec"] for svc in SERVICES}
+    graces = ", ".join(f"{svc} {pods[svc]['terminationGracePeriodSeconds']} s"
+                       for svc in ("table", "lobby", "records", "arbiter"))
+    assert f"`terminationGracePeriodSeconds` ({graces})" in flat
+    for needle in ("R3", "PodDisruptionBudget", "draining", "make chaos",
+                   "python -m bench.bench_chaos", "bench/reports/chaos.md"):
+        assert needle in section, needle
+    lines = section.splitlines()
+    start = lines.index(RECOVERY_HEADER)
+    rows = [line.split("|")[1].strip() for line in lines[start + 2:start + 2 + len(
+        RECOVERY_FAULTS)]]
+    assert tuple(rows) == RECOVERY_FAULTS
