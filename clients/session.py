@@ -1,5 +1,17 @@
 """A client session on the lobby's Connect stream: numbered requests with awaited replies,
-and every push in one queue. Shared by the robots and the terminal client."""
+and every push in one queue. Shared by the robots and the terminal client.
+
+A session may know several lobby addresses (``"a:50051,b:50051"`` or a list). When its
+stream ends without a KickOut (the lobby was killed, or it sent a ``Reconnect`` frame because
+it is draining), :meth:`LobbySession.reconnect` opens a stream to the next address, after a
+pause (the lobby's ``after_ms``, then an exponential backoff with jitter), and logs in again:
+the lobby then resumes the seat (LoginOk.room, then the room's snapshot as pushes). It gives
+up with :class:`GaveUp` after ``Backoff.give_up`` seconds.
+
+``pushes`` gets every frame that is not the reply to a request, and ``None`` when the current
+stream ends; the streams tried during a reconnect that did not get as far as a LoginOk put
+nothing there (their failure is the reconnect's business).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +19,25 @@ import asyncio
 import hashlib
 import hmac
 import itertools
+import logging
+import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from google.protobuf.message import Message
 
 from paiju import frames
-from paiju.v1 import client_pb2, lobby_pb2_grpc
+from paiju.v1 import client_pb2, common_pb2, lobby_pb2_grpc
 from paiju.v1 import lobby_msgs_pb2 as lm
+
+log = logging.getLogger("paiju.client")
+
+# a login refused for these reasons is not retried: the credentials will not get better
+FINAL_LOGIN_CODES = frozenset({common_pb2.ERR_BAD_TOKEN, common_pb2.ERR_TOKEN_EXPIRED})
+LOGIN_TIMEOUT = 10.0
 
 
 def mint_token(user_id: int, secret: str, ttl: int = 86400) -> str:
@@ -25,14 +46,60 @@ def mint_token(user_id: int, secret: str, ttl: int = 86400) -> str:
     return f"{body}.{hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()}"
 
 
+def lobby_addresses(address: str | Sequence[str]) -> list[str]:
+    """Lobby addresses from ``"host:port"``, ``"a:1,b:2"`` or a list of either."""
+    items = [address] if isinstance(address, str) else list(address)
+    out = [a.strip() for item in items for a in item.split(",") if a.strip()]
+    if not out:
+        raise ValueError("no lobby address given")
+    return out
+
+
+def rotated(addresses: Sequence[str], by: int) -> list[str]:
+    """``addresses`` starting at index ``by`` (modulo their number), the others after."""
+    n = by % len(addresses)
+    return [*addresses[n:], *addresses[:n]]
+
+
 class SessionClosed(Exception):
     pass
 
 
+class GaveUp(SessionClosed):
+    """No lobby took the session back within the reconnect bound."""
+
+
+class LoginRefused(SessionClosed):
+    """The lobby refused the login itself (a bad or expired token): retrying cannot help."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"login refused: {code} {message}")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Pauses between reconnect attempts: ``first`` seconds doubling up to ``longest``,
+    each drawn at random between half and all of that (jitter, so clients sent away together
+    do not come back together), for at most ``give_up`` seconds in all."""
+
+    first: float = 0.2
+    longest: float = 3.0
+    give_up: float = 60.0
+
+    def pause(self, attempt: int, rng: random.Random | None = None) -> float:
+        """The pause before attempt ``attempt`` (1 = the first retry)."""
+        ceiling = min(self.longest, self.first * 2 ** max(0, attempt - 1))
+        return ceiling * (rng or random).uniform(0.5, 1.0)
+
+
 class LobbySession:
-    def __init__(self, address: str) -> None:
-        self.address = address
-        self.channel = grpc.aio.insecure_channel(address)
+    def __init__(self, address: str | Sequence[str], *, backoff: Backoff | None = None) -> None:
+        self.addresses = lobby_addresses(address)
+        self.address = self.addresses[0]
+        self.backoff = backoff or Backoff()
+        self._index = 0
+        self.channel = grpc.aio.insecure_channel(self.address)
         self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
         self._seq = itertools.count(1)
         self._out: asyncio.Queue[client_pb2.ClientFrame | None] = asyncio.Queue()
@@ -42,32 +109,50 @@ class LobbySession:
         self._reader: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
         self.received: list[client_pb2.ServerFrame] = []
+        self.kicked = False                 # a KickOut came: another login replaced us
+        self.reconnect_after = 0.0          # the lobby's Reconnect.after_ms, in seconds
+        self.reconnects = 0                 # streams taken back by reconnect()
+        self._attempting = False            # inside reconnect(): streams not yet logged in
 
-    async def _requests(self) -> AsyncIterator[client_pb2.ClientFrame]:
-        while (frame := await self._out.get()) is not None:
+    async def _requests(self, out: asyncio.Queue[client_pb2.ClientFrame | None],
+                        ) -> AsyncIterator[client_pb2.ClientFrame]:
+        while (frame := await out.get()) is not None:
             yield frame
 
     async def open(self) -> None:
-        self._call = self.stub.Connect(self._requests())
-        self._reader = asyncio.create_task(self._read())
+        self.closed.clear()
+        self._call = self.stub.Connect(self._requests(self._out))
+        # a stream opened by reconnect() speaks to ``pushes`` only once it is logged in
+        self._reader = asyncio.create_task(self._read(self._call, self._waiting,
+                                                      announced=not self._attempting))
 
-    async def _read(self) -> None:
+    async def _read(self, call: Any, waiting: dict[int, asyncio.Future[Any]], *,
+                    announced: bool) -> None:
         try:
-            async for frame in self._call:
+            async for frame in call:
                 self.received.append(frame)
-                fut = self._waiting.pop(frame.reply_to, None) if frame.reply_to else None
+                kind = frame.WhichOneof("payload")
+                if kind == "kick_out":
+                    self.kicked = True
+                elif kind == "reconnect":
+                    self.reconnect_after = frame.reconnect.after_ms / 1000
+                elif kind == "login_ok":
+                    announced = True
+                fut = waiting.pop(frame.reply_to, None) if frame.reply_to else None
                 if fut is not None and not fut.done():
                     fut.set_result(frame)
-                else:
+                elif announced:
                     await self.pushes.put(frame)
         except grpc.aio.AioRpcError:
             pass
         finally:
             self.closed.set()
-            for fut in self._waiting.values():
+            for fut in waiting.values():
                 if not fut.done():
                     fut.set_exception(SessionClosed("the lobby closed the stream"))
-            await self.pushes.put(None)
+            waiting.clear()
+            if announced:
+                await self.pushes.put(None)
 
     async def request(self, payload: Message | client_pb2.ClientFrame,
                       timeout: float = 15) -> client_pb2.ServerFrame:
@@ -79,7 +164,10 @@ class LobbySession:
         fut: asyncio.Future[client_pb2.ServerFrame] = asyncio.get_running_loop().create_future()
         self._waiting[frame.seq] = fut
         await self._out.put(frame)
-        return await asyncio.wait_for(fut, timeout)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self._waiting.pop(frame.seq, None)
 
     async def send(self, payload: Message | client_pb2.ClientFrame) -> int:
         frame = payload if isinstance(payload, client_pb2.ClientFrame) else frames.client_frame(payload)
@@ -87,10 +175,12 @@ class LobbySession:
         await self._out.put(frame)
         return frame.seq
 
-    async def login(self, token: str, **fields: Any) -> client_pb2.ServerFrame:
-        return await self.request(lm.Login(token=token, **fields))
+    async def login(self, token: str, timeout: float = 15,
+                    **fields: Any) -> client_pb2.ServerFrame:
+        return await self.request(lm.Login(token=token, **fields), timeout=timeout)
 
-    async def close(self) -> None:
+    # ------------------------------------------------------------------ reconnecting
+    async def _end_stream(self) -> None:
         await self._out.put(None)
         if self._call is not None:
             self._call.cancel()
@@ -99,4 +189,59 @@ class LobbySession:
                 await asyncio.wait_for(self._reader, 2)
             except (TimeoutError, asyncio.CancelledError):
                 pass
+
+    async def reopen(self) -> None:
+        """End the current stream and open one to the next lobby address (the same one when
+        there is only one)."""
+        await self._end_stream()
+        self._index = (self._index + 1) % len(self.addresses)
+        if self.addresses[self._index] != self.address:
+            await self.channel.close()
+            self.address = self.addresses[self._index]
+            self.channel = grpc.aio.insecure_channel(self.address)
+            self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
+        self._out = asyncio.Queue()
+        self._waiting = {}
+        self.kicked = False
+        await self.open()
+
+    async def reconnect(self, token: Callable[[], str], **fields: Any) -> client_pb2.ServerFrame:
+        """Take the session back after its stream ended without a kick: wait (the lobby's
+        ``after_ms`` first, then the backoff), open a stream to the next address and log in
+        again, until a LoginOk (returned; the seat's snapshot follows as pushes). LoginRefused
+        when a lobby refuses the token, GaveUp after ``backoff.give_up`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.backoff.give_up
+        pause = self.reconnect_after
+        attempt, last = 0, "no attempt"
+        self._attempting = True
+        try:
+            while True:
+                await asyncio.sleep(pause)
+                attempt += 1
+                self.reconnect_after = 0.0
+                await self.reopen()
+                try:
+                    reply = await self.login(token(), timeout=LOGIN_TIMEOUT, **fields)
+                except (SessionClosed, TimeoutError) as exc:
+                    last = f"{self.address}: {exc or 'no answer'}"
+                else:
+                    if reply.WhichOneof("payload") == "login_ok":
+                        self.reconnects += 1
+                        log.info("reconnected to %s after %d attempt(s)", self.address, attempt)
+                        return reply
+                    code, message = reply.ret.code, reply.ret.message
+                    if code in FINAL_LOGIN_CODES:
+                        raise LoginRefused(code, message)
+                    last = f"{self.address}: {code} {message}"
+                pause = max(self.backoff.pause(attempt), self.reconnect_after)
+                if loop.time() + pause > deadline:
+                    raise GaveUp(f"no lobby of {','.join(self.addresses)} took the session back "
+                                 f"in {self.backoff.give_up:g} s (last: {last})")
+                log.info("reconnect attempt %d failed (%s), again in %.2f s", attempt, last, pause)
+        finally:
+            self._attempting = False
+
+    async def close(self) -> None:
+        await self._end_stream()
         await self.channel.close()

@@ -238,17 +238,54 @@ class CliApp:
 
     # ------------------------------------------------------------------ pushes
     async def _pushes(self) -> None:
-        while (frame := await self.session.pushes.get()) is not None:
+        while True:
+            frame = await self.session.pushes.get()
+            if frame is None:   # the stream ended: a kick ends the client, anything else
+                if self.session.kicked or not await self._reconnect():   # is taken back
+                    break
+                continue
             try:
                 self._on_push(frame)
-                if frame.WhichOneof("payload") == "prompt" and self.opt.auto:
+                kind = frame.WhichOneof("payload")
+                if kind == "prompt" and self.opt.auto:
                     await self._auto_answer(frame.prompt)
                 elif self._is_hand_over(frame) and self.opt.auto and self._more_hands():
+                    await self.session.send(lm.AskReady(is_ready=True))
+                elif kind == "room_joined" and self.opt.auto and self._ready_again(frame):
                     await self.session.send(lm.AskReady(is_ready=True))
             except (SessionClosed, TimeoutError) as exc:
                 self.out(f"lobby did not answer: {exc or 'timeout'}")
         self.out("the lobby closed the connection")
         self.done.set()
+
+    async def _reconnect(self) -> bool:
+        """Log in again (on the next lobby address when there are several) and resume the
+        seat; False when no lobby took the session back."""
+        self.out(f"lost the lobby at {self.session.address}: reconnecting...")
+        try:
+            reply = await self.session.reconnect(
+                lambda: mint_token(self.opt.user, self.opt.secret),
+                nickname=f"player{self.opt.user}")
+        except SessionClosed as exc:
+            self.out(f"could not reconnect: {exc}")
+            return False
+        ok = reply.login_ok
+        self.out(f"reconnected to {self.session.address}")
+        if ok.room.room_id:
+            self.at.room, self.at.prompt = ok.room, None   # the snapshot follows
+        elif self.at.room is not None:
+            self.out(f"room {self.at.room.room_id} ended while you were away")
+            self.at = Seat()
+            self.room_closed.set()
+        return True
+
+    def _ready_again(self, frame: client_pb2.ServerFrame) -> bool:
+        """A snapshot after a reconnect shows our room between hands and us not ready."""
+        room = frame.room_joined.room
+        between = room.status in (common_pb2.ROOM_WAITING, common_pb2.ROOM_HAND_OVER)
+        me = next((p for p in room.players if p.user_id == self.opt.user), None)
+        return (between and room.cur_hand > 0 and me is not None and not me.ready
+                and room.cur_hand < room.total_hands)
 
     async def _auto_answer(self, prompt: g.Prompt) -> None:
         action = choose(prompt.game, prompt, "greedy")

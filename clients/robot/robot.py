@@ -6,11 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from clients.robot.view import choose
-from clients.session import LobbySession, mint_token
+from clients.session import (
+    Backoff,
+    LobbySession,
+    SessionClosed,
+    lobby_addresses,
+    mint_token,
+    rotated,
+)
 from games.rng import Stream
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
@@ -19,6 +27,13 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 log = logging.getLogger("paiju.robot")
 
 ROOM_WAIT_SECONDS = 30.0   # how long run_tables waits for a creator's room before giving up
+# longer than the lobby's bound on following a room between tables (services/lobby/app.py)
+REQUEST_TIMEOUT = 30.0
+READY_TRIES = 40           # a ready refused as "a moment" is asked again (about a minute)
+# "a moment": the room is moving between tables, or a backend did not answer
+TRANSIENT = frozenset({common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_UNAVAILABLE})
+# room statuses between two hands (the next one waits for every seat's ready)
+BETWEEN_HANDS = frozenset({common_pb2.ROOM_WAITING, common_pb2.ROOM_HAND_OVER})
 
 GAMES = {"xuezhan": common_pb2.XUEZHAN, "changsha": common_pb2.CHANGSHA,
          "dadun": common_pb2.DADUN}
@@ -33,6 +48,7 @@ class RobotStats:
     rooms: list[int] = field(default_factory=list)
     closed_reason: int | None = None
     received: list[client_pb2.ServerFrame] = field(default_factory=list)
+    reconnects: int = 0     # times the robot logged in again after its stream ended
 
 
 def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
@@ -52,86 +68,208 @@ def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
 
 
 class Robot:
-    def __init__(self, address: str, user_id: int, game: str, secret: str, *,
+    """``address``: one lobby address, several comma-separated, or a list; when the stream
+    ends without a KickOut (a lobby killed, or draining) the robot logs in again on the next
+    one (clients/session.py), resumes its seat from the snapshot and plays on."""
+
+    def __init__(self, address: str | Sequence[str], user_id: int, game: str, secret: str, *,
                  policy: str = "greedy", room_id: int = 0, create: dict[str, Any] | None = None,
-                 seed: int = 0, lat: float = 0.0, lng: float = 0.0) -> None:
-        self.address, self.user_id, self.game = address, user_id, game
+                 seed: int = 0, lat: float = 0.0, lng: float = 0.0,
+                 backoff: Backoff | None = None) -> None:
+        self.addresses = lobby_addresses(address)
+        self.address = self.addresses[0]
+        self.user_id, self.game = user_id, game
         self.secret, self.policy = secret, policy
         self.room_id, self.create = room_id, create
         self.stream = Stream(seed or user_id)
         self.lat, self.lng = lat, lng
+        self.backoff = backoff
         self.stats = RobotStats(user_id=user_id)
         self.session: LobbySession | None = None
         self.seated = asyncio.Event()   # set once ``room_id`` is the room this robot sits in
+        self.hands_over: set[int] = set()   # hand numbers seen over (counted once each)
+        self._readying: asyncio.Task[None] | None = None
+        self._max_hands = 0
+
+    def _login_fields(self) -> dict[str, Any]:
+        return {"nickname": f"robot{self.user_id}", "lat": self.lat, "lng": self.lng}
+
+    def _token(self) -> str:
+        return mint_token(self.user_id, self.secret)
 
     async def run(self, max_hands: int = 0) -> RobotStats:
         """Play until the room closes (or ``max_hands`` hands); returns what happened."""
-        self.session = s = LobbySession(self.address)
+        self._max_hands = max_hands
+        self.session = s = LobbySession(self.addresses, backoff=self.backoff)
         await s.open()
         try:
-            reply = await s.login(mint_token(self.user_id, self.secret), nickname=f"robot{self.user_id}",
-                                  lat=self.lat, lng=self.lng)
+            reply = await s.login(self._token(), **self._login_fields())
             if reply.WhichOneof("payload") != "login_ok":
                 raise RuntimeError(f"login refused: {reply.ret.code} {reply.ret.message}")
-            if reply.login_ok.room.room_id:  # still seated from before: resume that room
-                self.room_id = reply.login_ok.room.room_id
-            elif self.create is not None:
-                created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
-                self._check(created, "create room")
-                self.room_id = created.room_joined.room.room_id
-            else:
-                joined = await s.request(lm.JoinRoom(room_id=self.room_id, game=GAMES[self.game]))
-                self._check(joined, "join room")
-                self.room_id = joined.room_joined.room.room_id
-            self.stats.rooms.append(self.room_id)
-            self.seated.set()
-            await s.request(lm.AskReady(is_ready=True))
+            while True:
+                try:
+                    await self._take_seat(reply)
+                    break
+                except SessionClosed:   # the lobby went away before the robot sat down
+                    if s.kicked:
+                        raise
+                    reply = await self._reconnect()
             await self._play(max_hands)
         finally:
+            if self._readying is not None:
+                self._readying.cancel()
+            self.stats.reconnects = s.reconnects
             await s.close()
             self.stats.received = s.received
         return self.stats
+
+    async def _take_seat(self, reply: client_pb2.ServerFrame) -> None:
+        """Resume the seat LoginOk names, else create or join the room; then ready."""
+        s = self.session
+        assert s is not None
+        if reply.login_ok.room.room_id:  # still seated from before: resume that room
+            self.room_id = reply.login_ok.room.room_id
+        elif self.create is not None and not self.seated.is_set():
+            created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
+            self._check(created, "create room")
+            self.room_id = created.room_joined.room.room_id
+        else:
+            joined = await s.request(lm.JoinRoom(room_id=self.room_id, game=GAMES[self.game]))
+            self._check(joined, "join room")
+            self.room_id = joined.room_joined.room.room_id
+        if not self.stats.rooms or self.stats.rooms[-1] != self.room_id:
+            self.stats.rooms.append(self.room_id)
+        self.seated.set()
+        self._start_ready()
+
+    async def _reconnect(self) -> client_pb2.ServerFrame:
+        s = self.session
+        assert s is not None
+        log.info("robot %d: stream ended, reconnecting", self.user_id)
+        return await s.reconnect(self._token, **self._login_fields())
 
     def _check(self, frame: client_pb2.ServerFrame, what: str) -> None:
         if frame.WhichOneof("payload") == "ret" and frame.ret.code:
             raise RuntimeError(f"{what}: {frame.ret.code} {frame.ret.message}")
 
-    async def _play(self, max_hands: int) -> None:
+    async def _play(self, max_hands: int) -> bool:
+        """Answer prompts and ready after each hand until the room closes, a kick, or
+        ``max_hands``; a stream that ends otherwise is taken back (reconnect and resume).
+        True when it stopped at ``max_hands``."""
         s = self.session
         assert s is not None
         while True:
             frame = await s.pushes.get()
             if frame is None:
-                return
+                if s.kicked:
+                    return False
+                reply = await self._reconnect()
+                if not reply.login_ok.room.room_id:   # the room ended while we were away
+                    log.info("robot %d: room %d ended while away", self.user_id, self.room_id)
+                    return False
+                self.room_id = reply.login_ok.room.room_id
+                continue
             self.stats.frames += 1
             kind = frame.WhichOneof("payload")
             if kind == "prompt":
                 await self._answer(frame)
             elif kind == "notice_dismiss" and frame.notice_dismiss.dismissed:
                 self.stats.closed_reason = frame.notice_dismiss.reason
-                return
+                return False
             elif kind == "kick_out":
-                return
+                return False
+            elif kind == "room_joined":
+                self._resumed(frame.room_joined)
             elif self._hand_over(frame):
-                self.stats.hands += 1
-                if max_hands and self.stats.hands >= max_hands:
-                    return
-                await s.send(lm.AskReady(is_ready=True))
+                if self._count_hand(frame) and max_hands and self.stats.hands >= max_hands:
+                    return True
+                self._start_ready()
 
     @staticmethod
     def _hand_over(frame: client_pb2.ServerFrame) -> bool:
         return frames.hand_over_data(frame) is not None
 
+    def _count_hand(self, frame: client_pb2.ServerFrame) -> bool:
+        """Count a hand once, however often its end is seen (a resume may show it again);
+        True when it is new."""
+        hand = hand_number(frame)
+        if hand is None:  # no number to tell it by: count it
+            self.stats.hands += 1
+            return True
+        if hand in self.hands_over:
+            return False
+        self.hands_over.add(hand)
+        self.stats.hands = len(self.hands_over)
+        return True
+
+    def _resumed(self, joined: Any) -> None:
+        """A snapshot after a reconnect: the hands over meanwhile count, and between hands
+        the robot readies again (the room waits for every seat's ready)."""
+        room = joined.room
+        if room.room_id != self.room_id:
+            return
+        between = room.status in BETWEEN_HANDS
+        for hand in range(1, room.cur_hand + (1 if between else 0)):
+            self.hands_over.add(hand)
+        if self.hands_over:
+            self.stats.hands = len(self.hands_over)
+        me = next((p for p in room.players if p.user_id == self.user_id), None)
+        more = not self._max_hands or self.stats.hands < self._max_hands
+        if between and more and (me is None or not me.ready):
+            self._start_ready()
+
+    def _start_ready(self) -> None:
+        if self._readying is not None and not self._readying.done():
+            return
+        self._readying = asyncio.create_task(self._ready())
+
+    async def _ready(self) -> None:
+        """Ready for the next hand; a room moving between tables (or a table that did not
+        answer) is asked again in a moment. A stream that ends meanwhile leaves it to the
+        resume after the reconnect."""
+        s = self.session
+        assert s is not None
+        for attempt in range(READY_TRIES):
+            try:
+                reply = await s.request(lm.AskReady(is_ready=True), timeout=REQUEST_TIMEOUT)
+            except (SessionClosed, TimeoutError):
+                return
+            code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
+            if code not in TRANSIENT:
+                return  # ok; or a hand already running, or the room gone: nothing to redo
+            await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+
     async def _answer(self, frame: client_pb2.ServerFrame) -> None:
         s = self.session
         assert s is not None
         action = choose(self.game, frame.prompt, self.policy, self.stream)
-        reply = await s.request(action_frame(self.game, action.to_dict()))
+        try:
+            reply = await s.request(action_frame(self.game, action.to_dict()),
+                                    timeout=REQUEST_TIMEOUT)
+        except SessionClosed:
+            return   # the stream ended: the reconnect resumes, a new prompt follows
+        except TimeoutError:
+            self.stats.errors.append(f"timeout: no answer to {action.kind}")
+            return
         if reply.WhichOneof("payload") == "ret" and reply.ret.code:
             # a stale prompt (the decision moved on) is normal under entrust; record the rest
             self.stats.errors.append(f"{reply.ret.code} {reply.ret.message}")
             log.info("action refused: %s %s (%s)", reply.ret.code, reply.ret.message,
                      json.dumps(action.to_dict()))
+
+
+def hand_number(frame: client_pb2.ServerFrame) -> int | None:
+    """The hand a hand-over frame ends: from its event_uid ("room:hand:index"), else its
+    payload; None when neither says."""
+    parts = frame.event_uid.split(":")
+    if len(parts) == 3 and parts[1].isascii() and parts[1].isdigit() and int(parts[1]) > 0:
+        return int(parts[1])
+    kind = frame.WhichOneof("payload")
+    if kind == "mj_hand_over" and frame.mj_hand_over.hand_no:
+        return frame.mj_hand_over.hand_no
+    if kind == "dd_small_settlement" and frame.dd_small_settlement.now:
+        return frame.dd_small_settlement.now
+    return None
 
 
 async def room_of(creator: Robot, task: asyncio.Task[RobotStats],
@@ -153,18 +291,23 @@ async def room_of(creator: Robot, task: asyncio.Task[RobotStats],
     raise RuntimeError(f"robot {creator.user_id} had no room after {timeout:g} s")
 
 
-async def run_tables(address: str, game: str, tables: int, secret: str, *, hands: int,
-                     first_uid: int = 900000, policy: str = "greedy",
+async def run_tables(address: str | Sequence[str], game: str, tables: int, secret: str, *,
+                     hands: int, first_uid: int = 900000, policy: str = "greedy",
                      room_wait: float = ROOM_WAIT_SECONDS) -> list[RobotStats]:
     """``tables`` rooms of four robots each: the first robot creates, three join it once it
     has its room. A creator without a room (refused, or none after ``room_wait`` seconds)
-    leaves its table unplayed: four results with the error, never robots sent elsewhere."""
+    leaves its table unplayed: four results with the error, never robots sent elsewhere.
+
+    ``address`` may name several lobbies (a list, or comma-separated): robot ``i`` (counted
+    over all tables) starts on the ``i``-th lobby (modulo their number) and fails over to the
+    others in order, so the robots are spread over the lobbies."""
+    addresses = lobby_addresses(address)
     results: list[RobotStats] = []
     tasks: list[asyncio.Task[RobotStats]] = []
     failed: list[RobotStats] = []
     for t in range(tables):
         base = first_uid + t * 4
-        creator = Robot(address, base, game, secret, policy=policy,
+        creator = Robot(rotated(addresses, t * 4), base, game, secret, policy=policy,
                         create={"base_score": 1, "total_hands": hands})
         session_task = asyncio.create_task(creator.run())
         tasks.append(session_task)
@@ -175,7 +318,8 @@ async def run_tables(address: str, game: str, tables: int, secret: str, *, hands
             failed.extend(RobotStats(user_id=base + i, errors=[f"no room to join: {exc}"])
                           for i in (1, 2, 3))
             continue
-        others = [Robot(address, base + i, game, secret, policy=policy, room_id=room_id)
+        others = [Robot(rotated(addresses, t * 4 + i), base + i, game, secret, policy=policy,
+                        room_id=room_id)
                   for i in (1, 2, 3)]
         tasks.extend(asyncio.create_task(r.run()) for r in others)
     for result in await asyncio.gather(*tasks, return_exceptions=True):

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from clients.cli.app import CliApp, Options
+from clients.session import GaveUp
 from games.dadun import game as dadun
 from games.mahjong import changsha, xuezhan
 from paiju import frames
@@ -17,12 +18,24 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 
 
 class FakeSession:
-    """Answers every request with ``reply`` (an ok Return unless told otherwise)."""
+    """Answers every request with ``reply`` (an ok Return unless told otherwise). A stream
+    that ends (None pushed) is taken back by ``reconnect`` with the next of ``logins`` (a
+    LoginOk frame); with none left, no lobby takes it back (GaveUp)."""
 
     def __init__(self) -> None:
         self.sent: list[client_pb2.ClientFrame] = []
         self.reply: client_pb2.ServerFrame = frames.ok_frame(0)
         self.pushes: asyncio.Queue[client_pb2.ServerFrame | None] = asyncio.Queue()
+        self.kicked = False
+        self.address = "127.0.0.1:1"
+        self.logins: list[client_pb2.ServerFrame] = []
+        self.tokens: list[str] = []
+
+    async def reconnect(self, token: Any, **fields: Any) -> client_pb2.ServerFrame:
+        self.tokens.append(token())
+        if not self.logins:
+            raise GaveUp("no lobby took the session back in 60 s")
+        return self.logins.pop(0)
 
     async def request(self, payload: Any, timeout: float = 15) -> client_pb2.ServerFrame:
         frame = payload if isinstance(payload, client_pb2.ClientFrame) else frames.client_frame(payload)
@@ -182,3 +195,45 @@ async def test_robots_fill_only_the_free_seats_of_the_room(monkeypatch: Any) -> 
     await app.handle_line("robots")
     assert out[-1] == "? room 111111 has no free seat"
     assert len(joined) == 3
+
+
+async def test_a_lost_stream_is_taken_back_and_the_seat_resumed_then_readied() -> None:
+    app, session, out = make_app(auto=True)
+    seat_in_room(app, common_pb2.XUEZHAN, total_hands=3)
+    room = common_pb2.RoomInfo(room_id=111111, game=common_pb2.XUEZHAN, total_hands=3,
+                               cur_hand=1, status=common_pb2.ROOM_HAND_OVER,
+                               players=[common_pb2.PlayerInfo(user_id=1001, seat=0)])
+    session.logins.append(frames.server_frame(lm.LoginOk(
+        player=common_pb2.PlayerInfo(user_id=1001, seat=0), room=room)))
+    for frame in (frames.server_frame(lm.Reconnect(reason="draining", after_ms=10)), None,
+                  frames.server_frame(lm.RoomJoined(room=room, seat=0)), None):
+        await session.pushes.put(frame)
+    await app._pushes()
+    assert len(session.tokens) == 2 and session.tokens[0].startswith("1001.")
+    assert "lost the lobby at 127.0.0.1:1: reconnecting..." in out
+    assert "reconnected to 127.0.0.1:1" in out
+    # the snapshot shows the room between hands and us not ready: ready again
+    assert [f.WhichOneof("payload") for f in session.sent] == ["ask_ready"]
+    assert out[-2].startswith("could not reconnect: no lobby took the session back")
+    assert out[-1] == "the lobby closed the connection" and app.done.is_set()
+
+
+async def test_a_kicked_session_is_not_taken_back() -> None:
+    app, session, out = make_app()
+    session.kicked = True
+    session.logins.append(frames.server_frame(lm.LoginOk()))
+    await session.pushes.put(None)
+    await app._pushes()
+    assert session.tokens == [] and app.done.is_set()
+
+
+async def test_a_room_that_ended_while_away_frees_the_seat() -> None:
+    app, session, out = make_app()
+    seat_in_room(app, common_pb2.DADUN)
+    session.logins.append(frames.server_frame(lm.LoginOk(
+        player=common_pb2.PlayerInfo(user_id=1001, seat=-1))))
+    await session.pushes.put(None)
+    await session.pushes.put(None)
+    await app._pushes()
+    assert "room 111111 ended while you were away" in out
+    assert app.at.room is None and app.room_closed.is_set()
