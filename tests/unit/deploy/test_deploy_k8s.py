@@ -197,14 +197,16 @@ def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
 
 
 def assert_dials_service(objs: list[dict], cfg: Config, svc: str) -> None:
-    """A client pod's configuration dials the Service of ``svc`` on its gRPC port by the
-    address key; the host key (a bind address) is left as config/<env>.toml has it."""
+    """A client pod's configuration dials the headless Service of ``svc`` (a DNS name with
+    every ready pod, which the caller's gRPC channel balances round robin) on its gRPC port
+    by the address key; the host key (a bind address) is left as config/<env>.toml has it."""
     section = cfg.service(svc)
     bind = load_config(cfg.env, environ={}).service(svc).host
     assert section.host == bind, "dial through ADDRESS, not HOST"
     host, _, dial_port = section.address.rpartition(":")
     service = find(objs, "Service", host)
-    assert host == svc and service["spec"]["selector"]["app.kubernetes.io/name"] == svc
+    assert host == f"{svc}-headless" and service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": svc}
     assert int(dial_port) == PROD[svc]["port"]
     assert int(dial_port) in [p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"]
 
