@@ -26,23 +26,72 @@ const OVERTAKEN = new Set([
   9892,   // DD_STALE_TOKEN: the out-token was already used
   9895,   // DD_HAND_OVER
 ]);
+// A socket that closes without a kick (the lobby stopped, or it sent a Reconnect frame
+// because it is draining) is opened again on the same origin, where the load balancer
+// picks a live lobby, and the client logs in again with the token it has: the lobby resumes
+// its seat (login_ok.room, then the room's snapshot). Pauses: the lobby's after_ms first,
+// then FIRST ms doubling up to LONGEST, each a random half to all of that; after GIVE_UP ms
+// without a login the client stops and says so.
+const RECONNECT = {FIRST: 200, LONGEST: 3000, GIVE_UP: 60000};
+// a login refused for these reasons is not retried (ERR_BAD_TOKEN, ERR_TOKEN_EXPIRED)
+const FINAL_LOGIN_CODES = new Set([1003, 1004]);
 const app = {ws: null, seq: 0, me: 0, seat: -1, room: null, rooms: new Map(),
   deadline: 0, beat: null, payments: [], onRet: new Map(), names: new Map(),
-  lastRoom: 0, dismissDeadline: 0, prompt: null, answers: new Set()};
+  lastRoom: 0, dismissDeadline: 0, prompt: null, answers: new Set(),
+  login: null, loginSeq: 0, kicked: false, reconnectAfter: 0,
+  retry: {attempt: 0, since: 0, timer: null}};
 
 // ------------------------------------------------------------------ connection
 function connect(token, nickname) {
+  clearTimeout(app.retry.timer);
+  app.retry = {attempt: 0, since: 0, timer: null};
+  app.login = {token, nickname};
+  app.kicked = false;
+  app.reconnectAfter = 0;
+  open();
+}
+
+function open() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${scheme}://${location.host}/ws?format=json`);
   app.ws = ws;
-  ws.onopen = () => { status("connected"); send("login", {token, nickname}); };
+  ws.onopen = () => {
+    status(app.retry.attempt ? "connected again, logging in" : "connected");
+    app.loginSeq = send("login", app.login);
+  };
   ws.onmessage = (ev) => handle(JSON.parse(ev.data));
   ws.onclose = () => {
-    status("disconnected");
+    if (app.ws !== ws) return;   // a socket already replaced
     clearInterval(app.beat);
     app.answers.clear();
-    show("login-panel", true);
+    app.onRet.clear();
+    clearActions();
+    if (app.kicked || !app.login) {
+      status("disconnected");
+      show("login-panel", true);
+      return;
+    }
+    reconnectLater();
   };
+}
+
+// The next try to open the socket and log in again, or giving up after GIVE_UP ms.
+function reconnectLater() {
+  const r = app.retry;
+  if (!r.since) r.since = Date.now();
+  r.attempt += 1;
+  const ceiling = Math.min(RECONNECT.LONGEST, RECONNECT.FIRST * 2 ** (r.attempt - 1));
+  const pause = Math.max(app.reconnectAfter, ceiling * (0.5 + Math.random() / 2));
+  app.reconnectAfter = 0;
+  if (Date.now() + pause - r.since > RECONNECT.GIVE_UP) {
+    app.retry = {attempt: 0, since: 0, timer: null};
+    status("disconnected");
+    error("the lobby cannot be reached: log in again later");
+    show("login-panel", true);
+    return;
+  }
+  status(`connection lost: reconnecting in ${(pause / 1000).toFixed(1)} s`);
+  r.timer = setTimeout(open, pause);
 }
 
 function send(name, body) {
@@ -71,6 +120,9 @@ function handle(frame) {
 const HANDLERS = {
   ret(r, frame) {
     const code = Number(r.code || 0);
+    if (Number(frame.reply_to) === app.loginSeq && FINAL_LOGIN_CODES.has(code)) {
+      app.login = null;   // the token will not get better: no reconnect
+    }
     const answered = app.answers.delete(Number(frame.reply_to));
     if (answered && OVERTAKEN.has(code)) log(`too late, the game moved on: ${r.message || code}`);
     else if (code) error(`error ${code}: ${r.message || ""}`);
@@ -79,18 +131,30 @@ const HANDLERS = {
     if (onRet) onRet(r);
   },
   login_ok(ok, frame) {
+    const again = app.retry.attempt > 0;
+    app.retry = {attempt: 0, since: 0, timer: null};
     app.me = Number(ok.player.user_id);
     status(`user ${app.me} (${ok.player.nickname || "no nickname"})`);
+    if (again) log("reconnected: your seat is resumed");
     show("login-panel", false);
     show("lobby-panel", true);
     show("history-panel", true);
     const every = (ok.heartbeat_seconds || 15) * 1000;
+    clearInterval(app.beat);
     app.beat = setInterval(() => send("heartbeat", {client_time_ms: String(Date.now())}), every);
     if (ok.room) setRoom(ok.room, ok.player.seat ?? 0);   // seat 0 is omitted in JSON
+    else if (app.room) { log(`room ${app.room.room_id} ended while you were away`); setRoom(null, -1); }
     send("ask_room_list", {});
   },
   heartbeat() {},
-  kick_out() { error("logged in elsewhere: this session was closed (顶号)"); },
+  kick_out() {
+    app.kicked = true;
+    error("logged in elsewhere: this session was closed (顶号)");
+  },
+  reconnect(r) {   // the lobby is going away: the socket closes next, then we come back
+    app.reconnectAfter = Number(r.after_ms || 0);
+    log(`the lobby asks us to reconnect (${r.reason || "no reason given"})`);
+  },
   room_list(list) {
     app.rooms = new Map((list.items || []).map((r) => [r.room_id, r]));
     renderRooms();
