@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -641,6 +642,127 @@ async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) ->
     finally:
         await asker.close()
         await owner.close()
+
+
+# ------------------------------------------------------------------ the prod cluster
+@dataclass
+class ProdCluster:
+    """Three nats-servers on loopback with the configuration the chart renders from
+    values-prod.yaml and values-auth.yaml (cluster merge, users, JetStream), routed as the
+    StatefulSet's pods are; NATS_URL as the prod overlay builds it, on these ports."""
+
+    ports: list[int]
+    logs: list[Path]
+    procs: list[subprocess.Popen[bytes]]
+
+    def urls(self, user: str) -> str:
+        return ",".join(f"nats://{user}:{PASSWORDS[user]}@127.0.0.1:{port}"
+                        for port in self.ports)
+
+    def violations(self) -> list[str]:
+        return [line for log in self.logs if log.exists()
+                for line in log.read_text(errors="replace").splitlines() if "Violation" in line]
+
+
+@pytest.fixture
+def prod_cluster(tmp_path: Path) -> Iterator[ProdCluster]:
+    prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
+    size = prod["config"]["cluster"]["replicas"]
+    ports = [free_port() for _ in range(size)]
+    routes = [free_port() for _ in range(size)]
+    monitors = [free_port() for _ in range(size)]
+    env = dict(os.environ)
+    for name, user in users().items():
+        env[PLACEHOLDER.match(str(user["password"])).group(1)] = PASSWORDS[name]  # type: ignore[union-attr]
+    logs, procs = [], []
+    try:
+        for i in range(size):
+            doc = {"port": ports[i], "http_port": monitors[i], "server_name": f"nats-{i}",
+                   "jetstream": {"store_dir": str(tmp_path / f"js{i}")},
+                   "cluster": {"name": "nats", "listen": f"127.0.0.1:{routes[i]}",
+                               "routes": [f"nats://127.0.0.1:{r}" for r in routes if r != routes[i]],
+                               **prod["config"]["cluster"]["merge"]},
+                   **auth_values()["config"]["merge"]}
+            conf = tmp_path / f"nats{i}.conf"
+            conf.write_text(re.sub(r'"<<\s+(.*)\s+>>"', r"\1", json.dumps(doc, indent=4)),
+                            encoding="utf-8")
+            logs.append(tmp_path / f"nats{i}.log")
+            procs.append(subprocess.Popen(
+                [nats_server_binary(), "-c", str(conf), "-a", "127.0.0.1", "-l", str(logs[i])],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True))
+        deadline = time.monotonic() + 30
+        for i, proc in enumerate(procs):   # every server healthy: JetStream has its leader
+            while True:
+                assert proc.poll() is None, logs[i].read_text() if logs[i].exists() else "died"
+                with contextlib.suppress(OSError), urllib.request.urlopen(
+                        f"http://127.0.0.1:{monitors[i]}/healthz", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+                assert time.monotonic() < deadline, "the NATS cluster did not come up"
+                time.sleep(0.1)
+        yield ProdCluster(ports, logs, procs)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
+        prod_cluster: ProdCluster) -> None:
+    """On the prod NATS (three servers, the users of values-auth.yaml), with NATS_URL listing
+    every server: the table creates its streams and buckets with three replicas, records
+    finds SETTLE as it is, a stream an operator left at R1 stays R1 (reported, not updated:
+    the users may not), and an append still lands after a server is killed."""
+    from prometheus_client import REGISTRY
+
+    from services.table.server import ROOM_IDS_BUCKET
+
+    admin = await nats.connect(servers=bus.server_urls(prod_cluster.urls("admin")))
+    table = await bus.connect(prod_cluster.urls("table"), "table-a")
+    records = await bus.connect(prod_cluster.urls("records"), "records")
+    try:
+        ajs = admin.jetstream()
+        # a stream created before R3 was configured (an older release, a dev run)
+        await ajs.add_stream(name=bus.ROOM_LOG_STREAM, subjects=["room.*.log"], num_replicas=1)
+        js = table.jetstream()
+        await bus.ensure_streams(js, 3)
+        buckets = (bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET)
+        for bucket in buckets:
+            await bus.ensure_bucket(js, bucket, replicas=3)
+        await bus.ensure_streams(records.jetstream(), 3, room_log=False)
+        in_force = {name: (await ajs.stream_info(name)).config.num_replicas
+                    for name in (bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM,
+                                 *(f"KV_{b}" for b in buckets))}
+        assert in_force == {bus.ROOM_LOG_STREAM: 1, bus.SETTLE_STREAM: 3,
+                            **{f"KV_{b}": 3 for b in buckets}}
+        for name, replicas in in_force.items():   # what the alert compares
+            assert REGISTRY.get_sample_value("paiju_stream_replicas", {"stream": name}) == replicas
+            assert REGISTRY.get_sample_value("paiju_stream_replicas_target", {"stream": name}) == 3
+        # the table's server killed: the settlement stream keeps its quorum, the table's
+        # connection moves to another listed server (with its credentials: the servers
+        # advertise none), and an append is acknowledged
+        killed = table.connected_url.port
+        prod_cluster.procs[prod_cluster.ports.index(killed)].kill()
+        async with asyncio.timeout(30):
+            while True:
+                with contextlib.suppress(Exception):
+                    ack = await js.publish(bus.settle_subject(1), b"{}", timeout=2)
+                    break
+                await asyncio.sleep(0.2)
+        assert ack.stream == bus.SETTLE_STREAM and table.connected_url.port != killed
+        info = await ajs.stream_info(bus.SETTLE_STREAM)
+        assert info.state.messages == 1 and info.config.num_replicas == 3
+    finally:
+        await records.close()
+        await table.close()
+        await admin.close()
+    assert prod_cluster.violations() == [], "a service hit a NATS permission it lacks"
 
 
 # ------------------------------------------------------------------ the real services
