@@ -5,6 +5,7 @@ players are shown: exact meters between three seats would let them locate each o
 from __future__ import annotations
 
 import math
+import secrets
 
 EARTH_RADIUS_M = 6_371_008.8
 
@@ -44,3 +45,23 @@ def band(meters: float) -> tuple[int, str]:
 
 def _label(meters: int) -> str:
     return f"{meters}m" if meters < 1000 else f"{meters // 1000}km"
+
+
+# A player's position is blurred once, when he first sits down, by a random offset of up to
+# this many meters: the bands a prober can read off by joining from chosen places then
+# locate only the blurred point, never the player (and the proximity alert keeps its 100 m
+# scale: a pair's distance moves by at most twice this).
+BLUR_M = 25.0
+
+
+def blur(lat: float, lng: float, meters: float = BLUR_M) -> tuple[float, float]:
+    """A point drawn uniformly from the disc of radius ``meters`` around (lat, lng)."""
+    unit = secrets.randbits(53) / (1 << 53)
+    r = meters * math.sqrt(unit)
+    theta = 2 * math.pi * secrets.randbits(53) / (1 << 53)
+    dlat = math.degrees(r * math.cos(theta) / EARTH_RADIUS_M)
+    scale = max(math.cos(math.radians(lat)), 1e-6)
+    dlng = math.degrees(r * math.sin(theta) / (EARTH_RADIUS_M * scale))
+    new_lat = max(-90.0, min(90.0, lat + dlat))
+    new_lng = (lng + dlng + 180.0) % 360.0 - 180.0
+    return new_lat, new_lng

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +22,7 @@ from games.engine import Action, RuleError
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common.geo import blur, has_position
 from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.codec import FrameError, action_from_frame, rule_error_code
@@ -34,6 +36,13 @@ Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 
 INBOX_SIZE = 256
 MAX_AUTO_STEPS = 2000
+# VIP passwords: a user who guessed wrong this many times in a row waits, twice as long
+# each time it happens again (up to the cap); the room forgets the oldest guessers first
+PASSWORD_TRIES = 5
+PASSWORD_LOCK_SECONDS = 60.0
+PASSWORD_LOCK_MAX_SECONDS = 3600.0
+PASSWORD_GUESSERS = 1000
+GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
 
 
 class Reply:
@@ -81,6 +90,9 @@ class RoomActor:
         self.idle_deadline = time.monotonic() + idle_seconds
         self._wake = asyncio.Event()
         self.paused = False             # handed over (drain): nothing more is applied here
+        # user -> (wrong guesses in a row, times locked out, locked until) for VIP passwords
+        self.guesses: dict[int, tuple[int, int, float]] = {}
+        self.geo_asked: dict[int, float] = {}   # seat -> when it last asked for distances
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
 
@@ -229,13 +241,42 @@ class RoomActor:
 
     async def _join(self, cmd: table_pb2.TableCommand) -> Reply:
         room = self.room
-        seat = room.check_join(cmd.user_id, cmd.frame.join_room.password)
+        seat = self._check_password(cmd)
         p = cmd.profile
+        lat, lng = p.lat, p.lng
+        if cmd.user_id in room.positions:   # where he first sat down here, blurred then
+            lat, lng = room.positions[cmd.user_id]
+        elif has_position(lat, lng):
+            lat, lng = blur(lat, lng)   # only the blurred point is ever stored or used
         profile = {"nickname": p.nickname, "head_url": p.head_url, "sex": p.sex, "coins": p.coins,
-                   "ip": p.ip, "lat": p.lat, "lng": p.lng, "login_address": p.login_address}
+                   "ip": p.ip, "lat": lat, "lng": lng, "login_address": p.login_address}
         await self.record({"t": "join", "seat": seat, "user_id": cmd.user_id, "profile": profile,
                            **session_fields(cmd.session_id, cmd.login_at)})
         return Reply(frames_=room.snapshot(seat, self.seconds_left()))
+
+    def _check_password(self, cmd: table_pb2.TableCommand) -> int:
+        """``room.check_join``, with wrong VIP passwords limited per user (brute force)."""
+        uid, now = cmd.user_id, time.monotonic()
+        wrong, locks, until = self.guesses.get(uid, (0, 0, 0.0))
+        if until > now:
+            raise RoomError(common_pb2.ERR_RATE_LIMITED, "too many wrong passwords: try again "
+                            f"in {math.ceil(until - now)} s")
+        try:
+            seat = self.room.check_join(uid, cmd.frame.join_room.password)
+        except RoomError as err:
+            if err.code != common_pb2.ERR_BAD_PASSWORD:
+                raise
+            wrong += 1
+            if wrong >= PASSWORD_TRIES:
+                until = now + min(PASSWORD_LOCK_MAX_SECONDS, PASSWORD_LOCK_SECONDS * 2 ** locks)
+                wrong, locks = 0, locks + 1
+            self.guesses.pop(uid, None)   # re-inserted last: the oldest guessers go first
+            self.guesses[uid] = (wrong, locks, until)
+            while len(self.guesses) > PASSWORD_GUESSERS:
+                del self.guesses[next(iter(self.guesses))]
+            raise
+        self.guesses.pop(uid, None)
+        return seat
 
     async def _c_ask_ready(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         room = self.room
@@ -267,12 +308,21 @@ class RoomActor:
                                "doc": "a player left after the minimum number of hands"})
         else:
             await self.record({"t": "leave", "seat": seat})
+            self.geo_asked.pop(seat, None)
+            if not room.seated():   # nobody left in a room that never started: close it now
+                await self.record({"t": "close", "reason": lm.NoticeDismiss.IDLE_TOO_LONG,
+                                   "doc": "the last player left before the first hand"})
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_refresh_room(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         return Reply(frames_=self.room.snapshot(seat, self.seconds_left()))
 
     async def _c_ask_geo(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        now = time.monotonic()
+        if now - self.geo_asked.get(seat, -GEO_QUERY_SECONDS) < GEO_QUERY_SECONDS:
+            raise RoomError(common_pb2.ERR_RATE_LIMITED,
+                            f"distances at most once every {GEO_QUERY_SECONDS:g} s")
+        self.geo_asked[seat] = now
         return Reply(frames_=[frames.server_frame(self.room.geo())])
 
     async def _c_cancel_entrust(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:

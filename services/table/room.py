@@ -115,6 +115,9 @@ class Room:
                                                          record.get("entrust_cancels", 3)))
         self.play_desc = str(record.get("play_desc") or self.game)
         self.seats: list[Seat | None] = [None] * SEATS
+        # the position each user first sat down with in this room: it stays his for the
+        # room's life, even after leaving and joining again (probing from made-up places)
+        self.positions: dict[int, tuple[float, float]] = {}
         self.status = common_pb2.ROOM_WAITING
         self.hand_no = 0
         self.dealer = int(record.get("first_dealer", 0))
@@ -260,7 +263,11 @@ class Room:
             existing.profile.update(profile)
             existing.online = True
         else:
-            self.seats[seat] = Seat(uid, dict(rec.get("profile") or {}), self.entrust_cancels)
+            profile = dict(rec.get("profile") or {})
+            lat, lng = float(profile.get("lat", 0)), float(profile.get("lng", 0))
+            if has_position(lat, lng):
+                self.positions.setdefault(uid, (lat, lng))
+            self.seats[seat] = Seat(uid, profile, self.entrust_cancels)
             self._player_change(lm.PlayerChange.JOIN, seat, fx)
             self._proximity_alert(seat, fx)
         self._set_session(seat, rec)

@@ -236,8 +236,12 @@ async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
     # only coarse bands leave the table (exact meters would locate players)
     assert (far.gap, far.distance) == (1_000_000, ">1000km")    # ~1 340 km
     assert (near.gap, near.distance) == (0, "<100m")             # ~15 m
+    # distances are asked at most every 2 s per seat (probing)
+    hurried = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
+    assert hurried.code == common_pb2.ERR_RATE_LIMITED
     # a seated player re-joining from elsewhere keeps the position of his first join
     await t.seat(63, lat=28.2290, lng=112.9390, ip="10.0.0.1")
+    await asyncio.sleep(2)
     again = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
     still = next(i for i in again.frames[0].use_geo.items if {i.src_uid, i.dest_uid} == {62, 63})
     assert still.gap == 1_000_000

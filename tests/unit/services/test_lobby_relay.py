@@ -257,7 +257,7 @@ class NoNats:
     async def subscribe(self, subject: str, cb: Any) -> Any:
         return self
 
-    async def flush(self) -> None:
+    async def flush(self, timeout: float = 10) -> None:
         pass
 
     async def unsubscribe(self) -> None:
