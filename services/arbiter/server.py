@@ -35,4 +35,4 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
         return ["paiju.v1.Arbiter"]
 
     return await start_service("arbiter", c.host, c.port if port is None else port,
-                               c.metrics_port if metrics_port is None else metrics_port, register)
+                               c.metrics_port if metrics_port is None else metrics_port, register, cfg=cfg)

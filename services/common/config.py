@@ -66,6 +66,10 @@ class LobbyConfig:
     console_token: str = ""
     # SIGTERM: stop accepting, send every client a Reconnect frame, close after this long
     drain_seconds: float = 2.0
+    # TLS on the public ports (gRPC Connect and WebSocket): certificate and key (PEM);
+    # empty = plaintext (dev, or TLS ended at an ingress)
+    public_cert_file: str = ""
+    public_key_file: str = ""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,18 @@ class RecordsConfig(_Dialled):
 
 
 @dataclass(frozen=True)
+class TlsConfig:
+    # mutual TLS between services: this service's certificate and key (PEM), and the CA of
+    # the internal certificates; an empty ca_file turns internal TLS off (dev, test)
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    # with internal TLS on: a plaintext port that answers health checks only (the kubelet's
+    # gRPC probes cannot present a certificate); -1 = off
+    probe_port: int = -1
+
+
+@dataclass(frozen=True)
 class Config:
     env: str = "dev"
     log: LogConfig = field(default_factory=LogConfig)
@@ -135,6 +151,7 @@ class Config:
     table: TableConfig = field(default_factory=TableConfig)
     arbiter: ArbiterConfig = field(default_factory=ArbiterConfig)
     records: RecordsConfig = field(default_factory=RecordsConfig)
+    tls: TlsConfig = field(default_factory=TlsConfig)
 
     def service(self, name: str) -> Any:
         return getattr(self, name)

@@ -20,6 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
+from services.common import tls
+from services.common.config import Config
 from services.common.metrics import MetricsInterceptor
 
 log = logging.getLogger("paiju.server")
@@ -77,12 +79,15 @@ async def start_service(
     register: Callable[[grpc.aio.Server], Iterable[str]],
     *,
     serving: bool = True,
+    cfg: Config | None = None,
 ) -> ServiceHost:
     """Create, register and start a gRPC server. ``register`` adds the servicers and returns
     their full service names (for health and reflection). Port 0 picks a free port.
     ``serving=False`` leaves health NOT_SERVING until the caller has finished starting."""
+    credentials = tls.server_credentials(cfg, name) if cfg is not None else None
+    checks = tls.interceptors(cfg, name) if cfg is not None else []
     server = grpc.aio.server(
-        interceptors=[MetricsInterceptor(name)],
+        interceptors=[MetricsInterceptor(name), *checks],
         options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 8 << 20),
                  # find and close streams of clients that went away without a FIN
                  ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000),
@@ -95,9 +100,16 @@ async def start_service(
     reflection.enable_server_reflection(
         names + (health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                  reflection.SERVICE_NAME), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if credentials is None:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    else:
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
     if bound == 0:
         raise OSError(f"{name}: cannot bind gRPC port {host}:{port}")
+    if cfg is not None and checks and cfg.tls.probe_port >= 0:
+        # health checks only: every other call has no identity here and is refused
+        if server.add_insecure_port(f"{host}:{cfg.tls.probe_port}") == 0:
+            raise OSError(f"{name}: cannot bind the probe port {host}:{cfg.tls.probe_port}")
     metrics_server = None
     actual_metrics = metrics_port
     if metrics_port >= 0:

@@ -122,7 +122,7 @@ async def start(cfg: Config, *, port: int | None = None,
         return ["paiju.v1.Records"]
 
     svc = await start_service("records", c.host, c.port if port is None else port,
-                              c.metrics_port if metrics_port is None else metrics_port, register)
+                              c.metrics_port if metrics_port is None else metrics_port, register, cfg=cfg)
     consumer.start()
 
     async def nats_up() -> bool:

@@ -28,7 +28,7 @@ from nats.js.kv import KV_DEL, KV_PURGE
 from games.arbitration import Decision, Rules, Window
 from games.engine import Action, RuleError
 from paiju.v1 import arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
-from services.common import bus
+from services.common import bus, tls
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.config import Config
 from services.common.health import nats_connected, watch_service
@@ -141,8 +141,8 @@ class TableCore:
         self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
         self.kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
         # the dial may name several arbiters (``ipv4:a:1,b:2``): spread and skip dead ones
-        self._arbiter_channel = grpc.aio.insecure_channel(
-            self.cfg.arbiter.dial, options=[("grpc.lb_policy_name", "round_robin")])
+        self._arbiter_channel = tls.channel(self.cfg, self.cfg.arbiter.dial, "arbiter",
+                                            options=[("grpc.lb_policy_name", "round_robin")])
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
         self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET, replicas=replicas)
         self._adopt_sub = await self.nc.subscribe(adopt_subject(self.instance), cb=self._on_adopt)
@@ -904,7 +904,7 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
 
     svc = await start_service("table", c.host, c.port if port is None else port,
                               c.metrics_port if metrics_port is None else metrics_port, register,
-                              serving=False)
+                              serving=False, cfg=cfg)
     address = c.advertise or f"{c.host}:{svc.port}"
     core = TableCore(cfg, instance_name(cfg, svc.port), address)
     holder["svc"].core = core

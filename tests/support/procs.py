@@ -27,6 +27,7 @@ class ServiceProc:
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
     extra_args: list[str] = field(default_factory=list)
+    health_address: str = ""    # where to check health when the gRPC port needs a certificate
 
     @property
     def address(self) -> str:
@@ -56,7 +57,7 @@ class ServiceProc:
     def wait_serving(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
-        with grpc.insecure_channel(self.address) as channel:
+        with grpc.insecure_channel(self.health_address or self.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() < deadline:
                 if self.proc is not None and self.proc.poll() is not None:
