@@ -11,8 +11,15 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, records_pb2, records_pb2_grpc
-from paiju.v1 import table_pb2, table_pb2_grpc
+from paiju.v1 import (
+    arbiter_pb2,
+    arbiter_pb2_grpc,
+    common_pb2,
+    records_pb2,
+    records_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
 from services.common.natsd import EmbeddedNats, free_port
 from tests.support.certs import Authority, Pem, tls_env
 from tests.support.procs import ServiceProc, make_service
