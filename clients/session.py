@@ -38,6 +38,10 @@ log = logging.getLogger("paiju.client")
 # a login refused for these reasons is not retried: the credentials will not get better
 FINAL_LOGIN_CODES = frozenset({common_pb2.ERR_BAD_TOKEN, common_pb2.ERR_TOKEN_EXPIRED})
 LOGIN_TIMEOUT = 10.0
+# a lobby that vanishes without closing the connection is found out within about 15 s (the
+# lobby accepts a ping every 5 s)
+KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+             ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
 
 
 def mint_token(user_id: int, secret: str, ttl: int = 86400) -> str:
@@ -99,7 +103,7 @@ class LobbySession:
         self.address = self.addresses[0]
         self.backoff = backoff or Backoff()
         self._index = 0
-        self.channel = grpc.aio.insecure_channel(self.address)
+        self.channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE)
         self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
         self._seq = itertools.count(1)
         self._out: asyncio.Queue[client_pb2.ClientFrame | None] = asyncio.Queue()
@@ -198,7 +202,7 @@ class LobbySession:
         if self.addresses[self._index] != self.address:
             await self.channel.close()
             self.address = self.addresses[self._index]
-            self.channel = grpc.aio.insecure_channel(self.address)
+            self.channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE)
             self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
         self._out = asyncio.Queue()
         self._waiting = {}

@@ -32,6 +32,12 @@ log = logging.getLogger("paiju.lobby.directory")
 NO_TABLE_RETRIES = 5
 TABLES_TTL = 10.0
 PRUNE_SECONDS = 30.0   # how often the links of departed tables are looked for
+# A table that vanishes without closing its connections (a killed pod whose address is gone)
+# is found out by keepalive pings within about 15 s: its stream breaks, what is pending
+# fails, and the commands follow the room to its next owner. Tables accept a ping every 5 s
+# (services/common/server.py).
+KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+             ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
 
 
 class Reject(Exception):
@@ -55,7 +61,7 @@ class TableLink:
     def __init__(self, address: str, timeout: float = 5.0) -> None:
         self.address = address
         self.timeout = timeout
-        self.channel = grpc.aio.insecure_channel(address)
+        self.channel = grpc.aio.insecure_channel(address, options=KEEPALIVE)
         self.stub = table_pb2_grpc.TableStub(self.channel)
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
