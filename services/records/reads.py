@@ -101,6 +101,13 @@ class RecordsReader:
         return _history(hands) if hands else None
 
     @uncancellable
+    async def sat_in(self, room_id: int, user_id: int) -> bool:
+        """Did ``user_id`` sit in any settled hand of the room?"""
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(Hand.seats).where(Hand.room_id == room_id))).all()
+        return any(user_id in (r.seats or ()) for r in rows)
+
+    @uncancellable
     async def replay(self, room_id: int, hand_no: int, user_id: int) -> ReplayView | None:
         """The hand's events in order: public ones plus those to ``user_id``'s seat
         (public only when ``user_id`` is 0 or did not sit in that hand)."""

@@ -48,10 +48,20 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
     def __init__(self, reader: RecordsReader) -> None:
         self.reader = reader
 
+    async def _require_seated(self, room_id: int, user_id: int,
+                              context: grpc.aio.ServicerContext) -> None:
+        """Players see the history and replays of rooms they sat in, nothing else (an
+        operator, user 0, sees any room's public view). Another room is "not found", as
+        if it did not exist: whether it does is not the asker's business either."""
+        if user_id and not await self.reader.sat_in(room_id, user_id):
+            await _not_found(context, f"no hand of yours in room {room_id}")
+
     async def GetHistoryScores(self, request: records_pb2.HistoryRequest,
                                context: grpc.aio.ServicerContext) -> lobby_msgs_pb2.UseHistoryScore:
-        if request.room_id <= 0:
-            await _invalid(context, f"room_id must be positive, got {request.room_id}")
+        if request.room_id <= 0 or request.user_id < 0:
+            await _invalid(context, f"room_id must be positive and user_id >= 0, got "
+                           f"{request.room_id}, {request.user_id}")
+        await self._require_seated(request.room_id, request.user_id, context)
         items = await self.reader.history(request.room_id)
         if items is None:
             await _not_found(context, f"no settled hand in room {request.room_id}")
@@ -63,6 +73,7 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
         if request.room_id <= 0 or request.hand_no <= 0 or request.user_id < 0:
             await _invalid(context, "room_id and hand_no must be positive, user_id >= 0 "
                            f"(got {request.room_id}, {request.hand_no}, {request.user_id})")
+        await self._require_seated(request.room_id, request.user_id, context)
         view = await self.reader.replay(request.room_id, request.hand_no, request.user_id)
         if view is None:
             await _not_found(context, f"no hand {request.hand_no} in room {request.room_id}")

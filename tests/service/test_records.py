@@ -214,3 +214,32 @@ async def test_cancelled_calls_never_leave_a_transaction_open(
                                                                       nickname="after"),
                                       timeout=5)
     assert created.nickname == "after"
+
+
+async def test_players_see_only_rooms_they_sat_in(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext) -> None:
+    events = [event(0, None, b"pub"), event(1, 1, b"mine")]
+    await publish(js, hand_message(400088, 1, SEATS, [2, -2, 0, 0], events=events), "400088:1")
+
+    async def written() -> bool:
+        return await total_hands(stub, 400088) == 1
+
+    await eventually(written)
+    seated, stranger, operator = SEATS[1], 9999, 0
+    replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400088, hand_no=1,
+                                                            user_id=seated))
+    assert [c.event_data for c in replay.cells] == [b"pub", b"mine"]
+    history = await stub.GetHistoryScores(records_pb2.HistoryRequest(room_id=400088,
+                                                                     user_id=seated))
+    assert len(history.items) == 4
+    for ask in (stub.GetReplay(records_pb2.ReplayRequest(room_id=400088, hand_no=1,
+                                                         user_id=stranger)),
+                stub.GetHistoryScores(records_pb2.HistoryRequest(room_id=400088,
+                                                                 user_id=stranger))):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await ask
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND   # as if it did not exist
+    public = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400088, hand_no=1,
+                                                            user_id=operator))
+    assert [c.event_data for c in public.cells] == [b"pub"]
