@@ -144,6 +144,18 @@ def _note_replicas(name: str, in_force: int, target: int) -> None:
                     extra={"stream": name, "replicas": in_force, "configured": target})
 
 
+async def report_replicas(js: JetStreamContext, streams: dict[str, int]) -> None:
+    """Read the replicas in force of each stream (name -> configured) again, for the
+    metrics: an operator who raised them by hand sees the alert clear without a restart."""
+    for name, target in streams.items():
+        try:
+            info = await js.stream_info(name)
+        except Exception as exc:  # reporting only
+            log.debug("stream info unavailable", extra={"stream": name, "error": repr(exc)})
+            continue
+        _note_replicas(name, info.config.num_replicas or 1, target)
+
+
 async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
     """Create the stream if it does not exist; an existing stream is left as it is (an
     operator's replicas, retention and limits stand) and only reported."""

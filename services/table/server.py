@@ -784,6 +784,10 @@ class TableCore:
                     await self._resync()
                 except Exception as exc:
                     log.warning("directory re-read failed", extra={"error": repr(exc)})
+                target = self.cfg.nats.replicas
+                await bus.report_replicas(self.js, {name: target for name in (
+                    bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM, *(f"KV_{b}" for b in (
+                        bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET)))})
             if self._adopting is None or self._adopting.done():
                 self._adopting = asyncio.create_task(self._adopt_scan())
 
