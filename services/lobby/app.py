@@ -15,10 +15,10 @@ from nats.js.kv import KV_DEL, KV_PURGE
 
 from paiju.frames import error_frame, event_id_of, ok_frame, payload_of, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
-from services.common import bus
+from services.common import bus, tls
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
-from services.lobby.directory import Directory, Reject, Unavailable
+from services.lobby.directory import KEEPALIVE, Directory, Reject, Unavailable
 from services.lobby.hub import Hub
 from services.lobby.records_client import RecordsClient
 from services.lobby.rooms import RoomCache
@@ -62,8 +62,11 @@ class LobbyApp:
     @classmethod
     async def open(cls, cfg: Config) -> LobbyApp:
         nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
-        directory = await Directory.open(nc.jetstream(), replicas=cfg.nats.replicas)
-        records = RecordsClient(cfg.records.dial)
+        # mutual TLS as the lobby to tables and records when internal TLS is on
+        directory = await Directory.open(
+            nc.jetstream(), replicas=cfg.nats.replicas,
+            dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE))
+        records = RecordsClient(cfg.records.dial, cfg=cfg)
         app = cls(cfg, nc, directory, records)
         await app.hub.start()
         watcher = await directory.rooms.watchall()

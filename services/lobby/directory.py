@@ -40,6 +40,9 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
              ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
 
 
+Dial = Callable[[str], grpc.aio.Channel]
+
+
 class Reject(Exception):
     """A request answered with an ErrorCode (becomes a Return frame for the client)."""
 
@@ -58,10 +61,11 @@ class TableLink:
     """The lobby's connection to one table instance: a channel, the unary stub and one
     bidi Session stream shared by every session of this lobby."""
 
-    def __init__(self, address: str, timeout: float = 5.0) -> None:
+    def __init__(self, address: str, timeout: float = 5.0,
+                 channel: grpc.aio.Channel | None = None) -> None:
         self.address = address
         self.timeout = timeout
-        self.channel = grpc.aio.insecure_channel(address, options=KEEPALIVE)
+        self.channel = channel or grpc.aio.insecure_channel(address, options=KEEPALIVE)
         self.stub = table_pb2_grpc.TableStub(self.channel)
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
@@ -156,29 +160,32 @@ class Directory:
     """Reads of the directory buckets and the pool of table links."""
 
     def __init__(self, tables: KeyValue, rooms: KeyValue, seats: KeyValue,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, dial: Dial | None = None) -> None:
         self.tables = tables
         self.rooms = rooms
         self.seats = seats
         self.timeout = timeout
+        self.dial = dial   # address -> channel to that table (None: plaintext)
         self._links: dict[str, TableLink] = {}
         self._instances: dict[str, str] = {}   # address -> instance id last listed there
 
     @classmethod
     async def open(cls, js: JetStreamContext, timeout: float = 5.0, *,
-                   replicas: int = 1) -> Directory:
+                   replicas: int = 1, dial: Dial | None = None) -> Directory:
         """Open the three buckets, creating an absent one with the contract's TTLs and
         ``replicas`` (``nats.replicas``: a lobby started before the tables must not leave the
-        directory on one NATS node)."""
+        directory on one NATS node). ``dial`` makes the channel to a table (mutual TLS)."""
         return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL,
                                            replicas=replicas),
                    await bus.ensure_bucket(js, bus.ROOMS_BUCKET, replicas=replicas),
-                   await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas), timeout)
+                   await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas), timeout,
+                   dial)
 
     def link(self, address: str) -> TableLink:
         link = self._links.get(address)
         if link is None:
-            link = self._links[address] = TableLink(address, self.timeout)
+            channel = self.dial(address) if self.dial is not None else None
+            link = self._links[address] = TableLink(address, self.timeout, channel)
         return link
 
     @property

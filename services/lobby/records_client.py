@@ -24,6 +24,8 @@ from typing import Any
 import grpc
 
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, records_pb2_grpc
+from services.common import tls
+from services.common.config import Config
 from services.lobby.directory import Reject, Unavailable
 
 SERVICE = records_pb2.DESCRIPTOR.services_by_name["Records"].full_name
@@ -55,16 +57,19 @@ def dial_targets(address: str) -> list[str]:
     return targets
 
 
-def balanced_channel(target: str) -> grpc.aio.Channel:
-    """A channel that balances over every address of ``target`` and retries UNAVAILABLE."""
-    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+def balanced_channel(target: str, cfg: Config | None = None) -> grpc.aio.Channel:
+    """A channel that balances over every address of ``target`` and retries UNAVAILABLE;
+    mutual TLS as the lobby when ``cfg`` turns internal TLS on (services/common/tls.py)."""
+    if cfg is None:
+        return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+    return tls.channel(cfg, target, "records", CHANNEL_OPTIONS)
 
 
 class RecordsClient:
-    def __init__(self, address: str, timeout: float = 5.0) -> None:
+    def __init__(self, address: str, timeout: float = 5.0, *, cfg: Config | None = None) -> None:
         self.address = address
         self.timeout = timeout
-        self.channels = [balanced_channel(t) for t in dial_targets(address)]
+        self.channels = [balanced_channel(t, cfg) for t in dial_targets(address)]
         self.stubs = [records_pb2_grpc.RecordsStub(c) for c in self.channels]
         self._turn = itertools.count()
 

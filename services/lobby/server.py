@@ -154,7 +154,8 @@ async def start(cfg: Config, *, port: int | None = None,
     try:
         host = await start_service("lobby", c.host, c.port if port is None else port,
                                    c.metrics_port if metrics_port is None else metrics_port,
-                                   lambda server: [register_lobby(server, service)])
+                                   lambda server: [register_lobby(server, service)],
+                                   cfg=cfg)   # the public certificate, when configured
     except BaseException:
         await app.close()
         raise
