@@ -257,9 +257,10 @@ class Directory:
                 break
             await asyncio.sleep(0.2)
             tables = await self.live_tables()
-        if not tables:
+        taking = [t for t in tables if not t.get("draining")]   # a draining table takes none
+        if not taking:
             raise Reject(common_pb2.ERR_NO_TABLE, "no live table instance")
-        best = min(tables, key=lambda t: (int(t.get("rooms", 0)), t.get("instance", "")))
+        best = min(taking, key=lambda t: (int(t.get("rooms", 0)), t.get("instance", "")))
         return self.link(best["address"])
 
     async def room(self, room_id: int) -> dict[str, Any] | None:
