@@ -150,6 +150,154 @@ def test_health_check_targets_the_configured_port(healthcheck, monkeypatch) -> N
     assert healthcheck.main() == 2
 
 
+# ------------------------------------------------------------------ health check with TLS
+def tls_environ(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A prod environment with internal TLS files that exist (their content is not read by
+    plan())."""
+    files = {}
+    for name in ("ca", "crt", "key"):
+        files[name] = tmp_path / f"x.{name}"
+        files[name].write_text("-")
+    return {"PAIJU_ENV": "prod", "PAIJU_TLS__CA_FILE": str(files["ca"]),
+            "PAIJU_TLS__CERT_FILE": str(files["crt"]), "PAIJU_TLS__KEY_FILE": str(files["key"]),
+            **extra}
+
+
+def test_health_check_plan_follows_the_ports_the_service_opens(healthcheck, tmp_path) -> None:
+    """Internal TLS on: the probe port when set, exactly as the server opens it (only a
+    service with a caller check, i.e. not the lobby), else mutual TLS on the gRPC port.
+    The lobby with public TLS: HTTPS on its WebSocket port. Plaintext: the gRPC port."""
+    from services.common import tls
+    from services.common.config import load_config
+
+    plain = load_config(environ={"PAIJU_ENV": "prod"})
+    for svc in SERVICES:
+        assert healthcheck.plan(svc, plain) == healthcheck.Check(
+            "grpc", f"127.0.0.1:{PROD[svc]['port']}")
+    with_probe = load_config(environ=tls_environ(tmp_path, PAIJU_TLS__PROBE_PORT="50060"))
+    without = load_config(environ=tls_environ(tmp_path))
+    for svc in SERVICES:
+        opens_probe_port = bool(tls.interceptors(with_probe, svc))   # services/common/server.py
+        check = healthcheck.plan(svc, with_probe)
+        assert (check.address == "127.0.0.1:50060") is opens_probe_port, svc
+        assert check.kind == "grpc", svc
+        check = healthcheck.plan(svc, without)
+        assert check.address == f"127.0.0.1:{PROD[svc]['port']}"
+        assert check.kind == ("mtls" if svc != "lobby" else "grpc"), svc
+        assert check.service == ("" if svc == "lobby" else svc)
+    public = load_config(environ={"PAIJU_ENV": "prod", "PAIJU_LOBBY__PUBLIC_CERT_FILE": "c",
+                                  "PAIJU_LOBBY__PUBLIC_KEY_FILE": "k"})
+    assert healthcheck.plan("lobby", public) == healthcheck.Check(
+        "https", f"127.0.0.1:{PROD['lobby']['ws_port']}")
+    no_ws = load_config(environ={"PAIJU_ENV": "prod", "PAIJU_LOBBY__PUBLIC_CERT_FILE": "c",
+                                 "PAIJU_LOBBY__PUBLIC_KEY_FILE": "k", "PAIJU_LOBBY__WS_PORT": "-1"})
+    assert healthcheck.plan("lobby", no_ws).kind == "none"
+
+
+def test_health_check_main_asks_the_probe_port_when_tls_is_on(
+        healthcheck, health_server, monkeypatch, tmp_path) -> None:
+    """The gRPC port demands a client certificate: the container check must go to the
+    plaintext probe port (here the only port that answers)."""
+    port, servicer = health_server
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        env = tls_environ(tmp_path, SERVICE="table", PAIJU_TLS__PROBE_PORT=str(port),
+                          PAIJU_TABLE__PORT=str(closed.getsockname()[1]))
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert healthcheck.main() == 0
+        servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert healthcheck.main() == 1
+        monkeypatch.delenv("PAIJU_TLS__PROBE_PORT")   # now the closed gRPC port, over mTLS
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert healthcheck.main() == 1
+
+
+def test_health_check_over_mutual_tls_with_the_services_own_certificate(
+        healthcheck, tmp_path) -> None:
+    pytest.importorskip("cryptography")
+    from services.common.config import load_config
+    from tests.support.certs import Authority
+
+    ca = Authority(tmp_path / "ca")
+    server_pem = ca.issue("records")
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    creds = grpc.ssl_server_credentials(
+        [(server_pem.key.read_bytes(), server_pem.cert.read_bytes())],
+        root_certificates=ca.ca_file.read_bytes(), require_client_auth=True)
+    port = server.add_secure_port("127.0.0.1:0", creds)
+    server.start()
+    try:
+        def config(authority: Authority, pem) -> object:
+            return load_config(environ={
+                "PAIJU_ENV": "prod", "PAIJU_TLS__CA_FILE": str(authority.ca_file),
+                "PAIJU_TLS__CERT_FILE": str(pem.cert), "PAIJU_TLS__KEY_FILE": str(pem.key),
+                "PAIJU_RECORDS__PORT": str(port)})
+
+        cfg = config(ca, ca.issue("records"))
+        check = healthcheck.plan("records", cfg)
+        assert check == healthcheck.Check("mtls", f"127.0.0.1:{port}", "records")
+        servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert healthcheck.probe_mtls(check.address, "records", cfg) is True
+        assert healthcheck.probe(check.address, timeout=1) is False, "plaintext is refused"
+        rogue = Authority(tmp_path / "rogue", name="someone-else")
+        assert healthcheck.probe_mtls(check.address, "records",
+                                      config(rogue, rogue.issue("records")), timeout=1) is False
+        servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert healthcheck.probe_mtls(check.address, "records", cfg) is False
+    finally:
+        server.stop(None)
+
+
+def test_health_check_over_https_reads_healthz(healthcheck, tmp_path) -> None:
+    """The lobby with public TLS: GET /healthz over HTTPS, 200 healthy, 503 not; a
+    plaintext HTTP port is not healthy (the WebSocket port must speak TLS too)."""
+    import http.server
+    import ssl
+    import threading
+
+    pytest.importorskip("cryptography")
+    from tests.support.certs import Authority
+
+    pem = Authority(tmp_path / "ca").issue("lobby")
+    status = {"code": 200}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            code = status["code"] if self.path == "/healthz" else 404
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    def serve(tls: bool) -> http.server.ThreadingHTTPServer:
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(pem.cert, pem.key)
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return httpd
+
+    secure, plain = serve(True), serve(False)
+    try:
+        address = f"127.0.0.1:{secure.server_address[1]}"
+        assert healthcheck.probe_https(address) is True
+        status["code"] = 503
+        assert healthcheck.probe_https(address) is False
+        status["code"] = 200
+        assert healthcheck.probe_https(f"127.0.0.1:{plain.server_address[1]}", timeout=1) is False
+    finally:
+        for httpd in (secure, plain):
+            httpd.shutdown()
+            httpd.server_close()
+
+
 # ------------------------------------------------------------------ Jenkins and make
 PIPELINE = ROOT / "deploy" / "jenkins" / "pipeline.groovy"
 
