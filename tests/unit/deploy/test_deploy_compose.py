@@ -25,14 +25,15 @@ def compose() -> dict:
     return yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
 
 
-def interpolate(value: str) -> str:
-    """Compose's ${VAR:-default} with nothing set in the environment."""
+def interpolate(value: str, env: dict[str, str] | None = None) -> str:
+    """Compose's ${VAR:-default} with ``env`` (default: nothing) set in the environment."""
     assert "${" not in DEFAULT.sub("", str(value)), f"variable without a default: {value}"
-    return DEFAULT.sub(lambda m: m.group(2), str(value))
+    env = env or {}
+    return DEFAULT.sub(lambda m: env.get(m.group(1)) or m.group(2), str(value))
 
 
-def environment(service: dict) -> dict[str, str]:
-    return {k: interpolate(v) for k, v in service["environment"].items()}
+def environment(service: dict, env: dict[str, str] | None = None) -> dict[str, str]:
+    return {k: interpolate(v, env) for k, v in service["environment"].items()}
 
 
 @pytest.mark.parametrize("path", sorted(p.relative_to(DEPLOY).as_posix()
@@ -106,9 +107,43 @@ def test_compose_mounts_exist_in_the_repository() -> None:
                 assert (DEPLOY / source).exists(), f"{name}: {source}"
 
 
-def test_lobby_is_published_on_its_grpc_port() -> None:
-    ports = compose()["services"]["lobby"]["ports"]
-    assert f"{PROD['lobby']['port']}:{PROD['lobby']['port']}" in ports
+def test_lobby_is_published_on_its_grpc_port_on_loopback() -> None:
+    ports = [interpolate(p) for p in compose()["services"]["lobby"]["ports"]]
+    assert f"127.0.0.1:{PROD['lobby']['port']}:{PROD['lobby']['port']}" in ports
+    assert f"127.0.0.1:{PROD['lobby']['ws_port']}:{PROD['lobby']['ws_port']}" in ports
+
+
+def test_every_published_port_binds_loopback_unless_paiju_bind_says_otherwise() -> None:
+    """Compose runs with the public dev token secret by default: nothing it publishes may be
+    reachable from another machine unless the operator asks (PAIJU_BIND, documented)."""
+    published = [(name, str(mapping)) for name, svc in compose()["services"].items()
+                 for mapping in svc.get("ports", [])]
+    assert {name for name, _ in published} == {"lobby", "prometheus", "grafana"}
+    for name, mapping in published:
+        assert not isinstance(mapping, int) and "-" not in mapping.split(":")[-1], mapping
+        host, container = interpolate(mapping).rsplit(":", 1)[0], mapping.rsplit(":", 1)[1]
+        assert host == f"127.0.0.1:{container}", (name, mapping)
+        assert interpolate(mapping, {"PAIJU_BIND": "0.0.0.0"}) == \
+            f"0.0.0.0:{container}:{container}", (name, mapping)
+    header = (DEPLOY / "compose.yaml").read_text(encoding="utf-8").split("\nname:", 1)[0]
+    assert "PAIJU_BIND" in header and "trusted network" in header
+
+
+def test_compose_in_prod_needs_a_token_secret_of_its_own() -> None:
+    """PAIJU_ENV=prod with compose's default (the public dev secret) does not start; with
+    PAIJU_TOKEN_SECRET it does (deploy/README.md, compose's header)."""
+    from services.common.config import ConfigError, require_token_secret
+
+    lobby = compose()["services"]["lobby"]
+    with pytest.raises(ConfigError):
+        require_token_secret(load_config(environ=environment(lobby, {"PAIJU_ENV": "prod"})))
+    secret = "0123456789abcdef0123456789abcdef"
+    require_token_secret(load_config(environ=environment(
+        lobby, {"PAIJU_ENV": "prod", "PAIJU_TOKEN_SECRET": secret})))
+    readme = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    compose_section = readme.split("## Compose", 1)[1].split("\n## ", 1)[0]
+    for needle in ("PAIJU_ENV=prod", "PAIJU_TOKEN_SECRET", "PAIJU_BIND", "127.0.0.1"):
+        assert needle in compose_section, needle
 
 
 def test_stop_grace_periods_hold_each_drain() -> None:
