@@ -104,6 +104,17 @@ def generated_secret(spec: dict) -> dict:
             "type": "Opaque", "data": data}
 
 
+def targeted(obj: dict, target: dict) -> bool:
+    """A patch target (group, kind, labelSelector of key=value pairs) selects ``obj``."""
+    assert set(target) <= {"group", "kind", "labelSelector"}, "target not modelled here"
+    group = obj["apiVersion"].rpartition("/")[0]
+    labels = obj["metadata"].get("labels", {})
+    wanted = dict(pair.split("=", 1) for pair in target.get("labelSelector", "").split(",")
+                  if pair)
+    return (target.get("group", group) == group and target.get("kind", obj["kind"]) == obj["kind"]
+            and wanted.items() <= labels.items())
+
+
 def render(directory: Path) -> list[dict]:
     k = load_all(directory / "kustomization.yaml")[0]
     assert not k.get("generatorOptions") or k["generatorOptions"].get("disableNameSuffixHash"), \
@@ -115,7 +126,11 @@ def render(directory: Path) -> list[dict]:
     objs += [generated_secret(s) for s in k.get("secretGenerator", [])]
     for patch in k.get("patches", []):
         for doc in load_all(directory / patch["path"]):
-            merge(find(objs, doc["kind"], doc["metadata"]["name"]), doc)
+            if "target" in patch:   # every object the target selects, whatever the doc's name
+                for obj in [o for o in objs if targeted(o, patch["target"])]:
+                    merge(obj, {key: v for key, v in doc.items() if key != "metadata"})
+            else:
+                merge(find(objs, doc["kind"], doc["metadata"]["name"]), doc)
     for rep in k.get("replicas", []):
         find(objs, "Deployment", rep["name"])["spec"]["replicas"] = rep["count"]
     for rule in k.get("images", []):
@@ -230,17 +245,42 @@ def test_every_overlay_has_the_four_deployments_in_its_own_namespace(overlay) ->
         assert o["apiVersion"] and o["metadata"]["name"]
 
 
-def test_probes_use_the_grpc_port_and_metrics_annotations_match_prod_toml(overlay) -> None:
+def probes(c: dict) -> dict[str, dict]:
+    """The container's probes by kind, each with exactly one handler."""
+    out = {k: c[k] for k in ("startupProbe", "readinessProbe", "livenessProbe") if k in c}
+    for kind, probe in out.items():
+        handlers = {"grpc", "httpGet", "tcpSocket", "exec"} & set(probe)
+        assert len(handlers) == 1, f"{kind}: one handler, not {sorted(handlers)}"
+    return out
+
+
+def test_probes_ask_the_port_that_answers_them_and_metrics_annotations_match_prod_toml(
+        overlay) -> None:
+    """table, records and arbiter: gRPC probes on the gRPC port, or with internal mutual TLS
+    on the plaintext health-only probe port the service opens (the kubelet has no client
+    certificate). The lobby: HTTP on its WebSocket port (/healthz, /livez), HTTPS exactly when
+    public TLS is on (the gRPC port then speaks TLS, which a gRPC probe cannot)."""
+    from services.common import tls
+
     _, objs = overlay
     for svc in SERVICES:
         dep = find(objs, "Deployment", svc)
         c = container(objs, svc)
         grpc_port, metrics_port = PROD[svc]["port"], PROD[svc]["metrics_port"]
         assert port(c, "grpc") == grpc_port and port(c, "metrics") == metrics_port
-        for probe in ("readinessProbe", "livenessProbe"):
-            assert c[probe]["grpc"]["port"] == grpc_port, f"{svc} {probe}"
-        if "startupProbe" in c:
-            assert c["startupProbe"]["grpc"]["port"] == grpc_port
+        cfg = load_config(environ=pod_environment(objs, c))
+        for kind, probe in probes(c).items():
+            if svc == "lobby":
+                get = probe["httpGet"]
+                assert port(c, get["port"]) == cfg.lobby.ws_port == PROD["lobby"]["ws_port"]
+                assert get["scheme"] == ("HTTPS" if cfg.lobby.public_cert_file else "HTTP")
+                continue
+            if tls.interceptors(cfg, svc):   # mutual TLS: the server opens the probe port
+                assert cfg.tls.probe_port > 0 and probe["grpc"]["port"] == cfg.tls.probe_port
+                assert port(c, "probe") == cfg.tls.probe_port, f"{svc}: a named probe port"
+            else:
+                assert probe["grpc"]["port"] == grpc_port, f"{svc} {kind}"
+                assert "probe" not in {p["name"] for p in c["ports"]}, svc
         notes = dep["spec"]["template"]["metadata"]["annotations"]
         assert notes["prometheus.io/scrape"] == "true"
         assert notes["prometheus.io/port"] == str(metrics_port)
@@ -256,7 +296,7 @@ def test_the_pod_environment_gives_each_service_a_valid_config_on_its_ports(over
         cfg = load_config(environ=env)
         section = cfg.service(svc)
         assert section.host == "0.0.0.0", f"{svc} must listen on every interface in a pod"
-        assert section.port == c["readinessProbe"]["grpc"]["port"]
+        assert section.port == port(c, "grpc")
         assert section.metrics_port == port(c, "metrics")
         if svc in NATS_CLIENTS:  # its own NATS user, the password from the Secret paiju-nats
             urls = [urlsplit(u) for u in cfg.nats.url.split(",")]
@@ -405,10 +445,15 @@ def test_readiness_and_liveness_are_different_health_names(overlay) -> None:
     _, objs = overlay
     for svc in SERVICES:
         c = container(objs, svc)
-        assert c["readinessProbe"]["grpc"].get("service", "") == "", svc
-        assert c["livenessProbe"]["grpc"]["service"] == LIVENESS, svc
-        if "startupProbe" in c:
-            assert c["startupProbe"]["grpc"].get("service", "") == "", svc
+        if svc == "lobby":   # the same two on HTTP (services/lobby/ws.py)
+            assert c["readinessProbe"]["httpGet"]["path"] == "/healthz"
+            assert c["livenessProbe"]["httpGet"]["path"] == "/livez"
+            assert "startupProbe" not in c
+        else:
+            assert c["readinessProbe"]["grpc"].get("service", "") == "", svc
+            assert c["livenessProbe"]["grpc"]["service"] == LIVENESS, svc
+            if "startupProbe" in c:
+                assert c["startupProbe"]["grpc"].get("service", "") == "", svc
         ready, live = c["readinessProbe"], c["livenessProbe"]
         assert ready["periodSeconds"] * ready["failureThreshold"] <= 10, f"{svc}: readiness"
         cfg = load_config(environ=pod_environment(objs, c))
@@ -471,14 +516,21 @@ def test_prod_spreads_every_service_over_nodes_and_zones() -> None:
             assert s["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
 
 
+# Kinds of custom resources (CRDs), not in the Kubernetes schemas: cert-manager's Issuer and
+# Certificate are checked against their own schema by test_deploy_tls.py.
+CUSTOM_GROUPS = ("cert-manager.io",)
+
+
 def test_rendered_objects_match_the_kubernetes_schemas(overlay) -> None:
     """Every rendered object against the OpenAPI schemas of Kubernetes 1.27 (the oldest
     supported: native gRPC probes), unknown fields refused. Offline: the schemas ship
-    with the package."""
+    with the package. Custom resources are left to their own tests."""
     validator = pytest.importorskip("kubernetes_validate",
                                     reason="kubernetes-validate is not installed")
     _, objs = overlay
     for obj in objs:
+        if obj["apiVersion"].partition("/")[0] in CUSTOM_GROUPS:
+            continue
         validator.validate(obj, "1.27.0", strict=True)
 
 

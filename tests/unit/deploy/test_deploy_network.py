@@ -20,6 +20,9 @@ from tests.unit.deploy.test_deploy_k8s import (
     load_all,
     render,
 )
+from tests.unit.deploy.test_deploy_k8s import (
+    port as container_port,
+)
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
 
@@ -29,6 +32,9 @@ SERVICES = ("lobby", "table", "arbiter", "records")
 CONSOLE_PORT = DEV["lobby"]["console_port"]   # the port an operator would turn on (off in prod)
 NATS_CLIENT, NATS_ROUTES, NATS_MONITOR, NATS_EXPORTER = 4222, 6222, 8222, 7777
 POSTGRES = 5432
+# The plaintext health-only port of internal mutual TLS (prod): for the kubelet, which probes
+# from the node (allowed by the CNI, not by a policy); no pod may reach it.
+PROBE_PORT = container_port(container(render(K8S / "overlays" / "prod"), "table"), "probe")
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,7 @@ def test_the_ports_of_the_policies_are_the_ports_of_the_code() -> None:
     assert CONSOLE_PORT > 0
     ports = {CONSOLE_PORT} | {PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
     assert len(ports) == 9 and PROD["lobby"]["ws_port"] not in ports
+    assert PROBE_PORT not in ports | {PROD["lobby"]["ws_port"]}
 
 
 def test_ingress_matrix(overlay: tuple[str, list[dict]]) -> None:
@@ -166,16 +173,17 @@ def test_ingress_matrix(overlay: tuple[str, list[dict]]) -> None:
     namespace = NAMESPACES[name]
     world = peers(namespace, objs)
     want = expected(namespace)
-    ports = sorted({port for _, port in want} | {CONSOLE_PORT, 22, 9090})
+    ports = sorted({p for _, p in want} | {CONSOLE_PORT, PROBE_PORT, 22, 9090})
     wrong = []
     for dst in world.values():
         if dst.namespace != namespace:
             continue
-        for port in ports:
+        for number in ports:
             for src in world.values():
-                ok = allowed(objs, src, dst, port)
-                if ok != (src.name in want.get((dst.name, port), set())):
-                    wrong.append(f"{src.name} -> {dst.name}:{port} {'allowed' if ok else 'refused'}")
+                ok = allowed(objs, src, dst, number)
+                if ok != (src.name in want.get((dst.name, number), set())):
+                    wrong.append(
+                        f"{src.name} -> {dst.name}:{number} {'allowed' if ok else 'refused'}")
     assert not wrong, "\n".join(wrong)
 
 
