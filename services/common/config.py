@@ -70,6 +70,18 @@ class LobbyConfig:
     # empty = plaintext (dev, or TLS ended at an ingress)
     public_cert_file: str = ""
     public_key_file: str = ""
+    # Player limits, per lobby replica (docs/services.md, "Limits"); 0 turns one off. Beyond
+    # a rate the request gets ERR_RATE_LIMITED saying what and when to try again.
+    logins_per_ip_per_minute: int = 300      # login attempts from one client IP
+    creates_per_user_per_minute: int = 20    # rooms created by one user (quick start too)
+    creates_per_ip_per_minute: int = 120     # rooms created from one client IP
+    joins_per_user_per_minute: int = 60      # JoinRoom by id and quick start, per user
+    room_change_seconds: float = 1.0         # room-list pushes: one per room per this long
+    # a connection not logged in this long after it opened is closed (on the WebSocket port
+    # the HTTP request must also be complete by then)
+    login_deadline_seconds: float = 10.0
+    max_connections_per_ip: int = 256        # open connections (gRPC and WebSocket) per IP
+    max_connections: int = 10000             # open connections in all
 
 
 @dataclass(frozen=True)
