@@ -1,8 +1,14 @@
-"""Login tokens: ``"<uid>.<expiry_unix>.<hex hmac>"`` signed with HMAC-SHA256, and the seed's
-legacy check ``secret_string == md5(token + secret)`` (docs/services.md, "Login tokens").
+"""Login tokens: ``"<uid>.<expiry_unix>.<hex hmac>"`` signed with HMAC-SHA256, optionally with
+a generation, ``"<uid>.<expiry_unix>.<gen>.<hex hmac>"``, and the seed's legacy check
+``secret_string == md5(token + secret)`` (docs/services.md, "Login tokens").
 
-Run ``python -m services.lobby.tokens --user 1001 [--ttl S] [--secret S]`` to print a token;
-the secret defaults to ``lobby.token_secret`` of the current configuration.
+The generation is how a sign-in revokes the tokens issued before it: whoever mints tokens
+(an account service) gives each new sign-in of a user a higher generation, and the lobbies
+refuse a token of a lower generation than the newest they have seen for that user (a token
+without one is generation 0). See services/lobby/hub.py, ``Generations``.
+
+Run ``python -m services.lobby.tokens --user 1001 [--ttl S] [--gen N] [--secret S]`` to print
+a token; the secret defaults to ``lobby.token_secret`` of the current configuration.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import argparse
 import hashlib
 import hmac
 import time
+from dataclasses import dataclass
 
 from paiju.v1 import common_pb2
 
@@ -41,36 +48,58 @@ def _signature(secret: str, body: str) -> str:
     return hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
 
 
-def mint(user_id: int, secret: str, ttl: int = DEFAULT_TTL, *, now: float | None = None) -> str:
-    """A token for ``user_id`` valid for ``ttl`` seconds from ``now``."""
+@dataclass(frozen=True)
+class Claims:
+    """What a valid token says: the user, its expiry (unix seconds) and generation."""
+
+    user_id: int
+    expiry: int
+    gen: int = 0
+
+
+def mint(user_id: int, secret: str, ttl: int = DEFAULT_TTL, *, now: float | None = None,
+         gen: int = 0) -> str:
+    """A token for ``user_id`` valid for ``ttl`` seconds from ``now``; ``gen`` > 0 gives it
+    that generation (a newer sign-in's token revokes those of lower generations)."""
     if not secret:
         raise ValueError("token secret is empty")
     if user_id <= 0:
         raise ValueError(f"user id must be positive, got {user_id}")
+    if gen < 0:
+        raise ValueError(f"generation must not be negative, got {gen}")
     expiry = int((time.time() if now is None else now) + ttl)
-    body = f"{user_id}.{expiry}"
+    body = f"{user_id}.{expiry}" if gen == 0 else f"{user_id}.{expiry}.{gen}"
     return f"{body}.{_signature(secret, body)}"
+
+
+def claims(token: str, secret: str, *, now: float | None = None) -> Claims:
+    """The claims of a valid token; BadToken (shape, signature) or TokenExpired otherwise."""
+    if not secret:
+        raise BadToken("token secret is not configured")
+    parts = token.split(".")
+    if len(parts) not in (3, 4) or not all(parts):
+        raise BadToken("token is not <uid>.<expiry>[.<generation>].<signature>")
+    *fields, signature = parts
+    if not all(decimal(f) for f in fields):
+        raise BadToken("token uid, expiry and generation must be decimal")
+    expected = _signature(secret, ".".join(fields))
+    if not hmac.compare_digest(expected.encode(), signature.encode()):
+        raise BadToken("token signature does not match")
+    expiry = int(fields[1])
+    if expiry <= (time.time() if now is None else now):
+        raise TokenExpired("token expired")
+    user_id = int(fields[0])
+    if user_id <= 0:
+        raise BadToken("token user id must be positive")
+    gen = int(fields[2]) if len(fields) == 3 else 0
+    if len(fields) == 3 and gen <= 0:
+        raise BadToken("token generation must be positive")
+    return Claims(user_id, expiry, gen)
 
 
 def verify(token: str, secret: str, *, now: float | None = None) -> int:
     """The user id of a valid token; BadToken (shape, signature) or TokenExpired otherwise."""
-    if not secret:
-        raise BadToken("token secret is not configured")
-    parts = token.split(".")
-    if len(parts) != 3 or not all(parts):
-        raise BadToken("token is not <uid>.<expiry>.<signature>")
-    uid_text, expiry_text, signature = parts
-    if not (decimal(uid_text) and decimal(expiry_text)):
-        raise BadToken("token uid and expiry must be decimal")
-    expected = _signature(secret, f"{uid_text}.{expiry_text}")
-    if not hmac.compare_digest(expected.encode(), signature.encode()):
-        raise BadToken("token signature does not match")
-    if int(expiry_text) <= (time.time() if now is None else now):
-        raise TokenExpired("token expired")
-    user_id = int(uid_text)
-    if user_id <= 0:
-        raise BadToken("token user id must be positive")
-    return user_id
+    return claims(token, secret, now=now).user_id
 
 
 def legacy_secret_string(token: str, secret: str) -> str:
@@ -93,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
                                      description="print a signed lobby login token")
     parser.add_argument("--user", type=int, required=True, help="user id")
     parser.add_argument("--ttl", type=int, default=DEFAULT_TTL, help="seconds of validity")
+    parser.add_argument("--gen", type=int, default=0,
+                        help="generation (a sign-in's number: revokes tokens of lower ones)")
     parser.add_argument("--secret", default=None, help="default: lobby.token_secret from config")
     parser.add_argument("--env", default=None, help="config environment (dev, test, prod)")
     args = parser.parse_args(argv)
@@ -102,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
 
         secret = load_config(args.env).lobby.token_secret
     try:
-        print(mint(args.user, secret, args.ttl))
+        print(mint(args.user, secret, args.ttl, gen=args.gen))
     except ValueError as exc:
         parser.error(str(exc))
 

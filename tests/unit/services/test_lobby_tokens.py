@@ -12,7 +12,9 @@ import pytest
 from paiju.v1 import common_pb2
 from services.lobby.tokens import (
     BadToken,
+    Claims,
     TokenExpired,
+    claims,
     legacy_secret_string,
     mint,
     verify,
@@ -35,6 +37,39 @@ def test_token_has_the_documented_shape() -> None:
     assert (uid, expiry) == ("42", str(int(NOW) + 100))
     body = f"{uid}.{expiry}".encode()
     assert sig == hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+
+
+def test_a_token_with_a_generation_has_the_documented_shape() -> None:
+    token = mint(42, SECRET, 100, now=NOW, gen=7)
+    uid, expiry, gen, sig = token.split(".")
+    assert (uid, expiry, gen) == ("42", str(int(NOW) + 100), "7")
+    body = f"{uid}.{expiry}.{gen}".encode()
+    assert sig == hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert claims(token, SECRET, now=NOW) == Claims(42, int(NOW) + 100, 7)
+    assert verify(token, SECRET, now=NOW) == 42
+    # without one: generation 0, the three-part token of before
+    assert claims(mint(42, SECRET, 100, now=NOW), SECRET, now=NOW).gen == 0
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda t: t.replace(".7.", ".8.", 1),               # a higher generation, old signature
+    lambda t: t.replace(".7.", ".", 1),                 # the generation dropped
+    lambda t: t.replace(".7.", ".0.", 1),               # zero is not a generation
+    lambda t: t.replace(".7.", ".x.", 1),
+])
+def test_a_tampered_generation_is_bad(tamper) -> None:  # type: ignore[no-untyped-def]
+    token = mint(1001, SECRET, 60, now=NOW, gen=7)
+    with pytest.raises(BadToken):
+        claims(tamper(token), SECRET, now=NOW)
+
+
+def test_a_generation_zero_token_signed_as_such_is_refused() -> None:
+    body = f"1001.{int(NOW) + 60}.0"
+    signed = f"{body}.{hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()}"
+    with pytest.raises(BadToken):
+        claims(signed, SECRET, now=NOW)
+    with pytest.raises(ValueError):
+        mint(1001, SECRET, 60, gen=-1)
 
 
 def test_expired_token_is_refused_with_its_own_code() -> None:
@@ -101,6 +136,13 @@ def test_cli_prints_a_token_that_verifies() -> None:
         [sys.executable, "-m", "services.lobby.tokens", "--user", "1001", "--ttl", "300",
          "--secret", SECRET], capture_output=True, text=True, check=True, timeout=60)
     assert verify(out.stdout.strip(), SECRET) == 1001
+
+
+def test_cli_prints_a_token_with_a_generation() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "services.lobby.tokens", "--user", "1001", "--gen", "4",
+         "--secret", SECRET], capture_output=True, text=True, check=True, timeout=60)
+    assert claims(out.stdout.strip(), SECRET).gen == 4
 
 
 def test_cli_default_secret_comes_from_config() -> None:
