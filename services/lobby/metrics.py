@@ -1,4 +1,5 @@
-"""Prometheus metrics of the lobby: sessions, logins, frames, kicks, table forward latency."""
+"""Prometheus metrics of the lobby: sessions, logins, frames, kicks, limits, table forward
+latency."""
 
 from __future__ import annotations
 
@@ -17,6 +18,18 @@ KICKS = Counter("paiju_lobby_kicks_total",
                 ["origin"])
 SLOW_CLIENTS = Counter("paiju_lobby_slow_clients_total",
                        "Sessions disconnected because their outbound queue was full")
+LOGIN_DEADLINES = Counter("paiju_lobby_login_deadlines_total",
+                          "Connections closed because they had not logged in in time")
+REFUSED_CONNECTIONS = Counter("paiju_lobby_refused_connections_total",
+                              "Connections refused by a cap (ip: per client IP, total: all)",
+                              ["cap"])
+RATE_LIMITED = Counter("paiju_lobby_rate_limited_total",
+                       "Requests refused with ERR_RATE_LIMITED, by request",
+                       ["request"])
+ROOM_CHANGES = Counter("paiju_lobby_room_changes_total",
+                       "Room-list changes heard on lobby.rooms (relayed: sent to the idle "
+                       "sessions; coalesced: replaced by a later state of the same room)",
+                       ["result"])
 FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             "Round trip of one command on the lobby-table Session stream",
                             ["kind"], buckets=LATENCY_BUCKETS)

@@ -11,9 +11,11 @@ so a relayed frame is never copied, parsed or serialized per session.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -139,6 +141,8 @@ class Session:
     room_id: int = 0
     seat: int = -1
     login_at: float = 0.0
+    gen: int = 0                  # the login token's generation (tokens.py; 0: none)
+    token_expiry: float = 0.0     # the login token's expiry (wall-clock seconds)
     last_seen: float = field(default_factory=time.monotonic)
     kicked: bool = False
     seq: int = 0
@@ -211,26 +215,44 @@ class RateLimiter:
     def __init__(self, limit: int, window: float = 60.0) -> None:
         self.limit = limit
         self.window = window
-        self._events: dict[int, deque[float]] = {}
+        self._events: dict[Hashable, deque[float]] = {}
         self._next_sweep = float("-inf")
 
     def __len__(self) -> int:
         """The keys remembered."""
         return len(self._events)
 
-    def allow(self, key: int, now: float | None = None) -> bool:
+    def allow(self, key: Hashable, now: float | None = None) -> bool:
+        """Count one event of ``key`` if the window has room for it; False (nothing
+        counted) when it has not."""
+        now = time.monotonic() if now is None else now
+        if self.retry_after(key, now) > 0:
+            return False
+        self.record(key, now)
+        return True
+
+    def retry_after(self, key: Hashable, now: float | None = None) -> float:
+        """Seconds until ``key`` may have one more event (0: now); counts nothing."""
         now = time.monotonic() if now is None else now
         self.sweep(now)
+        if self.limit <= 0:
+            return math.inf
         times = self._events.get(key)
         if times is not None:
             while times and times[0] <= now - self.window:
                 times.popleft()
-        if len(times or ()) >= self.limit:
-            return False
+        if len(times or ()) < self.limit:
+            return 0.0
+        assert times is not None
+        return max(1e-3, times[-self.limit] + self.window - now)
+
+    def record(self, key: Hashable, now: float | None = None) -> None:
+        """Count one event of ``key`` (after :meth:`retry_after` said 0)."""
+        now = time.monotonic() if now is None else now
+        times = self._events.get(key)
         if times is None:
             times = self._events[key] = deque()
         times.append(now)
-        return True
 
     def sweep(self, now: float | None = None, *, force: bool = False) -> None:
         """Forget the keys with no event inside the window (at most once per window, unless
