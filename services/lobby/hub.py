@@ -7,13 +7,24 @@ per user across replicas) and ``lobby.rooms`` (room list changes).
 A NATS message is parsed once (a payload that is not a ServerFrame is logged and dropped),
 and the same ``Relayed`` object goes to every session it is for (sessions.py): no copy and
 no serialization per session.
+
+Room-list changes are coalesced (:class:`RoomChanges`): the sessions outside a room get at
+most one RoomChange per room per ``lobby.room_change_seconds``, the latest state winning, so
+a loop of creating and leaving rooms does not flood every idle client.
+
+A login names its token's generation (tokens.py, 0 without one) in ``session.kick.<uid>``;
+every lobby remembers the newest generation of each user it heard of (:class:`Generations`),
+refuses a login with an older one, and a session of a newer generation is never kicked by
+an older one: its lobby announces it again, which kicks the older session wherever it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from nats.aio.client import Client
@@ -31,13 +42,118 @@ log = logging.getLogger("paiju.lobby.hub")
 KICK_ALL = "session.kick.*"
 
 
+class RoomChanges:
+    """At most one RoomChange per room per ``seconds`` goes to ``send``: the first at once,
+    the later ones of the same interval replaced by the latest and sent at its end."""
+
+    def __init__(self, seconds: float,
+                 send: Callable[[lobby_msgs_pb2.RoomChange], None]) -> None:
+        self.seconds = seconds
+        self.send = send
+        self._last: dict[int, float] = {}           # room -> when its last change went out
+        self._pending: dict[int, lobby_msgs_pb2.RoomChange] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._next_sweep = 0.0
+
+    def offer(self, change: lobby_msgs_pb2.RoomChange) -> None:
+        room_id = change.room.room_id
+        if self.seconds <= 0:
+            self._send(change)
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if room_id in self._pending:        # one is waiting: the latest state wins
+            self._pending[room_id] = change
+            metrics.ROOM_CHANGES.labels("coalesced").inc()
+            return
+        last = self._last.get(room_id)
+        if last is None or now - last >= self.seconds:
+            self._last[room_id] = now
+            self._sweep(now)
+            self._send(change)
+            return
+        self._pending[room_id] = change
+        self._timers[room_id] = loop.call_at(last + self.seconds, self._flush, room_id)
+
+    def _flush(self, room_id: int) -> None:
+        self._timers.pop(room_id, None)
+        change = self._pending.pop(room_id, None)
+        if change is not None:
+            self._last[room_id] = asyncio.get_running_loop().time()
+            self._send(change)
+
+    def _send(self, change: lobby_msgs_pb2.RoomChange) -> None:
+        metrics.ROOM_CHANGES.labels("relayed").inc()
+        self.send(change)
+
+    def _sweep(self, now: float) -> None:
+        """Forget the rooms whose last change is older than the interval (once per one)."""
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self.seconds
+        for room_id in [r for r, at in self._last.items()
+                        if now - at >= self.seconds and r not in self._pending]:
+            del self._last[room_id]
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._pending.clear()
+
+
+class Generations:
+    """The newest token generation of each user this lobby heard of (its logins and every
+    lobby's ``session.kick``), kept until that token expires."""
+
+    def __init__(self) -> None:
+        self._newest: dict[int, tuple[int, float]] = {}   # uid -> (generation, expiry)
+        self._next_sweep = 0.0
+
+    def newest(self, user_id: int, now: float | None = None) -> int:
+        now = time.time() if now is None else now
+        known = self._newest.get(user_id)
+        if known is None:
+            return 0
+        if known[1] <= now:
+            del self._newest[user_id]
+            return 0
+        return known[0]
+
+    def note(self, user_id: int, gen: int, expiry: float, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        self._sweep(now)
+        if gen <= 0 or expiry <= now:
+            return
+        known = self._newest.get(user_id)
+        if known is None or gen > known[0]:
+            self._newest[user_id] = (gen, expiry)
+        elif gen == known[0] and expiry > known[1]:
+            self._newest[user_id] = (gen, expiry)
+
+    def _sweep(self, now: float) -> None:
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + 60.0
+        for uid in [u for u, (_, expiry) in self._newest.items() if expiry <= now]:
+            del self._newest[uid]
+
+    def __len__(self) -> int:
+        return len(self._newest)
+
+
 class Hub:
-    def __init__(self, nc: Client, cache: RoomCache) -> None:
+    def __init__(self, nc: Client, cache: RoomCache, *, room_change_seconds: float = 1.0) -> None:
         self.nc = nc
         self.cache = cache
         self.sessions: set[Session] = set()
         self.by_user: dict[int, Session] = {}
         self.by_room: dict[int, set[Session]] = {}
+        self.generations = Generations()
+        self.room_changes = RoomChanges(room_change_seconds, self._relay_room_change)
         self._room_subs: dict[int, Any] = {}
         self._inbox_subs: dict[int, Any] = {}
         self._subs: list[Any] = []
@@ -47,6 +163,7 @@ class Hub:
         self._subs.append(await self.nc.subscribe(bus.LOBBY_ROOMS, cb=self._on_room_change))
 
     async def stop(self) -> None:
+        self.room_changes.close()
         for sub in [*self._subs, *self._room_subs.values(), *self._inbox_subs.values()]:
             await sub.unsubscribe()
         self._subs.clear()
@@ -63,6 +180,7 @@ class Hub:
         """Make ``session`` the user's live session here and everywhere: kick the older local
         one, subscribe the user's inbox, tell the other lobbies."""
         uid = session.user_id
+        self.generations.note(uid, session.gen, session.token_expiry)
         older = self.by_user.get(uid)
         if older is not None and older is not session:
             self.kick(older, "local")
@@ -71,8 +189,13 @@ class Hub:
             self._inbox_subs[uid] = await self.nc.subscribe(bus.user_inbox(uid),
                                                             cb=self._on_inbox)
             await bus.sync(self.nc)  # live at the server before the user can act
-        payload = {"session_id": session.session_id, "login_at": session.login_at}
-        await self.nc.publish(bus.session_kick(uid), json.dumps(payload).encode())
+        await self.announce(session)
+
+    async def announce(self, session: Session) -> None:
+        """Tell every lobby that ``session`` is the user's newest (session.kick.<uid>)."""
+        payload = {"session_id": session.session_id, "login_at": session.login_at,
+                   "gen": session.gen, "expiry": session.token_expiry}
+        await self.nc.publish(bus.session_kick(session.user_id), json.dumps(payload).encode())
 
     async def remove(self, session: Session) -> None:
         """Forget a finished session: its user binding, room and inbox subscriptions."""
@@ -166,12 +289,24 @@ class Hub:
             data = json.loads(msg.data)
             newer_id = str(data["session_id"])
             newer_at = float(data.get("login_at", time.time()))
-        except (ValueError, KeyError, TypeError):
+            newer_gen = int(data.get("gen") or 0)
+            expiry = float(data.get("expiry") or 0)
+        except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("bad kick message", extra={"subject": msg.subject})
             return
-        session = self.by_user.get(uid) if uid is not None else None
-        if session is not None and session.session_id != newer_id \
-                and session.login_at <= newer_at:
+        if uid is None:
+            return
+        self.generations.note(uid, newer_gen, expiry)
+        session = self.by_user.get(uid)
+        if session is None or session.session_id == newer_id or session.kicked:
+            return
+        if newer_gen < session.gen:
+            # a login with an older token got in somewhere (a lobby that had not heard of
+            # ours): this session stands, and saying so again kicks the other one
+            log.info("older token generation logged in elsewhere: announcing the newer",
+                     extra={"user": uid, "gen": session.gen, "other_gen": newer_gen})
+            await self.announce(session)
+        elif newer_gen > session.gen or session.login_at <= newer_at:
             self.kick(session, "remote")
 
     async def _on_room_change(self, msg: Msg) -> None:
@@ -181,6 +316,9 @@ class Hub:
             return
         change = frame.room_change
         self.cache.apply_change(change)
+        self.room_changes.offer(change)
+
+    def _relay_room_change(self, change: lobby_msgs_pb2.RoomChange) -> None:
         relay = Relayed(self.cache.relay_frame(change))   # serialized once for all sessions
         for session in list(self.sessions):
             if session.logged_in and not session.room_id:
