@@ -7,7 +7,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from nats.aio.client import Client
@@ -18,8 +18,10 @@ from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus, tls
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
+from services.lobby import metrics
 from services.lobby.directory import KEEPALIVE, Directory, Reject, Unavailable
 from services.lobby.hub import Hub
+from services.lobby.limits import Admission, Limits
 from services.lobby.records_client import RecordsClient
 from services.lobby.rooms import RoomCache
 from services.lobby.sessions import RateLimiter, Session
@@ -35,6 +37,12 @@ MOVE_FIRST = 0.1
 MOVE_LONGEST = 1.0
 MOVING = "the room is moving to another table, a moment"
 RECONNECT_SPREAD_MS = 1000   # clients told to reconnect wait a random 0..this many ms
+CLOSE_GRACE = 2.0            # a closed session whose stream is still there this long is cut
+# The directory buckets may not exist yet when the lobby starts (a fresh namespace whose
+# tables have not created them, and a lobby whose NATS user may not): the lobby serves, not
+# ready, and opens them again after OPEN_FIRST seconds, doubling up to OPEN_LONGEST.
+OPEN_FIRST = 0.5
+OPEN_LONGEST = 5.0
 
 
 def request_event_id(frame: client_pb2.ClientFrame) -> int:
@@ -51,28 +59,68 @@ class LobbyApp:
         self.directory = directory
         self.records = records
         self.cache = RoomCache()
-        self.hub = Hub(nc, self.cache)
+        self.hub = Hub(nc, self.cache, room_change_seconds=cfg.lobby.room_change_seconds)
         self.chat_limit = RateLimiter(cfg.lobby.chat_per_minute, 60.0)
+        self.limits = Limits(cfg.lobby)
+        self.admission = Admission(cfg.lobby.max_connections_per_ip, cfg.lobby.max_connections)
+        self.directory_open = asyncio.Event()   # the buckets are open and followed
         self.move_seconds = MOVE_SECONDS
         self.draining = False      # stopping: no new session, every client told to reconnect
         self.watch: Any = None     # services.common.health.DependencyWatch, once serving
+        self.on_ready_change: Callable[[], Awaitable[None]] | None = None   # health, once serving
         self._tasks: set[asyncio.Task[Any]] = set()
         self._offlines: set[asyncio.Task[Any]] = set()  # "offline" notices on their way
 
     @classmethod
-    async def open(cls, cfg: Config) -> LobbyApp:
+    async def open(cls, cfg: Config, *, wait_directory: bool = True) -> LobbyApp:
+        """Connect to NATS and open the directory. ``wait_directory=False`` returns after
+        the first try even when the directory buckets could not be opened (the lobby is then
+        not ready, and keeps trying with a backoff: :meth:`_open_directory`)."""
         nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
         # mutual TLS as the lobby to tables and records when internal TLS is on
-        directory = await Directory.open(
-            nc.jetstream(), replicas=cfg.nats.replicas,
-            dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE))
+        directory = Directory(ttl=cfg.table.lease_ttl_seconds,
+                              dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE))
         records = RecordsClient(cfg.records.dial, cfg=cfg)
         app = cls(cfg, nc, directory, records)
-        await app.hub.start()
-        watcher = await directory.rooms.watchall()
-        app.spawn(app._watch_rooms(watcher))
+        try:
+            await app.hub.start()
+        except BaseException:
+            await app.close()
+            raise
         app.spawn(app._sweep())
+        tried = asyncio.Event()
+        opening = app.spawn(app._open_directory(tried))
+        try:
+            await (opening if wait_directory else tried.wait())
+        except BaseException:
+            await app.close()
+            raise
         return app
+
+    async def _open_directory(self, tried: asyncio.Event) -> None:
+        """Open the directory buckets, again and again with a backoff until it works
+        (``tried`` is set after the first try), then follow the ``rooms`` and ``tables``
+        buckets."""
+        pause = OPEN_FIRST
+        while True:
+            try:
+                await self.directory.attach(self.nc.jetstream(), replicas=self.cfg.nats.replicas)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("directory buckets not available yet, trying again",
+                            extra={"error": repr(exc), "seconds": pause})
+            tried.set()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, OPEN_LONGEST)
+        self.spawn(self._watch_rooms())
+        self.spawn(self.directory.follow_tables())
+        self.directory_open.set()
+        tried.set()
+        log.info("directory open")
+        if self.on_ready_change is not None:
+            await self.on_ready_change()
 
     async def close(self) -> None:
         await cancel_and_wait(*self._tasks)
@@ -91,8 +139,10 @@ class LobbyApp:
 
     @property
     def ready(self) -> bool:
-        """Takes new clients: not draining and every dependency (NATS) reachable now."""
-        return not self.draining and (self.watch is None or self.watch.ready)
+        """Takes new clients: not draining, every dependency (NATS) reachable now, and the
+        directory open."""
+        return (not self.draining and (self.watch is None or self.watch.ready)
+                and self.directory_open.is_set())
 
     @property
     def live(self) -> bool:
@@ -291,9 +341,36 @@ class LobbyApp:
                     log.info("session silent, closing", extra={"user": session.user_id})
                     session.close()
 
-    async def _watch_rooms(self, watcher: Any) -> None:
-        async for entry in watcher:
-            if entry is None:  # end of the initial snapshot
-                continue
-            deleted = entry.operation in (KV_DEL, KV_PURGE)
-            self.cache.apply_kv(entry.key, entry.value, deleted)
+    async def _watch_rooms(self) -> None:
+        """Follow the ``rooms`` bucket into the room cache; a watch that fails or ends is
+        opened again."""
+        assert self.directory.rooms is not None
+        while True:
+            try:
+                watcher = await self.directory.rooms.watchall()
+                async for entry in watcher:
+                    if entry is None:  # end of the initial snapshot
+                        continue
+                    deleted = entry.operation in (KV_DEL, KV_PURGE)
+                    self.cache.apply_kv(entry.key, entry.value, deleted)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
+            await asyncio.sleep(1.0)
+
+    # -- connections ------------------------------------------------------------------------
+
+    def login_overdue(self, session: Session) -> None:
+        """The login deadline of a connection: one that has not logged in is told why and
+        closed, whatever it sent meanwhile; if its stream is still there CLOSE_GRACE seconds
+        later (a client that does not read), it is cut."""
+        if session.logged_in or session.outbox.closed:
+            return
+        seconds = self.lobby.login_deadline_seconds
+        log.info("no login in time, closing", extra={"ip": session.peer_ip, "seconds": seconds})
+        metrics.LOGIN_DEADLINES.inc()
+        session.send(error_frame(common_pb2.ERR_NOT_LOGGED_IN,
+                                 f"no login within {seconds:g} s: closing"), final=True)
+        session.close()
+        asyncio.get_running_loop().call_later(CLOSE_GRACE, session.disconnect)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from paiju.frames import client_frame, error_frame, ok_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus
-from services.lobby import metrics
+from services.lobby import limits, metrics
 from services.lobby.app import LobbyApp, request_event_id
 from services.lobby.directory import Reject
 from services.lobby.login import login
@@ -73,6 +73,7 @@ async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame)
 
 async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.create_room
+    _count_create(app, session)
     await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
         game=req.game, base_score=req.base_score, total_hands=req.total_hands,
         options_json=req.options_json, password=req.password, min_hands=req.min_hands,
@@ -91,12 +92,18 @@ async def _not_seated_elsewhere(app: LobbyApp, session: Session, room_id: int = 
                      f"still seated in room {other}: log in again to resume it")
 
 
+def _count_create(app: LobbyApp, session: Session) -> None:
+    """One room creation of this user and address, or ERR_RATE_LIMITED (nothing done)."""
+    limits.take("create_room", (app.limits.creates_per_user, session.user_id),
+                (app.limits.creates_per_ip, session.peer_ip))
+
+
 async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
                            req: table_pb2.CreateRoomRequest) -> None:
-    """Place a room on the least-loaded live table, then seat the creator in it."""
+    """Place a room on the least-loaded live table (the directory's choice), then seat the
+    creator in it."""
     await _not_seated_elsewhere(app, session)
-    link = await app.directory.least_loaded_table()
-    created = await link.create_room(req)
+    link, created = await app.directory.create_room(req)
     room_id = created.room.room_id
     reply = await _join(app, session, frame, room_id, req.password, req.game, link.address)
     app.relay(session, frame, reply)
@@ -134,6 +141,7 @@ async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, 
 
 async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.join_room
+    limits.take("join_room", (app.limits.joins_per_user, session.user_id))
     await _not_seated_elsewhere(app, session, req.room_id)
     if req.room_id:
         address = await app.owner_address(req.room_id, fresh=True)
@@ -160,6 +168,7 @@ async def quick_start(app: LobbyApp, session: Session, frame: client_pb2.ClientF
             continue
         app.relay(session, frame, reply)
         return
+    _count_create(app, session)   # no room to join: a new one is a creation like any other
     await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
         game=game, creator_id=session.user_id, options_json="{}", **QUICK_ROOM))
 
@@ -171,6 +180,7 @@ async def chat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -
     if len(req.content) > app.lobby.chat_max_len or len(req.extend) > app.lobby.chat_max_len:
         raise Reject(common_pb2.ERR_TOO_LONG, f"chat longer than {app.lobby.chat_max_len}")
     if not app.chat_limit.allow(session.user_id):
+        metrics.RATE_LIMITED.labels("chat").inc()
         raise Reject(common_pb2.ERR_RATE_LIMITED,
                      f"at most {app.lobby.chat_per_minute} chat messages a minute")
     out = lobby_msgs_pb2.Chat(type=req.type, content=req.content, extend=req.extend,
@@ -189,7 +199,7 @@ def _room_or_current(session: Session, room_id: int) -> int:
 async def history(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     room_id = _room_or_current(session, frame.ask_history_score.room_id)
     try:
-        scores = await app.records.history(room_id)
+        scores = await app.records.history(room_id, session.user_id)
     except Reject as exc:
         if exc.code != common_pb2.ERR_NO_SUCH_ROOM:
             raise

@@ -306,11 +306,15 @@ class Console:
     def _need_nats(self) -> None:
         if not self.app.nc.is_connected:
             raise ApiError(503, "unavailable", "NATS is not connected (the lobby is reconnecting)")
+        if not self.app.directory.opened:
+            raise ApiError(503, "unavailable", "the directory buckets are not open yet")
 
-    async def _snapshot(self, kv: KeyValue) -> list[tuple[str, dict[str, Any], float | None]]:
+    async def _snapshot(self, kv: KeyValue | None,
+                        ) -> list[tuple[str, dict[str, Any], float | None]]:
         """Every live key of a bucket with its JSON value and the time of its last write
         (one ordered consumer, not a get per key); unusable values are skipped."""
         self._need_nats()
+        assert kv is not None   # the directory is open
         watcher = await kv.watchall(ignore_deletes=True, inactive_threshold=WATCH_INACTIVE)
         out = []
         try:
@@ -453,7 +457,7 @@ class Console:
 
     async def history(self, request: web.Request) -> dict[str, Any]:
         room_id = parse_id(request.match_info["room_id"], "room id")
-        scores = await self.app.records.history(room_id)
+        scores = await self.app.records.history(room_id, 0)   # user 0: the operator
         return {"room_id": room_id, "players": [
             {"user_id": item.user_id, "scores": list(item.scores), "total": sum(item.scores)}
             for item in scores.items]}

@@ -6,6 +6,13 @@ the next command. The link of a table that left ``tables`` (dead, or restarted e
 new address) is closed and forgotten by :meth:`Directory.prune` once nothing uses it, so a
 long-running lobby facing rolling table restarts keeps a bounded number of channels. See
 docs/services.md, "Directory" and "Lobby → table".
+
+The live tables come from one long-lived watch of the ``tables`` bucket (:class:`TableCache`,
+followed by :meth:`Directory.follow_tables`), never from a key listing per request: a listing
+is a JetStream consumer of its own that lingers on the server for minutes, and a loop of
+room creations used to exhaust the server's consumer limit for everyone. An entry not
+rewritten within the lease (``table.lease_ttl_seconds``) is not live, as the tables judge it
+(services/table/server.py).
 """
 
 from __future__ import annotations
@@ -13,14 +20,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import grpc
+import nats.errors
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError, NoKeysError
-from nats.js.kv import KeyValue
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
@@ -29,9 +38,14 @@ from services.lobby import metrics
 
 log = logging.getLogger("paiju.lobby.directory")
 
-NO_TABLE_RETRIES = 5
-TABLES_TTL = 10.0
+TABLES_TTL = 10.0      # the tables bucket's TTL when the lobby creates it (table.lease_ttl)
 PRUNE_SECONDS = 30.0   # how often the links of departed tables are looked for
+SYNC_SECONDS = 2.0     # how long a request waits for the first snapshot of the tables watch
+# A watch that has heard nothing for this many leases is opened again: live tables rewrite
+# their entries five times a lease, so silence means no table at all, or a watch that died
+# with its connection (its consumer is gone from the server)
+SILENT_LEASES = 2.0
+WATCH_INACTIVE = 10.0  # seconds NATS keeps an abandoned watch's consumer (not the default 5 min)
 # A table that vanishes without closing its connections (a killed pod whose address is gone)
 # is found out by keepalive pings within about 15 s: its stream breaks, what is pending
 # fails, and the commands follow the room to its next owner. Tables accept a ping every 5 s
@@ -55,6 +69,87 @@ class Reject(Exception):
 class Unavailable(Reject):
     def __init__(self, message: str) -> None:
         super().__init__(common_pb2.ERR_UNAVAILABLE, message)
+
+
+class Unreachable(Unavailable):
+    """The table could not be reached (gRPC UNAVAILABLE: in all likelihood the call never
+    got there, so another table may be asked)."""
+
+
+class TableCache:
+    """The ``tables`` bucket as heard from its watch: each entry with the time it was written
+    (the time it arrived, or for the first snapshot the age the server gives it), and the
+    rooms this lobby placed on each table since its entry was last rewritten."""
+
+    def __init__(self, ttl: float = TABLES_TTL) -> None:
+        self.ttl = ttl
+        self._entries: dict[str, tuple[dict[str, Any], float]] = {}
+        self._placed: dict[str, int] = {}
+        self._failed: set[str] = set()      # unreachable since their entry was written
+        self.synced = asyncio.Event()       # the first snapshot has been read
+        self.heard = time.monotonic()       # the last time the watch said anything
+
+    def apply(self, key: str, value: bytes | None, deleted: bool = False,
+              age: float = 0.0, now: float | None = None) -> None:
+        """Fold in one entry of the watch, written ``age`` seconds ago."""
+        now = time.monotonic() if now is None else now
+        self.heard = now
+        self._placed.pop(key, None)     # a fresh entry counts the rooms placed before it
+        self._failed.discard(key)
+        if deleted or not value:
+            self._entries.pop(key, None)
+            return
+        try:
+            table = json.loads(value)
+        except ValueError:
+            log.warning("bad JSON in the tables bucket", extra={"key": key})
+            return
+        if not isinstance(table, dict) or not table.get("address"):
+            return
+        table.setdefault("instance", key)
+        self._entries[key] = (table, now - max(0.0, age))
+
+    def live(self, now: float | None = None) -> list[dict[str, Any]]:
+        """Tables whose entry was written within the lease."""
+        now = time.monotonic() if now is None else now
+        for key in [k for k, (_, at) in self._entries.items() if now - at > 3 * self.ttl]:
+            del self._entries[key]      # long gone: forget it
+            self._placed.pop(key, None)
+            self._failed.discard(key)
+        return [table for table, at in self._entries.values() if now - at <= self.ttl]
+
+    def load(self, table: dict[str, Any]) -> int:
+        """A table's rooms as its entry says, plus those this lobby sent it since."""
+        try:
+            rooms = int(table.get("rooms") or 0)
+        except (TypeError, ValueError):
+            rooms = 0
+        return rooms + self._placed.get(str(table.get("instance")), 0)
+
+    def choose(self, now: float | None = None,
+               rng: random.Random | None = None) -> dict[str, Any] | None:
+        """The table for a new room: a live one that is not draining (nor found
+        unreachable), with the least load; a tie is broken at random, so lobby replicas
+        do not all pick the same table."""
+        taking = [t for t in self.live(now) if not t.get("draining")
+                  and str(t.get("instance")) not in self._failed]
+        if not taking:
+            return None
+        least = min(self.load(t) for t in taking)
+        return (rng or random).choice([t for t in taking if self.load(t) == least])
+
+    def placed(self, instance: str, rooms: int = 1) -> None:
+        """Count a room sent to ``instance`` (before its CreateRoom, so that simultaneous
+        creations spread); -1 takes back one that failed."""
+        count = max(0, self._placed.get(instance, 0) + rooms)
+        if count:
+            self._placed[instance] = count
+        else:
+            self._placed.pop(instance, None)
+
+    def failed(self, instance: str) -> None:
+        """Not chosen again until its entry is written again."""
+        self._failed.add(instance)
 
 
 class TableLink:
@@ -111,7 +206,10 @@ class TableLink:
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 raise Reject(common_pb2.ERR_BAD_OPTIONS, exc.details() or "bad options") from None
-            raise Unavailable(f"table {self.address}: {exc.code().name} {exc.details()}") from None
+            problem = f"table {self.address}: {exc.code().name} {exc.details()}"
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                raise Unreachable(problem) from None
+            raise Unavailable(problem) from None
         finally:
             self._busy -= 1
 
@@ -157,29 +255,50 @@ async def _drain(queue: asyncio.Queue[table_pb2.TableCommand | None],
 
 
 class Directory:
-    """Reads of the directory buckets and the pool of table links."""
+    """Reads of the directory buckets, the live tables (watched), and the pool of table
+    links. The buckets may be opened after the lobby started (:meth:`attach`): until then
+    every read is :class:`Unavailable`."""
 
-    def __init__(self, tables: KeyValue, rooms: KeyValue, seats: KeyValue,
-                 timeout: float = 5.0, dial: Dial | None = None) -> None:
+    def __init__(self, tables: KeyValue | None = None, rooms: KeyValue | None = None,
+                 seats: KeyValue | None = None, timeout: float = 5.0,
+                 dial: Dial | None = None, *, ttl: float = TABLES_TTL) -> None:
         self.tables = tables
         self.rooms = rooms
         self.seats = seats
         self.timeout = timeout
         self.dial = dial   # address -> channel to that table (None: plaintext)
+        self.table_cache = TableCache(ttl)
         self._links: dict[str, TableLink] = {}
         self._instances: dict[str, str] = {}   # address -> instance id last listed there
 
     @classmethod
     async def open(cls, js: JetStreamContext, timeout: float = 5.0, *,
-                   replicas: int = 1, dial: Dial | None = None) -> Directory:
+                   replicas: int = 1, dial: Dial | None = None,
+                   ttl: float = TABLES_TTL) -> Directory:
+        """A directory with its three buckets open (:meth:`attach`). ``dial`` makes the
+        channel to a table (mutual TLS); ``ttl`` is the tables' lease."""
+        directory = cls(timeout=timeout, dial=dial, ttl=ttl)
+        await directory.attach(js, replicas=replicas)
+        return directory
+
+    async def attach(self, js: JetStreamContext, *, replicas: int = 1) -> None:
         """Open the three buckets, creating an absent one with the contract's TTLs and
         ``replicas`` (``nats.replicas``: a lobby started before the tables must not leave the
-        directory on one NATS node). ``dial`` makes the channel to a table (mutual TLS)."""
-        return cls(await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL,
-                                           replicas=replicas),
-                   await bus.ensure_bucket(js, bus.ROOMS_BUCKET, replicas=replicas),
-                   await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas), timeout,
-                   dial)
+        directory on one NATS node). Fails (and opens nothing) when a bucket is missing and
+        cannot be created, e.g. by a NATS user that may not create them."""
+        tables = await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=TABLES_TTL,
+                                         replicas=replicas)
+        rooms = await bus.ensure_bucket(js, bus.ROOMS_BUCKET, replicas=replicas)
+        seats = await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas)
+        self.tables, self.rooms, self.seats = tables, rooms, seats
+
+    @property
+    def opened(self) -> bool:
+        return self.tables is not None and self.rooms is not None and self.seats is not None
+
+    def _need(self) -> None:
+        if not self.opened:
+            raise Unavailable("the directory is not open yet (its NATS buckets are missing)")
 
     def link(self, address: str) -> TableLink:
         link = self._links.get(address)
@@ -193,12 +312,104 @@ class Directory:
         """The table addresses this lobby holds a link (channel) to."""
         return set(self._links)
 
+    # -- the live tables ------------------------------------------------------------------
+
+    async def follow_tables(self) -> None:
+        """Keep :attr:`table_cache` current from one watch of the ``tables`` bucket, until
+        cancelled. A watch that fails, or hears nothing for ``SILENT_LEASES`` leases, is
+        opened again (its consumer goes from the server ``WATCH_INACTIVE`` s later)."""
+        self._need()
+        assert self.tables is not None
+        cache = self.table_cache
+        silence = SILENT_LEASES * cache.ttl
+        while True:
+            watcher = None
+            try:
+                watcher = await self.tables.watchall(inactive_threshold=WATCH_INACTIVE)
+                first = True
+                while True:
+                    try:
+                        entry = await watcher.updates(timeout=silence)
+                    except nats.errors.TimeoutError:
+                        break   # silent: no table, or a dead watch; open a new one
+                    if entry is None:            # the end of the current entries
+                        first = False
+                        cache.heard = time.monotonic()
+                        cache.synced.set()
+                        continue
+                    if not hasattr(entry, "key"):  # the watcher was stopped
+                        break
+                    age = 0.0
+                    if first and entry.created is not None:   # an entry written before
+                        age = min(3 * cache.ttl, max(0.0, time.time()
+                                                     - entry.created.timestamp()))
+                    cache.apply(entry.key, entry.value,
+                                entry.operation in (KV_DEL, KV_PURGE), age)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("tables watch failed, opening it again", extra={"error": repr(exc)})
+                await asyncio.sleep(1.0)
+            finally:
+                if watcher is not None:
+                    try:
+                        await watcher.stop()
+                    except Exception:  # the connection is gone: so is the subscription
+                        log.debug("tables watch stop failed", exc_info=True)
+
+    async def live_tables(self) -> list[dict[str, Any]]:
+        """The tables whose entries were written within the lease (the watched cache)."""
+        self._need()
+        await self._synced()
+        return self.table_cache.live()
+
+    async def _synced(self) -> None:
+        """Wait (a bounded time) for the first snapshot of the tables watch."""
+        if not self.table_cache.synced.is_set():
+            try:
+                await asyncio.wait_for(self.table_cache.synced.wait(), SYNC_SECONDS)
+            except TimeoutError:
+                raise Unavailable("the table list is not known yet") from None
+
+    async def create_room(self, req: table_pb2.CreateRoomRequest,
+                          ) -> tuple[TableLink, table_pb2.CreateRoomReply]:
+        """Create a room on the table :meth:`TableCache.choose` picks (the least load,
+        counting the rooms this lobby sent each table since its entry was written, so a
+        burst spreads); a table that cannot be reached is skipped for the next one."""
+        self._need()
+        await self._synced()
+        problem: Unavailable | None = None
+        for _ in range(3):
+            table = self.table_cache.choose()
+            if table is None:
+                break
+            instance, link = str(table["instance"]), self.link(str(table["address"]))
+            self.table_cache.placed(instance)
+            try:
+                created = await link.create_room(req)
+            except Unreachable as exc:
+                self.table_cache.placed(instance, -1)
+                log.warning("table unreachable, placing the room elsewhere",
+                            extra={"instance": instance, "error": exc.message})
+                self.table_cache.failed(instance)
+                problem = exc
+                continue
+            except BaseException:
+                self.table_cache.placed(instance, -1)
+                raise
+            return link, created
+        if problem is not None:
+            raise problem
+        raise Reject(common_pb2.ERR_NO_TABLE, "no live table instance")
+
+    # -- links of departed tables -----------------------------------------------------------
+
     async def prune(self, in_use: Iterable[str] = ()) -> list[str]:
         """Close and forget the links of tables gone from ``tables`` (dead, expired, or
         restarted on another address) that nothing uses: no address in ``in_use`` (the owners
-        of the rooms of this lobby's sessions) and nothing in flight. A table missing from a
-        key listing is asked for directly before its link goes (a listing can come back
-        short). The closed addresses; a later command to one of them opens a new link."""
+        of the rooms of this lobby's sessions) and nothing in flight. A table missing from
+        the cache is asked for directly before its link goes. The closed addresses; a later
+        command to one of them opens a new link."""
         if not self._links:
             return []
         live = await self.live_tables()
@@ -223,7 +434,7 @@ class Directory:
 
     async def _still_listed(self, address: str) -> bool:
         instance = self._instances.get(address)
-        if not instance:
+        if not instance or self.tables is None:
             return False
         value = await _get_json(self.tables, instance)
         return value is not None and value.get("address") == address
@@ -238,35 +449,16 @@ class Directory:
             except Exception:  # NATS briefly away: try again next time
                 log.warning("pruning table links failed", exc_info=True)
 
-    async def live_tables(self) -> list[dict[str, Any]]:
-        try:
-            keys = await self.tables.keys()
-        except NoKeysError:
-            return []
-        out = []
-        for key in keys:
-            value = await _get_json(self.tables, key)
-            if value and value.get("address"):
-                out.append(value)
-        return out
-
-    async def least_loaded_table(self) -> TableLink:
-        tables = await self.live_tables()
-        for _ in range(NO_TABLE_RETRIES):  # a KV key listing can come back short: look again
-            if tables:
-                break
-            await asyncio.sleep(0.2)
-            tables = await self.live_tables()
-        taking = [t for t in tables if not t.get("draining")]   # a draining table takes none
-        if not taking:
-            raise Reject(common_pb2.ERR_NO_TABLE, "no live table instance")
-        best = min(taking, key=lambda t: (int(t.get("rooms", 0)), t.get("instance", "")))
-        return self.link(best["address"])
+    # -- rooms and seats ------------------------------------------------------------------
 
     async def room(self, room_id: int) -> dict[str, Any] | None:
+        self._need()
+        assert self.rooms is not None
         return await _get_json(self.rooms, str(room_id))
 
     async def seat(self, user_id: int) -> dict[str, Any] | None:
+        self._need()
+        assert self.seats is not None
         return await _get_json(self.seats, str(user_id))
 
     async def close(self) -> None:

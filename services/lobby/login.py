@@ -8,7 +8,7 @@ import time
 
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
-from services.lobby import metrics, tokens
+from services.lobby import limits, metrics, tokens
 from services.lobby.app import LobbyApp
 from services.lobby.directory import Reject
 from services.lobby.rooms import room_entry
@@ -19,12 +19,23 @@ log = logging.getLogger("paiju.lobby.login")
 RESUME_AGAIN_MS = 500   # a client whose room is still moving logs in again after this long
 
 
-def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> int:
-    """The user id a login proves; TokenError when it proves nothing."""
+class Superseded(tokens.BadToken):
+    """A token of an older generation than the newest sign-in of its user."""
+
+
+def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> tokens.Claims:
+    """What a login proves; TokenError when it proves nothing, or when a newer sign-in of the
+    same user (a token of a higher generation) has revoked this token."""
     secret = app.lobby.token_secret
     if app.lobby.legacy_md5:
-        return tokens.verify_legacy(login.token, login.secret_string, secret)
-    return tokens.verify(login.token, secret)
+        user_id = tokens.verify_legacy(login.token, login.secret_string, secret)
+        return tokens.Claims(user_id, 0)
+    claims = tokens.claims(login.token, secret)
+    newest = app.hub.generations.newest(claims.user_id)
+    if claims.gen < newest:
+        raise Superseded(f"token revoked by a newer sign-in (generation {claims.gen} < "
+                         f"{newest}): sign in again")
+    return claims
 
 
 async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
@@ -32,14 +43,24 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
     if session.logged_in:
         raise Reject(common_pb2.ERR_BAD_FRAME, "already logged in on this stream")
     try:
-        user_id = check_token(app, req)
+        limits.take("login", (app.limits.logins_per_ip, session.peer_ip))
+    except Reject as exc:   # said once, then the connection closes (it may come back later)
+        metrics.LOGINS.labels("rate_limited").inc()
+        session.send(error_frame(exc.code, exc.message, request_event_id=frame.event_id or 1002,
+                                 reply_to=frame.seq), final=True)
+        session.close()
+        return
+    try:
+        claims = check_token(app, req)
     except tokens.TokenError as exc:
         metrics.LOGINS.labels("expired" if isinstance(exc, tokens.TokenExpired)
+                              else "superseded" if isinstance(exc, Superseded)
                               else "bad_token").inc()
         session.send(error_frame(exc.code, str(exc), request_event_id=frame.event_id or 1002,
                                  reply_to=frame.seq), final=True)
         session.close()
         return
+    user_id = claims.user_id
     try:
         record = await app.records.profile(user_id, req.nickname, create=app.lobby.dev_profiles)
     except Reject as exc:
@@ -50,8 +71,16 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         user_id=user_id, nickname=record.nickname, head_url=record.head_url, sex=record.sex,
         coins=record.coins, ip=session.peer_ip, lat=req.lat, lng=req.lng,
         login_address=req.login_address)
+    if claims.gen < app.hub.generations.newest(user_id):   # a newer sign-in meanwhile
+        metrics.LOGINS.labels("superseded").inc()
+        session.send(error_frame(common_pb2.ERR_BAD_TOKEN, "token revoked by a newer sign-in: "
+                                 "sign in again", request_event_id=frame.event_id or 1002,
+                                 reply_to=frame.seq), final=True)
+        session.close()
+        return
     session.user_id = user_id
     session.login_at = time.time()
+    session.gen, session.token_expiry = claims.gen, float(claims.expiry)
     await app.hub.bind(session)
     metrics.LOGINS.labels("ok").inc()
     seat = await app.directory.seat(user_id)

@@ -84,9 +84,11 @@ class RecordsClient:
                                 records_pb2.GetPlayerRequest(user_id=user_id),
                                 not_found=common_pb2.ERR_BAD_TOKEN)
 
-    async def history(self, room_id: int) -> lobby_msgs_pb2.UseHistoryScore:
+    async def history(self, room_id: int, user_id: int = 0) -> lobby_msgs_pb2.UseHistoryScore:
+        """A room's history scores for ``user_id`` (records answers only for a room he sat
+        in: ERR_NO_SUCH_ROOM otherwise); user 0 is the operator (the console)."""
         return await self._call(lambda s: s.GetHistoryScores,
-                                records_pb2.HistoryRequest(room_id=room_id))
+                                records_pb2.HistoryRequest(room_id=room_id, user_id=user_id))
 
     async def replay(self, room_id: int, hand_no: int, user_id: int) -> lobby_msgs_pb2.Replay:
         return await self._call(lambda s: s.GetReplay, records_pb2.ReplayRequest(

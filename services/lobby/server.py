@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc_health.v1 import health_pb2
 
 from paiju.frames import error_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_pb2
 from services.common.config import Config, require_console_token, require_token_secret
-from services.common.health import nats_connected, watch_service
+from services.common.health import LIVENESS, DependencyWatch, nats_connected
 from services.common.server import ServiceHost, start_service
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
@@ -83,10 +84,14 @@ async def serve_session(app: LobbyApp, session: Session,
     session.task = asyncio.current_task()
     app.hub.add(session)
     reader = None
+    deadline = None
     if app.draining:   # a lobby that stops takes no one: go elsewhere
         app.tell_reconnect(session, "draining")
     else:
         reader = asyncio.create_task(_read(app, session, incoming))
+        if app.lobby.login_deadline_seconds > 0:   # log in by then, whatever is sent meanwhile
+            deadline = asyncio.get_running_loop().call_later(
+                app.lobby.login_deadline_seconds, app.login_overdue, session)
     try:
         while (item := await session.outbox.next()) is not None:
             metrics.frame_out(item.event_id)
@@ -94,8 +99,17 @@ async def serve_session(app: LobbyApp, session: Session,
     except asyncio.CancelledError:
         return  # disconnected (a client that does not read) or shutting down
     finally:
+        if deadline is not None:
+            deadline.cancel()
         await cancel_and_wait(reader)
         await app.session_ended(session)
+
+
+def refuse_connection(app: LobbyApp, reason: str) -> client_pb2.ServerFrame:
+    """The error frame of a connection refused by a cap (limits.Admission)."""
+    metrics.REFUSED_CONNECTIONS.labels(reason).inc()
+    code = common_pb2.ERR_RATE_LIMITED if reason == "ip" else common_pb2.ERR_UNAVAILABLE
+    return error_frame(code, app.admission.message(reason))
 
 
 async def _read(app: LobbyApp, session: Session, incoming: AsyncIterator[Incoming]) -> None:
@@ -128,11 +142,19 @@ class LobbyService:
 
     async def Connect(self, requests: AsyncIterator[bytes],  # noqa: N802 - gRPC method name
                       context: grpc.aio.ServicerContext) -> AsyncIterator[bytes | str]:
-        session = Session(peer_ip=self.client_ip(context))
-        incoming = (decode_binary(raw) async for raw in requests)
-        async with contextlib.aclosing(serve_session(self.app, session, incoming)) as frames:
-            async for frame in frames:
-                yield frame
+        ip = self.client_ip(context)
+        refused = self.app.admission.admit(ip)
+        if refused is not None:   # one error frame, and the stream ends
+            yield encode_binary(refuse_connection(self.app, refused), 1)
+            return
+        try:
+            session = Session(peer_ip=ip)
+            incoming = (decode_binary(raw) async for raw in requests)
+            async with contextlib.aclosing(serve_session(self.app, session, incoming)) as frames:
+                async for frame in frames:
+                    yield frame
+        finally:
+            self.app.admission.release(ip)
 
 
 def register_lobby(server: grpc.aio.Server, service: LobbyService) -> str:
@@ -149,12 +171,14 @@ async def start(cfg: Config, *, port: int | None = None,
     c = cfg.lobby
     require_token_secret(cfg)
     require_console_token(cfg)
-    app = await LobbyApp.open(cfg)
+    # the directory buckets may not be there yet: serve anyway, not ready, until they are
+    app = await LobbyApp.open(cfg, wait_directory=False)
     service = LobbyService(app)
     try:
         host = await start_service("lobby", c.host, c.port if port is None else port,
                                    c.metrics_port if metrics_port is None else metrics_port,
                                    lambda server: [register_lobby(server, service)],
+                                   serving=False,   # until NATS and the directory are there
                                    cfg=cfg)   # the public certificate, when configured
     except BaseException:
         await app.close()
@@ -173,15 +197,37 @@ async def start(cfg: Config, *, port: int | None = None,
         raise
     host.console = console  # type: ignore[attr-defined]
     host.on_stop.append(console.close)
-    # readiness (gRPC health "" and the Lobby service, WebSocket /healthz) while NATS is up,
-    # liveness (gRPC health "liveness", /livez) until it has been down too long
+    # readiness (gRPC health "" and the Lobby service, WebSocket /healthz) while NATS is up
+    # and the directory open, liveness (gRPC health "liveness", /livez) until NATS has been
+    # down too long (a directory not open yet is not a reason to restart the lobby)
     try:
-        app.watch = await watch_service(host, {"nats": nats_connected(app.nc)},
-                                        cfg.nats.liveness_seconds, HEALTH_PERIOD)
+        app.watch = await _watch_health(cfg, app, host)
     except BaseException:
         await host.stop(0)
         raise
     return host
+
+
+async def _watch_health(cfg: Config, app: LobbyApp, host: ServiceHost) -> DependencyWatch:
+    """services.common.health.watch_service, with readiness also waiting for the directory
+    (LobbyApp.ready)."""
+
+    async def publish(_ready: bool = False, live: bool = True) -> None:
+        await host.set_serving(app.ready)
+        await host.health.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING
+                              if watch.live else health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    watch = DependencyWatch({"nats": nats_connected(app.nc)},
+                            liveness_seconds=cfg.nats.liveness_seconds, period=HEALTH_PERIOD,
+                            on_change=publish)
+    app.watch = watch
+    await watch.poll()
+    await publish()
+    app.on_ready_change = publish
+    watch.start()
+    host.watch = watch
+    host.on_stop.insert(0, watch.stop)  # hooks run in reverse: the watch stops last
+    return watch
 
 
 async def _start_ws(cfg: Config, app: LobbyApp, host: ServiceHost) -> None:

@@ -16,6 +16,16 @@ connection = one Session through the same login, dispatch and outbox code
 
 The client IP (geo, same-IP alerts) is the socket's peer address, or, when that peer is one
 of ``lobby.trusted_proxies``, the client named by its ``X-Forwarded-For`` (client_ip.py).
+
+Limits (limits.py): an upgrade beyond ``lobby.max_connections_per_ip`` is answered HTTP 429,
+beyond ``lobby.max_connections`` HTTP 503, before it becomes a WebSocket; an HTTP request
+(the upgrade included) must be complete within ``lobby.login_deadline_seconds`` of the
+connection opening (aiohttp's keep-alive timer also runs from the connection's start), with
+request lines and header fields of at most 8 KiB and at most 64 headers; and the WebSocket
+itself has the login deadline of every connection (server.serve_session).
+
+TLS: with ``lobby.public_cert_file`` and ``lobby.public_key_file`` set the port speaks HTTPS
+and ``wss://`` only, with the same certificate as the gRPC port.
 ``GET /`` is ``clients/web/index.html``, ``GET /static/*`` the rest of ``clients/web/``.
 ``GET /healthz`` (readiness) answers 200 while the lobby takes clients and 503 while its NATS
 connection is down or it is draining; ``GET /livez`` (liveness) answers 503 once NATS has
@@ -27,14 +37,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
+from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 
 from paiju.v1 import client_pb2
+from services.common.config import ConfigError, LobbyConfig
+from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import HEADER, client_ip, parse_networks
 from services.lobby.server import BadFrame, Incoming, decode_binary, encode_binary, serve_session
@@ -46,6 +60,44 @@ WEB_ROOT = Path(__file__).resolve().parents[2] / "clients" / "web"
 MAX_MESSAGE = 1 << 20        # a client frame is small; refuse (close) anything above 1 MiB
 SHUTDOWN_SECONDS = 2.0       # handlers still running this long after stop are cancelled
 CLOSE_SECONDS = 2.0          # the closing handshake with a client that does not answer
+MAX_LINE = 8190              # request line (aiohttp's default, stated)
+MAX_FIELD = 8190             # one header field
+MAX_HEADERS = 64             # header fields of one request
+
+
+class _ClientFaults(logging.Filter):
+    """aiohttp logs every malformed request (a bad request line, too many or too long
+    headers) as an ERROR with a traceback: anyone could fill the log with them. They are the
+    client's fault; one line at INFO says enough."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args, record.exc_info = "bad HTTP request: %s", (exc.message,), None
+            return log.isEnabledFor(logging.INFO)
+        return True
+
+
+HTTP_LOG = logging.getLogger("paiju.lobby.http")
+HTTP_LOG.addFilter(_ClientFaults())
+
+
+def server_ssl(c: LobbyConfig) -> ssl.SSLContext | None:
+    """The TLS context of the public WebSocket port (``lobby.public_cert_file`` and
+    ``public_key_file``); None (plaintext) when no certificate is configured."""
+    if not c.public_cert_file:
+        return None
+    if not c.public_key_file:
+        raise ConfigError("lobby.public_key_file: required with lobby.public_cert_file")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(c.public_cert_file, c.public_key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"lobby.public_cert_file / public_key_file: cannot load "
+                          f"{c.public_cert_file!r}: {exc}") from None
+    return context
 
 
 def decode_text(text: str) -> Incoming:
@@ -126,13 +178,22 @@ class WsFront:
         return webapp
 
     async def start(self, host: str, port: int) -> int:
+        c = self.app.lobby
+        context = server_ssl(c)
+        # aiohttp's keep-alive timer starts with the connection: one whose request (headers)
+        # is not complete by then is closed, so slow or endless headers hold nothing for long
+        header_seconds = c.login_deadline_seconds if c.login_deadline_seconds > 0 else 75.0
         self._runner = web.AppRunner(self.routes(), access_log=None,
-                                     shutdown_timeout=SHUTDOWN_SECONDS)
+                                     shutdown_timeout=SHUTDOWN_SECONDS,
+                                     keepalive_timeout=header_seconds, max_line_size=MAX_LINE,
+                                     max_field_size=MAX_FIELD, max_headers=MAX_HEADERS,
+                                     logger=HTTP_LOG)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        site = web.TCPSite(self._runner, host, port, ssl_context=context)
         await site.start()
         bound = int(self._runner.addresses[0][1])
-        log.info("websocket front door started", extra={"ws_port": bound})
+        log.info("websocket front door started", extra={"ws_port": bound,
+                                                        "tls": context is not None})
         return bound
 
     async def stop(self) -> None:
@@ -156,11 +217,23 @@ class WsFront:
     async def index(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(self.web_root / "index.html")
 
-    async def connect(self, request: web.Request) -> web.WebSocketResponse:
+    async def connect(self, request: web.Request) -> web.StreamResponse:
+        ip = client_ip(request.remote or "", request.headers.getall(HEADER, ()), self.trusted)
+        refused = self.app.admission.admit(ip)
+        if refused is not None:   # before the upgrade: a plain HTTP answer, then closed
+            metrics.REFUSED_CONNECTIONS.labels(refused).inc()
+            return web.Response(status=429 if refused == "ip" else 503,
+                                text=self.app.admission.message(refused) + "\n",
+                                headers={"Retry-After": "5", "Connection": "close"})
+        try:
+            return await self._serve(request, ip)
+        finally:
+            self.app.admission.release(ip)
+
+    async def _serve(self, request: web.Request, ip: str) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
         await ws.prepare(request)
         wire = Wire(json=request.query.get("format") == "json")
-        ip = client_ip(request.remote or "", request.headers.getall(HEADER, ()), self.trusted)
         session = Session(peer_ip=ip)
         self.sessions.add(session)
 

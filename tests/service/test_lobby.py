@@ -49,6 +49,7 @@ _room_ids = itertools.count(300001)
 class FakeRecords(records_pb2_grpc.RecordsServicer):
     def __init__(self) -> None:
         self.down = False
+        self.not_found = False   # GetHistoryScores answers NOT_FOUND (not the asker's room)
         self.calls: list[tuple[str, Any]] = []
 
     async def _check(self, name: str, req: Any, context: grpc.aio.ServicerContext) -> None:
@@ -67,6 +68,8 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
 
     async def GetHistoryScores(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
         await self._check("GetHistoryScores", req, context)
+        if self.not_found:
+            await context.abort(grpc.StatusCode.NOT_FOUND, "no such room for this user")
         return lobby_msgs_pb2.UseHistoryScore(room_id=req.room_id, items=[
             lobby_msgs_pb2.HistoryScoreItem(user_id=1, scores=[3, -1])])
 
@@ -239,6 +242,16 @@ class Client(ConnectStream, FrameReader):
                 except grpc.aio.AioRpcError:
                     return True
         return await asyncio.wait_for(drain(), timeout)
+
+
+async def tables_seen(app: Any, *instances: str, timeout: float = 10.0) -> None:
+    """Wait until a lobby's table cache (its watch of the ``tables`` bucket, asynchronous)
+    lists exactly these live instances, with their latest entries."""
+    async def poll() -> None:
+        while sorted(str(t["instance"]) for t in app.directory.table_cache.live()) \
+                != sorted(instances):
+            await asyncio.sleep(0.02)
+    await asyncio.wait_for(poll(), timeout)
 
 
 def code_of(frame: client_pb2.ServerFrame) -> int:
@@ -559,6 +572,9 @@ async def test_history_and_replay_come_from_records_for_the_current_room(world: 
     history = await c.request(lobby_msgs_pb2.AskHistoryScore())
     assert history.history_score.room_id == room.room_id
     assert list(history.history_score.items[0].scores) == [3, -1]
+    asked = world.records.calls[-1]
+    # the asker goes with it: records answers only for a room he sat in
+    assert asked[0] == "GetHistoryScores" and asked[1].user_id == 41
     replay = await c.request(lobby_msgs_pb2.AskReplay(hand_no=2))
     assert (replay.replay.room_id, replay.replay.hand_no) == (room.room_id, 2)
     assert replay.replay.cells[0].kind == "u41"   # filtered for the requester
@@ -572,6 +588,18 @@ async def test_history_without_room_is_refused(world: World) -> None:
     assert code_of(await c.request(lobby_msgs_pb2.AskHistoryScore())) == E.ERR_NOT_IN_ROOM
     other = await c.request(lobby_msgs_pb2.AskHistoryScore(room_id=123456))
     assert other.history_score.room_id == 123456
+    assert world.records.calls[-1][1].user_id == 42
+
+
+async def test_history_of_a_room_records_does_not_show_the_asker_is_empty(
+        world: World) -> None:
+    """Records answers NOT_FOUND for a room the asker did not sit in: he gets an empty
+    history, the same as for a room without a settled hand, and nothing else."""
+    world.records.not_found = True
+    c = await world.client(await world.lobby())
+    await c.login(43)
+    other = await c.request(lobby_msgs_pb2.AskHistoryScore(room_id=123457))
+    assert other.history_score.room_id == 123457 and not other.history_score.items
 
 
 

@@ -18,7 +18,14 @@ from services.common.natsd import EmbeddedNats
 from services.lobby import directory as directory_module
 from services.lobby.client_ip import HEADER, METADATA_KEY
 from services.lobby.sessions import RateLimiter
-from tests.service.test_lobby import Client, World, code_of, open_world, seated_client
+from tests.service.test_lobby import (
+    Client,
+    World,
+    code_of,
+    open_world,
+    seated_client,
+    tables_seen,
+)
 from tests.service.test_lobby_ws import WsClient, ws_clients
 from tests.support.lobbykit import wait_cached
 
@@ -129,6 +136,7 @@ async def test_the_link_of_a_departed_unused_table_is_closed(world: World) -> No
     assert await app.directory.prune(app.hub.table_addresses()) == []
 
     await world.kv["tables"].delete("table-b")                    # b's entry expired
+    await tables_seen(app, "table-a")
     # a session still sits in b's room: b's link stays
     assert app.hub.table_addresses() == {a.address, b.address}
     assert await app.directory.prune(app.hub.table_addresses()) == []
@@ -160,6 +168,7 @@ async def test_a_short_listing_or_a_request_in_flight_keeps_the_link(
     monkeypatch.undo()
 
     await world.kv["tables"].delete("table-a")
+    await tables_seen(app)
     a.hold = True                                                 # a never answers
     link = app.directory.link(a.address)
     pending = asyncio.ensure_future(link.command(directory_module.table_pb2.TableCommand(

@@ -22,6 +22,7 @@ from tests.service.test_lobby import (
     code_of,
     open_world,
     seated_client,
+    tables_seen,
 )
 from tests.support import lobbykit
 
@@ -99,6 +100,7 @@ async def test_create_room_errors(world: World) -> None:
     await c.login(55)
     assert code_of(await c.request(lobby_msgs_pb2.CreateRoom())) == E.ERR_BAD_OPTIONS
     await world.kv["tables"].delete("table-a")
+    await tables_seen(world.lobbies[-1].app)                  # the lobby heard of it
     assert code_of(await c.request(lobby_msgs_pb2.CreateRoom(game=XZ))) == E.ERR_NO_TABLE
 
 
@@ -221,6 +223,7 @@ async def test_robot_tables_never_send_joiners_elsewhere_when_the_creator_has_no
     await server.start()
     try:
         await slow.register(rooms=0)                       # the least loaded: it gets the room
+        await tables_seen(world.lobbies[-1].app, "table-a", "table-slow")
         stats = await asyncio.wait_for(run_tables(address, "xuezhan", 1, SECRET, hands=1,
                                                   first_uid=70_000, room_wait=0.5), 30)
         assert len(slow.created) == 1 and slow.created[0].creator_id == 70_000
@@ -233,6 +236,7 @@ async def test_robot_tables_never_send_joiners_elsewhere_when_the_creator_has_no
         # a creator refused outright: its table is not played either, at once
         await world.kv["tables"].delete("table-a")
         await world.kv["tables"].delete("table-slow")
+        await tables_seen(world.lobbies[-1].app)
         stats = await asyncio.wait_for(run_tables(address, "xuezhan", 1, SECRET, hands=1,
                                                   first_uid=70_010), 30)
         assert len(stats) == 4 and all(s.errors for s in stats)
