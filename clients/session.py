@@ -11,6 +11,10 @@ up with :class:`GaveUp` after ``Backoff.give_up`` seconds.
 ``pushes`` gets every frame that is not the reply to a request, and ``None`` when the current
 stream ends; the streams tried during a reconnect that did not get as far as a LoginOk put
 nothing there (their failure is the reconnect's business).
+
+A lobby that serves TLS (``lobby.public_cert_file``) is reached with ``ca_file`` (the PEM of
+the CA that signed its certificate, e.g. a private one) or ``tls=True`` (the system's CAs);
+the certificate must name the host the client dials.
 """
 
 from __future__ import annotations
@@ -44,10 +48,30 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
              ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
 
 
-def mint_token(user_id: int, secret: str, ttl: int = 86400) -> str:
-    """A login token in the documented format (docs/services.md), for robots and dev use."""
-    body = f"{user_id}.{int(time.time()) + ttl}"
+def mint_token(user_id: int, secret: str, ttl: int = 86400, gen: int = 0) -> str:
+    """A login token in the documented format (docs/services.md), for robots and dev use;
+    ``gen`` > 0 gives it a generation (a newer sign-in revokes the lower ones)."""
+    body = f"{user_id}.{int(time.time()) + ttl}" + (f".{gen}" if gen else "")
     return f"{body}.{hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()}"
+
+
+def channel_credentials(ca_file: str | None = None,
+                        tls: bool = False) -> grpc.ChannelCredentials | None:
+    """TLS credentials to reach a lobby: trusting the CA in ``ca_file`` (PEM), or with
+    ``tls`` the system's CAs; None for plaintext (dev)."""
+    if ca_file:
+        with open(ca_file, "rb") as f:
+            return grpc.ssl_channel_credentials(root_certificates=f.read())
+    if tls:
+        return grpc.ssl_channel_credentials()
+    return None
+
+
+def lobby_channel(address: str,
+                  credentials: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
+    if credentials is None:
+        return grpc.aio.insecure_channel(address, options=KEEPALIVE)
+    return grpc.aio.secure_channel(address, credentials, options=KEEPALIVE)
 
 
 def lobby_addresses(address: str | Sequence[str]) -> list[str]:
@@ -98,12 +122,14 @@ class Backoff:
 
 
 class LobbySession:
-    def __init__(self, address: str | Sequence[str], *, backoff: Backoff | None = None) -> None:
+    def __init__(self, address: str | Sequence[str], *, backoff: Backoff | None = None,
+                 ca_file: str | None = None, tls: bool = False) -> None:
         self.addresses = lobby_addresses(address)
         self.address = self.addresses[0]
         self.backoff = backoff or Backoff()
         self._index = 0
-        self.channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE)
+        self.credentials = channel_credentials(ca_file, tls)
+        self.channel = lobby_channel(self.address, self.credentials)
         self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
         self._seq = itertools.count(1)
         self._out: asyncio.Queue[client_pb2.ClientFrame | None] = asyncio.Queue()
@@ -202,7 +228,7 @@ class LobbySession:
         if self.addresses[self._index] != self.address:
             await self.channel.close()
             self.address = self.addresses[self._index]
-            self.channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE)
+            self.channel = lobby_channel(self.address, self.credentials)
             self.stub = lobby_pb2_grpc.LobbyStub(self.channel)
         self._out = asyncio.Queue()
         self._waiting = {}

@@ -1,4 +1,5 @@
-"""``python -m clients.cli [--lobby HOST:PORT[,HOST:PORT...]] [--user N] [--game G] [--script "a; b"] [--auto]``"""
+"""``python -m clients.cli [--lobby HOST:PORT[,HOST:PORT...]] [--user N] [--game G] [--script "a; b"]
+[--auto] [--ca CA.pem | --tls]``"""
 
 from __future__ import annotations
 
@@ -29,10 +30,14 @@ def parse_args(argv: list[str] | None = None) -> Options:
                         "\"create xuezhan 1; robots; ready\"")
     p.add_argument("--auto", action="store_true",
                    help="answer your prompts with the greedy robot policy")
+    p.add_argument("--ca", default=os.environ.get("PAIJU_LOBBY_CA", ""),
+                   help="PEM file of the CA that signed a TLS lobby's certificate")
+    p.add_argument("--tls", action="store_true",
+                   help="the lobby serves TLS with a certificate from a public CA")
     a = p.parse_args(argv)
     script = [c.strip() for c in a.script.split(";") if c.strip()]
     return Options(lobby=a.lobby, user=a.user, secret=a.secret, game=a.game, robots=a.robots,
-                   script=script, auto=a.auto)
+                   script=script, auto=a.auto, ca=a.ca, tls=a.tls)
 
 
 def main(argv: list[str] | None = None) -> int:

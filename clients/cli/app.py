@@ -36,6 +36,8 @@ class Options:
     robots: int = 3
     script: list[str] = field(default_factory=list)
     auto: bool = False
+    ca: str = ""                         # PEM of the CA of a TLS lobby's certificate
+    tls: bool = False                    # a TLS lobby with a certificate from a public CA
 
 
 @dataclass
@@ -66,7 +68,8 @@ class CliApp:
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> int:
-        self.session = LobbySession(self.opt.lobby)  # a grpc.aio channel binds to this loop
+        # a grpc.aio channel binds to this loop
+        self.session = LobbySession(self.opt.lobby, ca_file=self.opt.ca or None, tls=self.opt.tls)
         await self.session.open()
         try:
             if not await self._login():
@@ -226,7 +229,8 @@ class CliApp:
         for _ in range(min(count, free)):
             self._robot_uids += 1
             uid = self.opt.user * 100 + self._robot_uids
-            robot = Robot(self.opt.lobby, uid, self.at.game, self.opt.secret, room_id=room.room_id)
+            robot = Robot(self.opt.lobby, uid, self.at.game, self.opt.secret, room_id=room.room_id,
+                          ca_file=self.opt.ca or None, tls=self.opt.tls)
             task = asyncio.create_task(robot.run())
             task.add_done_callback(partial(self._robot_done, uid))
             self.robots.append(task)

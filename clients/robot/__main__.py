@@ -23,6 +23,10 @@ def main() -> None:
                              "spread over them and fail over to the others")
     parser.add_argument("--secret", default=os.environ.get("PAIJU_LOBBY__TOKEN_SECRET",
                                                            "dev-secret-change-me"))
+    parser.add_argument("--ca", default=os.environ.get("PAIJU_LOBBY_CA", ""),
+                        help="PEM file of the CA that signed a TLS lobby's certificate")
+    parser.add_argument("--tls", action="store_true",
+                        help="the lobby serves TLS with a certificate from a public CA")
     parser.add_argument("--policy", choices=("greedy", "random"), default="greedy")
     parser.add_argument("--first-uid", type=int, default=0)
     args = parser.parse_args()
@@ -34,7 +38,8 @@ def main() -> None:
         n = 0
         while args.rounds == 0 or n < args.rounds:
             stats = await run_tables(args.lobby, args.game, args.tables, args.secret,
-                                     hands=args.hands, first_uid=first, policy=args.policy)
+                                     hands=args.hands, first_uid=first, policy=args.policy,
+                                     ca_file=args.ca or None, tls=args.tls)
             hands = sum(s.hands for s in stats) // 4
             errors = sum(len(s.errors) for s in stats)
             logging.info("%s: %d rooms played %d hands (%d refused actions)",

@@ -75,8 +75,10 @@ class Robot:
     def __init__(self, address: str | Sequence[str], user_id: int, game: str, secret: str, *,
                  policy: str = "greedy", room_id: int = 0, create: dict[str, Any] | None = None,
                  seed: int = 0, lat: float = 0.0, lng: float = 0.0,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, ca_file: str | None = None,
+                 tls: bool = False) -> None:
         self.addresses = lobby_addresses(address)
+        self.ca_file, self.tls = ca_file, tls     # a TLS lobby (clients/session.py)
         self.address = self.addresses[0]
         self.user_id, self.game = user_id, game
         self.secret, self.policy = secret, policy
@@ -100,7 +102,8 @@ class Robot:
     async def run(self, max_hands: int = 0) -> RobotStats:
         """Play until the room closes (or ``max_hands`` hands); returns what happened."""
         self._max_hands = max_hands
-        self.session = s = LobbySession(self.addresses, backoff=self.backoff)
+        self.session = s = LobbySession(self.addresses, backoff=self.backoff,
+                                        ca_file=self.ca_file, tls=self.tls)
         await s.open()
         try:
             reply = await s.login(self._token(), **self._login_fields())
@@ -293,14 +296,16 @@ async def room_of(creator: Robot, task: asyncio.Task[RobotStats],
 
 async def run_tables(address: str | Sequence[str], game: str, tables: int, secret: str, *,
                      hands: int, first_uid: int = 900000, policy: str = "greedy",
-                     room_wait: float = ROOM_WAIT_SECONDS) -> list[RobotStats]:
+                     room_wait: float = ROOM_WAIT_SECONDS, ca_file: str | None = None,
+                     tls: bool = False) -> list[RobotStats]:
     """``tables`` rooms of four robots each: the first robot creates, three join it once it
     has its room. A creator without a room (refused, or none after ``room_wait`` seconds)
     leaves its table unplayed: four results with the error, never robots sent elsewhere.
 
     ``address`` may name several lobbies (a list, or comma-separated): robot ``i`` (counted
     over all tables) starts on the ``i``-th lobby (modulo their number) and fails over to the
-    others in order, so the robots are spread over the lobbies."""
+    others in order, so the robots are spread over the lobbies. ``ca_file`` / ``tls``: the
+    lobbies serve TLS (clients/session.py)."""
     addresses = lobby_addresses(address)
     results: list[RobotStats] = []
     tasks: list[asyncio.Task[RobotStats]] = []
@@ -308,7 +313,7 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
     for t in range(tables):
         base = first_uid + t * 4
         creator = Robot(rotated(addresses, t * 4), base, game, secret, policy=policy,
-                        create={"base_score": 1, "total_hands": hands})
+                        create={"base_score": 1, "total_hands": hands}, ca_file=ca_file, tls=tls)
         session_task = asyncio.create_task(creator.run())
         tasks.append(session_task)
         try:
@@ -319,7 +324,7 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
                           for i in (1, 2, 3))
             continue
         others = [Robot(rotated(addresses, t * 4 + i), base + i, game, secret, policy=policy,
-                        room_id=room_id)
+                        room_id=room_id, ca_file=ca_file, tls=tls)
                   for i in (1, 2, 3)]
         tasks.extend(asyncio.create_task(r.run()) for r in others)
     for result in await asyncio.gather(*tasks, return_exceptions=True):

@@ -177,14 +177,16 @@ async def test_robots_fill_only_the_free_seats_of_the_room(monkeypatch: Any) -> 
     joined: list[tuple[int, str, int]] = []
 
     class FakeRobot:
-        def __init__(self, address: str, uid: int, game: str, secret: str, *, room_id: int) -> None:
+        def __init__(self, address: str, uid: int, game: str, secret: str, *, room_id: int,
+                     ca_file: str | None = None, tls: bool = False) -> None:
             joined.append((uid, game, room_id))
+            assert (ca_file, tls) == ("ca.pem", False)   # the person's TLS settings
 
         async def run(self) -> None:
             return None
 
     monkeypatch.setattr("clients.cli.app.Robot", FakeRobot)
-    app, session, out = make_app(robots=3)
+    app, session, out = make_app(robots=3, ca="ca.pem")
     seat_in_room(app, common_pb2.DADUN)
     await app.handle_line("robots 5")
     await asyncio.gather(*app.robots)
