@@ -1,0 +1,89 @@
+"""The chaos suite, compact: a three-node JetStream cluster, two records on PostgreSQL, two
+arbiters, three tables and two lobbies as processes; robots of every game spread over both
+lobbies; while hands are in flight, one fault at a time (SIGKILL the ROOMLOG leader node, a
+table owning rooms, a lobby with seated players, an arbiter, a records; then a SIGTERM
+rolling restart of every table and every lobby). Then: every hand that started is settled
+exactly once and zero-sum, no frame carried another seat's hidden tiles or cards, every room
+finished and no robot gave up, every stream and bucket is at R3, and each fault's recovery
+(fault -> next event in each affected room) was measured.
+
+The harness and the faults are tests/support/cluster.py, shared with bench/bench_chaos.py
+(``make chaos``: the full-length run and its report). The whole run happens once, in the
+module fixture; the tests below each check one property of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import (
+    COMPACT_PLAN,
+    FAULT_KINDS,
+    ChaosResult,
+    PostgresUnavailable,
+    create_database,
+    describe,
+    drop_database,
+    run_chaos,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.postgres, pytest.mark.timeout(600)]
+
+@pytest.fixture(scope="module")
+def chaos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosResult]:
+    try:
+        db = asyncio.run(create_database())
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    tmp: Path = tmp_path_factory.mktemp("chaos")
+    try:
+        result = asyncio.run(run_chaos(tmp, COMPACT_PLAN, db))
+    finally:
+        asyncio.run(drop_database(db))
+    summary = describe(result)
+    (tmp / "summary.txt").write_text(describe(result, full=True) + "\n", encoding="utf-8")
+    print(f"\nchaos run (logs in {tmp}):\n{summary}")
+    yield result
+
+
+def test_every_stream_and_bucket_is_r3(chaos: ChaosResult) -> None:
+    assert chaos.verdict.replicas, "no stream information"
+    assert not chaos.verdict.not_r3, describe(chaos)
+
+
+def test_every_hand_is_settled_exactly_once_and_zero_sum(chaos: ChaosResult) -> None:
+    v = chaos.verdict
+    assert v.hands_settled >= len(FAULT_KINDS), describe(chaos)
+    assert not v.lost, describe(chaos)
+    assert not v.doubled, describe(chaos)
+    assert not v.not_zero_sum, describe(chaos)
+
+
+def test_no_frame_carries_another_seats_hidden_tiles(chaos: ChaosResult) -> None:
+    assert chaos.verdict.frames_checked > 100, describe(chaos)
+    assert not chaos.verdict.leaks, describe(chaos)
+
+
+def test_every_room_finishes_and_no_robot_gives_up(chaos: ChaosResult) -> None:
+    v = chaos.verdict
+    assert v.rooms >= 3 and v.rooms_finished == v.rooms, describe(chaos)
+    assert not v.gave_up, describe(chaos)
+    assert not v.refused, describe(chaos)
+    assert not v.create_failures, describe(chaos)
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_fault_is_survived_and_its_recovery_measured(chaos: ChaosResult, kind: str) -> None:
+    records = [f for f in chaos.faults if f.kind == kind]
+    assert records, f"fault {kind} was not run\n{describe(chaos)}"
+    for rec in records:
+        assert not rec.error, f"{kind}: {rec.error}\n{describe(chaos)}"
+        assert rec.rooms, f"{kind} hit no room in play\n{describe(chaos)}"
+        stuck = [room for room, took in rec.recovery.items() if took is None]
+        assert not stuck, f"{kind}: rooms {stuck} never had an event again\n{describe(chaos)}"
+        assert not rec.players_lost, \
+            f"{kind}: players of the lobby never played again\n{describe(chaos)}"
