@@ -9,7 +9,7 @@ PROTOS := $(wildcard protos/paiju/v1/*.proto)
 STAMP := $(VENV)/.installed
 PROTO_STAMP := paiju/v1/__init__.py
 
-.PHONY: setup protos run test lint bench clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
+.PHONY: setup protos run test lint bench chaos clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
 	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES))
 
 BENCH_ARGS ?=
@@ -53,6 +53,10 @@ lint: setup
 bench: setup
 	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n $(BENCH_ARGS) || exit 1; done
 	@echo "reports in bench/reports/"
+
+# the chaos suite at full length: a replicated cluster, faults mid-hand, bench/reports/chaos.md
+chaos: setup
+	$(PY) -m bench.bench_chaos --require-postgres $(BENCH_ARGS)
 
 # static pattern rules: plain pattern rules are never searched for .PHONY targets
 $(addprefix test-,$(SERVICES)): test-%: setup
