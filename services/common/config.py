@@ -326,6 +326,18 @@ def _validate(cfg: Config) -> None:
             ipaddress.ip_network(cidr.strip(), strict=True)
         except ValueError as exc:
             raise ConfigError(f"lobby.trusted_proxies: {cidr!r} is not a CIDR ({exc})") from None
+    for key in ("logins_per_ip_per_minute", "creates_per_user_per_minute",
+                "creates_per_ip_per_minute", "joins_per_user_per_minute", "room_change_seconds",
+                "login_deadline_seconds", "max_connections_per_ip", "max_connections",
+                "drain_seconds"):
+        if getattr(cfg.lobby, key) < 0:
+            raise ConfigError(f"lobby.{key}: {getattr(cfg.lobby, key)} must not be negative "
+                              "(0 turns a limit off)")
+    for key in ("drain_seconds", "ready_seconds"):
+        if getattr(cfg.table, key) < 0:
+            raise ConfigError(f"table.{key}: must not be negative")
+    if cfg.nats.liveness_seconds <= 0:
+        raise ConfigError("nats.liveness_seconds: must be positive")
     if not 1 <= cfg.nats.replicas <= 5:
         raise ConfigError(f"nats.replicas: {cfg.nats.replicas} must be 1..5")
     if cfg.table.turn_seconds <= 0 or cfg.table.window_seconds <= 0:

@@ -92,7 +92,11 @@ async def start_service(
                  # find and close streams of clients that went away without a FIN
                  ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000),
                  ("grpc.keepalive_permit_without_calls", 1),
-                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000)],
+                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                 # a connection that never finishes its handshake, or that holds no call,
+                 # is not kept (a player could otherwise pin sockets on the public port)
+                 ("grpc.server_handshake_timeout_ms", 10_000),
+                 ("grpc.max_connection_idle_ms", 120_000)],
     )
     names = tuple(register(server))
     health_servicer = health.aio.HealthServicer()

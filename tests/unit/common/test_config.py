@@ -80,3 +80,11 @@ def test_dial_addresses() -> None:
     assert prod.records.dial == "records:50054"
     assert prod.arbiter.dial == "127.0.0.1:50053"  # a wildcard bind is dialled on loopback
     assert load_config("dev", environ={}).records.dial == "127.0.0.1:50054"
+
+
+def test_limits_must_not_be_negative() -> None:
+    for key in ("PAIJU_LOBBY__MAX_CONNECTIONS", "PAIJU_LOBBY__JOINS_PER_USER_PER_MINUTE",
+                "PAIJU_TABLE__READY_SECONDS"):
+        with pytest.raises(ConfigError, match="negative"):
+            load_config("test", environ={key: "-1"})
+    assert load_config("test", environ={"PAIJU_LOBBY__MAX_CONNECTIONS": "0"}).lobby.max_connections == 0
