@@ -80,9 +80,10 @@ def test_every_room_finishes_and_no_robot_gives_up(chaos: ChaosResult) -> None:
 def test_fault_is_survived_and_its_recovery_measured(chaos: ChaosResult, kind: str) -> None:
     records = [f for f in chaos.faults if f.kind == kind]
     assert records, f"fault {kind} was not run\n{describe(chaos)}"
+    # a rolling restart goes over every replica, some of which may have had no room
+    assert sum(len(rec.rooms) for rec in records), f"{kind} hit no room in play\n{describe(chaos)}"
     for rec in records:
         assert not rec.error, f"{kind}: {rec.error}\n{describe(chaos)}"
-        assert rec.rooms, f"{kind} hit no room in play\n{describe(chaos)}"
         stuck = [room for room, took in rec.recovery.items() if took is None]
         assert not stuck, f"{kind}: rooms {stuck} never had an event again\n{describe(chaos)}"
         assert not rec.players_lost, \

@@ -830,8 +830,14 @@ class ChaosRun:
         for label in labels:
             rooms = await self.wait_in_flight()
             if kind == "rolling-tables":
-                owners = await self._owners()
-                affected, homes = [r for r in rooms if owners.get(r) == label], None
+                deadline = now() + 8.0   # a table with a room in play, if one comes soon
+                while True:
+                    owners = await self._owners()
+                    affected, homes = [r for r in rooms if owners.get(r) == label], None
+                    if affected or now() >= deadline:
+                        break
+                    await asyncio.sleep(0.25)
+                    rooms = self.in_flight()
             else:
                 home = self.stack.of("lobby").index(label)
                 affected = [r for r in rooms
