@@ -35,6 +35,7 @@ from bench.common import REPORTS, write_report
 from tests.support.cluster import (
     COMPACT_PLAN,
     FAULT_KINDS,
+    RECONNECT_STORM,
     ChaosPlan,
     ChaosResult,
     KindFigures,
@@ -160,6 +161,8 @@ def report(result: ChaosResult, command: str) -> list[str]:
               f"({v.frames_checked} frames)",
               f"- robots that gave up or missed their room's end: {len(v.gave_up)}",
               f"- rooms that could not be created: {len(v.create_failures)}",
+              f"- robots in a reconnect loop (over {RECONNECT_STORM} reconnects in one room): "
+              f"{len(v.reconnect_storms)}",
               f"- refused actions: {v.stale} stale (the decision had moved on), "
               f"{sum(v.transient.values())} \"a moment\" ({dict(v.transient)}), "
               f"{len(v.refused)} other",
@@ -169,6 +172,7 @@ def report(result: ChaosResult, command: str) -> list[str]:
                 ("Not zero-sum", v.not_zero_sum), ("Leaks", v.leaks),
                 ("Rooms not finished", v.unfinished), ("Robots that gave up", v.gave_up),
                 ("Other refused actions", v.refused), ("Rooms not created", v.create_failures),
+                ("Reconnect loops", v.reconnect_storms),
                 ("Harness errors", [e for k in kinds.values() for e in k.errors])]
     if any(items for _, items in problems):
         lines += ["", "## Problems, in detail (at most 15 each)", ""]

@@ -74,6 +74,7 @@ def test_every_room_finishes_and_no_robot_gives_up(chaos: ChaosResult) -> None:
     assert not v.gave_up, describe(chaos)
     assert not v.refused, describe(chaos)
     assert not v.create_failures, describe(chaos)
+    assert not v.reconnect_storms, describe(chaos)
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)

@@ -74,6 +74,9 @@ STALE_PREFIXES = ("969", "979", "989")
 # "a moment, please": a backend did not answer / the room is moving between tables
 TRANSIENT_CODES = ("1050", "1051")
 ALL_HANDS_PLAYED = 2          # NoticeDismiss.Reason: the room's normal end
+PER_ADDRESS_LIMITS = ("LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE",
+                      "MAX_CONNECTIONS_PER_IP")
+RECONNECT_STORM = 10          # more reconnects than this in one room: a client in a loop
 EPSILON = 0.1                 # events delivered within this after a fault were sent before it
 ROBOTS_TAKE_ADDRESS_LISTS = any(
     word in str(inspect.signature(Robot.__init__).parameters["address"].annotation)
@@ -217,6 +220,9 @@ class ClusterStack:
                 "PAIJU_TABLE__LEASE_TTL_SECONDS": str(s.lease_ttl_seconds),
                 "PAIJU_TABLE__DRAIN_SECONDS": str(s.drain_seconds),
                 "PAIJU_LOBBY__WS_PORT": "-1", "PAIJU_LOBBY__CONSOLE_PORT": "-1",
+                # every robot comes from 127.0.0.1, where players would each have their own
+                # address: the per-address limits are off (the per-user ones stay)
+                **{f"PAIJU_LOBBY__{key}": "0" for key in PER_ADDRESS_LIMITS},   # 0: off
                 **dict(s.extra_env)}
 
     def _make(self, label: str, name: str, **env: str) -> ServiceProc:
@@ -525,6 +531,7 @@ class Verdict:
     transient: Counter[str] = field(default_factory=Counter)
     create_failures: list[str] = field(default_factory=list)
     create_failed_at: list[float] = field(default_factory=list)
+    reconnect_storms: list[str] = field(default_factory=list)
     replicas: dict[str, tuple[int, int]] = field(default_factory=dict)
     not_r3: list[str] = field(default_factory=list)
 
@@ -1106,6 +1113,10 @@ async def verify(stack: ClusterStack, run: ChaosRun, settle_bound: float = 90.0)
         last = run.observer.last_event(r.room_id)
         for robot in r.robots:
             stats = robot.stats
+            reconnects = int(getattr(stats, "reconnects", 0))
+            if reconnects > RECONNECT_STORM:
+                v.reconnect_storms.append(f"{r.game} room {r.room_id} user {stats.user_id}: "
+                                          f"{reconnects} reconnects")
             if stats.hands < r.hands or stats.closed_reason != ALL_HANDS_PLAYED:
                 ended = (since_fault(robot.ended_at, run.faults) if robot.ended_at
                          else "still running")
@@ -1244,6 +1255,7 @@ def describe(result: ChaosResult, full: bool = False) -> str:
     for name, items in (("lost", v.lost), ("doubled", v.doubled), ("not zero-sum", v.not_zero_sum),
                         ("leaks", v.leaks), ("unfinished", v.unfinished), ("gave up", v.gave_up),
                         ("refused", v.refused), ("create failures", v.create_failures),
+                        ("reconnect storms", v.reconnect_storms),
                         ("not R3", v.not_r3)):
         if items:
             shown = items if full else items[:8]
