@@ -52,6 +52,7 @@ WATCH_INACTIVE = 10.0  # seconds NATS keeps an abandoned watch's consumer (not t
 # (services/common/server.py).
 KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
              ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
+NO_TABLE_WAIT_SECONDS = 10.0    # a create waits this long for a live table to appear
 
 
 Dial = Callable[[str], grpc.aio.Channel]
@@ -379,8 +380,14 @@ class Directory:
         self._need()
         await self._synced()
         problem: Unavailable | None = None
+        waited_until = time.monotonic() + NO_TABLE_WAIT_SECONDS
         for _ in range(3):
             table = self.table_cache.choose()
+            while table is None and time.monotonic() < waited_until:
+                # every lease ran out at once: NATS lost a stream leader and the tables'
+                # heartbeats wait for the election (seconds); wait rather than refuse
+                await asyncio.sleep(0.25)
+                table = self.table_cache.choose()
             if table is None:
                 break
             instance, link = str(table["instance"]), self.link(str(table["address"]))

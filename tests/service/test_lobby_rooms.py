@@ -14,6 +14,7 @@ from clients.robot.robot import run_tables
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
+from services.lobby import directory
 from tests.service.test_lobby import (
     SECRET,
     E,
@@ -95,7 +96,8 @@ async def test_create_room_goes_to_the_least_loaded_table_and_seats_the_creator(
     assert code_of(again) == E.ERR_ALREADY_IN_ROOM
 
 
-async def test_create_room_errors(world: World) -> None:
+async def test_create_room_errors(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(directory, "NO_TABLE_WAIT_SECONDS", 0.5)   # no table appears
     c = await world.client(await world.lobby())
     await c.login(55)
     assert code_of(await c.request(lobby_msgs_pb2.CreateRoom())) == E.ERR_BAD_OPTIONS
@@ -213,7 +215,8 @@ class SlowTable(FakeTable):
 
 
 async def test_robot_tables_never_send_joiners_elsewhere_when_the_creator_has_no_room(
-        world: World) -> None:
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(directory, "NO_TABLE_WAIT_SECONDS", 0.5)
     address = await world.lobby()
     await world.table.register(rooms=5)
     slow = SlowTable("table-slow", world.kv)
