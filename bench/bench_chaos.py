@@ -166,6 +166,8 @@ def report(result: ChaosResult, command: str) -> list[str]:
               f"- refused actions: {v.stale} stale (the decision had moved on), "
               f"{sum(v.transient.values())} \"a moment\" ({dict(v.transient)}), "
               f"{len(v.refused)} other",
+              f"- processes that failed their first start (started once more): "
+              f"{'; '.join(result.start_failures) or 'none'}",
               f"- every stream and bucket at R{spec.replicas}: "
               f"{'yes' if not v.not_r3 else 'NO: ' + '; '.join(v.not_r3)}"]
     problems = [("Hands lost", v.lost), ("Hands doubled", v.doubled),

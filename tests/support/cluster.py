@@ -180,6 +180,7 @@ class ClusterStack:
         self.nats = EmbeddedNatsCluster(self.spec.nats_nodes, base_dir=str(tmp / "nats"))
         self.procs: dict[str, ServiceProc] = {}
         self.started_in = 0.0
+        self.start_failures: list[str] = []     # processes that failed a first start
         # whatever happens to this process short of SIGKILL, no child outlives it
         atexit.register(self.kill_all)
 
@@ -237,10 +238,9 @@ class ClusterStack:
         s = self.spec
         # the first records migrates the fresh database alone; the others start together
         records = [self._make(f"records-{i + 1}", "records") for i in range(s.records)]
-        await asyncio.to_thread(records[0].start, timeout)
+        await self._start_all(records[:1], timeout)
         arbiters = [self._make(f"arbiter-{i + 1}", "arbiter") for i in range(s.arbiters)]
-        await asyncio.gather(*(asyncio.to_thread(p.start, timeout)
-                               for p in records[1:] + arbiters))
+        await self._start_all(records[1:] + arbiters, timeout)
         dial = {"PAIJU_RECORDS__ADDRESS": self.records_target,
                 "PAIJU_ARBITER__ADDRESS": self.arbiter_target}
         tables = [self._make(f"table-{chr(ord('a') + i)}", "table",
@@ -248,11 +248,26 @@ class ClusterStack:
                   for i in range(s.tables)]
         lobbies = [self._make(f"lobby-{i + 1}", "lobby", **dial) for i in range(s.lobbies)]
         # tables before lobbies: the first to create the ``tables`` bucket sets its TTL (the
-        # table: its lease; the lobby: a fixed 10 s), and the lease is what the run measures
-        await asyncio.gather(*(asyncio.to_thread(p.start, timeout) for p in tables))
-        await asyncio.gather(*(asyncio.to_thread(p.start, timeout) for p in lobbies))
+        # table: its lease; the lobby: a fixed 10 s), and the lease is what the run measures;
+        # one table first, creating the streams and buckets, then the others together
+        await self._start_all(tables[:1], timeout)
+        await self._start_all(tables[1:], timeout)
+        await self._start_all(lobbies, timeout)
         self.started_in = now() - started
         return self
+
+    async def _start_all(self, procs: list[ServiceProc], timeout: float) -> None:
+        """Start together; one that exits during its start is started once more (as its pod
+        would be restarted), the failure kept in ``start_failures``."""
+        async def one(proc: ServiceProc) -> None:
+            try:
+                await asyncio.to_thread(proc.start, timeout)
+            except RuntimeError as exc:
+                label = next(k for k, v in self.procs.items() if v is proc)
+                lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                self.start_failures.append(f"{label}: {lines[0]} ... {lines[-1][:300]}")
+                await asyncio.to_thread(proc.start, timeout)
+        await asyncio.gather(*(one(p) for p in procs))
 
     async def stop(self) -> None:
         """Stop everything: SIGTERM with a short bound, then SIGKILL; NATS last."""
@@ -545,6 +560,7 @@ class ChaosResult:
     rooms: list[RoomRun] = field(default_factory=list)
     verdict: Verdict = field(default_factory=Verdict)
     logs: dict[str, list[str]] = field(default_factory=dict)   # label -> notable lines
+    start_failures: list[str] = field(default_factory=list)    # first starts that failed
     tmp: Path | None = None
 
 
@@ -1163,6 +1179,7 @@ async def run_chaos(tmp: Path, plan: ChaosPlan, db: Database | None = None) -> C
     finally:
         result.duration = now() - started
         result.faults, result.rooms = chaos.faults, chaos.rooms
+        result.start_failures = stack.start_failures
         for task in chaos.lanes:
             task.cancel()
         if chaos.lanes:
@@ -1260,6 +1277,8 @@ def describe(result: ChaosResult, full: bool = False) -> str:
         if items:
             shown = items if full else items[:8]
             lines.append(f"  {name} ({len(items)}): " + ("\n      " if full else "; ").join(shown))
+    if result.start_failures:
+        lines.append("  failed a first start (started again): " + "; ".join(result.start_failures))
     lines.append(f"  stale refusals {v.stale}, transient {dict(v.transient)}, "
                  f"frames checked {v.frames_checked}, replicas {v.replicas}")
     return "\n".join(lines)
