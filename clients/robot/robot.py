@@ -106,7 +106,10 @@ class Robot:
                                         ca_file=self.ca_file, tls=self.tls)
         await s.open()
         try:
-            reply = await s.login(self._token(), **self._login_fields())
+            try:
+                reply = await s.login(self._token(), **self._login_fields())
+            except SessionClosed:   # the lobby went away before it answered the login
+                reply = await self._reconnect()
             if reply.WhichOneof("payload") != "login_ok":
                 raise RuntimeError(f"login refused: {reply.ret.code} {reply.ret.message}")
             while True:
