@@ -651,15 +651,19 @@ class ChaosRun:
             run.ended = now()
 
     async def _cancel(self, tasks: list[asyncio.Task[RobotStats]], run: RoomRun) -> None:
-        """Cancel the robots still running; one that does not stop within 5 s (a loop that
-        swallows its cancellation) is noted and left behind, never waited for."""
-        for task in tasks:
-            task.cancel()
-        _, stuck = await asyncio.wait(tasks, timeout=5.0) if tasks else (set(), set())
+        """Cancel the robots still running, again every 0.2 s (a cancellation can be
+        swallowed by the code it lands in); one still running after 10 s is noted and left
+        behind, never waited for."""
+        pending = {t for t in tasks if not t.done()}
+        deadline = now() + 10.0
+        while pending and now() < deadline:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.2)
         for robot, task in zip(run.robots, tasks, strict=False):
-            if task in stuck:
+            if task in pending:
                 run.failure_times.append((now(), f"robot {robot.user_id}: did not stop when "
-                                          "cancelled (its task is left behind)"))
+                                          "cancelled for 10 s (its task is left behind)"))
                 log.warning("robot %d did not stop when cancelled", robot.user_id)
 
     async def lane(self, game: str, lane: int) -> None:
@@ -923,8 +927,8 @@ class ChaosRun:
         _, pending = await asyncio.wait(self.lanes, timeout=self.plan.finish_bound)
         for task in pending:
             task.cancel()
-        if pending:   # each lane's robots get 5 s to stop (play_room's _cancel)
-            await asyncio.wait(pending, timeout=15.0)
+        if pending:   # each lane's robots get 10 s to stop (play_room's _cancel)
+            await asyncio.wait(pending, timeout=20.0)
         for rec in self.faults:
             self.measure(rec)
         return self.faults
@@ -1183,7 +1187,7 @@ async def run_chaos(tmp: Path, plan: ChaosPlan, db: Database | None = None) -> C
         for task in chaos.lanes:
             task.cancel()
         if chaos.lanes:
-            await asyncio.wait(chaos.lanes, timeout=15.0)
+            await asyncio.wait(chaos.lanes, timeout=20.0)
         await chaos.observer.close()
         for label in stack.procs:
             result.logs[label] = stack.log_lines(label, *NOTABLE, limit=12)
