@@ -143,6 +143,7 @@ class LobbySession:
         self.reconnect_after = 0.0          # the lobby's Reconnect.after_ms, in seconds
         self.reconnects = 0                 # streams taken back by reconnect()
         self._attempting = False            # inside reconnect(): streams not yet logged in
+        self._stream = 0                    # which stream is current (reopen() moves on)
 
     async def _requests(self, out: asyncio.Queue[client_pb2.ClientFrame | None],
                         ) -> AsyncIterator[client_pb2.ClientFrame]:
@@ -154,10 +155,11 @@ class LobbySession:
         self._call = self.stub.Connect(self._requests(self._out))
         # a stream opened by reconnect() speaks to ``pushes`` only once it is logged in
         self._reader = asyncio.create_task(self._read(self._call, self._waiting,
-                                                      announced=not self._attempting))
+                                                      announced=not self._attempting,
+                                                      stream=self._stream))
 
     async def _read(self, call: Any, waiting: dict[int, asyncio.Future[Any]], *,
-                    announced: bool) -> None:
+                    announced: bool, stream: int = 0) -> None:
         try:
             async for frame in call:
                 self.received.append(frame)
@@ -181,7 +183,9 @@ class LobbySession:
                 if not fut.done():
                     fut.set_exception(SessionClosed("the lobby closed the stream"))
             waiting.clear()
-            if announced:
+            # the end of a stream that reopen() replaced is no news: only the current
+            # stream's end is announced (a stale one would start another reconnect)
+            if announced and stream == self._stream:
                 await self.pushes.put(None)
 
     async def request(self, payload: Message | client_pb2.ClientFrame,
@@ -215,15 +219,15 @@ class LobbySession:
         if self._call is not None:
             self._call.cancel()
         if self._reader is not None:
-            try:
-                await asyncio.wait_for(self._reader, 2)
-            except (TimeoutError, asyncio.CancelledError):
-                pass
+            # asyncio.wait neither raises the reader's end nor swallows our own cancel
+            await asyncio.wait({self._reader}, timeout=2)
 
     async def reopen(self) -> None:
         """End the current stream and open one to the next lobby address (the same one when
         there is only one)."""
+        self._stream += 1
         await self._end_stream()
+        self._drop_end_markers()
         self._index = (self._index + 1) % len(self.addresses)
         if self.addresses[self._index] != self.address:
             await self.channel.close()
@@ -234,6 +238,17 @@ class LobbySession:
         self._waiting = {}
         self.kicked = False
         await self.open()
+
+    def _drop_end_markers(self) -> None:
+        """Remove end-of-stream markers of earlier streams from ``pushes`` (their frames
+        stay, in order): the stream they announce is already being replaced."""
+        kept = []
+        while not self.pushes.empty():
+            item = self.pushes.get_nowait()
+            if item is not None:
+                kept.append(item)
+        for item in kept:
+            self.pushes.put_nowait(item)
 
     async def reconnect(self, token: Callable[[], str], **fields: Any) -> client_pb2.ServerFrame:
         """Take the session back after its stream ended without a kick: wait (the lobby's
@@ -269,6 +284,9 @@ class LobbySession:
                     raise GaveUp(f"no lobby of {','.join(self.addresses)} took the session back "
                                  f"in {self.backoff.give_up:g} s (last: {last})")
                 log.info("reconnect attempt %d failed (%s), again in %.2f s", attempt, last, pause)
+        except (GaveUp, LoginRefused):
+            self.pushes.put_nowait(None)   # the session is over: whoever reads pushes ends
+            raise
         finally:
             self._attempting = False
 

@@ -119,3 +119,27 @@ async def test_no_lobby_left_gives_up_after_the_bound() -> None:
         assert s.pushes.qsize() == 1 and s.pushes.get_nowait() is None
     finally:
         await s.close()
+
+
+async def test_a_request_cut_off_by_a_dead_lobby_leaves_no_stale_end_after_the_reconnect(
+        world: World) -> None:
+    # chaos found this: a request failed with SessionClosed, the robot reconnected without
+    # reading the dead stream's end marker, then read it and reconnected again, for ever
+    first, second = await world.lobby(), await world.lobby()
+    s, room_id = await seated_session(world, [first, second], 605)
+    try:
+        host = world.lobbies.pop(0)
+        await host.server.stop(0)           # killed: the stream breaks, its end is queued
+        await asyncio.wait_for(s.closed.wait(), 10)
+        ok = await s.reconnect(token(605))  # as after a failed request: marker not read
+        assert ok.login_ok.room.room_id == room_id and s.reconnects == 1
+        while True:                          # the resumed seat's frames, and no end at all
+            try:
+                frame = await asyncio.wait_for(s.pushes.get(), 1.0)
+            except TimeoutError:
+                break
+            assert frame is not None, "a stale end-of-stream marker would reconnect again"
+        assert (await s.request(lm.AskReady(is_ready=True))).ret.code == 0
+        await host.stop(0)
+    finally:
+        await s.close()
