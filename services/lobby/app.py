@@ -153,6 +153,7 @@ class LobbyApp:
         """A final Reconnect frame (after a random spread, so clients do not all come back
         at once), then the session's stream ends."""
         after = least_ms + random.randint(0, RECONNECT_SPREAD_MS)
+        session.sent_away = True
         session.send(server_frame(lobby_msgs_pb2.Reconnect(reason=reason, after_ms=after)),
                      final=True)
         session.close()
@@ -314,7 +315,7 @@ class LobbyApp:
         unless a newer login replaced this session."""
         room_id = session.room_id
         await self.hub.remove(session)
-        if session.logged_in and room_id and not session.kicked:
+        if session.logged_in and room_id and not session.kicked and not session.sent_away:
             task = self.spawn(self._offline(session, room_id))
             self._offlines.add(task)
             task.add_done_callback(self._offlines.discard)

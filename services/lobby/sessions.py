@@ -145,6 +145,10 @@ class Session:
     token_expiry: float = 0.0     # the login token's expiry (wall-clock seconds)
     last_seen: float = field(default_factory=time.monotonic)
     kicked: bool = False
+    # told to reconnect (a drain, a room still moving): the player is coming back, so his
+    # seat does not go offline (entrust would play his turns meanwhile); if he does not,
+    # his turn timer runs out as for any slow player
+    sent_away: bool = False
     seq: int = 0
     task: asyncio.Task[object] | None = None
     # While a join waits for the table's answer, that room's events are held here: delivered

@@ -126,6 +126,10 @@ class TableCore:
         self.table_seen: dict[str, tuple[dict[str, Any], float]] = {}
         self.orphaned_at: dict[int, float] = {}   # when a room was first seen without owner
         self._watch_started = time.monotonic()
+        # since when this table's heartbeats have succeeded without a break: a table that
+        # was itself cut off (a NATS node lost, an election) saw every lease run out,
+        # others' as well as its own, and must not take their rooms for that
+        self.beating_since: float | None = time.monotonic()
         self._rebuilds = asyncio.Semaphore(REBUILD_CONCURRENCY)
 
     # ------------------------------------------------------------------ start / stop
@@ -327,6 +331,8 @@ class TableCore:
             if not owner or owner in live:
                 self.orphaned_at.pop(room_id, None)
                 continue
+            if self.beating_since is None or now - self.beating_since < ttl:
+                continue   # our own view of the leases is not to be trusted yet
             waited = now - self.orphaned_at.setdefault(room_id, now)
             if not should_adopt(room_id, self.instance, live.values(), waited, fallback=ttl):
                 continue
@@ -773,7 +779,10 @@ class TableCore:
             beats += 1
             try:
                 await self._register()
+                if self.beating_since is None:
+                    self.beating_since = time.monotonic()
             except Exception as exc:  # NATS down: keep trying, rooms keep playing
+                self.beating_since = None
                 log.warning("heartbeat failed", extra={"error": repr(exc)})
             if (self.kv_pending or self.unsent or self.unpurged) \
                     and (self._retrying is None or self._retrying.done()):

@@ -95,18 +95,16 @@ async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
         yield w
 
 
-async def test_a_stopping_lobby_sends_every_client_away_and_tells_the_table(
+async def test_a_stopping_lobby_sends_every_client_away_and_keeps_their_seats_online(
         world: World) -> None:
     address = await world.lobby(ws_port=0, drain_seconds=3.0)
     host = world.lobbies[-1]
     seated, room = await seated_client(world, address, 401)
-    session_id = next(f for f in seated.seen if f.HasField("login_ok")).login_ok.session_id
     idle = await world.client(address)
     await idle.login(402)
     sock = await WsClient.open(host.ws_port)
     try:
         await sock.login(403)
-        world.table.hold = True     # the offline notice waits: the drain is still going on
         world.lobbies.remove(host)
         stopping = asyncio.create_task(host.stop(0.5))
 
@@ -116,9 +114,6 @@ async def test_a_stopping_lobby_sends_every_client_away_and_tells_the_table(
             assert 0 <= frame.reconnect.after_ms <= 1000
         assert await seated.closed() and await idle.closed() and await sock.closed()
 
-        offline = await world.table.wait_for("offline", 401)
-        assert (offline.room_id, offline.session_id) == (room.room_id, session_id)
-        assert offline.login_at > 0
         # while it drains: not ready anywhere, and a newcomer is sent away at once
         assert not stopping.done()
         assert await grpc_health(address) == NOT_SERVING
@@ -127,9 +122,11 @@ async def test_a_stopping_lobby_sends_every_client_away_and_tells_the_table(
         first = await late.recv()
         assert first is not None and first.reconnect.reason == "draining"
         assert await late.closed()
-        world.table.hold = False
         await asyncio.wait_for(stopping, 10)
-        assert world.table.of_kind("offline", 402) == []   # not seated: no notice
+        # players sent away are coming back: their seats do not go offline (entrust would
+        # play their turns meanwhile; one who does not come back times out as any slow one)
+        assert world.table.of_kind("offline", 401) == []
+        assert world.table.of_kind("offline", 402) == []
     finally:
         await sock.close()
 
@@ -145,8 +142,8 @@ async def test_sigterm_drains_a_lobby_process(world: World, tmp_path: Path) -> N
         frame = await c.until(lambda f: f.HasField("reconnect"))
         assert frame.reconnect.reason == "draining"
         assert await c.closed()
-        assert (await world.table.wait_for("offline", 411)).room_id == room.room_id
         assert await stopped == 0
+        assert world.table.of_kind("offline", 411) == []   # sent away, not gone
     finally:
         lobby.stop(signal.SIGKILL)
 
