@@ -49,6 +49,7 @@ RESYNC_EVERY = 15               # heartbeats between full re-reads of the direct
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
 APPEND_RETRY_SECONDS = 8.0      # a room-log append is retried this long (a leader election)
 APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt
+START_RETRY_SECONDS = 30.0      # streams and buckets set up at start: retried this long
 REBUILD_CONCURRENCY = 8         # rooms rebuilt at once (adoption, drain hand-over, restart)
 
 
@@ -137,18 +138,11 @@ class TableCore:
         self.nc = await bus.connect(self.cfg.nats.url, f"table-{self.instance}",
                                     self.cfg.nats.connect_timeout)
         self.js = self.nc.jetstream()
-        replicas = self.cfg.nats.replicas
-        await bus.ensure_streams(self.js, replicas)
-        self.kv_tables = await bus.ensure_bucket(self.js, bus.TABLES_BUCKET,
-                                                 ttl=self.cfg.table.lease_ttl_seconds,
-                                                 replicas=replicas)
-        self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
-        self.kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
+        await self._set_up_jetstream()
         # the dial may name several arbiters (``ipv4:a:1,b:2``): spread and skip dead ones
         self._arbiter_channel = tls.channel(self.cfg, self.cfg.arbiter.dial, "arbiter",
                                             options=[("grpc.lb_policy_name", "round_robin")])
         self._arbiter = arbiter_pb2_grpc.ArbiterStub(self._arbiter_channel)
-        self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET, replicas=replicas)
         self._adopt_sub = await self.nc.subscribe(adopt_subject(self.instance), cb=self._on_adopt)
         await self._register()
         await self._resync()
@@ -156,6 +150,31 @@ class TableCore:
                           asyncio.create_task(self._watch(self.kv_tables, self._on_table_entry))]
         await self.recover()
         self._heartbeat = asyncio.create_task(self._heartbeat_loop())
+
+    async def _set_up_jetstream(self) -> None:
+        """The streams and buckets (created if missing). Tables starting together on a
+        fresh cluster can time out creating them (the meta leader is busy): retried within
+        START_RETRY_SECONDS before the start fails."""
+        replicas = self.cfg.nats.replicas
+        deadline = time.monotonic() + START_RETRY_SECONDS
+        while True:
+            try:
+                await bus.ensure_streams(self.js, replicas)
+                self.kv_tables = await bus.ensure_bucket(
+                    self.js, bus.TABLES_BUCKET, ttl=self.cfg.table.lease_ttl_seconds,
+                    replicas=replicas)
+                self.kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET,
+                                                        replicas=replicas)
+                self.kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET,
+                                                        replicas=replicas)
+                self.kv_ids = await bus.ensure_bucket(self.js, ROOM_IDS_BUCKET,
+                                                      replicas=replicas)
+                return
+            except (TimeoutError, nats.errors.Error) as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning("JetStream set-up failed, retrying", extra={"error": repr(exc)})
+                await asyncio.sleep(1.0)
 
     async def stop(self) -> None:
         await cancel_and_wait(self._heartbeat, self._retrying, self._adopting, *self._watchers)
