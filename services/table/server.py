@@ -67,6 +67,10 @@ class KvWrite:
         self.fresh = True
 
 
+class Unavailable(Exception):
+    """NATS cannot do what a request needs right now (answered UNAVAILABLE: try again)."""
+
+
 def adopt_subject(instance: str) -> str:
     """Where a draining table asks ``instance`` to take a room now (core NATS request)."""
     return f"table.{instance.replace('.', '_')}.adopt"
@@ -234,11 +238,18 @@ class TableCore:
             elif (isinstance(value, bool) or not isinstance(value, int | float)
                     or not math.isfinite(value) or not 0 < value <= MAX_TIMER_SECONDS):
                 raise ValueError(f"{key} must be a number of seconds in (0, {MAX_TIMER_SECONDS}]")
+        deadline = time.monotonic() + APPEND_RETRY_SECONDS
         for _ in range(50):
             room_id = ROOM_ID_LOW + secrets.randbelow(ROOM_ID_HIGH - ROOM_ID_LOW + 1)
             try:  # atomic, and the key is never deleted: an id is never given out twice
                 await self.kv_ids.create(str(room_id), self.instance.encode())
-            except Exception:
+            except nats.js.errors.KeyWrongLastSequenceError:
+                continue   # taken: draw another
+            except (TimeoutError, nats.errors.Error) as exc:
+                # no leader for the bucket (an election), or no answer: wait, within a bound
+                if time.monotonic() >= deadline:
+                    raise Unavailable(f"room ids cannot be allocated now: {exc!r}") from None
+                await asyncio.sleep(0.25)
                 continue
             rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
                                 self._timers())
@@ -247,9 +258,9 @@ class TableCore:
             try:
                 self.room_revs[room_id] = await self.kv_rooms.put(str(room_id),
                                                                   self._room_entry(room))
-            except Exception:
+            except (TimeoutError, nats.errors.Error) as exc:
                 self.moving.discard(room_id)
-                raise
+                raise Unavailable(f"the directory cannot be written now: {exc!r}") from None
             break
         else:
             raise RuntimeError("could not allocate a room id")
@@ -866,6 +877,8 @@ class TableService(table_pb2_grpc.TableServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "this table is draining")
         try:
             room = await self.core.create_room(request)
+        except Unavailable as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return table_pb2.CreateRoomReply(room=room.room_info())

@@ -541,6 +541,7 @@ class Verdict:
     leaks: list[str] = field(default_factory=list)
     frames_checked: int = 0
     gave_up: list[str] = field(default_factory=list)
+    away_at_end: list[str] = field(default_factory=list)   # came back after the room ended
     refused: list[str] = field(default_factory=list)        # errors other than stale/transient
     stale: int = 0
     transient: Counter[str] = field(default_factory=Counter)
@@ -1108,7 +1109,19 @@ async def verify(stack: ClusterStack, run: ChaosRun, settle_bound: float = 90.0)
             v.doubled_keys.add(key)
     for r in runs:
         sql = {h["hand_no"]: tuple(h["deltas"]) for h in by_room.get(r.room_id, []) if not h["final"]}
-        finished = bool(r.results) and all(s.closed_reason == ALL_HANDS_PLAYED for s in r.results)
+        has_final = any(h["final"] for h in by_room.get(r.room_id, []))
+        last = run.observer.last_event(r.room_id)
+        complete = len(sql) == r.hands and has_final
+
+        def away_at_end(robot: Any, complete: bool = complete, last: float | None = last) -> bool:
+            """The room ended (every hand and the final stored) while this robot was
+            reconnecting: it came back to "no room", as a player would, after the room's
+            last event. Not a robot that gave up."""
+            return (complete and robot.stats.closed_reason is None and robot.ended_at is not None
+                    and last is not None and robot.ended_at >= last - 1.0)
+
+        finished = bool(r.results) and bool(r.robots) and all(
+            rb.stats.closed_reason == ALL_HANDS_PLAYED or away_at_end(rb) for rb in r.robots)
         for hand_no, seen in hand_overs(r).items():
             if len({d for _, d in seen}) > 1 or len({u for u, _ in seen}) > 1:
                 v.doubled.append(f"room {r.room_id} hand {hand_no}: players saw {len(seen)} "
@@ -1122,17 +1135,18 @@ async def verify(stack: ClusterStack, run: ChaosRun, settle_bound: float = 90.0)
             if hand_no > r.hands:
                 v.doubled.append(f"room {r.room_id}: a hand {hand_no} beyond {r.hands}")
                 v.doubled_keys.add((r.room_id, hand_no))
-        has_final = any(h["final"] for h in by_room.get(r.room_id, []))
-        if finished and len(sql) == r.hands and has_final:
+        if finished and complete:
             v.rooms_finished += 1
         else:
             v.unfinished.append(f"{r.game} room {r.room_id}: {len(sql)}/{r.hands} hands stored, "
                                 f"final {'stored' if has_final else 'missing'}, robots ended "
                                 f"{[s.closed_reason for s in r.results]}"
                                 f"{' (timed out)' if r.timed_out else ''}")
-        last = run.observer.last_event(r.room_id)
         for robot in r.robots:
             stats = robot.stats
+            if away_at_end(robot):
+                v.away_at_end.append(f"{r.game} room {r.room_id} user {stats.user_id}")
+                continue
             reconnects = int(getattr(stats, "reconnects", 0))
             if reconnects > RECONNECT_STORM:
                 v.reconnect_storms.append(f"{r.game} room {r.room_id} user {stats.user_id}: "
