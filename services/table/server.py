@@ -130,7 +130,6 @@ class TableCore:
         self.room_dir: dict[int, tuple[dict[str, Any], int]] = {}
         self.table_seen: dict[str, tuple[dict[str, Any], float]] = {}
         self.orphaned_at: dict[int, float] = {}   # when a room was first seen without owner
-        self._watch_started = time.monotonic()
         # since when this table's heartbeats have succeeded without a break: a table that
         # was itself cut off (a NATS node lost, an election) saw every lease run out,
         # others' as well as its own, and must not take their rooms for that
