@@ -27,11 +27,12 @@ from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.codec import FrameError, action_from_frame, rule_error_code
 from services.table.room import SIMULTANEOUS, Effects, Room, RoomError, password_hash
+from services.table.stream import Position, RoomStream
 
 log = logging.getLogger("paiju.table.room")
 
 Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]
-Publish = Callable[["RoomActor", Effects], Awaitable[None]]
+Publish = Callable[["RoomActor", Effects, table_pb2.RoomEvents], Awaitable[None]]
 Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 
 INBOX_SIZE = 256
@@ -48,11 +49,14 @@ GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
 class Reply:
     """What a command answers to its sender."""
 
-    __slots__ = ("code", "message", "frames")
+    __slots__ = ("code", "message", "frames", "position")
 
     def __init__(self, code: int = 0, message: str = "ok",
                  frames_: list[client_pb2.ServerFrame] | None = None) -> None:
         self.code, self.message, self.frames = code, message, frames_ or []
+        # where the room's stream stood when the reply was made (None: not made by the
+        # room, e.g. it had moved away): the lobby delivers it after the messages up to there
+        self.position: Position | None = None
 
 
 class RoomActor:
@@ -63,6 +67,7 @@ class RoomActor:
         self.room = room
         self.next_index = next_index
         self.log_seq = log_seq          # stream sequence of this room's last log record
+        self.stream = RoomStream(room.room_id, next_index - 1)
         self._append = append
         self._publish = publish
         self._arbiter = arbiter
@@ -157,6 +162,7 @@ class RoomActor:
             except Exception:  # a bug or a NATS failure must not kill the room's task
                 log.exception("room command failed", extra={"room": self.room.room_id})
                 reply = Reply(common_pb2.ERR_INTERNAL, "internal error; please retry")
+            reply.position = self.stream.position
             if fut is not None and not fut.done():
                 fut.set_result(reply)
             await self._follow_up()
@@ -183,7 +189,8 @@ class RoomActor:
         self.next_index += 1
         fx = Effects()
         self.room.apply(rec, fx)
-        await self._publish(self, fx)
+        await self._publish(self, fx, self.stream.record(rec["i"], fx.public, fx.private,
+                                                         fx.closed))
         return fx
 
     # ------------------------------------------------------------------ commands
@@ -499,7 +506,7 @@ class RoomActor:
             self.prompted[seat] = key
             fx.private.append((s.user_id, room.prompt(seat, seconds)))
         if fx.private:
-            await self._publish(self, fx)
+            await self._publish(self, fx, self.stream.follow_up((), fx.private))
 
     async def _auto_play(self, late: set[int] | None = None) -> None:
         """Entrusted seats act now, and so do the ``late`` seats whose timer ran out: a late

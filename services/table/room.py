@@ -251,6 +251,9 @@ class Room:
         fx.changed = True
         fx.lobby.append(self._room_change(lm.RoomChange.CREATED))
 
+    def _on_owner(self, rec: Mapping[str, Any], fx: Effects) -> None:
+        """A table took the room over (adoption, restart, hand-over): nothing changes."""
+
     def _on_join(self, rec: Mapping[str, Any], fx: Effects) -> None:
         seat, uid = int(rec["seat"]), int(rec["user_id"])
         existing = self.seats[seat]

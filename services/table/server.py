@@ -503,6 +503,8 @@ class TableCore:
             await self._closed(room_id)
             return
         actor = self._actor(room, records[-1]["i"] + 1, last_seq)
+        # this table's first record: its messages sort after anything the old owner sent
+        await actor.record({"t": "owner", "instance": self.instance, "boot": self.boot})
         await self._put_room(room)
         for user_id in (s.user_id for _, s in room.seated()):
             await self._put_seat(room, user_id, room.seat_of(user_id))
@@ -607,20 +609,16 @@ class TableCore:
         if stop and actor is not None:
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
-    async def _publish(self, actor: RoomActor, fx: Effects) -> None:
-        """Send what one log record caused. Never raises for a NATS failure after the
-        append: the record is durable, so settlements and directory writes that fail wait in
-        outboxes the heartbeat retries (core NATS publishes are buffered by the client)."""
+    async def _publish(self, actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
+        """Send what one log record (or a follow-up at it) caused: one message on the room's
+        subject, whatever its audience (docs/ordered-events.md). Never raises for a NATS
+        failure after the append: the record is durable, so settlements and directory writes
+        that fail wait in outboxes the heartbeat retries (core NATS publishes are buffered
+        by the client), and a lobby that misses the message refills from the ring."""
         room = actor.room
         started = time.perf_counter()
-        subject = bus.room_events(room.room_id)
         try:
-            for frame in fx.public:
-                await self.nc.publish(subject, frame.SerializeToString())
-            for user_id, frame in fx.private:
-                await self.nc.publish(bus.user_inbox(user_id), frame.SerializeToString())
-            for frame in fx.lobby:
-                await self.nc.publish(bus.LOBBY_ROOMS, frame.SerializeToString())
+            await self.nc.publish(bus.room_events(room.room_id), msg.SerializeToString())
         except Exception as exc:  # e.g. the client's reconnect buffer is full: a reconnecting
             # player gets a snapshot; the room must go on either way
             log.warning("events not published", extra={"room": room.room_id, "error": repr(exc)})
@@ -858,12 +856,22 @@ class TableCore:
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
                                         message=f"room {cmd.room_id} is not on this table",
                                         room_id=0, seat=-1)
+        if cmd.kind == "events_since":   # a lobby missed messages: from the ring, at once
+            index, part = actor.stream.position
+            missed = actor.stream.since(cmd.since_index, cmd.since_part)
+            return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id,
+                                        seat=-1, ordered=True, index=index, part=part,
+                                        events=missed or (), resync=missed is None)
         reply: Reply = await actor.submit("command", cmd)
         seat = actor.room.seat_of(cmd.user_id)
-        return table_pb2.TableReply(
+        out = table_pb2.TableReply(
             request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
             room_id=cmd.room_id if seat is not None and not actor.room.closed else 0,
             seat=-1 if seat is None else seat)
+        if reply.position is not None:
+            out.ordered = True
+            out.index, out.part = reply.position
+        return out
 
 
 class TableService(table_pb2_grpc.TableServicer):

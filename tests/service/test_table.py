@@ -271,11 +271,10 @@ async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> No
     link = LobbyLink(f"127.0.0.1:{table.port}")
     nc = await nats.connect(fresh_nats.url)
     try:
-        # the idle countdown starts with the room: the player listens to every room and its
-        # inbox before the room exists, and joins right after the creation
+        # the idle countdown starts with the room: the player listens to every room (its
+        # private frames come in the same messages) before the room exists, and joins right after the creation
         player = Player(95, "dadun")
         await nc.subscribe(bus.room_events("*"), cb=Table._deliver(player))
-        await nc.subscribe(bus.user_inbox(95), cb=Table._deliver(player))
         await bus.sync(nc)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{table.port}") as channel:
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(

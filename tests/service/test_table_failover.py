@@ -55,11 +55,14 @@ async def test_two_owners_never_both_append_the_same_record(
     try:
         room = await a.create_room(table_pb2.CreateRoomRequest(
             game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
-        await claim(b, room.room_id)
-        actor_a, actor_b = a.rooms[room.room_id], b.rooms[room.room_id]
-        assert actor_a.next_index == actor_b.next_index == 1
-        record = {"i": 1, "t": "chat_noop"}
-        await b._append(room.room_id, 1, record, actor_b.log_seq)
+        actor_a = a.rooms[room.room_id]
+        assert actor_a.next_index == 1
+        await claim(b, room.room_id)   # b's rebuild writes record 1 (its "owner" record)
+        actor_b = b.rooms[room.room_id]
+        assert actor_b.next_index == 2
+        records, _ = await b._read_log(room.room_id)
+        record = records[1]
+        assert record["t"] == "owner" and record["instance"] == "table-b"
         with pytest.raises(RoomError) as refused:
             await a._append(room.room_id, 1, record, actor_a.log_seq)
         assert refused.value.code == common_pb2.ERR_ROOM_MOVING

@@ -68,7 +68,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
         resumed = []
         for p in players:
             q = type(p)(p.user_id, "xuezhan")
-            await t.nc.subscribe(f"user.{p.user_id}.inbox", cb=t._deliver(q))
+            await t.nc.subscribe(bus.room_events(room_id), cb=t._deliver(q))
             resumed.append(q)
         t.players = resumed
         await bus.sync(t.nc)

@@ -24,8 +24,8 @@ end. Each fault is one of:
 - ``rolling-tables`` / ``rolling-lobbies``: SIGTERM each replica in turn, start it again,
   wait for SERVING, next.
 
-Recovery is measured by observers in this process subscribed to ``room.*.events`` and
-``user.*.inbox`` on every NATS node (events carry ``room:hand:index`` uids): per fault and
+Recovery is measured by observers in this process subscribed to ``room.*.events`` on every
+NATS node (public and private frames, which carry ``room:hand:index`` uids): per fault and
 affected room, the time from the fault to the room's next event, and on the player side to
 the next prompt a robot of that room received.
 """
@@ -54,7 +54,7 @@ import nats
 
 from clients.robot.robot import Robot, RobotStats, room_of
 from paiju import frames
-from paiju.v1 import client_pb2, records_pb2_grpc
+from paiju.v1 import client_pb2, records_pb2_grpc, table_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
 from tests.support.procs import ServiceProc, make_service
@@ -339,8 +339,7 @@ class Observer:
             # pinned to its node first; after a kill it reconnects to any other
             nc = await nats.connect([url], name=f"chaos-observer-{i}", max_reconnect_attempts=-1,
                                     reconnect_time_wait=0.2, connect_timeout=2)
-            await nc.subscribe("room.*.events", cb=self._on_public)
-            await nc.subscribe("user.*.inbox", cb=self._on_private)
+            await nc.subscribe("room.*.events", cb=self._on_events)
             await bus.sync(nc)
             self.conns.append(nc)
         self.nc = await nats.connect(self.cluster.url_list, name="chaos-probe",
@@ -354,13 +353,8 @@ class Observer:
                 with contextlib.suppress(Exception):
                     await nc.close()
 
-    def _seen(self, room: int, frame_bytes: bytes) -> None:
-        at = now()
+    def _seen(self, room: int, uid: str, at: float) -> None:
         self.messages += 1
-        try:
-            uid = client_pb2.ServerFrame.FromString(frame_bytes).event_uid
-        except Exception:
-            uid = ""
         parts = uid_parts(uid) if uid else None
         if parts is not None:
             room = room or parts[0]
@@ -373,15 +367,18 @@ class Observer:
             else:
                 bisect.insort(times, at)
 
-    async def _on_public(self, msg: Any) -> None:
+    async def _on_events(self, msg: Any) -> None:
+        """One room message (table_pb2.RoomEvents): every frame in it, public or private."""
+        at = now()
         try:
             room = int(msg.subject.split(".")[1])
-        except (IndexError, ValueError):
-            room = 0
-        self._seen(room, msg.data)
-
-    async def _on_private(self, msg: Any) -> None:
-        self._seen(0, msg.data)
+            events = table_pb2.RoomEvents.FromString(msg.data)
+        except Exception:
+            return
+        for frame in events.frames:
+            self._seen(room, frame.event_uid, at)
+        for private in events.private:
+            self._seen(room, private.frame.event_uid, at)
 
     def next_event(self, room: int, after: float) -> float | None:
         times = self.times.get(room, [])

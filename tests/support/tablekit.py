@@ -98,8 +98,6 @@ class Table:
 
     async def seat(self, user_id: int, **profile: Any) -> tuple[Player, table_pb2.TableReply]:
         player = Player(user_id, self.game)
-        await self.nc.subscribe(bus.user_inbox(user_id),
-                                cb=self._deliver(player))
         await self.nc.subscribe(bus.room_events(self.room_id), cb=self._deliver(player))
         await bus.sync(self.nc)  # the subscriptions are live before the join
         reply = await self.link.send(
@@ -112,8 +110,15 @@ class Table:
 
     @staticmethod
     def _deliver(player: Player) -> Any:
+        """What a lobby gives this player of each room message (table_pb2.RoomEvents): the
+        public frames and the private ones addressed to him, in arrival order."""
         async def cb(msg: Any) -> None:
-            player.on_frame(client_pb2.ServerFrame.FromString(msg.data))
+            events = table_pb2.RoomEvents.FromString(msg.data)
+            for frame in events.frames:
+                player.on_frame(frame)
+            for private in events.private:
+                if private.user_id == player.user_id:
+                    player.on_frame(private.frame)
         return cb
 
     async def ready_all(self) -> None:

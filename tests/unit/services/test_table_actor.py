@@ -38,7 +38,7 @@ class MemoryLog:
         return len(self.records)
 
 
-async def no_publish(actor: RoomActor, fx: Effects) -> None:
+async def no_publish(actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
     return None
 
 
