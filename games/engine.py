@@ -17,6 +17,22 @@ deterministic state machine in the spirit of OpenSpiel and PokerKit:
   addressed to one seat.
 * ``is_over()``, ``settlement()`` - the itemised, zero-sum ledger of the hand.
 * ``serialize()`` (a JSON string) / ``deserialize(text)`` (class method) / ``clone()``.
+* ``deal_events()`` - the events of the deal, right after ``new_hand`` (public "deal", each
+  seat's private "hand", and whatever the first decision announces).
+
+Response windows (响应窗口, mahjong only): after a discard or a robbable kong several seats
+may answer at once, and who wins is decided by :func:`games.arbitration.resolve` - in the
+engine (``apply``) or, at a table, by the arbiter service. For the second way a state offers:
+
+* ``pending_window()`` - the open :class:`~games.arbitration.Window`, or None;
+* ``arbitration_rules()`` - the :class:`~games.arbitration.Rules` its windows are decided by
+  (multi-win, kong over peng), or None for a game without windows;
+* ``record_response(seat, action)`` - record one answer without deciding the window;
+* ``resolve_window(decision)`` - check a final :class:`~games.arbitration.Decision` against
+  the open window and apply it.
+
+A game without response windows (Dadun) mixes in :class:`NoWindows`: no window is ever
+pending and the two mutators raise :class:`StaleRef`.
 
 Engines never read a clock, never touch the network and never draw randomness of their own:
 the caller supplies the seed and :mod:`games.rng` turns it into a reproducible stream.
@@ -27,7 +43,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # games.arbitration imports this module: types only
+    from games.arbitration import Decision, Rules, Window
 
 
 class RuleError(Exception):
@@ -184,6 +203,23 @@ class Verified:
         return True
 
 
+class NoWindows:
+    """The response-window part of :class:`State` for a game that has no windows (Dadun):
+    nothing is ever pending, and answering or deciding a window is refused."""
+
+    def pending_window(self) -> Window | None:
+        return None
+
+    def arbitration_rules(self) -> Rules | None:
+        return None
+
+    def record_response(self, seat: int, action: Action) -> list[Event]:
+        raise StaleRef("this game has no response windows")
+
+    def resolve_window(self, decision: Decision) -> list[Event]:
+        raise StaleRef("this game has no response windows")
+
+
 @runtime_checkable
 class State(Protocol):
     """What services, bots, tools and the conformance suites rely on."""
@@ -215,6 +251,17 @@ class State(Protocol):
     def serialize(self) -> str: ...
 
     def clone(self) -> State: ...
+
+    def deal_events(self) -> list[Event]: ...
+
+    # response windows (see the module doc; NoWindows for games without them)
+    def pending_window(self) -> Window | None: ...
+
+    def arbitration_rules(self) -> Rules | None: ...
+
+    def record_response(self, seat: int, action: Action) -> list[Event]: ...
+
+    def resolve_window(self, decision: Decision) -> list[Event]: ...
 
 
 class Variant(Protocol):

@@ -27,7 +27,16 @@ from games.dadun.entrust import default_friend_card, entrust_lead
 from games.dadun.legal import hint_plays
 from games.dadun.model import SEATS, Deal
 from games.dadun.options import DEFAULT_OPTIONS, normalize_options
-from games.engine import Action, BadInput, Event, NotYourTurn, RuleError, Settlement, Verified
+from games.engine import (
+    Action,
+    BadInput,
+    Event,
+    NotYourTurn,
+    NoWindows,
+    RuleError,
+    Settlement,
+    Verified,
+)
 from games.rng import Stream, derive
 
 NAME = "dadun"
@@ -36,8 +45,8 @@ __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_d
            "deserialize"]
 
 
-class DadunState(Verified):
-    """One deal; implements :class:`games.engine.State`."""
+class DadunState(NoWindows, Verified):
+    """One deal; implements :class:`games.engine.State` (Dadun has no response windows)."""
 
     num_seats = SEATS
 

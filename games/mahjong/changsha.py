@@ -217,16 +217,22 @@ def _all_258(full: list[int], melds: list[Meld]) -> bool:
 RULES = ChangshaRules()
 
 
+def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The full Changsha option dict: ``options`` over the defaults; BadInput on an unknown
+    key or a bad value."""
+    return validate(CHANGSHA_TABLE, CHANGSHA_SCORING_DEFAULTS, options)
+
+
 def new_hand(options: Mapping[str, Any], seed: int, dealer: int) -> MahjongState:
     """A shuffled Changsha hand; unknown options or bad values raise BadInput."""
-    opts = validate(CHANGSHA_TABLE, CHANGSHA_SCORING_DEFAULTS, options)
+    opts = parse_options(options)
     return MahjongState.start(RULES, opts, seed, dealer, shuffled_wall(seed))
 
 
 def new_hand_from_wall(options: Mapping[str, Any], wall: list[int], dealer: int,
                        seed: int = 0) -> MahjongState:
     """Testing constructor: the given 108-tile wall in draw order, no shuffle."""
-    opts = validate(CHANGSHA_TABLE, CHANGSHA_SCORING_DEFAULTS, options)
+    opts = parse_options(options)
     check_wall(wall)
     return MahjongState.start(RULES, opts, seed, dealer, list(wall))
 

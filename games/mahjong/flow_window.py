@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.arbitration import Decision, Response, Window, resolve
+from games.arbitration import Decision, Response, Rules, Window, resolve
 from games.engine import Action, BadInput, Event, IllegalAction, NotYourTurn, StaleRef
 from games.mahjong import suit_of
 from games.mahjong.flow_base import HandCore
@@ -169,14 +169,19 @@ class WindowMixin(HandCore):
         return out
 
     def pending_window(self) -> Window | None:
+        """The open window as the arbiter sees it, or None."""
         w = self.window
         if self.stage != "window" or w is None:
             return None
         return _as_window(w)
 
+    def arbitration_rules(self) -> Rules:
+        """How this hand's windows are decided (multi-win, kong over peng)."""
+        return self.rules.arbitration(self.options)
+
     def _auto_resolve(self) -> None:
         window = _as_window(self._window_now())
-        decision = resolve(window, self.rules.arbitration(self.options))
+        decision = resolve(window, self.arbitration_rules())
         if decision.final:
             self._apply_decision(decision)
 

@@ -125,9 +125,15 @@ class XueZhanRules:
 RULES = XueZhanRules()
 
 
+def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The full XueZhan option dict: ``options`` over the defaults; BadInput on an unknown
+    key or a bad value."""
+    return validate(XUEZHAN_TABLE, XUEZHAN_SCORING_DEFAULTS, options)
+
+
 def new_hand(options: Mapping[str, Any], seed: int, dealer: int) -> MahjongState:
     """A shuffled XueZhan hand; unknown options or bad values raise BadInput."""
-    opts = validate(XUEZHAN_TABLE, XUEZHAN_SCORING_DEFAULTS, options)
+    opts = parse_options(options)
     return MahjongState.start(RULES, opts, seed, dealer, shuffled_wall(seed))
 
 
@@ -135,7 +141,7 @@ def new_hand_from_wall(options: Mapping[str, Any], wall: list[int], dealer: int,
                        seed: int = 0) -> MahjongState:
     """Testing constructor: the given 108-tile wall in draw order, no shuffle. The deal
     takes tiles one at a time from the front, dealer first; replacements come from the end."""
-    opts = validate(XUEZHAN_TABLE, XUEZHAN_SCORING_DEFAULTS, options)
+    opts = parse_options(options)
     check_wall(wall)
     return MahjongState.start(RULES, opts, seed, dealer, list(wall))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,23 @@ def test_common_and_clients_depend_on_no_service() -> None:
             if pkg == "clients":
                 bad |= {n for n in imports(path) if n.startswith("services")}
             assert not bad, f"{path} imports {sorted(bad)}"
+
+
+def proto_games() -> dict[str, int]:
+    """The ``Game`` enum of common.proto: name -> number (GAME_UNSPECIFIED left out)."""
+    text = (ROOT / "protos/paiju/v1/common.proto").read_text(encoding="utf-8")
+    body = re.search(r"enum Game \{(.*?)\}", text, re.S)
+    assert body is not None, "common.proto has no enum Game"
+    pairs = re.findall(r"^\s*([A-Z_]+)\s*=\s*(\d+)\s*;", body.group(1), re.M)
+    return {name: int(number) for name, number in pairs if int(number) != 0}
+
+
+def test_every_game_of_the_proto_has_exactly_one_registry_entry() -> None:
+    from games import registry
+
+    specs = registry.all()
+    assert sorted(s.game_type for s in specs) == sorted(proto_games().values())
+    assert len({s.game_type for s in specs}) == len(specs)
+    assert len({s.name for s in specs}) == len(specs)
+    for enum_name, number in proto_games().items():
+        assert registry.by_type(number).name == enum_name.lower()

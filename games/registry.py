@@ -1,0 +1,139 @@
+"""The one list of games: what the rest of the project needs to know about each variant.
+
+Adding a game is one :class:`GameSpec` in ``_SPECS`` (plus its engine, and on the table's
+side its codec entry). Everything else - the table's rooms and entrust, robots, the command
+line client, tools - looks a game up here instead of naming it.
+
+API (all a caller needs)::
+
+    from games import registry
+
+    spec = registry.get("xuezhan")        # by name; KeyError names the known games
+    spec = registry.by_type(1)            # by the paiju.v1.Game enum number (proto)
+    for spec in registry.all(): ...       # every game, in enum order
+
+    state = spec.new_hand(spec.parse_options(given), seed, dealer)
+    action = spec.greedy_policy(state, seat)          # entrust (托管), timeouts, robots
+    action = spec.random_policy(view, seat, stream)   # load tests, conformance
+    spec.timer_of(state.phase())          # "turn_seconds" / "window_seconds" / "alone_seconds"
+
+``game_type`` is the number of the ``Game`` enum in ``protos/paiju/v1/common.proto`` as a
+plain int (``games/`` never imports protobuf); ``tests/unit/test_architecture.py`` checks
+that every enum value but 0 has exactly one spec here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from games.bots import dadun as dadun_bots
+from games.bots import mahjong as mahjong_bots
+from games.bots.view import PlayerView
+from games.dadun import game as dadun
+from games.dadun.options import normalize_options
+from games.engine import Action, State
+from games.mahjong import changsha, xuezhan
+from games.rng import Stream
+
+# The table's decision timers (room options of these names set their length in seconds).
+TURN, WINDOW, ALONE = "turn_seconds", "window_seconds", "alone_seconds"
+TIMERS = (TURN, WINDOW, ALONE)
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class GameSpec:
+    """Static facts of one game (OpenSpiel's "game" as opposed to a state).
+
+    * ``name`` - the canonical name ("xuezhan", "changsha", "dadun"); ``title`` for people.
+    * ``game_type`` - the ``paiju.v1.Game`` enum number.
+    * ``family`` - "mahjong" (tiles, response windows) or "dadun" (cards, out-tokens).
+    * ``new_hand(options, seed, dealer)`` / ``deserialize(text)`` - the engine (a
+      :class:`games.engine.State`).
+    * ``default_options`` / ``parse_options(given)`` - the option schema: every key with its
+      default, and the full validated dict (``BadInput`` on an unknown key or bad value).
+    * ``greedy_policy(view, seat)`` / ``random_policy(view, seat, stream)`` - the bots
+      (:mod:`games.bots`) that entrust, timeouts and robots play.
+    * ``phase_timers`` - which table timer a phase runs (phases not listed: ``TURN``);
+      ``option_timers`` - the game's own option names for the table's timers (Dadun's
+      ``play_timeout_s``); ``simultaneous`` - phases in which every listed seat answers at
+      once (one answer does not start a new decision for the others).
+    """
+
+    name: str
+    title: str
+    game_type: int
+    family: str
+    new_hand: Callable[[Mapping[str, Any], int, int], State]
+    deserialize: Callable[[str], State]
+    default_options: Mapping[str, Any]
+    parse_options: Callable[[Mapping[str, Any]], dict[str, Any]]
+    greedy_policy: Callable[[PlayerView, int], Action]
+    random_policy: Callable[[PlayerView, int, Stream], Action]
+    phase_timers: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    option_timers: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    simultaneous: frozenset[str] = frozenset()
+    seats: int = 4
+
+    def timer_of(self, phase: str) -> str:
+        """The table timer (one of ``TIMERS``) that a decision in ``phase`` runs."""
+        return self.phase_timers.get(phase, TURN)
+
+
+_MAHJONG_TIMERS = _frozen({"window": WINDOW})
+# XueZhan 换三张 and 定缺, Changsha 起手胡: every listed seat answers once, at the same time.
+_MAHJONG_SIMULTANEOUS = frozenset({"exchange", "void", "opening"})
+
+_SPECS = (
+    GameSpec(
+        name=xuezhan.NAME, title="XueZhan (血战到底)", game_type=1, family="mahjong",
+        new_hand=xuezhan.new_hand, deserialize=xuezhan.deserialize,
+        default_options=_frozen(xuezhan.DEFAULT_OPTIONS), parse_options=xuezhan.parse_options,
+        greedy_policy=mahjong_bots.greedy_policy, random_policy=mahjong_bots.random_policy,
+        phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS,
+    ),
+    GameSpec(
+        name=changsha.NAME, title="Changsha (长沙麻将)", game_type=2, family="mahjong",
+        new_hand=changsha.new_hand, deserialize=changsha.deserialize,
+        default_options=_frozen(changsha.DEFAULT_OPTIONS), parse_options=changsha.parse_options,
+        greedy_policy=mahjong_bots.greedy_policy, random_policy=mahjong_bots.random_policy,
+        phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS,
+    ),
+    GameSpec(
+        name=dadun.NAME, title="Dadun (崇仁打盾)", game_type=3, family="dadun",
+        new_hand=dadun.new_hand, deserialize=dadun.deserialize,
+        default_options=_frozen(dadun.DEFAULT_OPTIONS), parse_options=normalize_options,
+        greedy_policy=dadun_bots.greedy_policy, random_policy=dadun_bots.random_policy,
+        phase_timers=_frozen({"alone": ALONE}),
+        option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"}),
+    ),
+)
+_BY_NAME = {spec.name: spec for spec in _SPECS}
+_BY_TYPE = {spec.game_type: spec for spec in _SPECS}
+
+
+def get(name: str) -> GameSpec:
+    """The game called ``name``; KeyError (naming the known games) if there is none."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown game {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+def by_type(game_type: int) -> GameSpec:
+    """The game of a ``paiju.v1.Game`` enum number; KeyError if there is none."""
+    try:
+        return _BY_TYPE[game_type]
+    except KeyError:
+        raise KeyError(f"no game has enum number {game_type!r}") from None
+
+
+def all() -> tuple[GameSpec, ...]:  # noqa: A001 (the registry's own namespace)
+    """Every game, in enum order."""
+    return _SPECS
