@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from games import registry
 from paiju.v1 import game_msgs_pb2 as g
 
 COMMANDS = {
@@ -25,7 +26,9 @@ COMMANDS = {
     "help": "help                   this list",
     "quit": "quit                   leave the client",
 }
-GAMES = ("xuezhan", "changsha", "dadun")
+GAMES = tuple(spec.name for spec in registry.all())
+# the games played with cards (Dadun's words and layout), the others with mahjong tiles
+CARD_GAMES = frozenset(spec.name for spec in registry.all() if spec.family == "dadun")
 
 # Shorthands per game family: typed word -> canonical action kinds it may mean.
 MAHJONG_ALIASES = {"d": ("discard",), "c": ("chi",), "p": ("peng",), "h": ("hu",),
@@ -115,7 +118,7 @@ def choose_action(text: str, game: str, actions: Sequence[g.ActionSpec]) -> int:
             raise InputError(f"pick a number from 1 to {len(actions)}")
         return n - 1
     word, _, rest = text.partition(" ")
-    aliases = DADUN_ALIASES if game == "dadun" else MAHJONG_ALIASES
+    aliases = DADUN_ALIASES if game in CARD_GAMES else MAHJONG_ALIASES
     kinds = aliases.get(word.lower(), (word.lower(),))
     matches = [i for i, a in enumerate(actions) if a.kind in kinds]
     if not matches:

@@ -12,17 +12,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from clients.cli.parse import CARD_GAMES
 from clients.cli.render_events import TERMS, event_line, payment_text, seat_name
+from games import registry
 from paiju.v1 import common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 
 __all__ = ["action_label", "action_lines", "error_line", "event_line", "observation_lines",
            "prompt_lines", "room_lines", "room_list_lines", "settlement_lines", "seat_name"]
 
-GAME_TITLES = {"xuezhan": "XueZhan (血战到底)", "changsha": "Changsha (长沙麻将)",
-               "dadun": "Dadun (崇仁打盾)"}
-GAME_OF_ENUM = {common_pb2.XUEZHAN: "xuezhan", common_pb2.CHANGSHA: "changsha",
-                common_pb2.DADUN: "dadun"}
+GAME_TITLES = {spec.name: spec.title for spec in registry.all()}
+GAME_OF_ENUM = {spec.game_type: spec.name for spec in registry.all()}
 STATUS = {common_pb2.ROOM_WAITING: "waiting", common_pb2.ROOM_PLAYING: "playing",
           common_pb2.ROOM_HAND_OVER: "hand over", common_pb2.ROOM_FINISHED: "finished",
           common_pb2.ROOM_DISMISSING: "dismissing", common_pb2.ROOM_CHOOSING_ALONE: "choosing alone"}
@@ -44,7 +44,7 @@ def observation_lines(game: str, obs: Mapping[str, Any]) -> list[str]:
     if not obs:
         return []
     me = int(obs.get("seat", -1))
-    lines = (_dadun_lines(obs, me) if game == "dadun" else _mahjong_lines(obs, me))
+    lines = (_dadun_lines(obs, me) if game in CARD_GAMES else _mahjong_lines(obs, me))
     to_act = [int(s) for s in obs.get("to_act") or ()]
     phase = obs.get("phase", "")
     who = ", ".join(seat_name(s, me) for s in to_act) or "nobody"
@@ -183,7 +183,7 @@ def settlement_lines(game: str, over: Mapping[str, Any], payments: Iterable[Mapp
                                          str(p["reason"]), me))
     if not paid:
         lines.append("  no payments")
-    if game == "dadun":
+    if game in CARD_GAMES:
         lines.extend(_dadun_settlement(over, me))
     else:
         hands = over.get("hands") or ()

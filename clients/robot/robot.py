@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from clients.robot.view import choose
 from clients.session import (
@@ -19,6 +19,7 @@ from clients.session import (
     mint_token,
     rotated,
 )
+from games import registry
 from games.rng import Stream
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
@@ -35,8 +36,9 @@ TRANSIENT = frozenset({common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_UNAVAILABLE})
 # room statuses between two hands (the next one waits for every seat's ready)
 BETWEEN_HANDS = frozenset({common_pb2.ROOM_WAITING, common_pb2.ROOM_HAND_OVER})
 
-GAMES = {"xuezhan": common_pb2.XUEZHAN, "changsha": common_pb2.CHANGSHA,
-         "dadun": common_pb2.DADUN}
+# game name -> paiju.v1.Game, from the one registry of games (which holds the enum numbers
+# as plain ints: games/ never imports protobuf)
+GAMES = {spec.name: cast(common_pb2.Game, spec.game_type) for spec in registry.all()}
 
 
 @dataclass
@@ -57,7 +59,7 @@ def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
 
     kind, tiles = action["kind"], list(action.get("tiles", ()))
     ref, choice = action.get("ref", ""), action.get("choice", "")
-    if game != "dadun":
+    if registry.get(game).family == "mahjong":
         return frames.client_frame(g.MahjongAction(kind=kind, tiles=tiles, choice=choice,
                                                    window_id=int(ref) if ref else 0))
     if kind == "choose_alone":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from games import registry
 from games.engine import Action
 from paiju.v1 import game_msgs_pb2 as g
 
@@ -28,10 +29,7 @@ class PromptView:
 def choose(game: str, prompt: g.Prompt, policy: str = "greedy", stream: Any = None) -> Action:
     """The robot's move for a prompt, with the same policies entrust uses."""
     view = PromptView(prompt)
-    if game == "dadun":
-        from games.bots import dadun as bots
-    else:
-        from games.bots import mahjong as bots  # type: ignore[no-redef]
+    spec = registry.get(game)
     if policy == "random" and stream is not None:
-        return bots.random_policy(view, view.seat, stream)
-    return bots.greedy_policy(view, view.seat)
+        return spec.random_policy(view, view.seat, stream)
+    return spec.greedy_policy(view, view.seat)
