@@ -29,7 +29,7 @@ from games.mahjong import (
     tile_index,
     tile_name,
 )
-from games.mahjong.shanten import _FINAL, _RANK_MOVES, reuse_by_state, suit_costs
+from games.mahjong.shanten import FINAL_STATES, RANK_MOVES, reuse_by_state, suit_costs
 from games.mahjong.wincheck import MAX_SETS, suit_keys
 from games.rng import Stream
 
@@ -212,7 +212,7 @@ def _jiang_moves() -> list[list[list[tuple[int, int]]]]:
     """The shanten DP's moves per rank (from games.mahjong.shanten) with the pair allowed
     only on ranks 2, 5 and 8: elsewhere the moves that take the pair are dropped."""
     out = []
-    for rank, groups in enumerate(_RANK_MOVES):
+    for rank, groups in enumerate(RANK_MOVES):
         if rank in _JIANG_RANKS:
             out.append(groups)
         else:
@@ -234,7 +234,7 @@ def _jiang_costs(key: int) -> tuple[int, ...]:
         return _jiang_costs(mirror)
     best = reuse_by_state(ranks, _JIANG_MOVES)
     cost = [_FAR] * _ROW
-    for state, m, pair in _FINAL:
+    for state, m, pair in FINAL_STATES:
         if pair and best[state] >= 0:
             cost[m] = min(cost[m], 3 * m + 2 - best[state])
     return tuple(cost)

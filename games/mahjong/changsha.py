@@ -149,7 +149,7 @@ class ChangshaRules:
             kinds.add("peng")
         if held >= 3:
             kinds |= set(self._kong_kinds(state, seat, tile, 3, source))
-        if seat == (source + 1) % 4 and state._chi_pairs_for(seat, tile):
+        if seat == (source + 1) % 4 and state.chi_pairs_for(seat, tile):
             kinds.add("chi")
         return kinds
 

@@ -117,9 +117,9 @@ class WindowMixin(HandCore):
         return Action(kind, ref=str(w["id"]))
 
     def _chi_pairs(self, seat: int) -> list[tuple[int, int]]:
-        return self._chi_pairs_for(seat, self._window_now()["tile"])
+        return self.chi_pairs_for(seat, self._window_now()["tile"])
 
-    def _chi_pairs_for(self, seat: int, tile: int) -> list[tuple[int, int]]:
+    def chi_pairs_for(self, seat: int, tile: int) -> list[tuple[int, int]]:
         """The hand-tile pairs that make a run (吃) with ``tile``."""
         hand = self.hands[seat]
         pairs = []

@@ -71,14 +71,18 @@ def _rank_moves() -> list[list[list[tuple[int, int]]]]:
     return out
 
 
-_RANK_MOVES = _rank_moves()
-_FINAL = [(st, (st // 2) % _ROW, st % 2) for st in range(_STATES) if st // (2 * _ROW) == 0]
+# The DP's moves per rank (input of :func:`reuse_by_state`), and its end states: (state,
+# sets made, pair made) for every state with no run left open. Public for the Changsha bot,
+# which runs the same DP with the pair restricted to 2/5/8 (games.bots.mahjong).
+RANK_MOVES = _rank_moves()
+FINAL_STATES = [(st, (st // 2) % _ROW, st % 2) for st in range(_STATES)
+                if st // (2 * _ROW) == 0]
 
 
 def reuse_by_state(ranks: bytes, rank_moves: list[list[list[tuple[int, int]]]]) -> list[int]:
     """The DP over one suit's nine ranks (``ranks``: the counts): for each end state, the
     most tiles of the suit an arrangement reuses (negative: unreachable). ``rank_moves`` is
-    ``_RANK_MOVES`` or a restriction of it (e.g. the pair only on some ranks)."""
+    ``RANK_MOVES`` or a restriction of it (e.g. the pair only on some ranks)."""
     best = [-_INF] * _STATES
     best[0] = 0
     for groups, have in zip(rank_moves, ranks, strict=True):
@@ -102,9 +106,9 @@ def suit_costs(key: int) -> tuple[int, ...]:
     mirror = int.from_bytes(ranks, "big")
     if mirror < key:
         return suit_costs(mirror)
-    best = reuse_by_state(ranks, _RANK_MOVES)
+    best = reuse_by_state(ranks, RANK_MOVES)
     cost = [_INF] * (2 * _ROW)
-    for state, m, p in _FINAL:
+    for state, m, p in FINAL_STATES:
         if best[state] >= 0:
             cost[p * _ROW + m] = min(cost[p * _ROW + m], 3 * m + 2 * p - best[state])
     return tuple(cost)
