@@ -1,6 +1,9 @@
-"""Room options of rules/mahjong.md §A11 (XueZhan) and §B8 (Changsha) that had no test of
-their own, each played through the engine on a stacked wall at its non-default value and,
-where the difference shows, next to the default.
+"""Room options of rules/mahjong.md §A11 (XueZhan) and §B8 (Changsha) that change who pays,
+what a pass blocks, who deals next and the birds: XueZhan ``dian_gang_hua``,
+``pass_ron_rule`` (``allow_if_higher_fan``), ``pass_peng_rule``, ``pigs_pay_winners``,
+``next_dealer``; Changsha ``opening_hu_birds``, ``gang_points``,
+``bird_origin``, ``bird_mode``. Each is played through the engine on a stacked wall at its
+non-default value and, where the difference shows, next to the default.
 
 Every expected amount is derived by hand from the rules document (the derivation is in the
 comment next to it), never copied from what the engine prints. Base 1 throughout."""
