@@ -3,7 +3,7 @@
 A fixed, seeded corpus of 14-tile concealed hands without quads (half winning hands built
 from four random sets and a pair, a quarter random draws, a quarter winning hands with one
 tile swapped; the last two kinds keep only non-wins) is checked by ``is_win`` on counts, by
-``Hand.is_win`` on prebuilt hands, and by the ``mahjong`` package's ``Agari().is_agari`` on
+``is_win_keys`` on prebuilt suit keys, and by the ``mahjong`` package's ``Agari().is_agari`` on
 the same hands, in the same process; all three must agree. Shanten is timed on the same hands
 minus one tile (13 tiles), with a cold and a warm per-suit cache, next to the ``mahjong``
 package's ``Shanten().calculate_shanten``. Each figure is the best of several rounds, and
@@ -19,8 +19,9 @@ from mahjong.agari import Agari
 from mahjong.shanten import Shanten
 
 from bench.common import best_of_each, command, machine, parse_options, write_report
-from games.mahjong import Hand, is_win, shanten
+from games.mahjong import is_win, shanten
 from games.mahjong.shanten import suit_costs
+from games.mahjong.wincheck import is_win_keys, suit_keys
 from games.rng import Stream, derive
 
 REPORT = "wincheck.md"
@@ -83,17 +84,17 @@ def minus_one(hands: Sequence[list[int]]) -> list[list[int]]:
 def run(size: int, rounds: int) -> tuple[list[tuple[str, float, str, float]], dict[str, int]]:
     hands = corpus(size)
     hands34 = [c + [0] * 7 for c in hands]
-    prebuilt = [Hand.from_counts(c) for c in hands]
+    prebuilt = [suit_keys(c) for c in hands]
     agari = Agari()
     ours = [is_win(c) for c in hands]
-    if ours != [agari.is_agari(c) for c in hands34] or ours != [h.is_win() for h in prebuilt]:
-        raise SystemExit("is_win, Hand.is_win and Agari disagree on the corpus")
+    if ours != [agari.is_agari(c) for c in hands34] or ours != [is_win_keys(*k) for k in prebuilt]:
+        raise SystemExit("is_win, is_win_keys and Agari disagree on the corpus")
 
     base, counts_rate, hand_rate = best_rates(
         [
             lambda: [agari.is_agari(c) for c in hands34],
             lambda: [is_win(c) for c in hands],
-            lambda: [h.is_win() for h in prebuilt],
+            lambda: [is_win_keys(*k) for k in prebuilt],
         ],
         size,
         rounds,
@@ -101,7 +102,7 @@ def run(size: int, rounds: int) -> tuple[list[tuple[str, float, str, float]], di
     rows = [
         ("mahjong Agari().is_agari", base, "-", 1.0),
         ("is_win(counts)", counts_rate, "Agari", counts_rate / base),
-        ("Hand.is_win()", hand_rate, "Agari", hand_rate / base),
+        ("is_win_keys(keys)", hand_rate, "Agari", hand_rate / base),
     ]
 
     thirteen = minus_one(hands)

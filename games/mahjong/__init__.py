@@ -2,7 +2,6 @@
 waits and shanten. Variant modules (xuezhan, changsha) build on these names."""
 
 from games.mahjong.decompose import CHOW, PUNG, Decomposition, decompositions
-from games.mahjong.hand import Hand
 from games.mahjong.shanten import shanten, useful_tiles
 from games.mahjong.tiles import (
     NUM_TILES,
@@ -24,7 +23,6 @@ __all__ = [
     "PUNG",
     "SUITS",
     "Decomposition",
-    "Hand",
     "decompositions",
     "format_counts",
     "format_tiles",
