@@ -96,13 +96,18 @@ def may(user: str, action: str, subject: str) -> bool:
 # The answer to a table's adopt request is no row here: the table may publish it as a reply
 # only (allow_responses), which test_a_table_answers_an_adopt_request_once checks.
 ROOM = 12345678
+# Subjects spelled out (bus.py loses user_inbox and LOBBY_ROOMS with the ordered room events,
+# issue 10): private frames travel inside room.<id>.events, room metadata only in the "rooms"
+# bucket, and chat on room.<id>.chat.
+USER_INBOX, LOBBY_ROOMS, ROOM_CHAT = "user.7.inbox", "lobby.rooms", f"room.{ROOM}.chat"
 ADOPT_A, ADOPT_B = "table.table-a.adopt", "table.table-b.adopt"   # table.<instance>.adopt
 MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     "table": {
         ("publish", bus.room_log(ROOM)): True,
         ("publish", bus.room_events(ROOM)): True,
-        ("publish", bus.user_inbox(7)): True,
-        ("publish", bus.LOBBY_ROOMS): True,
+        ("publish", USER_INBOX): False,             # private frames: inside room events
+        ("publish", LOBBY_ROOMS): False,            # room metadata: the "rooms" bucket only
+        ("publish", ROOM_CHAT): False,              # chat is the lobbies'
         ("publish", bus.settle_subject(ROOM)): True,
         ("publish", "$KV.rooms.12345678"): True,
         ("publish", "$KV.room_ids.12345678"): True,
@@ -137,16 +142,19 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     },
     "lobby": {
         ("subscribe", bus.room_events(ROOM)): True,
-        ("subscribe", bus.user_inbox(7)): True,
+        ("subscribe", ROOM_CHAT): True,
+        ("subscribe", "room.*.chat"): True,
+        ("subscribe", USER_INBOX): False,           # gone: private frames are in room events
+        ("subscribe", LOBBY_ROOMS): False,          # gone: the "rooms" bucket's watch
         ("subscribe", "session.kick.*"): True,
-        ("subscribe", bus.LOBBY_ROOMS): True,
         ("subscribe", "_INBOX_lobby.abc.def"): True,
         # nobody else's replies: settlement deliveries, room-log reads of a rebuild
         ("subscribe", "_INBOX_records.abc.def"): False,
         ("subscribe", "_INBOX_table.abc.def"): False,
         ("subscribe", "_INBOX.abc.def"): False,
         ("subscribe", "_INBOX.>"): False,
-        ("publish", bus.room_events(ROOM)): True,          # chat
+        ("publish", ROOM_CHAT): True,                      # chat
+        ("publish", bus.room_events(ROOM)): False,         # ordered by the table's log only
         ("publish", bus.session_kick(7)): True,
         ("publish", "$JS.API.STREAM.INFO.KV_rooms"): True,
         ("publish", "$JS.API.STREAM.MSG.GET.KV_seats"): True,
@@ -178,8 +186,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         # the directory is read-only, private events come from tables only
         ("publish", "$KV.rooms.12345678"): False,
         ("publish", "$KV.seats.7"): False,
-        ("publish", bus.user_inbox(7)): False,
-        ("publish", bus.LOBBY_ROOMS): False,
+        ("publish", USER_INBOX): False,
+        ("publish", LOBBY_ROOMS): False,
         # rooms move between tables only: no lobby asks a table to take a room, nor listens
         ("publish", ADOPT_A): False,
         ("subscribe", ADOPT_A): False,
@@ -209,7 +217,9 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$KV.rooms.12345678"): False,
         ("subscribe", bus.room_log(ROOM)): False,
         ("subscribe", bus.room_events(ROOM)): False,
-        ("subscribe", bus.user_inbox(7)): False,
+        ("subscribe", USER_INBOX): False,
+        ("publish", ROOM_CHAT): False,      # (a publish row before the subscribe row of a
+        ("subscribe", ROOM_CHAT): False,    # subject: the spy would see admin's own message)
         ("subscribe", bus.settle_subject(ROOM)): False,
         ("publish", ADOPT_A): False,
         ("subscribe", ADOPT_A): False,
@@ -329,9 +339,9 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
 
 
 def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
+    from services.common.bus import ROOM_IDS_BUCKET
     from services.lobby.hub import KICK_ALL
     from services.records.consumer import DURABLE, SUBJECTS
-    from services.table.server import ROOM_IDS_BUCKET
 
     names: set[str] = set()
     for user in SERVICE_USERS:
@@ -614,7 +624,7 @@ async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) ->
     """A draining table hands a room over with a core NATS request on the new owner's
     ``table.<instance>.adopt`` (services/table/server.adopt_subject); the answer goes to the
     asking table's inbox as a reply, once. Publishing to that inbox unasked is refused."""
-    from services.table.server import adopt_subject
+    from services.table.adoption import adopt_subject
 
     asker = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
                                inbox_prefix=bus.inbox_prefix("table-a"))
@@ -721,7 +731,7 @@ async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
     the users may not), and an append still lands after a server is killed."""
     from prometheus_client import REGISTRY
 
-    from services.table.server import ROOM_IDS_BUCKET
+    from services.common.bus import ROOM_IDS_BUCKET
 
     admin = await nats.connect(servers=bus.server_urls(prod_cluster.urls("admin")))
     table = await bus.connect(prod_cluster.urls("table"), "table-a")
