@@ -1,17 +1,15 @@
-"""Tile notation round trips and errors; Hand keeps its suit keys in step with its counts."""
+"""Tile notation round trips and errors."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from games.mahjong import (
     SUITS,
-    Hand,
     format_counts,
     format_tiles,
-    is_win,
     parse_tile_list,
     parse_tiles,
     rank_of,
@@ -19,7 +17,6 @@ from games.mahjong import (
     tile_index,
     tile_name,
 )
-from games.mahjong.wincheck import suit_keys
 
 # Any multiset of tiles from a real 108-tile set: 4 copies of each of the 27 kinds.
 hands = st.lists(st.integers(0, 107), max_size=14, unique=True).map(
@@ -84,42 +81,3 @@ def test_tile_index_rejects(bad: object) -> None:
 def test_tile_name_rejects(bad: int) -> None:
     with pytest.raises(ValueError):
         tile_name(bad)
-
-
-def _check(hand: Hand) -> None:
-    assert hand.keys == list(suit_keys(hand.counts))
-    assert hand.total == sum(hand.counts)
-    assert hand.is_win() == is_win(hand.counts)
-
-
-@settings(max_examples=200)
-@given(hands, st.lists(st.tuples(st.booleans(), st.integers(0, 26)), max_size=40))
-def test_hand_keys_follow_add_and_remove(start: list[int], ops: list[tuple[bool, int]]) -> None:
-    hand = Hand.from_counts(start)
-    _check(hand)
-    for adding, t in ops:
-        before = hand.counts.copy()
-        allowed = hand.counts[t] < 4 if adding else hand.counts[t] > 0
-        if allowed:
-            (hand.add if adding else hand.remove)(t)
-            assert hand.counts[t] == before[t] + (1 if adding else -1)
-        else:
-            with pytest.raises(ValueError):
-                (hand.add if adding else hand.remove)(t)
-            assert hand.counts == before
-        _check(hand)
-
-
-def test_hand_copy_is_independent() -> None:
-    hand = Hand.from_counts(parse_tiles("123m"))
-    twin = hand.copy()
-    twin.add(3)
-    assert format_counts(hand.counts) == "123m" and hand.total == 3
-    assert format_counts(twin.counts) == "1234m" and twin.keys != hand.keys
-
-
-def test_hand_from_counts_rejects_bad_counts() -> None:
-    with pytest.raises(ValueError):
-        Hand.from_counts([5] + [0] * 26)
-    with pytest.raises(ValueError):
-        Hand.from_counts([0] * 26)
