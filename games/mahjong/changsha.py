@@ -12,6 +12,7 @@ from games.engine import Action
 from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
+from games.mahjong.flow_records import optional_dict
 from games.mahjong.meld import Meld
 from games.mahjong.options import CHANGSHA_TABLE, defaults, validate
 from games.mahjong.score_changsha import CHANGSHA_SCORING_DEFAULTS, changsha_ready, score_changsha
@@ -67,7 +68,7 @@ class ChangshaRules:
     def view_extras(self, state: MahjongState) -> dict[str, Any]:
         declared = state.opening.get("declared", {}) if state.opening else {}
         midway = state.opening.get("midway", {}) if state.opening else {}
-        return {"locked": list(state.locked), "haidi": state.haidi,
+        return {"locked": list(state.locked), "haidi": optional_dict(state.haidi),
                 "opening_hu": {k: list(v) for k, v in declared.items()},
                 "midway_hu": {k: [dict(d) for d in v] for k, v in midway.items()}}
 
@@ -188,7 +189,7 @@ class ChangshaRules:
         flags = set()
         if trigger == "kaigang_reveal":
             flags.add("kong_shot")
-        first_discard = state.ctx["discards_made"] == 1 and not state.ctx["claimed"]
+        first_discard = state.ctx.discards_made == 1 and not state.ctx.claimed
         if trigger == "discard" and source == state.dealer and first_discard:
             flags.add("earthly")
         return flags

@@ -17,7 +17,8 @@ holds 3n+2 tiles. Every money movement is a :class:`~games.engine.Payment` in ``
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from games.engine import (
     Action,
@@ -33,6 +34,7 @@ from games.engine import (
     deltas_from,
 )
 from games.mahjong import tile_index, tile_name
+from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext, optional_dict
 from games.mahjong.flow_setup import SetupMixin
 from games.mahjong.flow_turn import TurnMixin
 from games.mahjong.flow_view import ViewMixin
@@ -42,17 +44,19 @@ from games.mahjong.wall import Wall, deal
 from games.rng import Stream, derive
 
 SEATS = 4
+R = TypeVar("R")
 ACTION_KINDS = frozenset(
     {"exchange_three", "declare_void", "hu", "pass", "discard", "angang", "bugang", "zhigang",
      "peng", "chi", "kaigang", "buzhang", "haidi", "midway_hu"}
 )
 _TILE_NAMES = frozenset(tile_name(t) for t in range(27))
-# Fields serialized as they are (JSON-ready already).
+# Fields serialized as they are (JSON-ready already); the records of flow_records go
+# through their to_dict / from_dict.
 _PLAIN = (
     "seed", "dealer", "hands", "discards", "won_tiles", "drawn", "stage", "turn",
-    "exchange_sel", "exchange_recv", "exchange_dir", "voids", "opening", "window", "window_seq",
-    "win_order", "wins", "pass_block", "pass_peng", "kongs", "ctx", "haidi", "locked",
-    "end_reason", "initial_hands", "birds", "extra",
+    "exchange_sel", "exchange_recv", "exchange_dir", "voids", "opening", "window_seq",
+    "win_order", "wins", "pass_block", "pass_peng", "kongs", "locked",
+    "end_reason", "initial_hands", "extra",
 )
 
 
@@ -102,8 +106,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         s.pass_peng = [[] for _ in range(SEATS)]
         s.kongs = []
         s.ledger = []
-        s.ctx = {"kong": None, "shot": None, "first": [True] * SEATS, "claimed": False,
-                 "discards_made": 0}
+        s.ctx = TurnContext([True] * SEATS)
         s.haidi = None
         s.locked = [False] * SEATS
         s.end_reason = None
@@ -112,7 +115,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         s.rng = Stream(derive(seed, "table"))
         s.stage = "setup"
         s._enter_first_phase()
-        s.ctx["start_stage"] = s.stage
+        s.ctx.start_stage = s.stage
         s._out = []
         return s
 
@@ -121,7 +124,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         events = [Event("deal", {"dealer": self.dealer, "wall_remaining": 55})]
         for seat in range(SEATS):
             events.append(Event("hand", {"tiles": self.fmt(self.initial_hands[seat])}, to=seat))
-        if self.ctx["start_stage"] == "play":
+        if self.ctx.start_stage == "play":
             events.append(Event("turn", {"seat": self.dealer}))
         return events
 
@@ -135,9 +138,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             return (self.turn,)
         if stage == "window":
             w = self._window_now()
-            responded = w["responses"]
-            return tuple(int(s) for s in sorted(w["candidates"], key=int)
-                         if s not in responded)
+            return tuple(s for s in sorted(w.candidates) if s not in w.responses)
         return self._setup_to_act()
 
     def phase(self) -> str:
@@ -209,7 +210,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             "end": self.end_reason,
             "winners": [w["seat"] for w in self.wins],
             "wins": list(self.wins),
-            "birds": self.birds,
+            "birds": optional_dict(self.birds),
             **self.extra,
         }
         return Settlement(tuple(self.ledger), deltas, self.rules.next_dealer(self), details)
@@ -265,6 +266,10 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     def serialize(self) -> str:
         data = {name: getattr(self, name) for name in _PLAIN}
+        data["window"] = optional_dict(self.window)
+        data["ctx"] = self.ctx.to_dict()
+        data["haidi"] = optional_dict(self.haidi)
+        data["birds"] = optional_dict(self.birds)
         data["variant"] = self.rules.name
         data["options"] = self.options
         data["wall"] = self.wall.to_dict()
@@ -282,6 +287,10 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             s = cls(rules, data["options"])
             for name in _PLAIN:
                 setattr(s, name, data[name])
+            s.window = _record(OpenWindow.from_dict, data["window"])
+            s.ctx = TurnContext.from_dict(data["ctx"])
+            s.haidi = _record(HaidiOffer.from_dict, data["haidi"])
+            s.birds = _record(Birds.from_dict, data["birds"])
             s.wall = Wall.from_dict(data["wall"])
             s.melds = [[_meld_from(m) for m in ms] for ms in data["melds"]]
             s.ledger = [Payment(**p) for p in data["ledger"]]
@@ -293,6 +302,10 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     def clone(self) -> MahjongState:
         return type(self).from_json(self.rules, self.serialize())
+
+
+def _record(read: Callable[[dict[str, Any]], R], data: dict[str, Any] | None) -> R | None:
+    return None if data is None else read(data)
 
 
 def _meld_dict(m: Meld) -> dict[str, Any]:

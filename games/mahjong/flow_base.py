@@ -16,6 +16,7 @@ from typing import Any
 
 from games.engine import Action, Event, Payment
 from games.mahjong import format_counts, tile_name
+from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall
 from games.rng import Stream
@@ -50,7 +51,7 @@ class HandCore(ABC):
     # Changsha opening wins (起手胡): {"pending": {seat: types}, "declared": {seat: types}}.
     opening: dict[str, Any]
     # The open response window (see WindowMixin.open_window), or None.
-    window: dict[str, Any] | None
+    window: OpenWindow | None
     window_seq: int
     # Per seat: 0 while playing, else the order in which the seat won.
     win_order: list[int]
@@ -60,14 +61,13 @@ class HandCore(ABC):
     pass_peng: list[list[int]]
     kongs: list[dict[str, Any]]
     ledger: list[Payment]
-    # Turn context: "kong", "shot", "first", "claimed", "discards_made", "start_stage", ...
-    ctx: dict[str, Any]
-    # The Changsha haidi (海底) offer: {"first": seat, "offered": n, "taker": seat or None}.
-    haidi: dict[str, Any] | None
+    ctx: TurnContext
+    # The Changsha haidi (海底) offer once the wall is down to its last tile.
+    haidi: HaidiOffer | None
     locked: list[bool]
     end_reason: str | None
-    # Changsha birds (扎鸟) once drawn: {"tiles", "origin", "hits", "from_wall"}.
-    birds: dict[str, Any] | None
+    # Changsha birds (扎鸟) once drawn.
+    birds: Birds | None
     extra: dict[str, Any]
 
     # ------------------------------------------------------------------ MahjongState
@@ -130,7 +130,7 @@ class HandCore(ABC):
 
     @abstractmethod
     def open_window(self, source: int, tile: int, trigger: str,
-                    extra: dict[str, Any] | None = None,
+                    kong_kind: str | None = None,
                     tiles: list[int] | None = None) -> bool: ...
 
     @abstractmethod

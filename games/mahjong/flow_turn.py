@@ -75,11 +75,11 @@ class TurnMixin(HandCore):
             self._declare_kong(seat, action.kind, self.parse_tiles(action, 1)[0])
 
     def _discard(self, seat: int, tile: int) -> None:
-        kong = self.ctx["kong"]
-        self.ctx["shot"] = kong if kong is not None and self.kongs[kong]["seat"] == seat else None
-        self.ctx["kong"] = None
-        self.ctx["first"][seat] = False
-        self.ctx["discards_made"] += 1
+        kong = self.ctx.kong
+        self.ctx.shot = kong if kong is not None and self.kongs[kong]["seat"] == seat else None
+        self.ctx.kong = None
+        self.ctx.first[seat] = False
+        self.ctx.discards_made += 1
         self.hands[seat][tile] -= 1
         self.drawn[seat] = None
         self.discards[seat].append(tile)
@@ -89,7 +89,7 @@ class TurnMixin(HandCore):
 
     def _declare_kong(self, seat: int, kind: str, tile: int) -> None:
         added = self.hands[seat][tile] < 4
-        if added and self.open_window(seat, tile, "rob_kong", {"kind": kind}):
+        if added and self.open_window(seat, tile, "rob_kong", kong_kind=kind):
             self.emit("kong_declared", {"seat": seat, "kind": kind, "tile": self.name(tile)})
             return
         self.complete_kong(seat, kind, tile, None)
@@ -109,7 +109,7 @@ class TurnMixin(HandCore):
             concealed = source is None
             self.melds[seat].append(Meld(kind, (tile,) * 4, source, concealed))
             origin = "concealed" if concealed else "claimed"
-        self.ctx["claimed"] = True
+        self.ctx.claimed = True
         kong: dict[str, Any] = {"id": len(self.kongs), "seat": seat, "kind": kind, "tile": tile,
                 "source": source, "origin": origin, "fresh": fresh, "payments": [],
                 "transferred": False}
@@ -151,7 +151,7 @@ class TurnMixin(HandCore):
         self.drawn[seat] = tile
         self.turn = seat
         self.stage = "play"
-        self.ctx["kong"] = replacement
+        self.ctx.kong = replacement
         self.pass_block[seat] = None
         self.pass_peng[seat] = []
         left = self.wall.remaining()
@@ -171,13 +171,13 @@ class TurnMixin(HandCore):
 
     def _self_draw_flags(self, seat: int) -> set[str]:
         flags = set()
-        kong = self.ctx["kong"]
+        kong = self.ctx.kong
         if kong is not None and self.rules.bloom_on_replacement:
             flags.add("kong_bloom")
-        if self.wall.remaining() == 0 or self.ctx.get("haidi_draw"):
+        if self.wall.remaining() == 0 or self.ctx.haidi_draw:
             flags.add("last_tile")
-        untouched = not self.ctx["claimed"] and self.ctx["first"][seat]
-        if untouched and seat == self.dealer and self.ctx["discards_made"] == 0:
+        untouched = not self.ctx.claimed and self.ctx.first[seat]
+        if untouched and seat == self.dealer and self.ctx.discards_made == 0:
             flags.add("heavenly")
         elif untouched and seat != self.dealer and self.rules.earthly_on_self_draw:
             flags.add("earthly")

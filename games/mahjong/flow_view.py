@@ -38,8 +38,8 @@ class ViewMixin(HandCore):
             "won": [o if o else False for o in self.win_order],
             "won_tiles": [self.names(t) for t in self.won_tiles],
             "hand_counts": [sum(h) for h in self.hands],
-            "window": None if w is None else {"id": w["id"], "tile": self.name(w["tile"]),
-                                              "source": w["source"], "trigger": w["trigger"]},
+            "window": None if w is None else {"id": w.id, "tile": self.name(w.tile),
+                                              "source": w.source, "trigger": w.trigger},
             "scores": self._running_scores(),
             "wins": [{k: v for k, v in win.items() if k != "value"} for win in self.wins],
         }

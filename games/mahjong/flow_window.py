@@ -13,6 +13,7 @@ from games.arbitration import Decision, Response, Rules, Window, resolve
 from games.engine import Action, BadInput, Event, IllegalAction, NotYourTurn, StaleRef
 from games.mahjong import suit_of
 from games.mahjong.flow_base import HandCore
+from games.mahjong.flow_records import HaidiOffer, OpenWindow
 from games.mahjong.meld import Meld
 
 _CLAIMS = ("zhigang", "kaigang", "buzhang", "peng", "chi")
@@ -25,11 +26,12 @@ class WindowMixin(HandCore):
     # ------------------------------------------------------------------ opening
 
     def open_window(self, source: int, tile: int, trigger: str,
-                    extra: dict[str, Any] | None = None, tiles: list[int] | None = None) -> bool:
-        """Open a window on ``tile`` (or on any of ``tiles`` for 开杠 reveals); False when
-        no seat could answer anything but pass (no window is opened then)."""
-        candidates: dict[str, list[str]] = {}
-        hu_tiles: dict[str, int] = {}
+                    kong_kind: str | None = None, tiles: list[int] | None = None) -> bool:
+        """Open a window on ``tile`` (or on any of ``tiles`` for 开杠 reveals; ``kong_kind``:
+        the added kong a rob_kong window may rob); False when no seat could answer anything
+        but pass (no window is opened then)."""
+        candidates: dict[int, list[str]] = {}
+        hu_tiles: dict[int, int] = {}
         for seat in range(4):
             if seat == source or not self.active(seat):
                 continue
@@ -37,26 +39,25 @@ class WindowMixin(HandCore):
             best = self._best_ron(seat, tiles or [tile], trigger, source)
             if best is not None:
                 kinds.add("hu")
-                hu_tiles[str(seat)] = best[0]
+                hu_tiles[seat] = best[0]
             if trigger == "discard" and not self.locked[seat]:
                 kinds |= self.rules.claim_kinds(self, seat, tile, source)
             if kinds:
-                candidates[str(seat)] = sorted(kinds | {"pass"})
+                candidates[seat] = sorted(kinds | {"pass"})
         if not candidates:
             return False
         self.window_seq += 1
-        self.window = {"id": self.window_seq, "source": source, "tile": tile, "trigger": trigger,
-                       "tiles": tiles or [tile], "candidates": candidates, "responses": {},
-                       "hu_tiles": hu_tiles, "extra": extra or {}}
+        self.window = OpenWindow(self.window_seq, source, tile, trigger, tiles or [tile],
+                                 candidates, hu_tiles, kong_kind=kong_kind)
         self.stage = "window"
         data: dict[str, Any] = {"window": self.window_seq, "source": source,
                                 "tile": self.name(tile), "trigger": trigger}
         if tiles:
             data["tiles"] = self.names(tiles)
         self.emit("window_opened", data)
-        for key in sorted(candidates, key=int):
-            actions = [a.to_dict() for a in self._window_actions(int(key))]
-            self.emit("candidates", {"window": self.window_seq, "actions": actions}, to=int(key))
+        for seat in sorted(candidates):
+            actions = [a.to_dict() for a in self._window_actions(seat)]
+            self.emit("candidates", {"window": self.window_seq, "actions": actions}, to=seat)
         return True
 
     def ron_flags(self, trigger: str, source: int, tile: int) -> set[str]:
@@ -92,32 +93,32 @@ class WindowMixin(HandCore):
 
     # ------------------------------------------------------------------ answers
 
-    def _window_now(self) -> dict[str, Any]:
+    def _window_now(self) -> OpenWindow:
         """The open window; only called in the "window" stage, which always has one."""
         assert self.window is not None, "no response window is open"
         return self.window
 
     def _window_actions(self, seat: int) -> list[Action]:
         w = self._window_now()
-        ref = str(w["id"])
+        ref = str(w.id)
         out: list[Action] = []
-        for kind in w["candidates"].get(str(seat), []):
+        for kind in w.candidates.get(seat, []):
             if kind == "chi":
                 out.extend(Action("chi", tuple(self.names(p)), ref) for p in self._chi_pairs(seat))
             elif kind in ("hu", "pass"):
                 out.append(Action(kind, ref=ref))
             else:
-                out.append(Action(kind, (self.name(w["tile"]),), ref))
+                out.append(Action(kind, (self.name(w.tile),), ref))
         return out
 
     def _default_response(self, seat: int) -> Action:
         """Entrust (托管) in a window: win if possible, else pass."""
         w = self._window_now()
-        kind = "hu" if "hu" in w["candidates"][str(seat)] else "pass"
-        return Action(kind, ref=str(w["id"]))
+        kind = "hu" if "hu" in w.candidates[seat] else "pass"
+        return Action(kind, ref=str(w.id))
 
     def _chi_pairs(self, seat: int) -> list[tuple[int, int]]:
-        return self.chi_pairs_for(seat, self._window_now()["tile"])
+        return self.chi_pairs_for(seat, self._window_now().tile)
 
     def chi_pairs_for(self, seat: int, tile: int) -> list[tuple[int, int]]:
         """The hand-tile pairs that make a run (吃) with ``tile``."""
@@ -135,28 +136,28 @@ class WindowMixin(HandCore):
 
     def _verify_response(self, seat: int, action: Action) -> None:
         w = self._window_now()
-        if action.ref != str(w["id"]):
-            raise StaleRef(f"window {action.ref!r} is not the open window {w['id']}")
-        kinds = w["candidates"].get(str(seat))
+        if action.ref != str(w.id):
+            raise StaleRef(f"window {action.ref!r} is not the open window {w.id}")
+        kinds = w.candidates.get(seat)
         if kinds is None:
-            raise NotYourTurn(f"seat {seat} cannot answer window {w['id']}")
-        if str(seat) in w["responses"]:
-            raise IllegalAction(f"seat {seat} already answered window {w['id']}")
+            raise NotYourTurn(f"seat {seat} cannot answer window {w.id}")
+        if seat in w.responses:
+            raise IllegalAction(f"seat {seat} already answered window {w.id}")
         if action.kind not in kinds:
-            raise IllegalAction(f"{action.kind} is not possible on window {w['id']}")
+            raise IllegalAction(f"{action.kind} is not possible on window {w.id}")
         if action.kind == "chi":
             pair = tuple(sorted(self.parse_tiles(action, 2)))
             if pair not in self._chi_pairs(seat):
                 raise IllegalAction(f"chi with {action.tiles} does not make a run you hold")
         elif action.tiles and action.kind != "pass":
-            if self.parse_tiles(action, 1)[0] != w["tile"]:
-                raise BadInput(f"{action.kind} must name the window tile {self.name(w['tile'])}")
+            if self.parse_tiles(action, 1)[0] != w.tile:
+                raise BadInput(f"{action.kind} must name the window tile {self.name(w.tile)}")
 
     def _record(self, seat: int, action: Action) -> None:
         tiles = sorted(self.parse_tiles(action, 2)) if action.kind == "chi" else []
         w = self._window_now()
-        w["responses"][str(seat)] = {"kind": action.kind, "tiles": tiles}
-        self.emit("response", {"window": w["id"], "kind": action.kind}, to=seat)
+        w.responses[seat] = Response(action.kind, tuple(tiles))
+        self.emit("response", {"window": w.id, "kind": action.kind}, to=seat)
 
     def record_response(self, seat: int, action: Action) -> list[Event]:
         """Record one answer without resolving (the table service asks the arbiter)."""
@@ -188,15 +189,15 @@ class WindowMixin(HandCore):
     def resolve_window(self, decision: Decision) -> list[Event]:
         """Check that ``decision`` is final, for the open window and legal, then apply it."""
         w = self.window
-        if self.stage != "window" or w is None or decision.window_id != w["id"]:
+        if self.stage != "window" or w is None or decision.window_id != w.id:
             raise StaleRef(f"decision for window {decision.window_id} is not current")
         if not decision.final:
             raise IllegalAction("the decision is not final")
         if decision.action != "pass" or decision.winners:
             for seat in decision.winners:
-                answer = w["responses"].get(str(seat))
-                if answer is None or answer["kind"] != decision.action \
-                        or decision.action not in w["candidates"][str(seat)]:
+                answer = w.responses.get(seat)
+                if answer is None or answer.kind != decision.action \
+                        or decision.action not in w.candidates[seat]:
                     raise IllegalAction(f"seat {seat} did not answer {decision.action}")
             if not decision.winners or (decision.action != "hu" and len(decision.winners) != 1):
                 raise IllegalAction(f"bad winners {decision.winners} for {decision.action}")
@@ -211,50 +212,51 @@ class WindowMixin(HandCore):
         w = self._window_now()
         self.window = None
         self._note_passes(w, d)
-        self.emit("window_closed", {"window": w["id"], "action": d.action,
+        self.emit("window_closed", {"window": w.id, "action": d.action,
                                     "winners": list(d.winners)})
-        source, tile, trigger = w["source"], w["tile"], w["trigger"]
+        source, tile, trigger = w.source, w.tile, w.trigger
         if d.action == "hu":
             self._ron(w, d.winners)
         elif d.action in _CLAIMS:
             self._claim(d.winners[0], d.action, source, tile, w)
         elif trigger == "rob_kong":
-            self.complete_kong(source, w["extra"]["kind"], tile, None)
+            assert w.kong_kind is not None, "a rob_kong window names the kong it may rob"
+            self.complete_kong(source, w.kong_kind, tile, None)
         elif trigger == "haidi":
             self.end_hand("wall_exhausted")
         else:
             self.next_turn(self.next_active(source))
 
-    def _note_passes(self, w: dict[str, Any], d: Decision) -> None:
+    def _note_passes(self, w: OpenWindow, d: Decision) -> None:
         rule = self.rules.pass_rule(self.options)
         for seat in d.passed_win:
             if seat in d.winners or rule == "off":
                 continue
-            tile = w["hu_tiles"][str(seat)]
+            tile = w.hu_tiles[seat]
             if rule == "until_next_draw":
                 self.pass_block[seat] = {"mode": "all"}
             elif rule == "same_tile_only":
                 old = self.pass_block[seat] or {"mode": "tile", "tiles": []}
                 self.pass_block[seat] = {"mode": "tile", "tiles": old["tiles"] + [tile]}
             else:  # allow_if_higher_fan: the passed win as it was offered, flags and all
-                win = "rob_kong" if w["trigger"] == "rob_kong" else "discard"
-                flags = self.ron_flags(w["trigger"], w["source"], tile)
+                win = "rob_kong" if w.trigger == "rob_kong" else "discard"
+                flags = self.ron_flags(w.trigger, w.source, tile)
                 score = self.rules.score(self, seat, self.hands[seat], tile, win, flags)
                 self.pass_block[seat] = {"mode": "value", "worth": _worth(score)}
         if self.rules.pass_peng(self.options):
-            for seat, answer in w["responses"].items():
-                if answer["kind"] == "pass" and "peng" in w["candidates"][seat]:
-                    self.pass_peng[int(seat)].append(w["tile"])
+            for seat, answer in w.responses.items():
+                if answer.kind == "pass" and "peng" in w.candidates[seat]:
+                    self.pass_peng[seat].append(w.tile)
 
-    def _ron(self, w: dict[str, Any], winners: tuple[int, ...]) -> None:
-        source, trigger = w["source"], w["trigger"]
+    def _ron(self, w: OpenWindow, winners: tuple[int, ...]) -> None:
+        source, trigger = w.source, w.trigger
         results = []
         for seat in winners:
-            tile = w["hu_tiles"][str(seat)]
+            tile = w.hu_tiles[seat]
             win = "rob_kong" if trigger == "rob_kong" else "discard"
             flags = self.ron_flags(trigger, source, tile)
             results.append((seat, self.rules.score(self, seat, self.hands[seat], tile, win, flags)))
-        tile = w["hu_tiles"][str(winners[0])]
+        tile = w.hu_tiles[winners[0]]
         if trigger == "rob_kong":
             self.hands[source][tile] -= 1
             self.drawn[source] = None
@@ -264,14 +266,14 @@ class WindowMixin(HandCore):
             self.discards[source].reverse()
         self.record_wins(trigger, source, tile, results)
 
-    def _claim(self, seat: int, kind: str, source: int, tile: int, w: dict[str, Any]) -> None:
+    def _claim(self, seat: int, kind: str, source: int, tile: int, w: OpenWindow) -> None:
         self.discards[source].pop()
-        self.ctx["claimed"] = True
+        self.ctx.claimed = True
         if kind in ("zhigang", "kaigang", "buzhang"):
             self.complete_kong(seat, kind, tile, source)
             return
-        answer = w["responses"][str(seat)]
-        rest = answer["tiles"] if kind == "chi" else [tile, tile]
+        answer = w.responses[seat]
+        rest = list(answer.tiles) if kind == "chi" else [tile, tile]
         for t in rest:
             self.hands[seat][t] -= 1
         meld_tiles = tuple(sorted(rest + [tile]))
@@ -279,7 +281,7 @@ class WindowMixin(HandCore):
         self.emit(kind, {"seat": seat, "tiles": self.names(meld_tiles), "tile": self.name(tile),
                          "from": source})
         self.turn, self.stage, self.drawn[seat] = seat, "play", None
-        self.ctx["kong"] = None
+        self.ctx.kong = None
 
     # ------------------------------------------------------------------ wins and the end
 
@@ -322,17 +324,17 @@ class WindowMixin(HandCore):
     # ------------------------------------------------------------------ haidi (海底)
 
     def offer_haidi(self, seat: int) -> None:
-        self.haidi = {"first": seat, "offered": 1, "taker": None}
+        self.haidi = HaidiOffer(seat)
         self.stage, self.turn = "haidi", seat
         self.emit("haidi_offer", {"seat": seat})
 
-    def _haidi_now(self) -> dict[str, Any]:
+    def _haidi_now(self) -> HaidiOffer:
         """The haidi offer; only called in the "haidi" stage, which always has one."""
         assert self.haidi is not None, "no haidi offer was made"
         return self.haidi
 
     def _haidi_must_take(self, seat: int) -> bool:
-        return bool(self.rules.haidi_compulsory(self.options)) and self._haidi_now()["offered"] == 1
+        return bool(self.rules.haidi_compulsory(self.options)) and self._haidi_now().offered == 1
 
     def _haidi_actions(self, seat: int) -> list[Action]:
         if self._haidi_must_take(seat):
@@ -349,16 +351,16 @@ class WindowMixin(HandCore):
         haidi = self._haidi_now()
         if action.choice == "no":
             self.emit("haidi_refuse", {"seat": seat})
-            if haidi["offered"] == 4:
+            if haidi.offered == 4:
                 self.end_hand("wall_exhausted")
                 return
-            haidi["offered"] += 1
+            haidi.offered += 1
             self.turn = (seat + 1) % 4
             self.emit("haidi_offer", {"seat": self.turn})
             return
-        haidi["taker"] = seat
+        haidi.taker = seat
         self.emit("haidi_take", {"seat": seat})
-        self.ctx["haidi_draw"] = True
+        self.ctx.haidi_draw = True
         tile = self.draw_for(seat)
         score = self._self_draw_score(seat)
         if score is not None:
@@ -379,10 +381,7 @@ def _worth(score: dict[str, Any]) -> int:
     return score["fan"] if "fan" in score else score["value"]
 
 
-def _as_window(w: dict[str, Any]) -> Window:
-    """The arbiter's view of a window dict: candidates and answers keyed by seat."""
-    return Window(
-        w["id"], w["source"], w["tile"], w["trigger"],
-        {int(s): frozenset(k) for s, k in w["candidates"].items()},
-        {int(s): Response(r["kind"], tuple(r["tiles"])) for s, r in w["responses"].items()},
-    )
+def _as_window(w: OpenWindow) -> Window:
+    """The arbiter's view of the open window: candidates and answers keyed by seat."""
+    return Window(w.id, w.source, w.tile, w.trigger,
+                  {s: frozenset(k) for s, k in w.candidates.items()}, dict(w.responses))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from games.mahjong.flow import MahjongState
+from games.mahjong.flow_records import Birds
 from games.mahjong.score_changsha_pay import bird_seat, changsha_payment
 from games.mahjong.settle import pay_kong
 
@@ -58,8 +59,7 @@ def _draw_birds(state: MahjongState, source: int, tile: int, winners: list[int])
         tiles = [tile]
     for t in tiles:
         hits[bird_seat(t % 9 + 1, origin)] += 1
-    state.birds = {"tiles": state.names(tiles), "origin": origin, "hits": hits,
-                   "from_wall": from_wall}
+    state.birds = Birds(tuple(state.names(tiles)), origin, tuple(hits), from_wall)
     state.emit("birds", {"tiles": state.names(tiles), "origin": origin, "hits": hits})
     return hits
 
@@ -88,7 +88,7 @@ def next_dealer(state: MahjongState) -> int:
             return first["seat"]
         shift = 1 if state.options["next_dealer_on_multi_ron"] == "discarder_next" else 0
         return (first["from"] + shift) % 4
-    if state.haidi:
-        taker = state.haidi["taker"]
-        return state.haidi["first"] if taker is None else taker
+    if state.haidi is not None:
+        taker = state.haidi.taker
+        return state.haidi.first if taker is None else taker
     return state.dealer

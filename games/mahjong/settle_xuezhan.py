@@ -31,7 +31,7 @@ def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners:
         payers = _payers(state, trigger, source, seat)
         for payer in payers:
             state.pay(_WIN_REASONS[trigger], payer, seat, amount)
-    shot = state.ctx["shot"]
+    shot = state.ctx.shot
     if trigger == "discard" and shot is not None and state.options["call_transfer"]:
         _call_transfer(state, state.kongs[shot], winners[0])
 
@@ -39,7 +39,7 @@ def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners:
 def _payers(state: MahjongState, trigger: str, source: int, seat: int) -> list[int]:
     if trigger != "self_draw":
         return [source]
-    kong = state.ctx["kong"]
+    kong = state.ctx.kong
     if kong is not None and state.options["dian_gang_hua"] == "discarder_pays":
         feeder = state.kongs[kong]["source"]
         if state.kongs[kong]["origin"] == "claimed" and state.active(feeder):

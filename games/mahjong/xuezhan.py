@@ -96,7 +96,7 @@ class XueZhanRules:
 
     def ron_flags(self, state: MahjongState, trigger: str, source: int) -> set[str]:
         flags = set()
-        if trigger == "discard" and state.ctx["shot"] is not None:
+        if trigger == "discard" and state.ctx.shot is not None:
             flags.add("kong_shot")
         if trigger == "discard" and state.wall.remaining() == 0:
             flags.add("last_tile")

@@ -24,10 +24,13 @@ from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common.geo import blur, has_position
 from services.common.tasks import cancel_and_wait
+from services.table import logrec as lr
 from services.table import metrics as m
+from services.table import views
 from services.table.codec import FrameError, action_from_frame, rule_error_code
-from services.table.room import SIMULTANEOUS, Effects, Room, RoomError, password_hash
+from services.table.room import Room, RoomError, password_hash
 from services.table.stream import Position, RoomStream
+from services.table.views import Effects
 
 log = logging.getLogger("paiju.table.room")
 
@@ -178,18 +181,18 @@ class RoomActor:
             self._wake.set()
 
     # ------------------------------------------------------------------ records
-    async def record(self, rec: dict[str, Any]) -> Effects:
+    async def record(self, rec: lr.Record) -> Effects:
         """Append to the log (durable first), fold into the room, publish the effects."""
-        rec = {"i": self.next_index, **rec}
+        rec = lr.stamp(rec, self.next_index)
         started = time.perf_counter()
         # single writer: the append names the last record we know; if another table took
         # the room over meanwhile, JetStream refuses it and this actor stands down
-        self.log_seq = await self._append(self.room.room_id, self.next_index, rec, self.log_seq)
+        self.log_seq = await self._append(self.room.room_id, self.next_index, lr.encode(rec),
+                                          self.log_seq)
         m.LOG_APPEND.observe(time.perf_counter() - started)
         self.next_index += 1
-        fx = Effects()
-        self.room.apply(rec, fx)
-        await self._publish(self, fx, self.stream.record(rec["i"], fx.public, fx.private,
+        fx = views.apply(self.room, rec)
+        await self._publish(self, fx, self.stream.record(rec.i, fx.public, fx.private,
                                                          fx.closed))
         return fx
 
@@ -232,7 +235,7 @@ class RoomActor:
             if not room.session_is_current(seat, session, at):
                 return Reply()
             if not s.online or (session and s.session != session):
-                await self.record({"t": "online", "seat": seat, **session_fields(session, at)})
+                await self.record(lr.Online(seat, session, at if session else 0.0))
             return Reply()
         if cmd.kind == "offline":
             if not room.session_is_current(seat, session, at):
@@ -240,10 +243,10 @@ class RoomActor:
                          extra={"room": room.room_id, "seat": seat})
                 return Reply()
             if s.online:
-                await self.record({"t": "offline", "seat": seat})
+                await self.record(lr.Offline(seat))
             return Reply()
         if cmd.kind == "snapshot":
-            return Reply(frames_=room.snapshot(seat, self.seconds_left()))
+            return Reply(frames_=views.snapshot(room, seat, self.seconds_left()))
         raise RoomError(common_pb2.ERR_BAD_FRAME, f"unknown table command kind {cmd.kind!r}")
 
     async def _join(self, cmd: table_pb2.TableCommand) -> Reply:
@@ -255,11 +258,12 @@ class RoomActor:
             lat, lng = room.positions[cmd.user_id]
         elif has_position(lat, lng):
             lat, lng = blur(lat, lng)   # only the blurred point is ever stored or used
-        profile = {"nickname": p.nickname, "head_url": p.head_url, "sex": p.sex, "coins": p.coins,
-                   "ip": p.ip, "lat": lat, "lng": lng, "login_address": p.login_address}
-        await self.record({"t": "join", "seat": seat, "user_id": cmd.user_id, "profile": profile,
-                           **session_fields(cmd.session_id, cmd.login_at)})
-        return Reply(frames_=room.snapshot(seat, self.seconds_left()))
+        profile = lr.Profile(p.nickname, p.head_url, p.sex, p.coins, p.ip, lat, lng,
+                             p.login_address)
+        session = cmd.session_id
+        await self.record(lr.Join(seat, cmd.user_id, profile, session,
+                                  cmd.login_at if session else 0.0))
+        return Reply(frames_=views.snapshot(room, seat, self.seconds_left()))
 
     def _check_password(self, cmd: table_pb2.TableCommand) -> int:
         """``room.check_join``, with wrong VIP passwords limited per user (brute force)."""
@@ -293,7 +297,7 @@ class RoomActor:
         s = room.seats[seat]
         assert s is not None
         if s.ready != want:
-            await self.record({"t": "ready", "seat": seat, "ready": want})
+            await self.record(lr.Ready(seat, want))
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_ask_exit(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
@@ -304,25 +308,25 @@ class RoomActor:
             s = room.seats[seat]
             assert s is not None
             if not s.entrusted:
-                await self.record({"t": "entrust", "seat": seat, "reason": "exit"})
+                await self.record(lr.Entrust(seat, "exit"))
             raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
                             "a hand is in progress: you stay seated and entrust plays for you")
         if room.hand_no and room.hand_no < room.min_hands:
             raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
                             f"the room must play {room.min_hands} hands; apply to dismiss instead")
         if room.hand_no:
-            await self.record({"t": "close", "reason": lm.NoticeDismiss.PLAYER_LEFT,
-                               "doc": "a player left after the minimum number of hands"})
+            await self.record(lr.Close(lm.NoticeDismiss.PLAYER_LEFT,
+                                       "a player left after the minimum number of hands"))
         else:
-            await self.record({"t": "leave", "seat": seat})
+            await self.record(lr.Leave(seat))
             self.geo_asked.pop(seat, None)
             if not room.seated():   # nobody left in a room that never started: close it now
-                await self.record({"t": "close", "reason": lm.NoticeDismiss.IDLE_TOO_LONG,
-                                   "doc": "the last player left before the first hand"})
+                await self.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
+                                           "the last player left before the first hand"))
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_refresh_room(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
-        return Reply(frames_=self.room.snapshot(seat, self.seconds_left()))
+        return Reply(frames_=views.snapshot(self.room, seat, self.seconds_left()))
 
     async def _c_ask_geo(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         now = time.monotonic()
@@ -330,7 +334,7 @@ class RoomActor:
             raise RoomError(common_pb2.ERR_RATE_LIMITED,
                             f"distances at most once every {GEO_QUERY_SECONDS:g} s")
         self.geo_asked[seat] = now
-        return Reply(frames_=[frames.server_frame(self.room.geo())])
+        return Reply(frames_=[frames.server_frame(views.distances(self.room))])
 
     async def _c_cancel_entrust(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         s = self.room.seats[seat]
@@ -340,15 +344,15 @@ class RoomActor:
         if s.cancels_left <= 0:
             raise RoomError(common_pb2.ERR_NO_ENTRUST_CANCELS,
                             "no cancels left: entrust plays until the hand ends")
-        await self.record({"t": "cancel_entrust", "seat": seat})
+        await self.record(lr.CancelEntrust(seat))
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_ask_dismiss(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         room = self.room
         if room.dismiss is not None:
             raise RoomError(common_pb2.ERR_ALREADY_VOTED, "a dismiss vote is already open")
-        await self.record({"t": "dismiss_apply", "seat": seat, "seconds": int(self.dismiss_seconds),
-                           "until": time.time() + self.dismiss_seconds})
+        await self.record(lr.DismissApply(seat, int(self.dismiss_seconds),
+                                          time.time() + self.dismiss_seconds))
         self.dismiss_deadline = time.monotonic() + self.dismiss_seconds
         await self._dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
@@ -360,8 +364,7 @@ class RoomActor:
         if seat in room.dismiss.votes:
             raise RoomError(common_pb2.ERR_ALREADY_VOTED, "you have already voted")
         left = max(0, int((self.dismiss_deadline or time.monotonic()) - time.monotonic()))
-        await self.record({"t": "dismiss_vote", "seat": seat, "agree": frame.report_dismiss.agree,
-                           "seconds": left})
+        await self.record(lr.DismissVote(seat, frame.report_dismiss.agree, left))
         await self._dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
@@ -371,7 +374,7 @@ class RoomActor:
         outcome = self.room.dismiss_outcome(timed_out)
         if outcome is not None:
             self.dismiss_deadline = None
-            await self.record({"t": "dismiss_result", "agreed": outcome})
+            await self.record(lr.DismissResult(outcome))
 
     async def _game_action(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         room = self.room
@@ -396,8 +399,7 @@ class RoomActor:
         assert state is not None
         response = self.room.is_response(seat)
         state.verify(seat, action)
-        await self.record({"t": "act", "seat": seat, "action": action.to_dict(), "by": by,
-                           "response": response})
+        await self.record(lr.Act(seat, action, by, response))
         self.acted[seat] = self.acted.get(seat, 0) + 1
         if response:
             await self._resolve_window()
@@ -406,14 +408,14 @@ class RoomActor:
         state = self.room.state
         if state is None or state.is_over():
             return
-        window = state.pending_window()  # type: ignore[attr-defined]
-        if window is None:
+        window = state.pending_window()
+        rules = state.arbitration_rules()
+        if window is None or rules is None:
             return
-        rules = self.room.arbitration_rules()
         decision = await self._arbiter(window, rules)
         if decision is not None and decision.final:
             try:  # never log a decision the engine would refuse (e.g. a skewed arbiter)
-                state.clone().resolve_window(decision)  # type: ignore[attr-defined]
+                state.clone().resolve_window(decision)
             except RuleError as err:
                 log.warning("arbiter decision refused", extra={"room": self.room.room_id,
                                                               "error": str(err)})
@@ -422,7 +424,7 @@ class RoomActor:
             m.ARBITER_FALLBACK.inc()
             decision = resolve(window, rules)
         if decision.final:
-            await self.record({"t": "resolve", "decision": decision.to_dict()})
+            await self.record(lr.Resolve(decision))
 
     # ------------------------------------------------------------------ automation
     async def _after(self) -> None:
@@ -436,8 +438,8 @@ class RoomActor:
         if room.dismiss is not None and self.dismiss_deadline is None:
             left = max(0.0, room.dismiss_until - time.time()) if room.dismiss_until else 0.0
             self.dismiss_deadline = time.monotonic() + left   # e.g. restored after a rebuild
-        window = room.pending_window()
-        if window is not None and resolve(window, room.arbitration_rules()).final:
+        window, rules = room.pending_window(), room.arbitration_rules()
+        if window is not None and rules is not None and resolve(window, rules).final:
             await self._resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
         if room.can_start():
             await self._start_hand()
@@ -476,13 +478,12 @@ class RoomActor:
         self.ready_deadline = None
         for seat, s in enumerate(self.room.seats):
             if s is not None and not s.ready and not self.room.in_hand():
-                await self.record({"t": "ready", "seat": seat, "ready": True, "by": "timeout"})
+                await self.record(lr.Ready(seat, True, "timeout"))
 
     async def _start_hand(self) -> None:
         room = self.room
         dealer = room.dealer if room.hand_no else secrets.randbelow(4)
-        await self.record({"t": "start", "hand_no": room.hand_no + 1,
-                           "seed": secrets.randbits(63), "dealer": dealer})
+        await self.record(lr.Start(room.hand_no + 1, secrets.randbits(63), dealer))
 
     async def _send_prompts(self) -> None:
         room = self.room
@@ -499,12 +500,12 @@ class RoomActor:
             # one prompt per decision: a seat's own moves, the phase, and the window id or
             # the engine step (turn phases) tell a new decision from one still pending
             phase = room.phase()
-            step = window.id if window is not None else (0 if phase in SIMULTANEOUS else room.decision)
+            step = window.id if window is not None else (0 if room.simultaneous() else room.decision)
             key = (self.acted.get(seat, 0), phase, step)
             if self.prompted.get(seat) == key:
                 continue
             self.prompted[seat] = key
-            fx.private.append((s.user_id, room.prompt(seat, seconds)))
+            fx.private.append((s.user_id, views.prompt(room, seat, seconds)))
         if fx.private:
             await self._publish(self, fx, self.stream.follow_up((), fx.private))
 
@@ -524,7 +525,7 @@ class RoomActor:
             assert room.state is not None
             by = "entrust" if self._entrusted(seat) else "timeout"
             if by == "timeout" and not room.is_response(seat):
-                await self.record({"t": "entrust", "seat": seat, "reason": "timeout"})
+                await self.record(lr.Entrust(seat, "timeout"))
             action = self._bot(room.game, room.state, seat)
             try:
                 await self.act(seat, action, by)
@@ -543,9 +544,9 @@ class RoomActor:
             self.dismiss_deadline = None
             await self._dismiss_check(timed_out=True)
         if not room.closed and not room.in_hand() and now >= self.idle_deadline:
-            await self.record({"t": "close", "reason": lm.NoticeDismiss.IDLE_TOO_LONG,
-                               "doc": "the room was not started in time" if not room.hand_no
-                               else "the room sat between hands too long"})
+            await self.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
+                                       "the room was not started in time" if not room.hand_no
+                                       else "the room sat between hands too long"))
             return
         if self.ready_deadline is not None and now >= self.ready_deadline:
             await self._ready_timeout()
@@ -586,17 +587,12 @@ class RoomActor:
                 await asyncio.sleep(0.05)
 
 
-def session_fields(session: str, at: float) -> dict[str, Any]:
-    """The lobby session a join or online came from, as log record fields (none if unnamed)."""
-    return {"session": session, "at": at} if session else {}
-
-
 def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,
                   options: dict[str, Any], entrust_cancels: int,
-                  timers: Mapping[str, float] | None = None) -> dict[str, Any]:
-    return {"t": "create", "room_id": room_id, "game": game, "options": options,
-            "timers": dict(timers or {}),
-            "base_score": req.base_score or 1, "total_hands": req.total_hands or 4,
-            "min_hands": req.min_hands, "password_hash": password_hash(room_id, req.password),
-            "entrust_cancels": entrust_cancels, "creator_id": req.creator_id,
-            "play_desc": json.dumps(options, sort_keys=True) if options else game}
+                  timers: Mapping[str, float] | None = None) -> lr.Create:
+    return lr.Create(
+        room_id, game, options, dict(timers or {}), base_score=req.base_score or 1,
+        total_hands=req.total_hands or 4, min_hands=req.min_hands,
+        password_hash=password_hash(room_id, req.password), entrust_cancels=entrust_cancels,
+        creator_id=req.creator_id,
+        play_desc=json.dumps(options, sort_keys=True) if options else game)

@@ -16,9 +16,12 @@ from games.arbitration import resolve
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import logrec as lr
+from services.table import views
 from services.table.actor import RoomActor, create_record
-from services.table.room import Effects, Room
-from services.table.server import bot_move
+from services.table.core import bot_move
+from services.table.room import Room
+from services.table.views import Effects
 
 FAST = {"turn_seconds": 0.2, "window_seconds": 0.2, "alone_seconds": 0.2}
 SLOW = {"turn_seconds": 30, "window_seconds": 30, "alone_seconds": 30}
@@ -65,7 +68,7 @@ async def seated_room(timers: dict[str, float], game: int = common_pb2.XUEZHAN,
     log = MemoryLog()
     name = {common_pb2.XUEZHAN: "xuezhan", common_pb2.DADUN: "dadun"}[game]
     rec = create_record(1234567, table_pb2.CreateRoomRequest(game=game, total_hands=4), name, {}, 3)
-    room = Room({**rec, "first_dealer": 0})
+    room = Room(rec)
     actor = actor_for(room, log, timers, **kw)
     await actor.record(rec)
     actor.start()
@@ -75,9 +78,9 @@ async def seated_room(timers: dict[str, float], game: int = common_pb2.XUEZHAN,
 
 
 def rebuilt(log: MemoryLog, timers: dict[str, float], **kw: Any) -> tuple[Room, RoomActor]:
-    room = Room({**log.records[0], "first_dealer": 0})
+    room = Room(lr.decode(log.records[0]))
     for rec in log.records:
-        room.apply(rec, Effects())
+        views.apply(room, lr.decode(rec))
     actor = actor_for(room, MemoryLog(log.records), timers, **kw)
     actor.start()
     return room, actor
@@ -109,7 +112,7 @@ async def test_a_window_whose_resolve_append_failed_is_resolved_later_and_after_
     log.fail = fail_first_resolve
     await ready_all(actor)
     for seat in range(4):  # bots play every seat
-        await actor.record({"t": "entrust", "seat": seat, "reason": "exit"})
+        await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
     assert await eventually(failed.is_set, 30)
     # live: the automation retries and the hand goes on
@@ -171,7 +174,11 @@ async def test_entrust_ends_with_the_hand_and_the_settlement_names_the_hand_deal
     assert any(r["t"] == "entrust" for r in log.records), "timeouts entrusted the seats"
     assert not any(s.entrusted for _, s in room.seated()), "entrust lasts until the deal ends"
     start = next(r for r in log.records if r["t"] == "start")
-    settled = json.loads(json.dumps(room.settled[0]))
+    fx = Effects()   # the settlements, as a rebuild publishes them again
+    folded = Room(lr.decode(log.records[0]))
+    for rec in log.records:
+        views.apply(folded, lr.decode(rec), fx)
+    settled = json.loads(json.dumps(fx.settle[0]))
     assert settled["dealer"] == start["dealer"]
     await actor.stop()
 
@@ -280,9 +287,9 @@ async def test_a_late_offline_of_a_replaced_session_keeps_the_seat_online() -> N
     assert seat.session == "new"
     assert not any(r["t"] == "offline" for r in log.records)
     # the log keeps the session: a rebuilt room still tells the sessions apart
-    room2 = Room({**log.records[0], "first_dealer": 0})
+    room2 = Room(lr.decode(log.records[0]))
     for rec in log.records:
-        room2.apply(rec, Effects())
+        views.apply(room2, lr.decode(rec))
     seat2 = room2.seats[0]
     assert seat2 is not None and seat2.session == "new" and seat2.online
     # the current session going away is an offline, and entrust plays the seat
@@ -315,7 +322,7 @@ async def test_seats_not_ready_after_a_hand_are_readied_when_the_ready_timer_run
     room, actor, log = await seated_room(FAST, entrust_delay=0.01, ready_seconds=0.3)
     await ready_all(actor)
     for seat in range(4):
-        await actor.record({"t": "entrust", "seat": seat, "reason": "exit"})
+        await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
     assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 30)
     ended = time.monotonic()

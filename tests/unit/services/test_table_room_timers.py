@@ -9,9 +9,11 @@ from typing import Any
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import logrec as lr
 from services.table.actor import RoomActor, create_record
-from services.table.room import Effects, Room
-from services.table.server import bot_move
+from services.table.core import bot_move
+from services.table.room import Room
+from services.table.views import Effects
 from tests.unit.services.test_table_actor import MemoryLog, command, eventually, ready_all
 
 TABLE_NOW = {"turn_seconds": 30.0, "window_seconds": 30.0, "alone_seconds": 30.0}
@@ -22,7 +24,7 @@ async def started(game: int, name: str, options: dict[str, Any]
                   ) -> tuple[Room, RoomActor, list[Any]]:
     frames: list[Any] = []
 
-    async def publish(actor: RoomActor, fx: Effects) -> None:
+    async def publish(actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
         frames.extend(fx.public)
         frames.extend(frame for _, frame in fx.private)
 
@@ -32,7 +34,7 @@ async def started(game: int, name: str, options: dict[str, Any]
     log = MemoryLog()
     rec = create_record(1234567, table_pb2.CreateRoomRequest(game=game, total_hands=2), name,
                         options, 3, AT_CREATION)
-    room = Room({**rec, "first_dealer": 0})
+    room = Room(rec)
     actor = RoomActor(room, next_index=0, log_seq=0, append=log.append, publish=publish,
                       arbiter=no_arbiter, bots=bot_move, timers=TABLE_NOW, dismiss_seconds=30,
                       idle_seconds=100, entrust_delay=0.0)
@@ -79,7 +81,8 @@ async def test_mahjong_rooms_take_the_timers_of_their_creation_and_entrust_cance
 def test_a_room_from_an_older_log_without_timers_uses_the_table_defaults() -> None:
     rec = create_record(1234567, table_pb2.CreateRoomRequest(game=common_pb2.DADUN), "dadun",
                         {}, 3)
-    rec.pop("timers")
-    room = Room({**rec, "first_dealer": 0})
+    logged = lr.encode(lr.stamp(rec, 0))
+    logged.pop("timers")
+    room = Room(lr.decode(logged))
     assert room.decision_seconds(TABLE_NOW) == 30.0
     assert "play_timeout_s" not in room.engine_options  # the engine's own default shows

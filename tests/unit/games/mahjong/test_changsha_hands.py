@@ -30,7 +30,7 @@ def build(hands, front="", back="", dealer=0, declare=(), **options):
 
 def act(state, seat, kind, tile=None, choice=""):
     tiles = () if tile is None else tuple(parse_tile_list_names(tile))
-    ref = str(state.window["id"]) if state.phase() == "window" else ""
+    ref = str(state.window.id) if state.phase() == "window" else ""
     return state.apply(seat, Action(kind, tiles, ref, choice))
 
 
@@ -143,7 +143,7 @@ def test_kaigang_reveal_missed_gives_kong_shot_to_others():
     state = build([DEALER_C, KONGER, SHOOTEE, None], front="9m", back="1p3s")
     act(state, 0, "discard", "9s")
     act(state, 1, "kaigang", "9m")
-    assert state.window["trigger"] == "kaigang_reveal" and state.locked[1]
+    assert state.window.trigger == "kaigang_reveal" and state.locked[1]
     act(state, 2, "hu")
     assert "kong_shot" in state.wins[0]["patterns"]
     assert owed(state) == {(1, 2): 6}
@@ -187,7 +187,7 @@ def play_to_haidi(state):
     while state.phase() != "haidi":
         seat = state.to_act()[0]
         if state.phase() == "window":
-            state.apply(seat, Action("pass", ref=str(state.window["id"])))
+            state.apply(seat, Action("pass", ref=str(state.window.id)))
         elif state.phase() == "play":
             drawn = state.drawn[seat]
             tile = drawn if drawn is not None else max(
@@ -216,10 +216,10 @@ def test_haidi_taken_without_win_is_exposed_and_taker_deals():
     first = state.turn
     state.apply(first, Action("haidi", choice="yes"))
     if state.phase() == "window":
-        assert state.window["trigger"] == "haidi"
-        assert all(set(k) == {"hu", "pass"} for k in state.window["candidates"].values())
+        assert state.window.trigger == "haidi"
+        assert all(set(k) == {"hu", "pass"} for k in state.window.candidates.values())
         for seat in state.to_act():
-            state.apply(seat, Action("pass", ref=str(state.window["id"])))
+            state.apply(seat, Action("pass", ref=str(state.window.id)))
     assert state.is_over()
     if not state.wins:
         assert state.settlement().next_dealer == first
@@ -240,7 +240,7 @@ def test_birds_double_the_pairs_they_hit():
     state = build([DEALER, SMALL, None, None], front="5s", back="1s2p", bird_count=2)
     act(state, 0, "discard", "9s")
     act(state, 1, "hu")
-    assert state.birds["hits"] == [0, 1, 1, 0]
+    assert state.birds.hits == (0, 1, 1, 0)
     # per pair: (X + dealer bonus) x (1 + birds on winner + birds on payer)
     assert owed(state) == {(0, 1): 3 * 2, (2, 1): 2 * 3, (3, 1): 2 * 2}
     assert {p.reason for p in state.ledger} == {"self_draw", "birds"}

@@ -84,8 +84,8 @@ def tile_census(state) -> list[int]:
         for meld in state.melds[seat]:
             loose += meld.tiles
         loose += state.discards[seat] + state.won_tiles[seat]
-    if state.birds and state.birds.get("from_wall"):
-        loose += [tile_index(n) for n in state.birds["tiles"]]
+    if state.birds is not None and state.birds.from_wall:
+        loose += [tile_index(n) for n in state.birds.tiles]
     for t in loose:
         counts[t] += 1
     return counts
@@ -303,14 +303,14 @@ def test_table_service_window_api_matches_apply(variant):
                 seat = state.to_act()[0]
                 state.apply(seat, choose(state, seat, stream, smart=True))
                 continue
-            assert state.pending_window().id == state.window["id"]
+            assert state.pending_window().id == state.window.id
             twin, got, want = state.clone(), [], []
             answers = [(s, choose(state, s, stream)) for s in state.to_act()]
-            wid = state.window["id"]
+            wid = state.window.id
             for seat, action in answers:
                 want.extend(e.to_dict() for e in twin.apply(seat, action))
                 got.extend(e.to_dict() for e in state.record_response(seat, action))
-                if twin.phase() != "window" or twin.window["id"] != wid:
+                if twin.phase() != "window" or twin.window.id != wid:
                     break  # apply() resolves as soon as the outcome is certain
             window = state.pending_window()
             decision = resolve(window, state.rules.arbitration(state.options))

@@ -27,7 +27,7 @@ def tiles(text: str) -> list[int]:
 
 def act(state, seat, kind, tile=None, choice=""):
     names = () if tile is None else tuple(tile_name(t) for t in tiles(tile))
-    ref = str(state.window["id"]) if state.phase() == "window" else ""
+    ref = str(state.window.id) if state.phase() == "window" else ""
     return state.apply(seat, Action(kind, names, ref, choice))
 
 
@@ -417,8 +417,8 @@ def test_bird_origin(origin, hits, pairs):
                   bird_origin=origin)
     act(state, 0, "discard", "9s")
     act(state, 1, "hu")
-    assert state.birds["origin"] == (1 if origin == "winner" else 0)
-    assert state.birds["hits"] == hits
+    assert state.birds.origin == (1 if origin == "winner" else 0)
+    assert list(state.birds.hits) == hits
     assert owed(state, "self_draw", "birds") == pairs
 
 
@@ -448,7 +448,7 @@ def test_bird_mode(mode, pairs):
                   bird_mode=mode)
     act(state, 0, "discard", "9s")
     act(state, 1, "hu")
-    assert state.birds["hits"] == [0, 1, 1, 0]
+    assert state.birds.hits == (0, 1, 1, 0)
     assert owed(state, "self_draw", "birds") == pairs
     # The base amount (X + dealer bonus) stays its own line; birds add the rest.
     assert owed(state, "self_draw") == {(0, 1): 3, (2, 1): 2, (3, 1): 2}
@@ -468,5 +468,5 @@ def test_bird_mode_on_a_big_hu_with_both_birds_on_the_payer():
         act(state, 2, "discard", "7m")
         act(state, 1, "hu")
         assert state.wins[0]["big_hu"] == 1
-        assert state.birds["hits"] == [0, 0, 2, 0]
+        assert state.birds.hits == (0, 0, 2, 0)
         assert owed(state, "discard_win", "birds") == {(2, 1): amount}, mode

@@ -37,7 +37,7 @@ def advance(state, seat):
 
 def act(state, seat, kind, tile=None):
     tiles = () if tile is None else (tile,)
-    ref = str(state.window["id"]) if state.phase() == "window" else ""
+    ref = str(state.window.id) if state.phase() == "window" else ""
     return state.apply(seat, Action(kind, tiles, ref))
 
 

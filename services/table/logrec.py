@@ -1,0 +1,332 @@
+"""The room log's records: one frozen dataclass per kind, and their JSON form.
+
+A room's JetStream log (``room.<id>.log``) holds one JSON object per accepted command,
+``{"i": index, "t": kind, ...}`` (docs/services.md). :func:`encode` writes exactly the
+objects the table always wrote (same keys, same order), so logs written before these types
+existed still :func:`decode` and fold. :func:`decode` refuses a malformed record with a
+:class:`LogRecordError` naming the record and the field; keys it does not know are ignored
+(a field an older table wrote and nothing reads any more).
+
+A record is built without its index; :func:`stamp` gives it the index the room's log
+appends it at.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from games.arbitration import Decision
+from games.engine import Action, RuleError
+
+
+class LogRecordError(ValueError):
+    """A room log record that is not one this table can fold."""
+
+
+def _omit_empty() -> Any:
+    return field(default="", metadata={"omit": "empty"})
+
+
+def _with_session() -> Any:
+    """The login time of a named session: written only with the session."""
+    return field(default=0.0, metadata={"omit": "session"})
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Base of every record; ``i`` is its index in the room's log (-1: not appended yet)."""
+
+    KIND: ClassVar[str] = ""
+    i: int = field(default=-1, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What a player brings to a seat (from the lobby's login; lat/lng already blurred)."""
+
+    nickname: str = ""
+    head_url: str = ""
+    sex: int = 0
+    coins: int = 0
+    ip: str = ""
+    lat: float = 0.0
+    lng: float = 0.0
+    login_address: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Create(Record):
+    """A room is made: its game, options and rules (always the log's first record)."""
+
+    KIND: ClassVar[str] = "create"
+    room_id: int
+    game: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    timers: Mapping[str, float] = field(default_factory=dict)  # the table's at creation
+    base_score: int = 1
+    total_hands: int = 4
+    min_hands: int = 0
+    password_hash: str = ""
+    entrust_cancels: int = 3
+    creator_id: int = 0
+    play_desc: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        object.__setattr__(self, "timers", MappingProxyType(dict(self.timers)))
+
+
+@dataclass(frozen=True, slots=True)
+class Owner(Record):
+    """A table took the room over (adoption, restart, drain hand-over); no game change."""
+
+    KIND: ClassVar[str] = "owner"
+    instance: str
+    boot: str
+
+
+@dataclass(frozen=True, slots=True)
+class Join(Record):
+    KIND: ClassVar[str] = "join"
+    seat: int
+    user_id: int
+    profile: Profile = Profile()
+    session: str = _omit_empty()       # the lobby session it came from ("" unnamed)
+    at: float = _with_session()        # that session's login time (wall clock)
+
+
+@dataclass(frozen=True, slots=True)
+class Leave(Record):
+    KIND: ClassVar[str] = "leave"
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ready(Record):
+    KIND: ClassVar[str] = "ready"
+    seat: int
+    ready: bool
+    by: str = _omit_empty()            # "timeout" when the table readied the seat
+
+
+@dataclass(frozen=True, slots=True)
+class Online(Record):
+    KIND: ClassVar[str] = "online"
+    seat: int
+    session: str = _omit_empty()
+    at: float = _with_session()
+
+
+@dataclass(frozen=True, slots=True)
+class Offline(Record):
+    KIND: ClassVar[str] = "offline"
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entrust(Record):
+    """Auto-play (托管) takes a seat over; ``reason``: "timeout", "exit", "offline"."""
+
+    KIND: ClassVar[str] = "entrust"
+    seat: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CancelEntrust(Record):
+    KIND: ClassVar[str] = "cancel_entrust"
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Start(Record):
+    """A hand starts: everything the engine's deal depends on."""
+
+    KIND: ClassVar[str] = "start"
+    hand_no: int
+    seed: int
+    dealer: int
+
+
+@dataclass(frozen=True, slots=True)
+class Act(Record):
+    """A seat's action; ``by``: "player", "timeout" or "entrust"; ``response``: it answers
+    a response window (recorded, not applied, until the window is resolved)."""
+
+    KIND: ClassVar[str] = "act"
+    seat: int
+    action: Action
+    by: str = "player"
+    response: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve(Record):
+    """The decision of a response window (the arbiter's or the in-process fallback's)."""
+
+    KIND: ClassVar[str] = "resolve"
+    decision: Decision
+
+
+@dataclass(frozen=True, slots=True)
+class DismissApply(Record):
+    KIND: ClassVar[str] = "dismiss_apply"
+    seat: int
+    seconds: int = 0
+    until: float = 0.0                 # wall-clock end of the vote
+
+
+@dataclass(frozen=True, slots=True)
+class DismissVote(Record):
+    KIND: ClassVar[str] = "dismiss_vote"
+    seat: int
+    agree: bool
+    seconds: int = 0                   # left of the vote when it was cast
+
+
+@dataclass(frozen=True, slots=True)
+class DismissResult(Record):
+    KIND: ClassVar[str] = "dismiss_result"
+    agreed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Close(Record):
+    """The room closes; ``reason`` is a ``NoticeDismiss.Reason``."""
+
+    KIND: ClassVar[str] = "close"
+    reason: int
+    doc: str = ""
+
+
+LogRecord = (Create | Owner | Join | Leave | Ready | Online | Offline | Entrust | CancelEntrust
+             | Start | Act | Resolve | DismissApply | DismissVote | DismissResult | Close)
+
+KINDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
+    Create, Owner, Join, Leave, Ready, Online, Offline, Entrust, CancelEntrust, Start, Act,
+    Resolve, DismissApply, DismissVote, DismissResult, Close)}
+
+
+def stamp(rec: Record, index: int) -> Any:
+    """The record as appended at ``index`` of its room's log."""
+    return dataclasses.replace(rec, i=index)
+
+
+# ---------------------------------------------------------------------- encode
+def _value(value: Any) -> Any:
+    if isinstance(value, Action | Decision):
+        return value.to_dict()
+    if isinstance(value, Profile):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(Profile)}
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def encode(rec: Record) -> dict[str, Any]:
+    """The JSON object of a record, as written to the room log (``i`` and ``t`` first)."""
+    if rec.i < 0:
+        raise LogRecordError(f"a {rec.KIND} record has no log index yet (logrec.stamp)")
+    out: dict[str, Any] = {"i": rec.i, "t": rec.KIND}
+    for f in dataclasses.fields(rec):
+        if f.name == "i":
+            continue
+        value = getattr(rec, f.name)
+        omit = f.metadata.get("omit")
+        if (omit == "empty" and not value) or (omit == "session" and not getattr(rec, "session", "")):
+            continue
+        out[f.name] = _value(value)
+    return out
+
+
+# ---------------------------------------------------------------------- decode
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError("a whole number")
+    return v
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise TypeError("a number")
+    return float(v)
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError("a string")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("true or false")
+    return v
+
+
+def _object(v: Any) -> dict[str, Any]:
+    if not isinstance(v, Mapping):
+        raise TypeError("an object")
+    return dict(v)
+
+
+def _timers(v: Any) -> dict[str, float]:
+    return {str(k): _float(x) for k, x in _object(v).items()}
+
+
+def _profile(v: Any) -> Profile:
+    data = _object(v)
+    kw = {f.name: _FIELD[str(f.type)](data[f.name])
+          for f in dataclasses.fields(Profile) if f.name in data and data[f.name] is not None}
+    return Profile(**kw)
+
+
+def _action(v: Any) -> Action:
+    try:
+        return Action.from_dict(_object(v))
+    except RuleError as err:
+        raise TypeError(str(err)) from None
+
+
+def _decision(v: Any) -> Decision:
+    try:
+        return Decision.from_dict(_object(v))
+    except (KeyError, RuleError, ValueError) as err:
+        raise TypeError(f"a window decision ({err})") from None
+
+
+_FIELD: dict[str, Callable[[Any], Any]] = {
+    "int": _int, "float": _float, "str": _str, "bool": _bool, "Profile": _profile,
+    "Action": _action, "Decision": _decision, "Mapping[str, Any]": _object,
+    "Mapping[str, float]": _timers}
+
+
+def decode(data: Any) -> Any:
+    """The typed record of one log object; :class:`LogRecordError` if it is malformed."""
+    if not isinstance(data, Mapping):
+        raise LogRecordError(f"a room log record is a JSON object, not {type(data).__name__}")
+    kind = data.get("t")
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise LogRecordError(f"unknown room log record type {kind!r}")
+    index = data.get("i")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise LogRecordError(f"{kind} record: 'i' must be the record's index, got {index!r}")
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name == "i":
+            continue
+        if f.name not in data or data[f.name] is None:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise LogRecordError(f"{kind} record {index}: field {f.name!r} is missing")
+            continue
+        try:
+            kw[f.name] = _FIELD[str(f.type)](data[f.name])
+        except TypeError as err:
+            raise LogRecordError(f"{kind} record {index}: {f.name!r} must be {err}, "
+                                 f"got {data[f.name]!r}") from None
+    return cls(**kw, i=index)

@@ -1,0 +1,200 @@
+"""Frames from a room: what players see of its state (room and player info, prompts,
+snapshots, distances) and of what a log record caused (:class:`Effects` from the fold's
+facts). Reads a :class:`~services.table.room.Room`, never changes it."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from paiju import frames
+from paiju.v1 import client_pb2, common_pb2
+from paiju.v1 import game_msgs_pb2 as g
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import geo, variants
+from services.table import logrec as lr
+from services.table import room as r
+from services.table.codec import event_frame
+from services.table.wire import InfoSeats
+
+
+@dataclass
+class Effects:
+    """What one record caused, for the runtime to send (in this order)."""
+
+    public: list[client_pb2.ServerFrame] = field(default_factory=list)
+    private: list[tuple[int, client_pb2.ServerFrame]] = field(default_factory=list)
+    settle: list[dict[str, Any]] = field(default_factory=list)
+    seats: dict[int, int | None] = field(default_factory=dict)
+    changed: bool = False
+    closed: bool = False
+
+
+def apply(room: r.Room, rec: lr.Record, fx: Effects | None = None) -> Effects:
+    """Fold one record into the room and add what it caused to ``fx`` (a new one if None)."""
+    return effects(room, room.apply(rec), fx)
+
+
+# ---------------------------------------------------------------------- state
+def player_info(s: r.Seat, seat: int, for_user: int | None = None) -> common_pb2.PlayerInfo:
+    p = s.profile
+    return common_pb2.PlayerInfo(
+        user_id=s.user_id, online=s.online, ready=s.ready, coins=p.coins + s.total, seat=seat,
+        nickname=s.nickname, head_url=p.head_url, sex=p.sex, total_score=s.total,
+        login_address=p.login_address, entrusted=s.entrusted,
+        ip=p.ip if for_user == s.user_id else "")
+
+
+def room_info(room: r.Room, for_user: int | None = None) -> common_pb2.RoomInfo:
+    return common_pb2.RoomInfo(
+        room_id=room.room_id, status=room.status, cur_hand=room.hand_no,
+        total_hands=room.total_hands, base_score=room.base_score, play_desc=room.play_desc,
+        players=[player_info(s, i, for_user) for i, s in room.seated()],
+        min_hands=room.min_hands, has_password=bool(room.password),
+        game=variants.get(room.game).game_type,
+        options_json=json.dumps({**room.options, **room.room_options}, sort_keys=True))
+
+
+def prompt(room: r.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
+    """What a seat may do now, and its view of the hand."""
+    assert room.state is not None
+    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
+               for a in room.state.legal_actions(seat)]
+    return frames.server_frame(g.Prompt(
+        game=room.game, phase=room.state.phase(), actions=actions,
+        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
+        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
+
+
+def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.ServerFrame]:
+    """Frames a (re)joining player gets: the room, the hand as it sees it, its prompt."""
+    s = room.seats[seat]
+    assert s is not None
+    out = [frames.server_frame(lm.RoomJoined(room=room_info(room, s.user_id), seat=seat))]
+    if room.state is None:
+        return out
+    seats = InfoSeats(tuple(x.user_id if x else 0 for x in room.seats),
+                      tuple(bool(x and x.entrusted) for x in room.seats), s.cancels_left)
+    info = variants.get(room.game).codec.game_info(room.state.observation(seat), seat,
+                                                   seconds_left, seats)
+    out.append(frames.server_frame(info))
+    if room.in_hand() and seat in room.to_act():
+        out.append(prompt(room, seat, seconds_left))
+    return out
+
+
+def distances(room: r.Room) -> lm.UseGeo:
+    """The distance band and same-IP flag of every pair of seated players."""
+    seated = [s for _, s in room.seated()]
+    return lm.UseGeo(uids=[s.user_id for s in seated], items=[
+        lm.GeoItem(src_uid=p.src_uid, dest_uid=p.dest_uid, distance=p.label, gap=p.gap,
+                   same_ip=p.same_ip) for p in geo.pairs(seated)])
+
+
+def query_dismiss(room: r.Room, seconds: int) -> client_pb2.ServerFrame:
+    assert room.dismiss is not None
+    applicant = room.seats[room.dismiss.applicant]
+    votes = []
+    for i, s in room.seated():
+        v = room.dismiss.votes.get(i)
+        votes.append(lm.PlayerVote(user_id=s.user_id, nickname=s.nickname,
+                                   vote=0 if v is None else (1 if v else 2)))
+    return frames.server_frame(lm.QueryDismiss(
+        apply_user_id=applicant.user_id if applicant else 0,
+        apply_nickname=applicant.nickname if applicant else "", votes=votes,
+        remaining_seconds=seconds))
+
+
+# ---------------------------------------------------------------------- facts
+_CHANGES = {"join": lm.PlayerChange.JOIN, "leave": lm.PlayerChange.LEAVE,
+            "ready": lm.PlayerChange.READY, "unready": lm.PlayerChange.UNREADY,
+            "online": lm.PlayerChange.ONLINE, "offline": lm.PlayerChange.OFFLINE}
+
+
+def effects(room: r.Room, facts: list[r.Fact], fx: Effects | None = None) -> Effects:
+    """The frames, settlements and directory changes of the facts one record caused."""
+    fx = fx if fx is not None else Effects()
+    for fact in facts:
+        match fact:
+            case r.Changed():
+                fx.changed = True
+            case r.PlayerChanged(change, seat, user_id, players):
+                fx.public.append(frames.server_frame(lm.PlayerChange(
+                    reason=_CHANGES[change], seat=seat, user_id=user_id,
+                    players=[player_info(s, i) for i, s in players])))
+            case r.SeatMoved(user_id, seat):
+                fx.seats[user_id] = seat
+            case r.SatDown(seat):
+                fx.public += _alerts(room, seat)
+            case r.Entrusted(seat, on, count):
+                fx.public.append(frames.server_frame(
+                    lm.InEntrust(seat=seat, count=count) if on else lm.CancelEntrustDone(seat=seat)))
+            case r.DismissAsked(seconds):
+                fx.public.append(query_dismiss(room, seconds))
+            case r.DismissRefused():
+                fx.public.append(frames.server_frame(lm.NoticeDismiss(
+                    dismissed=False, reason=lm.NoticeDismiss.PLAYER_VOTE,
+                    doc="the dismiss request was refused", room_id=room.room_id)))
+            case r.EngineEvents(events):
+                for e in events:
+                    frame = _event_frame(room, e)
+                    if e.event.to is None:
+                        fx.public.append(frame)
+                    elif e.ctx.user_ids[e.event.to]:
+                        fx.private.append((e.ctx.user_ids[e.event.to], frame))
+            case r.HandEnded():
+                fx.settle.append(hand_settlement(room, fact))
+            case r.Closed(reason, doc):
+                fx.public.append(frames.server_frame(lm.NoticeDismiss(
+                    dismissed=True, reason=reason, doc=doc, room_id=room.room_id)))
+                if room.hand_no > 0:
+                    fx.settle.append(final_settlement(room, fact))
+                fx.closed = True
+    return fx
+
+
+def _alerts(room: r.Room, seat: int) -> list[client_pb2.ServerFrame]:
+    new = room.seats[seat]
+    assert new is not None
+    others = [s for i, s in room.seated() if i != seat]
+    return [frames.server_frame(lm.DistanceAlert(alert=a.text, user_ids=list(a.user_ids)))
+            for a in geo.alerts(new, others, room.settings.geo_alert_meters)]
+
+
+def _event_frame(room: r.Room, e: r.HandEvent) -> client_pb2.ServerFrame:
+    uid = f"{e.ctx.room_id}:{e.ctx.hand_no}:{e.index}"
+    return event_frame(room.game, e.event, uid, e.ctx.mapping())
+
+
+def hand_settlement(room: r.Room, hand: r.HandEnded) -> dict[str, Any]:
+    """The settlement message of a hand (records stores it; its events are the replay)."""
+    events = []
+    for e in hand.events:
+        frame = _event_frame(room, e)
+        events.append({
+            "i": e.index, "kind": e.event.kind, "to": e.event.to, "event_id": frame.event_id,
+            "frame": base64.b64encode(frame.SerializeToString()).decode(),
+            "json": json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)})
+    return {
+        "room_id": room.room_id, "hand_no": hand.hand_no, "final": False,
+        "game": room.game, "base_score": room.base_score,
+        "seats": list(hand.user_ids), "nicknames": list(hand.nicknames),
+        "deltas": list(hand.deltas), "payments": [p.to_dict() for p in hand.payments],
+        "details": json.loads(json.dumps(dict(hand.details), default=str)),
+        "seed": hand.seed, "dealer": hand.dealer, "next_dealer": hand.next_dealer,
+        "events": events,
+    }
+
+
+def final_settlement(room: r.Room, closed: r.Closed) -> dict[str, Any]:
+    """The room's last settlement message: every seat's total."""
+    return {
+        "room_id": room.room_id, "hand_no": 0, "final": True, "game": room.game,
+        "base_score": room.base_score,
+        "seats": [s.user_id if s else 0 for s in room.seats],
+        "nicknames": [s.nickname if s else "" for s in room.seats],
+        "totals": list(closed.totals), "hands_played": closed.hands_played,
+        "reason": int(closed.reason), "doc": closed.doc,
+    }
