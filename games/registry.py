@@ -35,6 +35,7 @@ from games.bots.view import PlayerView
 from games.dadun import game as dadun
 from games.dadun.options import normalize_options
 from games.engine import Action, State
+from games.fair import Seed
 from games.mahjong import changsha, xuezhan
 from games.rng import Stream
 
@@ -70,7 +71,7 @@ class GameSpec:
     title: str
     game_type: int
     family: str
-    new_hand: Callable[[Mapping[str, Any], int, int], State]
+    new_hand: Callable[[Mapping[str, Any], Seed, int], State]  # Seed: games.fair
     deserialize: Callable[[str], State]
     default_options: Mapping[str, Any]
     parse_options: Callable[[Mapping[str, Any]], dict[str, Any]]

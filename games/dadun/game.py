@@ -37,12 +37,12 @@ from games.engine import (
     Settlement,
     Verified,
 )
-from games.rng import Stream, derive
+from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
 
 NAME = "dadun"
 HINT_LIMIT = 8
 __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_deal",
-           "deserialize"]
+           "deserialize", "shuffled_deck"]
 
 
 class DadunState(NoWindows, Verified):
@@ -170,24 +170,30 @@ def _check_seat(seat: Any, what: str) -> int:
     return seat
 
 
-def _start(options: Mapping[str, Any] | None, seed: int, banker: int,
+def _start(options: Mapping[str, Any] | None, seed: Seed, banker: int,
            hands: list[list[int]]) -> DadunState:
     opts = normalize_options(options)
     banker = _check_seat(banker, "banker")
     askers = [banker] if opts["alone_askers"] == "banker_only" else [
         (banker + i) % SEATS for i in range(SEATS)]
-    salt = f"t{derive(seed, 'token') & 0xFFFFFF:06x}."
-    deal = Deal(options=opts, seed=seed, banker=banker, hands=[sorted(h) for h in hands],
+    salt = f"t{sub_seed(seed, 'token') & 0xFFFFFF:06x}."
+    deal = Deal(options=opts, seed=seed_to_json(seed), banker=banker, hands=[sorted(h) for h in hands],
                 dealt=[sorted(h) for h in hands], ask_order=askers, token_salt=salt)
     return DadunState(deal)
 
 
-def new_hand(options: Mapping[str, Any] | None, seed: int, dealer: int) -> DadunState:
-    """A shuffled deal of 27 cards each; ``dealer`` is the banker (叫牌者)."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise BadInput(f"seed must be an int, got {seed!r}")
+def shuffled_deck(seed: Seed) -> list[int]:
+    """The deck for a deal, in deal order (seat k gets cards 27k .. 27k+26): Fisher-Yates
+    over :func:`full_deck` with the "deck" stream (docs/fairness.md; an int seed: legacy)."""
     deck = full_deck()
-    Stream(derive(seed, "deal")).shuffle(deck)
+    stream(check_seed(seed), "deck").shuffle(deck)
+    return deck
+
+
+def new_hand(options: Mapping[str, Any] | None, seed: Seed, dealer: int) -> DadunState:
+    """A shuffled deal of 27 cards each; ``dealer`` is the banker (叫牌者). ``seed``: an int
+    or a 32-byte hand seed (games.fair); anything else is BadInput."""
+    deck = shuffled_deck(seed)
     per = len(deck) // SEATS
     return _start(options, seed, dealer, [deck[i * per:(i + 1) * per] for i in range(SEATS)])
 

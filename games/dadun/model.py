@@ -31,7 +31,7 @@ class DeskPlay:
 @dataclass(slots=True)
 class Deal:
     options: dict[str, Any]
-    seed: int
+    seed: int | str  # an int seed, or a 32-byte hand seed as hex (games.fair)
     banker: int
     hands: list[list[int]]
     dealt: list[list[int]]

@@ -9,6 +9,7 @@ from typing import Any
 
 from games.arbitration import Rules
 from games.engine import Action
+from games.fair import Seed
 from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
@@ -224,7 +225,7 @@ def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return validate(CHANGSHA_TABLE, CHANGSHA_SCORING_DEFAULTS, options)
 
 
-def new_hand(options: Mapping[str, Any], seed: int, dealer: int) -> MahjongState:
+def new_hand(options: Mapping[str, Any], seed: Seed, dealer: int) -> MahjongState:
     """A shuffled Changsha hand; unknown options or bad values raise BadInput."""
     opts = parse_options(options)
     return MahjongState.start(RULES, opts, seed, dealer, shuffled_wall(seed))

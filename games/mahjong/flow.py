@@ -33,6 +33,7 @@ from games.engine import (
     Verified,
     deltas_from,
 )
+from games.fair import Seed, seed_from_json, seed_to_json, stream
 from games.mahjong import tile_index, tile_name
 from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext, optional_dict
 from games.mahjong.flow_setup import SetupMixin
@@ -41,7 +42,6 @@ from games.mahjong.flow_view import ViewMixin
 from games.mahjong.flow_window import WindowMixin
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall, deal
-from games.rng import Stream, derive
 
 SEATS = 4
 R = TypeVar("R")
@@ -74,12 +74,12 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     @classmethod
     def start(
-        cls, rules: Any, options: dict[str, Any], seed: int, dealer: int, wall: list[int]
+        cls, rules: Any, options: dict[str, Any], seed: Seed, dealer: int, wall: list[int]
     ) -> MahjongState:
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < SEATS:
             raise BadInput(f"dealer must be a seat 0..3, got {dealer!r}")
         s = cls(rules, options)
-        s.seed, s.dealer = seed, dealer
+        s.seed, s.dealer = seed_to_json(seed), dealer  # a 32-byte seed is kept as hex
         s.wall = Wall(wall)
         dealt = deal(s.wall, dealer)
         s.hands = [[0] * 27 for _ in range(SEATS)]
@@ -112,7 +112,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         s.end_reason = None
         s.birds = None
         s.extra = {}
-        s.rng = Stream(derive(seed, "table"))
+        s.rng = stream(seed, "dice")  # every die of the hand (docs/fairness.md)
         s.stage = "setup"
         s._enter_first_phase()
         s.ctx.start_stage = s.stage
@@ -294,7 +294,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             s.wall = Wall.from_dict(data["wall"])
             s.melds = [[_meld_from(m) for m in ms] for ms in data["melds"]]
             s.ledger = [Payment(**p) for p in data["ledger"]]
-            s.rng = Stream(0)
+            s.rng = stream(seed_from_json(s.seed), "dice")
             s.rng.state = data["rng"]
         except (ValueError, KeyError, TypeError) as exc:
             raise BadInput(f"cannot deserialize a {rules.name} hand: {exc!r}") from None

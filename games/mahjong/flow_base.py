@@ -30,7 +30,7 @@ class HandCore(ABC):
     options: dict[str, Any]
     _out: list[Event]
 
-    seed: int
+    seed: int | str  # an int seed, or a 32-byte hand seed as hex (games.fair)
     dealer: int
     wall: Wall
     rng: Stream

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from games.rng import Stream, derive
+from games.fair import Seed, stream
 
 NUM_KINDS = 27
 NUM_TILES = 108
@@ -16,10 +16,11 @@ def full_set() -> list[int]:
     return [kind for kind in range(NUM_KINDS) for _ in range(4)]
 
 
-def shuffled_wall(seed: int) -> list[int]:
-    """The wall for a hand: Fisher-Yates over the full set with the hand's "wall" stream."""
+def shuffled_wall(seed: Seed) -> list[int]:
+    """The wall for a hand, in draw order: Fisher-Yates over the full set with the hand's
+    "wall" stream (a 32-byte seed: docs/fairness.md; an int: the legacy SplitMix64 path)."""
     tiles = full_set()
-    Stream(derive(seed, "wall")).shuffle(tiles)
+    stream(seed, "wall").shuffle(tiles)
     return tiles
 
 
