@@ -13,6 +13,7 @@ from games.fair import Seed
 from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
+from games.mahjong.flow_base import HandCore
 from games.mahjong.flow_records import optional_dict
 from games.mahjong.meld import Meld
 from games.mahjong.options import CHANGSHA_TABLE, defaults, validate
@@ -32,7 +33,7 @@ DEFAULT_OPTIONS: Mapping[str, Any] = defaults(CHANGSHA_TABLE, CHANGSHA_SCORING_D
 
 
 class ChangshaRules:
-    """The Changsha hooks the shared flow calls."""
+    """The Changsha hooks the shared flow calls (:class:`games.mahjong.hooks.VariantRules`)."""
 
     name = NAME
     has_void = False
@@ -57,38 +58,38 @@ class ChangshaRules:
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
         return False
 
-    def haidi_due(self, state: MahjongState) -> bool:
+    def haidi_due(self, state: HandCore) -> bool:
         return state.wall.remaining() == 1
 
     def haidi_compulsory(self, options: Mapping[str, Any]) -> bool:
         return options["haidi_compulsory"]
 
-    def finish(self, state: MahjongState) -> None:
+    def finish(self, state: HandCore) -> None:
         """A draw game pays nothing more (opening wins are already paid)."""
 
-    def view_extras(self, state: MahjongState) -> dict[str, Any]:
+    def view_extras(self, state: HandCore) -> dict[str, Any]:
         declared = state.opening.get("declared", {}) if state.opening else {}
         midway = state.opening.get("midway", {}) if state.opening else {}
         return {"locked": list(state.locked), "haidi": optional_dict(state.haidi),
                 "opening_hu": {k: list(v) for k, v in declared.items()},
                 "midway_hu": {k: [dict(d) for d in v] for k, v in midway.items()}}
 
-    def filter_discards(self, state: MahjongState, seat: int, held: list[int]) -> list[int]:
+    def filter_discards(self, state: HandCore, seat: int, held: list[int]) -> list[int]:
         return held
 
-    def discard_reason(self, state: MahjongState, seat: int) -> str:
+    def discard_reason(self, state: HandCore, seat: int) -> str:
         return "after 开杠 you may only discard the tile you drew"
 
     # ------------------------------------------------------------------ opening wins
 
-    def opening_types(self, state: MahjongState, seat: int) -> tuple[str, ...]:
+    def opening_types(self, state: HandCore, seat: int) -> tuple[str, ...]:
         return changsha_opening_hu(state.hands[seat], state.options)
 
-    def opening_shown(self, state: MahjongState, seat: int, types: list[str]) -> list[int]:
+    def opening_shown(self, state: HandCore, seat: int, types: list[str]) -> list[int]:
         """Tiles shown: the quads, triplets or pairs of the types, or the whole hand."""
         return opening_shown_tiles(state.hands[seat], types)
 
-    def midway_actions(self, state: MahjongState, seat: int) -> list[Action]:
+    def midway_actions(self, state: HandCore, seat: int) -> list[Action]:
         """中途四喜 / 中途六六顺 open to the seat on its turn (room option, off by default)."""
         types = state.options["opening_hu_types"]
         if "midway_four" not in types and "midway_two_triplets" not in types:
@@ -102,7 +103,7 @@ class ChangshaRules:
                                    checked=True)
         return [Action("midway_hu", tuple(state.names(tiles))) for _, tiles in found]
 
-    def declare_midway(self, state: MahjongState, seat: int, tiles: list[int]) -> None:
+    def declare_midway(self, state: HandCore, seat: int, tiles: list[int]) -> None:
         """Show the quad (中途四喜) or the two triplets (中途六六顺) and collect one small hu
         self-draw; the tiles stay in the hand and the turn goes on."""
         kind = "midway_four" if len(tiles) == 1 else "midway_two_triplets"
@@ -117,7 +118,7 @@ class ChangshaRules:
 
     # ------------------------------------------------------------------ kongs and claims
 
-    def _kong_kinds(self, state: MahjongState, seat: int, tile: int, take: int, source: int | None
+    def _kong_kinds(self, state: HandCore, seat: int, tile: int, take: int, source: int | None
                     ) -> list[str]:
         """补张 needs a tile left besides the 海底; 开杠 needs its reveals plus the 海底 and a
         ready hand (听牌) once the four are set aside."""
@@ -133,7 +134,7 @@ class ChangshaRules:
                 kinds.append("kaigang")
         return kinds
 
-    def turn_kongs(self, state: MahjongState, seat: int) -> list[Action]:
+    def turn_kongs(self, state: HandCore, seat: int) -> list[Action]:
         if state.locked[seat]:
             return []
         hand, out = state.hands[seat], []
@@ -145,7 +146,7 @@ class ChangshaRules:
                                                                                take, None)]
         return out
 
-    def claim_kinds(self, state: MahjongState, seat: int, tile: int, source: int) -> set[str]:
+    def claim_kinds(self, state: HandCore, seat: int, tile: int, source: int) -> set[str]:
         held, kinds = state.hands[seat][tile], set()
         if held >= 2:
             kinds.add("peng")
@@ -155,7 +156,7 @@ class ChangshaRules:
             kinds.add("chi")
         return kinds
 
-    def kaigang_reveal(self, state: MahjongState, kong: dict[str, Any]) -> None:
+    def kaigang_reveal(self, state: HandCore, kong: dict[str, Any]) -> None:
         """开杠: reveal tiles from the back. A reveal that completes the hand is 杠上开花;
         otherwise they become his discards, open to 杠上炮, and his hand is locked."""
         seat = kong["seat"]
@@ -186,7 +187,7 @@ class ChangshaRules:
 
     # ------------------------------------------------------------------ wins
 
-    def ron_flags(self, state: MahjongState, trigger: str, source: int) -> set[str]:
+    def ron_flags(self, state: HandCore, trigger: str, source: int) -> set[str]:
         flags = set()
         if trigger == "kaigang_reveal":
             flags.add("kong_shot")
@@ -195,7 +196,7 @@ class ChangshaRules:
             flags.add("earthly")
         return flags
 
-    def score(self, state: MahjongState, seat: int, concealed: list[int], tile: int, win: str,
+    def score(self, state: HandCore, seat: int, concealed: list[int], tile: int, win: str,
               flags: set[str]) -> dict[str, Any] | None:
         """(patterns, big_hu, value = X before bonus and birds) or None when not a win."""
         full = list(concealed)

@@ -40,6 +40,7 @@ from games.mahjong.flow_setup import SetupMixin
 from games.mahjong.flow_turn import TurnMixin
 from games.mahjong.flow_view import ViewMixin
 from games.mahjong.flow_window import WindowMixin
+from games.mahjong.hooks import VariantRules
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall, deal
 
@@ -65,7 +66,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     num_seats = SEATS
 
-    def __init__(self, rules: Any, options: dict[str, Any]) -> None:
+    def __init__(self, rules: VariantRules, options: dict[str, Any]) -> None:
         self.rules = rules
         self.options = options
         self._out: list[Event] = []
@@ -74,7 +75,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     @classmethod
     def start(
-        cls, rules: Any, options: dict[str, Any], seed: Seed, dealer: int, wall: list[int]
+        cls, rules: VariantRules, options: dict[str, Any], seed: Seed, dealer: int, wall: list[int]
     ) -> MahjongState:
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < SEATS:
             raise BadInput(f"dealer must be a seat 0..3, got {dealer!r}")
@@ -279,7 +280,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, rules: Any, text: str) -> MahjongState:
+    def from_json(cls, rules: VariantRules, text: str) -> MahjongState:
         try:
             data = json.loads(text)
             if data.get("variant") != rules.name:

@@ -17,6 +17,7 @@ from typing import Any
 from games.engine import Action, Event, Payment
 from games.mahjong import format_counts, tile_name
 from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext
+from games.mahjong.hooks import VariantRules
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall
 from games.rng import Stream
@@ -26,7 +27,7 @@ class HandCore(ABC):
     """The state of one mahjong hand and the cross-role interface of its flow."""
 
     # The variant's hooks (``XueZhanRules`` / ``ChangshaRules``) and validated options.
-    rules: Any
+    rules: VariantRules
     options: dict[str, Any]
     _out: list[Event]
 
@@ -88,6 +89,12 @@ class HandCore(ABC):
     def emit(self, kind: str, data: dict[str, Any], to: int | None = None) -> None: ...
 
     @abstractmethod
+    def pay(self, reason: str, payer: int, payee: int, amount: int, ref: str = "") -> None: ...
+
+    @abstractmethod
+    def base(self) -> int: ...
+
+    @abstractmethod
     def active(self, seat: int) -> bool: ...
 
     @abstractmethod
@@ -132,6 +139,9 @@ class HandCore(ABC):
     def open_window(self, source: int, tile: int, trigger: str,
                     kong_kind: str | None = None,
                     tiles: list[int] | None = None) -> bool: ...
+
+    @abstractmethod
+    def chi_pairs_for(self, seat: int, tile: int) -> list[tuple[int, int]]: ...
 
     @abstractmethod
     def record_wins(self, trigger: str, source: int, tile: int,

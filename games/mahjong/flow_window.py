@@ -239,23 +239,24 @@ class WindowMixin(HandCore):
                 old = self.pass_block[seat] or {"mode": "tile", "tiles": []}
                 self.pass_block[seat] = {"mode": "tile", "tiles": old["tiles"] + [tile]}
             else:  # allow_if_higher_fan: the passed win as it was offered, flags and all
-                win = "rob_kong" if w.trigger == "rob_kong" else "discard"
-                flags = self.ron_flags(w.trigger, w.source, tile)
-                score = self.rules.score(self, seat, self.hands[seat], tile, win, flags)
-                self.pass_block[seat] = {"mode": "value", "worth": _worth(score)}
+                self.pass_block[seat] = {"mode": "value", "worth": _worth(self._offered_win(w, seat))}
         if self.rules.pass_peng(self.options):
             for seat, answer in w.responses.items():
                 if answer.kind == "pass" and "peng" in w.candidates[seat]:
                     self.pass_peng[seat].append(w.tile)
 
+    def _offered_win(self, w: OpenWindow, seat: int) -> dict[str, Any]:
+        """The score of the win ``seat`` was offered on ``w`` (its hu tile, flags and all)."""
+        tile = w.hu_tiles[seat]
+        win = "rob_kong" if w.trigger == "rob_kong" else "discard"
+        flags = self.ron_flags(w.trigger, w.source, tile)
+        score = self.rules.score(self, seat, self.hands[seat], tile, win, flags)
+        assert score is not None, f"seat {seat} was offered a win on window {w.id}"
+        return score
+
     def _ron(self, w: OpenWindow, winners: tuple[int, ...]) -> None:
         source, trigger = w.source, w.trigger
-        results = []
-        for seat in winners:
-            tile = w.hu_tiles[seat]
-            win = "rob_kong" if trigger == "rob_kong" else "discard"
-            flags = self.ron_flags(trigger, source, tile)
-            results.append((seat, self.rules.score(self, seat, self.hands[seat], tile, win, flags)))
+        results = [(seat, self._offered_win(w, seat)) for seat in winners]
         tile = w.hu_tiles[winners[0]]
         if trigger == "rob_kong":
             self.hands[source][tile] -= 1

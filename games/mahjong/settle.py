@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.mahjong.flow import MahjongState
+from games.mahjong.flow_base import HandCore
 
 # Reason names by how the kong was made: claimed from a discard, concealed, added to a peng.
 KONG_REASONS = {"claimed": "zhigang", "concealed": "angang", "added": "bugang"}
 
 
-def pay_kong(state: MahjongState, kong: dict[str, Any], amounts: dict[str, int]) -> None:
+def pay_kong(state: HandCore, kong: dict[str, Any], amounts: dict[str, int]) -> None:
     """Pay ``amounts[origin]`` x base for ``kong``: from the feeder for a claimed kong, from
     every other active seat otherwise. Ledger indices are kept in ``kong["payments"]``."""
     amount = amounts.get(kong["origin"], 0) * state.base()
@@ -27,7 +27,7 @@ def pay_kong(state: MahjongState, kong: dict[str, Any], amounts: dict[str, int])
         state.pay(KONG_REASONS[kong["origin"]], payer, seat, amount, f"kong:{kong['id']}")
 
 
-def kong_income(state: MahjongState, kong: dict[str, Any]) -> list[tuple[int, int]]:
+def kong_income(state: HandCore, kong: dict[str, Any]) -> list[tuple[int, int]]:
     """(payer, amount) of every payment the kong's owner received for it."""
     out = []
     for index in kong["payments"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from games.mahjong.flow import MahjongState
+from games.mahjong.flow_base import HandCore
 from games.mahjong.flow_records import Birds
 from games.mahjong.score_changsha_pay import bird_seat, changsha_payment
 from games.mahjong.settle import pay_kong
@@ -15,13 +15,13 @@ _WIN_REASONS = {"self_draw": "self_draw", "discard": "discard_win", "rob_kong": 
                 "kaigang_reveal": "kong_shot", "haidi": "haidi_shot"}
 
 
-def kong_money(state: MahjongState, kong: dict[str, Any]) -> None:
+def kong_money(state: HandCore, kong: dict[str, Any]) -> None:
     """Classic Changsha pays nothing for kongs; option ``gang_points``: 1 / 2 each / 1 each."""
     if state.options["gang_points"]:
         pay_kong(state, kong, KONG_POINTS)
 
 
-def _pair(state: MahjongState, x: int, big_hu: int, winner: int, payer: int, birds: list[int],
+def _pair(state: HandCore, x: int, big_hu: int, winner: int, payer: int, birds: list[int],
           reason: str) -> None:
     """Pay one winner-payer pair: X + dealer bonus, then the bird increase as its own line."""
     opts, dealer, base = state.options, state.dealer, state.base()
@@ -32,7 +32,7 @@ def _pair(state: MahjongState, x: int, big_hu: int, winner: int, payer: int, bir
     state.pay("birds", payer, winner, full - plain)
 
 
-def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners: list[int]) -> None:
+def pay_wins(state: HandCore, trigger: str, source: int, tile: int, winners: list[int]) -> None:
     birds = _draw_birds(state, source, tile, winners)
     for record in state.wins[-len(winners):]:
         seat = record["seat"]
@@ -42,7 +42,7 @@ def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners:
                   _WIN_REASONS[trigger])
 
 
-def _draw_birds(state: MahjongState, source: int, tile: int, winners: list[int]) -> list[int]:
+def _draw_birds(state: HandCore, source: int, tile: int, winners: list[int]) -> list[int]:
     """N birds from the back (the 海底 tile alone when the wall is empty); per-seat hits."""
     count = state.options["bird_count"]
     hits = [0] * 4
@@ -64,7 +64,7 @@ def _draw_birds(state: MahjongState, source: int, tile: int, winners: list[int])
     return hits
 
 
-def pay_opening(state: MahjongState, seat: int, types: list[str]) -> None:
+def pay_opening(state: HandCore, seat: int, types: list[str]) -> None:
     """Each opening win is a small-hu self-draw: every other player pays X = 2 (+ bonus);
     option ``two_dice``: two dice pips act as birds counted from the declarer."""
     hits = [0] * 4
@@ -79,7 +79,7 @@ def pay_opening(state: MahjongState, seat: int, types: list[str]) -> None:
                 _pair(state, 2, 0, seat, payer, hits, "opening_hu")
 
 
-def next_dealer(state: MahjongState) -> int:
+def next_dealer(state: HandCore) -> int:
     """The winner; on 通炮 the discarder (or his next seat, by option); on a draw the 海底
     taker, else the first player it was offered to; no offer at all: the dealer stays."""
     if state.wins:

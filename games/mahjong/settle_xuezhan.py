@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from games.mahjong import SUITS
-from games.mahjong.flow import MahjongState
+from games.mahjong.flow_base import HandCore
 from games.mahjong.score_xuezhan import xuezhan_ready_value
 from games.mahjong.settle import kong_income, pay_kong
 
@@ -14,7 +14,7 @@ KONG_AMOUNTS = {"claimed": 2, "concealed": 2, "added": 1}
 _WIN_REASONS = {"self_draw": "self_draw", "discard": "discard_win", "rob_kong": "rob_kong"}
 
 
-def kong_money(state: MahjongState, kong: dict[str, Any]) -> None:
+def kong_money(state: HandCore, kong: dict[str, Any]) -> None:
     """直杠 2 from the feeder, 暗杠 2 from each active opponent, 补杠 1 from each - the
     last only for a freshly drawn fourth tile unless ``bugang_needs_fresh_tile`` is off."""
     amounts = dict(KONG_AMOUNTS)
@@ -23,7 +23,7 @@ def kong_money(state: MahjongState, kong: dict[str, Any]) -> None:
     pay_kong(state, kong, amounts)
 
 
-def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners: list[int]) -> None:
+def pay_wins(state: HandCore, trigger: str, source: int, tile: int, winners: list[int]) -> None:
     """Each winner is paid per payer ``per_payer x base``; see §A9 for who pays."""
     records = state.wins[-len(winners):]
     for record in records:
@@ -36,7 +36,7 @@ def pay_wins(state: MahjongState, trigger: str, source: int, tile: int, winners:
         _call_transfer(state, state.kongs[shot], winners[0])
 
 
-def _payers(state: MahjongState, trigger: str, source: int, seat: int) -> list[int]:
+def _payers(state: HandCore, trigger: str, source: int, seat: int) -> list[int]:
     if trigger != "self_draw":
         return [source]
     kong = state.ctx.kong
@@ -47,7 +47,7 @@ def _payers(state: MahjongState, trigger: str, source: int, seat: int) -> list[i
     return [s for s in range(4) if s != seat and state.active(s)]
 
 
-def _call_transfer(state: MahjongState, kong: dict[str, Any], winner: int) -> None:
+def _call_transfer(state: HandCore, kong: dict[str, Any], winner: int) -> None:
     """呼叫转移: the konger hands the money of that kong to the (nearest) winner."""
     income = sum(amount for _, amount in kong_income(state, kong))
     if income and not kong["transferred"]:
@@ -55,7 +55,7 @@ def _call_transfer(state: MahjongState, kong: dict[str, Any], winner: int) -> No
         state.pay("call_transfer", kong["seat"], winner, income, f"kong:{kong['id']}")
 
 
-def finish(state: MahjongState) -> None:
+def finish(state: HandCore) -> None:
     """At wall exhaustion: 查花猪, then 查大叫, then 退税 (§A10). Nothing after three wins."""
     if state.end_reason != "wall_exhausted":
         return
@@ -84,24 +84,24 @@ def finish(state: MahjongState) -> None:
     state.extra["ready_values"] = {str(s): v for s, v in sorted(ready.items())}
 
 
-def _void_suit(state: MahjongState, seat: int) -> int:
+def _void_suit(state: HandCore, seat: int) -> int:
     """The seat's void suit 0..2 (定缺), always declared before play."""
     suit = state.voids[seat]
     assert suit is not None, "void suits are declared before play"
     return SUITS.index(suit)
 
 
-def _holds_void(state: MahjongState, seat: int) -> bool:
+def _holds_void(state: HandCore, seat: int) -> bool:
     void = _void_suit(state, seat)
     return any(state.hands[seat][9 * void : 9 * void + 9])
 
 
-def _ready_value(state: MahjongState, seat: int) -> int:
+def _ready_value(state: HandCore, seat: int) -> int:
     void = _void_suit(state, seat)
     return xuezhan_ready_value(state.hands[seat], state.melds[seat], void, state.options)
 
 
-def _refund(state: MahjongState, seat: int) -> None:
+def _refund(state: HandCore, seat: int) -> None:
     """退税: return every kong payment received (kongs moved by 呼叫转移 excepted)."""
     for kong in state.kongs:
         if kong["seat"] != seat or kong["transferred"]:
@@ -110,7 +110,7 @@ def _refund(state: MahjongState, seat: int) -> None:
             state.pay("kong_refund", seat, payer, amount, f"kong:{kong['id']}")
 
 
-def next_dealer(state: MahjongState) -> int:
+def next_dealer(state: HandCore) -> int:
     """First winner (the discarder if that first win was a multi-win discard); nobody won:
     the dealer stays. Option ``rotate``: the next seat."""
     if state.options["next_dealer"] == "rotate":

@@ -13,6 +13,8 @@ from games.fair import Seed
 from games.mahjong import SUITS, is_win, suit_of
 from games.mahjong import settle_xuezhan as settle
 from games.mahjong.flow import MahjongState
+from games.mahjong.flow_base import HandCore
+from games.mahjong.hooks import NoOpeningWins
 from games.mahjong.options import XUEZHAN_TABLE, defaults, validate
 from games.mahjong.score_common import WinContext
 from games.mahjong.score_xuezhan import XUEZHAN_SCORING_DEFAULTS, score_xuezhan
@@ -22,8 +24,8 @@ NAME = "xuezhan"
 DEFAULT_OPTIONS: Mapping[str, Any] = defaults(XUEZHAN_TABLE, XUEZHAN_SCORING_DEFAULTS)
 
 
-class XueZhanRules:
-    """The XueZhan hooks the shared flow calls."""
+class XueZhanRules(NoOpeningWins):
+    """The XueZhan hooks the shared flow calls (:class:`games.mahjong.hooks.VariantRules`)."""
 
     name = NAME
     has_void = True
@@ -48,32 +50,32 @@ class XueZhanRules:
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
         return options["pass_peng_rule"]
 
-    def haidi_due(self, state: MahjongState) -> bool:
+    def haidi_due(self, state: HandCore) -> bool:
         return False
 
     def haidi_compulsory(self, options: Mapping[str, Any]) -> bool:
         return False
 
-    def view_extras(self, state: MahjongState) -> dict[str, Any]:
+    def view_extras(self, state: HandCore) -> dict[str, Any]:
         return {"exchange_direction": state.exchange_dir}
 
     # ------------------------------------------------------------------ void suit (定缺)
 
-    def _void(self, state: MahjongState, seat: int) -> int | None:
+    def _void(self, state: HandCore, seat: int) -> int | None:
         v = state.voids[seat]
         return None if v is None else SUITS.index(v)
 
-    def filter_discards(self, state: MahjongState, seat: int, held: list[int]) -> list[int]:
+    def filter_discards(self, state: HandCore, seat: int, held: list[int]) -> list[int]:
         void = self._void(state, seat)
         in_void = [t for t in held if suit_of(t) == void]
         return in_void or held
 
-    def discard_reason(self, state: MahjongState, seat: int) -> str:
+    def discard_reason(self, state: HandCore, seat: int) -> str:
         return f"discard a tile of your void suit ({state.voids[seat]}) first"
 
     # ------------------------------------------------------------------ kongs and claims
 
-    def turn_kongs(self, state: MahjongState, seat: int) -> list[Action]:
+    def turn_kongs(self, state: HandCore, seat: int) -> list[Action]:
         if state.wall.remaining() == 0:
             return []
         hand, void = state.hands[seat], self._void(state, seat)
@@ -83,7 +85,7 @@ class XueZhanRules:
                 if m.kind == "peng" and hand[m.tiles[0]]]
         return out
 
-    def claim_kinds(self, state: MahjongState, seat: int, tile: int, source: int) -> set[str]:
+    def claim_kinds(self, state: HandCore, seat: int, tile: int, source: int) -> set[str]:
         if suit_of(tile) == self._void(state, seat):
             return set()
         held, kinds = state.hands[seat][tile], set()
@@ -95,7 +97,7 @@ class XueZhanRules:
 
     # ------------------------------------------------------------------ wins
 
-    def ron_flags(self, state: MahjongState, trigger: str, source: int) -> set[str]:
+    def ron_flags(self, state: HandCore, trigger: str, source: int) -> set[str]:
         flags = set()
         if trigger == "discard" and state.ctx.shot is not None:
             flags.add("kong_shot")
@@ -103,7 +105,7 @@ class XueZhanRules:
             flags.add("last_tile")
         return flags
 
-    def score(self, state: MahjongState, seat: int, concealed: list[int], tile: int, win: str,
+    def score(self, state: HandCore, seat: int, concealed: list[int], tile: int, win: str,
               flags: set[str]) -> dict[str, Any] | None:
         """The win's value as a dict (patterns, fan, roots, value = per payer at base 1), or
         None when the hand does not win (void tiles held, not a winning shape)."""
