@@ -280,8 +280,13 @@ def _timers(v: Any) -> dict[str, float]:
 
 def _profile(v: Any) -> Profile:
     data = _object(v)
-    kw = {f.name: _FIELD[str(f.type)](data[f.name])
-          for f in dataclasses.fields(Profile) if f.name in data and data[f.name] is not None}
+    kw = {}
+    for f in dataclasses.fields(Profile):
+        if data.get(f.name) is not None:
+            try:
+                kw[f.name] = _FIELD[str(f.type)](data[f.name])
+            except TypeError as err:
+                raise TypeError(f"an object whose {f.name!r} is {err}") from None
     return Profile(**kw)
 
 
