@@ -32,11 +32,17 @@ SETTLE_STREAM = "SETTLE"
 TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
 SEATS_BUCKET = "seats"          # user id -> the room and table where that user sits
+ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
 LOBBY_ROOMS = "lobby.rooms"     # RoomChange frames for the lobbies' room lists
 
 
 def room_events(room_id: int) -> str:
     return f"room.{room_id}.events"
+
+
+def room_chat(room_id: int) -> str:
+    """Chat of a room (ServerFrames), between lobbies only: not ordered with its events."""
+    return f"room.{room_id}.chat"
 
 
 def room_log(room_id: int) -> str:

@@ -17,8 +17,9 @@ from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.table.core import TableCore
 from services.table.room import RoomError
-from services.table.server import TableCore
+from services.table.roomlog import RoomLog
 from tests.service.test_table_restart import snapshot
 from tests.support.procs import make_service
 from tests.support.tablekit import LobbyLink, Table
@@ -36,9 +37,10 @@ def core(url: str, instance: str, monkeypatch: pytest.MonkeyPatch, lease: int = 
 
 async def claim(table: TableCore, room_id: int) -> None:
     """Take the room's directory entry for ``table`` (as an adoption does) and rebuild."""
-    entry = await table.kv_rooms.get(str(room_id))
+    kv_rooms = table.directory.kv_rooms
+    entry = await kv_rooms.get(str(room_id))
     value = {**json.loads(entry.value), "owner": table.instance, "address": table.address}
-    await table.kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+    await kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
     await table.rebuild(room_id)
 
 
@@ -60,14 +62,14 @@ async def test_two_owners_never_both_append_the_same_record(
         await claim(b, room.room_id)   # b's rebuild writes record 1 (its "owner" record)
         actor_b = b.rooms[room.room_id]
         assert actor_b.next_index == 2
-        records, _ = await b._read_log(room.room_id)
+        records, _ = await b.log.read(room.room_id)
         record = records[1]
         assert record["t"] == "owner" and record["instance"] == "table-b"
         with pytest.raises(RoomError) as refused:
             await a._append(room.room_id, 1, record, actor_a.log_seq)
         assert refused.value.code == common_pb2.ERR_ROOM_MOVING
         assert room.room_id not in a.rooms          # a stood down
-        records, _ = await b._read_log(room.room_id)
+        records, _ = await b.log.read(room.room_id)
         assert [r["i"] for r in records] == [0, 1]  # one record 1: b's
     finally:
         await a.stop()
@@ -87,7 +89,7 @@ async def test_a_retried_append_lands_once(
         first = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
         again = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
         assert first == again
-        records, last = await a._read_log(room.room_id)
+        records, last = await a.log.read(room.room_id)
         assert [r["i"] for r in records] == [0, 1] and last == first
     finally:
         await a.stop()
@@ -99,19 +101,20 @@ async def test_a_failed_rebuild_after_a_claim_is_retried(
     await a.start()
     room = await a.create_room(table_pb2.CreateRoomRequest(
         game=common_pb2.CHANGSHA, base_score=1, total_hands=1))
-    a._heartbeat.cancel()              # a dies: no more heartbeats, its lease runs out
+    assert a.lease.heartbeat is not None
+    a.lease.heartbeat.cancel()              # a dies: no more heartbeats, its lease runs out
     await a.kv_tables.delete(a.instance)
     b = core(fresh_nats.url, "table-b", monkeypatch)
-    real_read = b._read_log
+    real_read = RoomLog.read   # b's log is made at its start: wrapped on the class
     failures = []
 
-    async def flaky_read(room_id: int):  # the first read meets a stream without a leader
+    async def flaky_read(log: RoomLog, room_id: int):  # the first read: a stream without a leader
         if not failures:
             failures.append(room_id)
             raise nats.js.errors.ServiceUnavailableError()
-        return await real_read(room_id)
+        return await real_read(log, room_id)
 
-    monkeypatch.setattr(b, "_read_log", flaky_read)
+    monkeypatch.setattr(RoomLog, "read", flaky_read)
     await b.start()
     try:
         for _ in range(100):

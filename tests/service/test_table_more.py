@@ -20,7 +20,7 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
-from services.table.server import TableCore
+from services.table.core import TableCore
 from services.table.server import start as start_table
 from tests.support.tablekit import LobbyLink, Table
 
@@ -119,10 +119,11 @@ async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
     t = await seated(stack)
     await t.ready_all()  # hand 1 starts: closing now owes a final settlement
     assert await log_count(js, t.room_id) > 0
-    settle = Broken(core.js, ("publish",), only=lambda args: str(args[0]).startswith("settle."))
-    core.js = settle
+    settle = Broken(core.settlements.js, ("publish",),
+                    only=lambda args: str(args[0]).startswith("settle."))
+    core.settlements.js = settle
     await dismiss(t)
-    assert settle.failures and any(m["room_id"] == t.room_id for m in core.unsent)
+    assert settle.failures and any(m["room_id"] == t.room_id for m in core.settlements.unsent)
     # the settlement is not out yet, so the log stays (with the room gone from the directory)
     assert await log_count(js, t.room_id) > 0
     assert await entry(await js.key_value(bus.ROOMS_BUCKET), str(t.room_id)) is None
@@ -155,8 +156,8 @@ async def test_a_dismissed_room_leaves_no_log(stack: dict[str, Any]) -> None:
 async def test_a_purge_that_fails_is_retried(stack: dict[str, Any]) -> None:
     core, js = stack["core"], stack["js"]
     t = await seated(stack)  # no hand played: no settlement to wait for
-    purge = Broken(core.js, ("purge_stream",))
-    core.js = purge
+    purge = Broken(core.log.js, ("purge_stream",))
+    core.log.js = purge
     await dismiss(t)
     assert purge.failures and t.room_id in core.unpurged
     assert await log_count(js, t.room_id) > 0
@@ -177,16 +178,16 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
     rooms_kv = await js.key_value(bus.ROOMS_BUCKET)
     seats_kv = await js.key_value(bus.SEATS_BUCKET)
     t = await seated(stack, uids=())
-    seats = Broken(core.kv_seats, ("put",))
-    rooms = Broken(core.kv_rooms, ("update",))
-    core.kv_seats, core.kv_rooms = seats, rooms
+    seats = Broken(core.directory.kv_seats, ("put",))
+    rooms = Broken(core.directory.kv_rooms, ("update",))
+    core.directory.kv_seats, core.directory.kv_rooms = seats, rooms
     player, joined = await t.seat(21)
     assert joined.code == 0 and joined.seat == 0  # the join itself is not refused
     assert seats.failures and rooms.failures
     assert await entry(seats_kv, "21") is None
     before = await entry(rooms_kv, str(t.room_id))
     assert before is not None and before["free_seats"] == 4  # stale for now
-    assert (bus.SEATS_BUCKET, "21") in core.kv_pending
+    assert (bus.SEATS_BUCKET, "21") in core.directory.pending
     seats.broken = rooms.broken = False
 
     async def written() -> bool:
@@ -195,7 +196,7 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
                 and room is not None and room["free_seats"] == 3)
 
     assert await eventually(written)
-    assert not core.kv_pending
+    assert not core.directory.pending
     await t.close()
 
 

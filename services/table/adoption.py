@@ -1,0 +1,178 @@
+"""Rooms changing tables: adopting the rooms of a table that stopped heartbeating, and
+handing this table's rooms to others when it drains (SIGTERM).
+
+A claim is a compare-and-set on the room's ``rooms`` entry and the new owner's first log
+append is fenced, so two tables never write one room. The rooms of a dead table spread over
+the live ones (placement.should_adopt); a drain prefers the newest live tables
+(placement.drain_target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from services.table import metrics as m
+from services.table.placement import drain_target, should_adopt
+from services.table.roomlog import APPEND_RETRY_SECONDS
+
+if TYPE_CHECKING:
+    from services.table.core import TableCore
+
+log = logging.getLogger("paiju.table.adoption")
+
+
+def adopt_subject(instance: str) -> str:
+    """Where a draining table asks ``instance`` to take a room now (core NATS request)."""
+    return f"table.{instance.replace('.', '_')}.adopt"
+
+
+class Adoption:
+    def __init__(self, core: TableCore) -> None:
+        self.core = core
+        self.orphaned_at: dict[int, float] = {}   # when a room was first seen without owner
+        self._sub: Any = None
+
+    async def subscribe(self) -> None:
+        self._sub = await self.core.nc.subscribe(adopt_subject(self.core.instance),
+                                                 cb=self._on_adopt)
+
+    async def adopt_orphans(self) -> int:
+        """Rebuild the rooms the directory gives this table that it does not run (a claim or
+        a hand-over whose rebuild failed or is pending), and claim rooms whose owner no
+        longer heartbeats."""
+        core = self.core
+        if core.draining:
+            return 0
+        ttl = core.cfg.table.lease_ttl_seconds
+        now = time.monotonic()
+        live = {str(t.get("instance")): t for t in core.view.live_tables()}
+        if core.instance not in live:  # our own entry is what the others see of us
+            live[core.instance] = core.lease.entry()
+        for gone in set(self.orphaned_at) - set(core.view.rooms):
+            del self.orphaned_at[gone]
+        todo: list[int] = []
+        for room_id, (entry, revision) in list(core.view.rooms.items()):
+            owner = entry.get("owner")
+            if owner == core.instance:
+                if room_id not in core.rooms and room_id not in core.logless and (
+                        room_id not in core.moving or room_id in core.failed_rebuilds):
+                    todo.append(room_id)
+                continue
+            if not owner or owner in live:
+                self.orphaned_at.pop(room_id, None)
+                continue
+            if not core.lease.trusted(ttl):
+                continue   # our own view of the leases is not to be trusted yet
+            waited = now - self.orphaned_at.setdefault(room_id, now)
+            if not should_adopt(room_id, core.instance, live.values(), waited, fallback=ttl):
+                continue
+            if await self._table_alive(str(owner)):  # a watch can lag: ask directly
+                continue
+            if await self._claim(room_id, entry, revision):
+                log.info("adopting room", extra={"room": room_id, "from": owner})
+                m.ADOPTED.inc()
+                todo.append(room_id)
+        core.moving.update(todo)
+        return sum(await asyncio.gather(*(core.rebuild_safely(rid) for rid in todo)))
+
+    async def _claim(self, room_id: int, entry: dict[str, Any], revision: int) -> bool:
+        core = self.core
+        claimed = {**entry, "owner": core.instance, "address": core.address}
+        try:
+            rev = await core.directory.kv_rooms.update(str(room_id), json.dumps(claimed).encode(),
+                                                       last=revision)
+        except Exception:  # another table won the claim, or the entry changed
+            return False
+        core.directory.room_revs[room_id] = rev
+        core.view.rooms[room_id] = (claimed, rev)
+        self.orphaned_at.pop(room_id, None)
+        return True
+
+    async def _table_alive(self, instance: str) -> bool:
+        try:
+            entry = await self.core.kv_tables.get(instance)
+        except Exception:  # no such key: expired or deleted
+            return False
+        return bool(entry.value)
+
+    # -- drain -------------------------------------------------------------------------
+    async def drain(self) -> None:
+        """SIGTERM: take no new rooms, hand every room to a live table that is not draining
+        (between two actions: the new owner rebuilds from the log; players see a pause and
+        ERR_ROOM_MOVING answers their lobby retries), within ``table.drain_seconds``."""
+        core = self.core
+        core.draining = True
+        try:
+            await core.lease.register()
+        except Exception as exc:
+            log.warning("could not announce the drain", extra={"error": repr(exc)})
+        deadline = time.monotonic() + core.cfg.table.drain_seconds
+        assigned: dict[str, int] = {}
+        moved = 0
+        for room_id in sorted(core.rooms):
+            if time.monotonic() >= deadline:
+                log.warning("drain bound reached: the rest wait for adoption",
+                            extra={"left": len(core.rooms)})
+                break
+            try:
+                moved += await self._hand_over(room_id, assigned)
+            except Exception:
+                log.exception("hand-over failed", extra={"room": room_id})
+        log.info("drained", extra={"moved": moved, "left": len(core.rooms)})
+
+    async def _hand_over(self, room_id: int, assigned: dict[str, int]) -> int:
+        core = self.core
+        actor = core.rooms.get(room_id)
+        if actor is None:
+            return 0
+        target = drain_target(core.lease.entry(), core.view.live_tables(), assigned)
+        if target is None:
+            log.warning("no table to hand the room to", extra={"room": room_id})
+            return 0
+        core.moving.add(room_id)
+        if not await actor.pause(timeout=APPEND_RETRY_SECONDS + 2):
+            # an item still in hand (an append riding out an election): stop it anyway; a
+            # record that lands late fences the new owner's first append, and its rebuild
+            # then includes it
+            actor.paused = True
+            log.warning("room not paused in time, handed over anyway", extra={"room": room_id})
+        kv_rooms = core.directory.kv_rooms
+        entry = await kv_rooms.get(str(room_id))
+        value = json.loads(entry.value or b"{}")
+        if value.get("owner") != core.instance:
+            return 0   # adopted meanwhile
+        await core.directory.flush()   # our last directory writes for it go out first
+        value.update(owner=target["instance"], address=target["address"])
+        await kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+        core.forget(room_id)
+        await actor.stop()
+        assigned[str(target["instance"])] = assigned.get(str(target["instance"]), 0) + 1
+        try:  # the new owner's scan would find it too; this saves it the wait
+            await core.nc.request(adopt_subject(str(target["instance"])),
+                                  json.dumps({"room_id": room_id}).encode(), timeout=3)
+        except Exception as exc:
+            log.info("adopt request unanswered: its scan takes the room",
+                     extra={"room": room_id, "error": repr(exc)})
+        m.HANDED_OVER.inc()
+        log.info("room handed over", extra={"room": room_id, "to": target["instance"]})
+        return 1
+
+    async def _on_adopt(self, msg: Any) -> None:
+        """A draining table handed us a room: rebuild it now (the entry must name us)."""
+        core = self.core
+        try:
+            room_id = int(json.loads(msg.data)["room_id"])
+            entry = await core.directory.kv_rooms.get(str(room_id))
+            value = json.loads(entry.value or b"{}")
+            ok = value.get("owner") == core.instance and not core.draining
+            if ok:
+                core.view.rooms[room_id] = (value, int(entry.revision))
+                core.moving.add(room_id)
+                ok = await core.rebuild_safely(room_id) or room_id in core.rooms
+            await msg.respond(json.dumps({"ok": ok}).encode())
+        except Exception as exc:
+            log.warning("adopt request failed", extra={"error": repr(exc)})

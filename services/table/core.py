@@ -1,0 +1,427 @@
+"""The table's rooms: which it runs, how one is made, rebuilt from its log, sent a command,
+and how what a record caused goes out. The parts it wires, each with one job:
+
+- :mod:`~services.table.roomlog` the fenced room log in JetStream;
+- :mod:`~services.table.directory` the directory writer (rooms and seats buckets);
+- :mod:`~services.table.dirview` the directory as watched;
+- :mod:`~services.table.settlements` the settlement outbox;
+- :mod:`~services.table.lease` heartbeat, adoption and drain;
+- :mod:`~services.table.arbiter_client` the arbiter;
+- :mod:`~services.table.actor` one task per room (single writer), folding
+  :class:`~services.table.room.Room` and keeping its ordered stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import secrets
+import time
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+from google.protobuf import json_format
+
+from games.engine import Action, RuleError
+from paiju.v1 import common_pb2, table_pb2
+from services.common import bus
+from services.common.config import Config
+from services.common.tasks import cancel_and_wait
+from services.table import logrec as lr
+from services.table import metrics as m
+from services.table import variants, views
+from services.table.actor import Reply, RoomActor, create_record
+from services.table.adoption import Adoption
+from services.table.arbiter_client import ArbiterClient
+from services.table.directory import DirectoryWriter
+from services.table.dirview import DirectoryView
+from services.table.lease import Lease
+from services.table.room import Room, RoomSettings
+from services.table.roomlog import APPEND_RETRY_SECONDS, LogFenced, LogUnavailable, RoomLog
+from services.table.settlements import SettlementOutbox
+from services.table.views import Effects
+
+log = logging.getLogger("paiju.table")
+
+ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
+MAX_TIMER_SECONDS = 600
+START_RETRY_SECONDS = 30.0      # streams and buckets set up at start: retried this long
+REBUILD_CONCURRENCY = 8         # rooms rebuilt at once (adoption, drain hand-over, restart)
+
+
+class Unavailable(Exception):
+    """NATS cannot do what a request needs right now (answered UNAVAILABLE: try again)."""
+
+
+def moving_reply(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_ROOM_MOVING,
+                                message=f"room {cmd.room_id} is moving between tables, a moment",
+                                room_id=0, seat=-1)
+
+
+def bot_move(game: str, state: Any, seat: int) -> Action:
+    """Entrust and timeouts play the greedy policy of the game (games/bots)."""
+    return variants.get(game).spec.greedy_policy(state, seat)
+
+
+def room_summary(room: Room) -> dict[str, Any]:
+    """The room's entry in the ``rooms`` bucket (besides owner and address): what the
+    lobbies list and route by."""
+    info = json_format.MessageToDict(views.room_info(room), preserving_proto_field_name=True)
+    return {"game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
+            "has_password": bool(room.password), "room": info}
+
+
+class TableCore:
+    def __init__(self, cfg: Config, instance: str, address: str) -> None:
+        self.cfg = cfg
+        self.instance = instance
+        self.address = address
+        # every log append of this process carries this in its message id (roomlog.py)
+        self.boot = secrets.token_hex(6)
+        self.started_at = time.time()
+        self.rooms: dict[int, RoomActor] = {}
+        self.nc: Any = None
+        self.js: Any = None
+        self.kv_tables: Any = None
+        self.kv_ids: Any = None
+        self.log: RoomLog
+        self.directory: DirectoryWriter
+        self.view: DirectoryView
+        self.settlements: SettlementOutbox
+        self.lease = Lease(self)
+        self.adoption = Adoption(self)
+        self.arbiter: ArbiterClient | None = None
+        self.unpurged: set[int] = set()          # closed rooms whose log is still stored
+        self.failed_rebuilds: set[int] = set()
+        self.logless: set[int] = set()           # directory entries without a room log
+        self.draining = False
+        # rooms claimed by (or handed to) this table and not rebuilt yet, or handed away:
+        # their commands are answered ERR_ROOM_MOVING, and the lobby retries
+        self.moving: set[int] = set()
+        self._rebuilds = asyncio.Semaphore(REBUILD_CONCURRENCY)
+
+    # ------------------------------------------------------------------ start / stop
+    async def start(self) -> None:
+        self.nc = await bus.connect(self.cfg.nats.url, f"table-{self.instance}",
+                                    self.cfg.nats.connect_timeout)
+        self.js = self.nc.jetstream()
+        kv_rooms, kv_seats = await self._set_up_jetstream()
+        self.log = RoomLog(self.js, self.boot)
+        self.directory = DirectoryWriter(kv_rooms, kv_seats, self.instance, self.address)
+        self.view = DirectoryView(kv_rooms, self.kv_tables, self.cfg.table.lease_ttl_seconds)
+        self.settlements = SettlementOutbox(self.js)
+        self.arbiter = ArbiterClient(self.cfg)
+        await self.adoption.subscribe()
+        await self.lease.register()
+        await self.view.resync()
+        self.view.start()
+        await self.recover()
+        self.lease.start()
+
+    async def _set_up_jetstream(self) -> tuple[Any, Any]:
+        """The streams and buckets (created if missing). Tables starting together on a
+        fresh cluster can time out creating them (the meta leader is busy): retried within
+        START_RETRY_SECONDS before the start fails."""
+        replicas = self.cfg.nats.replicas
+        deadline = time.monotonic() + START_RETRY_SECONDS
+        while True:
+            try:
+                await bus.ensure_streams(self.js, replicas)
+                self.kv_tables = await bus.ensure_bucket(
+                    self.js, bus.TABLES_BUCKET, ttl=self.cfg.table.lease_ttl_seconds,
+                    replicas=replicas)
+                kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
+                kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
+                self.kv_ids = await bus.ensure_bucket(self.js, bus.ROOM_IDS_BUCKET,
+                                                      replicas=replicas)
+                return kv_rooms, kv_seats
+            except (TimeoutError, nats.errors.Error) as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning("JetStream set-up failed, retrying", extra={"error": repr(exc)})
+                await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        await self.lease.stop()
+        await cancel_and_wait(*self.view.tasks)
+        for actor in list(self.rooms.values()):
+            await actor.stop()
+        try:
+            await self.kv_tables.delete(self.instance)
+        except Exception:
+            pass
+        if self.arbiter is not None:
+            await self.arbiter.close()
+        if self.nc is not None:
+            await self.nc.drain()
+
+    async def drain(self) -> None:
+        await self.adoption.drain()
+
+    # ------------------------------------------------------------------ rooms
+    def _timers(self) -> dict[str, float]:
+        t = self.cfg.table
+        return {"turn_seconds": t.turn_seconds, "window_seconds": t.window_seconds,
+                "alone_seconds": t.alone_seconds}
+
+    def _actor(self, room: Room, next_index: int, log_seq: int, *,
+               register: bool = True) -> RoomActor:
+        t = self.cfg.table
+        assert self.arbiter is not None
+        actor = RoomActor(
+            room, next_index=next_index, log_seq=log_seq, append=self._append, publish=self._publish,
+            arbiter=self.arbiter.resolve, bots=bot_move,
+            timers=self._timers(),
+            dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
+            idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds,
+            ready_seconds=t.ready_seconds)
+        if register:
+            self._register(actor)
+        return actor
+
+    def _register(self, actor: RoomActor) -> None:
+        self.rooms[actor.room.room_id] = actor
+        self.logless.discard(actor.room.room_id)
+        m.ROOMS.set(len(self.rooms))
+
+    async def create_room(self, req: table_pb2.CreateRoomRequest) -> Room:
+        known = variants.by_type(req.game)
+        if known is None:
+            choose = ", ".join(common_pb2.Game.Name(g.game_type) for g in variants.all_games())
+            raise ValueError(f"unknown game: choose {choose}")
+        game = known.name
+        try:
+            options = json.loads(req.options_json) if req.options_json else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"options_json is not JSON: {exc}") from None
+        if not isinstance(options, dict):
+            raise ValueError("options_json must be a JSON object")
+        if req.total_hands < 0 or req.total_hands > 64 or req.base_score < 0:
+            raise ValueError("total_hands must be 1..64 and base_score positive")
+        probe = Room(lr.Create(0, game, options))
+        try:  # the engine validates its own options
+            known.spec.new_hand(probe.engine_options, 0, 0)
+        except RuleError as err:
+            raise ValueError(str(err)) from None
+        for key, value in probe.room_options.items():
+            if key == "entrust_cancels":
+                if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
+                    raise ValueError("entrust_cancels must be a whole number 0..99")
+            elif (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or not 0 < value <= MAX_TIMER_SECONDS):
+                raise ValueError(f"{key} must be a number of seconds in (0, {MAX_TIMER_SECONDS}]")
+        room_id = await self._new_room_id()
+        rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
+                            self._timers())
+        room = Room(rec, RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
+        self.moving.add(room_id)   # our scans must not rebuild it while it is being made
+        try:
+            value = {"room_id": room_id, "owner": self.instance, "address": self.address,
+                     **room_summary(room)}
+            self.directory.room_revs[room_id] = await self.directory.kv_rooms.put(
+                str(room_id), json.dumps(value).encode())
+            actor = self._actor(room, 0, 0)
+        except (TimeoutError, nats.errors.Error) as exc:
+            raise Unavailable(f"the directory cannot be written now: {exc!r}") from None
+        finally:
+            self.moving.discard(room_id)
+        await actor.record(rec)
+        actor.start()
+        return room
+
+    async def _new_room_id(self) -> int:
+        """A room id never given out before (an atomic create in ``room_ids``, whose keys
+        are never deleted)."""
+        deadline = time.monotonic() + APPEND_RETRY_SECONDS
+        for _ in range(50):
+            room_id = ROOM_ID_LOW + secrets.randbelow(ROOM_ID_HIGH - ROOM_ID_LOW + 1)
+            try:
+                await self.kv_ids.create(str(room_id), self.instance.encode())
+                return room_id
+            except nats.js.errors.KeyWrongLastSequenceError:
+                continue   # taken: draw another
+            except (TimeoutError, nats.errors.Error) as exc:
+                # no leader for the bucket (an election), or no answer: wait, within a bound
+                if time.monotonic() >= deadline:
+                    raise Unavailable(f"room ids cannot be allocated now: {exc!r}") from None
+                await asyncio.sleep(0.25)
+        raise RuntimeError("could not allocate a room id")
+
+    async def recover(self) -> None:
+        """Take back this instance's rooms after a restart: fold each room's log."""
+        mine = [rid for rid, (entry, _) in self.view.rooms.items()
+                if entry.get("owner") == self.instance and rid not in self.rooms]
+        self.moving.update(mine)
+        await asyncio.gather(*(self.rebuild_safely(rid) for rid in mine))
+
+    async def rebuild_safely(self, room_id: int) -> bool:
+        """Rebuild a room this table owns; a failure is kept and retried by the next scan
+        (meanwhile its players hear ERR_ROOM_MOVING)."""
+        async with self._rebuilds:
+            if room_id in self.rooms:
+                self.moving.discard(room_id)
+                return False
+            try:
+                await self.rebuild(room_id)
+            except Exception as exc:
+                log.warning("room could not be rebuilt, will retry",
+                            extra={"room": room_id, "error": repr(exc)})
+                self.failed_rebuilds.add(room_id)
+                return False
+            self.failed_rebuilds.discard(room_id)
+            self.moving.discard(room_id)
+            return True
+
+    async def rebuild(self, room_id: int) -> None:
+        if room_id in self.rooms:
+            return
+        logged, last_seq = await self.log.read(room_id)
+        if room_id in self.rooms:   # rebuilt meanwhile (a hand-over request and a scan)
+            return
+        records = [lr.decode(rec) for rec in logged]   # LogRecordError: retried, never half-folded
+        if not records or not isinstance(records[0], lr.Create):
+            log.warning("room log missing", extra={"room": room_id})
+            self.logless.add(room_id)   # not retried by the scans
+            return
+        room = Room(records[0], RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
+        fx = Effects()
+        for rec in records:
+            views.apply(room, rec, fx)
+        m.REBUILT.inc()
+        await self.settlements.publish(fx.settle)
+        if room.closed:  # closed, but the table stopped before cleaning up after it
+            for _, s in room.seated():
+                await self.directory.put_seat(room_id, s.user_id, None)
+            await self._closed(room_id)
+            return
+        actor = self._actor(room, records[-1].i + 1, last_seq, register=False)
+        # this table's first record: its messages sort after anything the old owner sent
+        await actor.record(lr.Owner(self.instance, self.boot))
+        await self.directory.put_room(room_id, room_summary(room))
+        for user_id in (s.user_id for _, s in room.seated()):
+            await self.directory.put_seat(room_id, user_id, room.seat_of(user_id))
+        self._register(actor)   # commands reach it from now on (ERR_ROOM_MOVING until then)
+        actor.start()
+        log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),
+                                                 "hand": room.hand_no})
+
+    def forget(self, room_id: int, *, stop: bool = False, keep_directory: bool = False) -> None:
+        """This table no longer runs the room: its pending directory writes are dropped
+        (they are not ours to make any more) unless ``keep_directory``."""
+        if not keep_directory:
+            self.directory.forget(room_id)
+        actor = self.rooms.pop(room_id, None)
+        m.ROOMS.set(len(self.rooms))
+        if stop and actor is not None:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
+
+    # ------------------------------------------------------------------ I/O for actors
+    async def _append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        """The room's fenced append (roomlog.py); a room another table wrote to is dropped
+        here, one whose log took no append is rebuilt by the next scan."""
+        try:
+            return await self.log.append(room_id, index, rec, last_seq)
+        except LogFenced:
+            log.warning("room taken over by another table", extra={"room": room_id})
+            self.forget(room_id, stop=True)
+            raise
+        except LogUnavailable:
+            self.forget(room_id, stop=True, keep_directory=True)
+            self.moving.add(room_id)
+            self.failed_rebuilds.add(room_id)   # the next scan rebuilds it from the log
+            raise
+
+    async def _publish(self, actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
+        """Send what one log record (or a follow-up at it) caused: one message on the room's
+        subject, whatever its audience (docs/ordered-events.md). Never raises for a NATS
+        failure after the append: the record is durable, so settlements and directory writes
+        that fail wait in outboxes the heartbeat retries (core NATS publishes are buffered
+        by the client), and a lobby that misses the message refills from the ring."""
+        room = actor.room
+        started = time.perf_counter()
+        try:
+            await self.nc.publish(bus.room_events(room.room_id), msg.SerializeToString())
+        except Exception as exc:  # e.g. the client's reconnect buffer is full: a reconnecting
+            # player gets a snapshot; the room must go on either way
+            log.warning("events not published", extra={"room": room.room_id, "error": repr(exc)})
+        m.FANOUT.observe(time.perf_counter() - started)
+        await self.settlements.publish(fx.settle)
+        for user_id, seat in fx.seats.items():
+            await self.directory.put_seat(room.room_id, user_id, seat)
+        if fx.closed:
+            await self._closed(room.room_id)
+            # the last await here: stopping cancels the actor's task, which runs this
+            self.rooms.pop(room.room_id, None)
+            m.ROOMS.set(len(self.rooms))
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
+        elif fx.changed:
+            await self.directory.put_room(room.room_id, room_summary(room))
+
+    async def _closed(self, room_id: int) -> None:
+        """A closed room leaves the directory, then its log is purged."""
+        await self.directory.delete_room(room_id)
+        self.unpurged.add(room_id)
+        await self.purge_logs([room_id])  # the backlog is the heartbeat's
+
+    async def purge_logs(self, rooms: list[int] | None = None) -> None:
+        """Purge the logs of closed rooms. A log goes only after the room's settlements are
+        published (records keeps the hands and their replays from those; nothing reads a
+        closed room's log) and after its directory entry is deleted (a restarted table must
+        not find a room without its log). A purge that fails is retried by the heartbeat;
+        it never holds up anything else."""
+        for room_id in sorted(self.unpurged) if rooms is None else rooms:
+            if self.settlements.holds(room_id) or self.directory.holds(room_id):
+                continue
+            try:
+                await self.log.purge(room_id)
+            except Exception as exc:
+                log.warning("room log not purged yet", extra={"room": room_id, "error": repr(exc)})
+                continue
+            self.unpurged.discard(room_id)
+            m.LOGS_PURGED.inc()
+        m.PENDING.labels("purge").set(len(self.unpurged))
+
+    def has_pending(self) -> bool:
+        return bool(self.directory.pending or self.settlements.unsent or self.unpurged)
+
+    async def retry_pending(self) -> None:
+        """Retry what failed after a log append; these never raise, a failure stays pending
+        for the next beat. Directory entries first, then settlements: a closed room's log is
+        purged only after both."""
+        try:
+            await self.directory.flush()
+            await self.settlements.retry()
+            if self.unpurged:
+                await self.purge_logs()
+        except Exception:  # a bug here must not end the retries for good
+            log.exception("retrying pending writes failed")
+
+    # ------------------------------------------------------------------ commands
+    async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        actor = self.rooms.get(cmd.room_id)
+        if actor is None:
+            if cmd.room_id in self.moving or self.view.owner(cmd.room_id) == self.instance:
+                return moving_reply(cmd)
+            return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                                        message=f"room {cmd.room_id} is not on this table",
+                                        room_id=0, seat=-1)
+        if cmd.kind == "events_since":   # a lobby missed messages: from the ring, at once
+            index, part = actor.stream.position
+            missed = actor.stream.since(cmd.since_index, cmd.since_part)
+            return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id,
+                                        seat=-1, ordered=True, index=index, part=part,
+                                        events=missed or (), resync=missed is None)
+        reply: Reply = await actor.submit("command", cmd)
+        seat = actor.room.seat_of(cmd.user_id)
+        out = table_pb2.TableReply(
+            request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
+            room_id=cmd.room_id if seat is not None and not actor.room.closed else 0,
+            seat=-1 if seat is None else seat)
+        if reply.position is not None:
+            out.ordered = True
+            out.index, out.part = reply.position
+        return out

@@ -1,0 +1,91 @@
+"""The directory as this table sees it: the ``rooms`` and ``tables`` buckets, kept by KV
+watches (no listing per scan), re-read whole now and then in case a watch missed
+something."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from nats.js.kv import KV_DEL, KV_PURGE
+
+log = logging.getLogger("paiju.table.directory")
+
+
+class DirectoryView:
+    def __init__(self, kv_rooms: Any, kv_tables: Any, lease_ttl: float) -> None:
+        self.kv_rooms = kv_rooms
+        self.kv_tables = kv_tables
+        self.lease_ttl = lease_ttl
+        self.rooms: dict[int, tuple[dict[str, Any], int]] = {}   # id -> (entry, revision)
+        self.tables: dict[str, tuple[dict[str, Any], float]] = {}  # instance -> (entry, seen)
+        self._watchers: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._watchers = [asyncio.create_task(self._watch(self.kv_rooms, self.on_room_entry)),
+                          asyncio.create_task(self._watch(self.kv_tables, self.on_table_entry))]
+
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return self._watchers
+
+    def owner(self, room_id: int) -> str | None:
+        entry = self.rooms.get(room_id)
+        return None if entry is None else entry[0].get("owner")
+
+    def live_tables(self) -> list[dict[str, Any]]:
+        """Tables heard from within the lease (this one included)."""
+        now = time.monotonic()
+        return [entry for entry, seen in self.tables.values() if now - seen <= self.lease_ttl]
+
+    async def _watch(self, kv: Any, apply: Callable[[Any], None]) -> None:
+        """Follow a bucket for ever; a watch that ends or fails is opened again."""
+        while True:
+            try:
+                watcher = await kv.watchall()
+                async for entry in watcher:
+                    if entry is not None:
+                        apply(entry)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("directory watch failed, reopening", extra={"error": repr(exc)})
+            await asyncio.sleep(0.5)
+
+    def on_room_entry(self, entry: Any) -> None:
+        room_id = int(entry.key)
+        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+            self.rooms.pop(room_id, None)
+            return
+        try:
+            self.rooms[room_id] = (json.loads(entry.value), int(entry.revision))
+        except ValueError:
+            log.warning("unreadable room entry", extra={"room": room_id})
+
+    def on_table_entry(self, entry: Any) -> None:
+        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+            self.tables.pop(entry.key, None)
+            return
+        try:
+            self.tables[entry.key] = (json.loads(entry.value), time.monotonic())
+        except ValueError:
+            pass
+
+    async def resync(self) -> None:
+        """Read the whole ``rooms`` bucket again."""
+        rooms: dict[int, tuple[dict[str, Any], int]] = {}
+        try:
+            keys = await self.kv_rooms.keys()
+        except Exception:  # an empty bucket has no keys
+            keys = []
+        for key in keys:
+            try:
+                got = await self.kv_rooms.get(key)
+                rooms[int(key)] = (json.loads(got.value or b"{}"), got.revision)
+            except Exception:  # deleted meanwhile
+                continue
+        self.rooms = rooms

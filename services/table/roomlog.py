@@ -1,0 +1,131 @@
+"""The room log: each room's records in JetStream (``room.<id>.log``), read back whole
+for a rebuild and appended one at a time, fenced so two tables never write one room.
+
+The fence is ``Nats-Expected-Last-Subject-Sequence``: an append names the last record its
+writer knows, so a table that lost the room (another adopted it) is refused. Every append
+of this process carries ``room:index:boot`` as its message id, so JetStream's duplicate
+detection can only ever match this process's own retries, never another table's record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from paiju.v1 import common_pb2
+from services.common import bus
+from services.table import metrics as m
+from services.table.room import RoomError
+
+log = logging.getLogger("paiju.table.log")
+
+WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
+APPEND_RETRY_SECONDS = 8.0      # an append is retried this long (a leader election)
+APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt
+
+
+class LogFenced(RoomError):
+    """Another table appended to the room's log: this one no longer owns the room."""
+
+    def __init__(self, room_id: int) -> None:
+        super().__init__(common_pb2.ERR_ROOM_MOVING, f"room {room_id} has moved to another table")
+
+
+class LogUnavailable(RoomError):
+    """The log took no append within APPEND_RETRY_SECONDS: the room is rebuilt from it."""
+
+    def __init__(self, room_id: int) -> None:
+        super().__init__(common_pb2.ERR_ROOM_MOVING, f"room {room_id} is recovering, a moment")
+
+
+class RoomLog:
+    def __init__(self, js: Any, boot: str, *, retry_seconds: float = APPEND_RETRY_SECONDS) -> None:
+        self.js = js
+        self.boot = boot
+        self.retry_seconds = retry_seconds
+
+    async def append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        """Append record ``index``, fenced on ``last_seq`` (the stream sequence of the last
+        record the caller knows); its stream sequence. Retried with the same message id (at
+        most one copy lands) while the stream has no leader or does not answer; raises
+        LogFenced when another table wrote, LogUnavailable past the retry bound."""
+        subject = bus.room_log(room_id)
+        msg_id = f"{room_id}:{index}:{self.boot}"
+        data = json.dumps(rec).encode()
+        headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(last_seq)}
+        deadline = time.monotonic() + self.retry_seconds
+        delay = 0.1
+        while True:
+            try:
+                ack = await self.js.publish(subject, data, timeout=APPEND_TIMEOUT_SECONDS,
+                                            headers=dict(headers))
+                return int(ack.seq)   # a duplicate can only be our own earlier try
+            except nats.js.errors.APIError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE:
+                    stored = await self.stored(subject, msg_id)  # our earlier try did land
+                    if stored is not None:
+                        return stored
+                    raise LogFenced(room_id) from None
+                if exc.code is not None and exc.code < 500:
+                    raise
+                failure: Exception = exc
+            except (TimeoutError, nats.errors.Error) as exc:
+                failure = exc
+            if time.monotonic() + delay >= deadline:
+                break
+            m.APPEND_RETRIES.inc()
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 2)
+        stored = await self.stored(subject, msg_id)
+        if stored is not None:
+            return stored
+        log.warning("room log unavailable: the room is rebuilt from its log",
+                    extra={"room": room_id, "error": repr(failure)})
+        raise LogUnavailable(room_id)
+
+    async def stored(self, subject: str, msg_id: str) -> int | None:
+        """The stream sequence of the last record on ``subject`` if it is ours (its message
+        id, which names this process, is ``msg_id``)."""
+        try:
+            last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM, subject)
+        except Exception:
+            return None
+        if (last.headers or {}).get("Nats-Msg-Id") == msg_id:
+            return int(last.seq)
+        return None
+
+    async def read(self, room_id: int) -> tuple[list[dict[str, Any]], int]:
+        """Every record of the room in index order, and the last one's stream sequence. A
+        failure raises (the rebuild is retried): a partial log must never be folded."""
+        subject = bus.room_log(room_id)
+        records: list[dict[str, Any]] = []
+        last_seq = 0
+        info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+        total = (info.state.subjects or {}).get(subject, 0)
+        if not total:
+            return records, last_seq
+        sub = await self.js.pull_subscribe(
+            subject, durable=None, stream=bus.ROOM_LOG_STREAM,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
+        try:
+            while len(records) < total:
+                batch = await sub.fetch(min(512, total - len(records)), timeout=5)
+                for msg in batch:
+                    records.append(json.loads(msg.data))
+                    last_seq = max(last_seq, msg.metadata.sequence.stream)
+                    await msg.ack()
+        finally:
+            await sub.unsubscribe()
+        records.sort(key=lambda r: r["i"])
+        return records, last_seq
+
+    async def purge(self, room_id: int) -> None:
+        """Drop a closed room's records (JetStream purge with a subject filter)."""
+        await self.js.purge_stream(bus.ROOM_LOG_STREAM, subject=bus.room_log(room_id))
