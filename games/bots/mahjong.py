@@ -33,8 +33,6 @@ from games.mahjong.shanten import FINAL_STATES, RANK_MOVES, reuse_by_state, suit
 from games.mahjong.wincheck import MAX_SETS, suit_keys
 from games.rng import Stream
 
-_OWN_KONGS = ("angang", "bugang", "buzhang", "kaigang")
-_CLAIM_KONGS = ("zhigang", "buzhang", "kaigang")
 _ROW = MAX_SETS + 1  # suit_costs row layout: cost[pair * _ROW + sets]
 _JIANG_RANKS = (1, 4, 7)  # rank indices of 2, 5 and 8 (将)
 _FAR = 99

@@ -8,7 +8,7 @@ by rank, then suit, which is the order used for display and for ``Combo.cards``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 RANKS = "3456789TJQKA2"
 SUITS = "shcd"
@@ -97,11 +97,6 @@ def counts_of(codes: Iterable[int]) -> list[int]:
         _check_code(c)
         counts[c] += 1
     return counts
-
-
-def cards_from_counts(counts: Sequence[int]) -> list[int]:
-    """The sorted card list of a 54-count vector."""
-    return [code for code in range(NUM_CODES) for _ in range(counts[code])]
 
 
 def to_wire_id(code: int) -> int:

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SEATS = 4
-PHASES = ("alone", "friend", "play", "over")
 # Fields added after deals were first serialized: a serialized deal may lack them (defaults).
 LATER_FIELDS = frozenset({"fry_played"})
 

@@ -22,7 +22,6 @@ from games.dadun.combos import BOMB_BY_SIZE, JOKERS3, JOKERS4
 from games.engine import Payment, Settlement, deltas_from
 
 SEATS = 4
-TOTAL_POINTS = 200
 FRY_NONE, FRY_SMALL, FRY_LARGE = 0, 1, 2
 BOMB7, BOMB8 = BOMB_BY_SIZE[7], BOMB_BY_SIZE[8]
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 # Canonical meld kinds (../shared/rules/README.md, "Actions").
 MELD_KINDS = frozenset({"chi", "peng", "zhigang", "angang", "bugang", "kaigang", "buzhang"})
-KONG_KINDS = frozenset({"zhigang", "angang", "bugang", "kaigang", "buzhang"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +26,3 @@ class Meld:
         want = 3 if self.kind in ("chi", "peng") else 4
         if len(self.tiles) != want:
             raise ValueError(f"a {self.kind} has {want} tiles, got {len(self.tiles)}")
-
-    @property
-    def is_kong(self) -> bool:
-        return self.kind in KONG_KINDS
-
-    @property
-    def is_triplet_like(self) -> bool:
-        """peng or any kong: counts as a triplet for all-pungs shapes."""
-        return self.kind != "chi"

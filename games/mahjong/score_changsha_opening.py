@@ -28,8 +28,6 @@ from games.engine import BadInput
 from games.mahjong.score_changsha import changsha_options
 from games.mahjong.tiles import rank_of, suit_of
 
-MIDWAY_TYPES = ("midway_four", "midway_two_triplets")
-
 
 def changsha_opening_hu(counts: Sequence[int], options: Mapping[str, Any]) -> tuple[str, ...]:
     """The opening wins of a dealt hand (13 tiles, or 14 for the dealer), in the order of
