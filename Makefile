@@ -9,27 +9,80 @@ PROTOS := $(wildcard protos/paiju/v1/*.proto)
 STAMP := $(VENV)/.installed
 PROTO_STAMP := paiju/v1/__init__.py
 
-.PHONY: setup protos run test lint bench chaos clean help $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
-	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES))
+.PHONY: setup protos run test lint bench chaos clean help lock tools validate deploy check-base-image \
+	pin-base-image $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
+	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES)) $(addprefix changed-,$(SERVICES)) \
+	$(addprefix tests-of-,$(SERVICES))
 
 BENCH_ARGS ?=
-# container images: <registry>/paiju-<svc>:<tag>, the tag being the commit by default
+# container images: <registry>/paiju-<svc>:<tag>, the tag being the commit by default. A tag
+# is never pushed twice (push-<svc>); deployments name images by digest (make deploy).
 IMAGE_REGISTRY ?= paiju
 IMAGE_TAG ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo local)
 IMAGE = $(IMAGE_REGISTRY)/paiju-$*:$(IMAGE_TAG)
+# the base image by digest (deploy/docker/base-image.txt: its one line that is not a comment)
+BASE_IMAGE := $(shell grep -v '^[[:space:]]*\#' deploy/docker/base-image.txt | grep -m1 .)
+PLACEHOLDER_DIGEST := sha256:0000000000000000000000000000000000000000000000000000000000000000
+# file dates inside the image: the commit's time, so two builds of a commit get equal layers
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# validation tools (make tools): their own virtualenv and npm prefix, inside .venv
+TOOLS := $(VENV)/tools
+# make deploy ENV=dev|test|prod [IMAGES="lobby=<ref>@sha256:... ..."] [DRY_RUN=1]
+ENV ?=
+IMAGES ?=
+DRY_RUN ?=
 
 help:
 	@echo "make run    - set up everything, start NATS, the four services and robot tables"
 	@echo "make test   - set up everything and run the whole test suite"
 	@echo "make lint | bench | protos | setup | test-<svc> | build-<svc> | clean"
 	@echo "make image-<svc> | push-<svc> [IMAGE_REGISTRY=... IMAGE_TAG=...] - container image"
+	@echo "make deploy ENV=dev|test|prod [IMAGES=...] - migrate, then roll out images by digest"
+	@echo "make lock | tools | validate | changed-<svc> BASE=<commit> | tests-of-<svc>"
 
-# The virtualenv and dependencies: redone only when pyproject.toml changes.
-$(STAMP): pyproject.toml
+# The virtualenv and dependencies, from the lock file with hashes (requirements/dev.txt:
+# every package and version pinned, each download checked), then the project itself
+# (editable, no dependencies). Redone when the lock or pyproject.toml changes.
+$(STAMP): pyproject.toml requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
+	$(PIP) install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# The lock files, from pyproject.toml and requirements/*.in (uv, from the tools virtualenv):
+# runtime (what the images run), dev (runtime + tests and tools of the virtualenv, same
+# versions), build (protoc for the image build stage), tools (validation of deploy/).
+# Versions already locked are kept; `make lock UPGRADE=--upgrade` moves them all.
+UV_COMPILE = $(TOOLS)/venv/bin/uv pip compile --universal --python-version 3.11 \
+	--generate-hashes --no-header --quiet $(UPGRADE)
+lock: $(TOOLS)/venv/.installed
+	$(UV_COMPILE) pyproject.toml -o requirements/runtime.txt
+	$(UV_COMPILE) pyproject.toml --extra dev -c requirements/runtime.txt -o requirements/dev.txt
+	$(UV_COMPILE) requirements/build.in -c requirements/dev.txt -o requirements/build.txt
+	$(UV_COMPILE) requirements/tools.in -o requirements/tools.txt
+
+# Validation tools for deploy/ (tests/unit/deploy/test_deploy_lint.py): checkov, hadolint
+# and uv from PyPI (hashes), the Groovy parser shipped in npm-groovy-lint (package-lock.json),
+# run with the machine's Java. promtool is Debian's prometheus package (.ci/run installs it).
+# A tool that cannot be installed makes its test skip with the reason; never a failure here.
+$(TOOLS)/venv/.installed: requirements/tools.txt
+	test -x $(TOOLS)/venv/bin/python || $(PYTHON) -m venv $(TOOLS)/venv
+	$(TOOLS)/venv/bin/pip install --quiet --require-hashes -r requirements/tools.txt
+	touch $@
+
+$(TOOLS)/npm/.installed: deploy/tools/package.json deploy/tools/package-lock.json
+	mkdir -p $(TOOLS)/npm
+	cp deploy/tools/package.json deploy/tools/package-lock.json $(TOOLS)/npm/
+	cd $(TOOLS)/npm && npm ci --no-audit --no-fund --silent
+	touch $@
+
+tools:
+	-$(MAKE) --no-print-directory $(TOOLS)/venv/.installed
+	-command -v npm >/dev/null && $(MAKE) --no-print-directory $(TOOLS)/npm/.installed
+
+# The deploy/ checks alone (they are part of `make test` too).
+validate: setup
+	$(PY) -m pytest -q tests/unit/deploy
 
 # Generated protocol code: redone only when a .proto or the generator changes.
 $(PROTO_STAMP): $(PROTOS) scripts/gen_protos.sh $(STAMP)
@@ -59,8 +112,20 @@ chaos: setup
 	$(PY) -m bench.bench_chaos --require-postgres $(BENCH_ARGS)
 
 # static pattern rules: plain pattern rules are never searched for .PHONY targets
+# test-<svc>: every test file that imports a module the service's image ships (directly or
+# through test helpers; table and arbiter ship the engines in games/): deploy/inputs.py.
 $(addprefix test-,$(SERVICES)): test-%: setup
-	$(PY) -m pytest -q $(wildcard tests/service/test_$**.py) $(wildcard tests/unit/services/test_$**.py)
+	$(PY) deploy/inputs.py tests $* > $(VENV)/tests-$*.txt
+	@echo "$$(wc -l < $(VENV)/tests-$*.txt) test files cover the $* image"
+	$(PY) -m pytest -q $$(cat $(VENV)/tests-$*.txt)
+
+$(addprefix tests-of-,$(SERVICES)): tests-of-%:
+	@$(PYTHON) deploy/inputs.py tests $*
+
+# changed-<svc> BASE=<commit>: succeeds when a file changed since BASE is an input of the
+# service's image or of its pipeline (no BASE: a first build, it succeeds).
+$(addprefix changed-,$(SERVICES)): changed-%:
+	@$(PYTHON) deploy/inputs.py changed $* "$(BASE)"
 
 $(addprefix build-,$(SERVICES)): build-%: setup
 	$(VENV)/bin/ruff check services/$* services/common
@@ -69,12 +134,53 @@ $(addprefix build-,$(SERVICES)): build-%: setup
 	$(PIP) wheel --quiet --no-deps -w dist/$* .
 	@echo "built dist/$*/ (image: make image-$*)"
 
-# push-<svc> expects a registry login (Jenkins does it with its credential)
-$(addprefix image-,$(SERVICES)): image-%:
-	docker build -f deploy/docker/Dockerfile --build-arg SERVICE=$* -t $(IMAGE) .
+# The base image must be pinned by a real digest, the same in base-image.txt and in the
+# Dockerfile's ARG default (deploy/docker/base-image.txt says how to pin it).
+check-base-image:
+	@case "$(BASE_IMAGE)" in \
+	  *@$(PLACEHOLDER_DIGEST)) echo "deploy/docker/base-image.txt: the base image digest is the placeholder; pin it: make pin-base-image (needs Docker and Docker Hub)" >&2; exit 1 ;; \
+	  *@sha256:????????????????????????????????????????????????????????????????) ;; \
+	  *) echo "deploy/docker/base-image.txt: '$(BASE_IMAGE)' is not an image by sha256 digest" >&2; exit 1 ;; \
+	esac
+	@grep -qxF 'ARG BASE_IMAGE=$(BASE_IMAGE)' deploy/docker/Dockerfile || \
+	  { echo "deploy/docker/Dockerfile: ARG BASE_IMAGE differs from deploy/docker/base-image.txt" >&2; exit 1; }
 
+pin-base-image:
+	docker pull docker.io/library/python:3.11-slim
+	@ref=$$(docker image inspect --format '{{index .RepoDigests 0}}' docker.io/library/python:3.11-slim) && \
+	  ref="docker.io/library/python:3.11-slim@$${ref#*@}" && \
+	  sed -i "s|^docker.io/library/python:3.11-slim@sha256:.*|$$ref|" deploy/docker/base-image.txt && \
+	  sed -i "s|^ARG BASE_IMAGE=.*|ARG BASE_IMAGE=$$ref|" deploy/docker/Dockerfile && echo "pinned $$ref"
+
+# image-<svc>: BuildKit, file dates from the commit (rewrite-timestamp), the inputs' digest as
+# a label (deploy/inputs.py digest: base image, lock files, the service's sources).
+$(addprefix image-,$(SERVICES)): image-%: check-base-image
+	mkdir -p dist/$*
+	docker buildx build -f deploy/docker/Dockerfile --build-arg SERVICE=$* \
+	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+	  --label org.opencontainers.image.revision=$$(git rev-parse HEAD) \
+	  --label org.paiju.inputs=$$($(PYTHON) deploy/inputs.py digest $*) \
+	  --output type=docker,name=$(IMAGE),rewrite-timestamp=true --iidfile dist/$*/image-id .
+
+# push-<svc> expects a registry login (Jenkins does it with its credential). Tags are
+# immutable: a tag already in the registry is not pushed again (a re-run of a build keeps
+# what was pushed, and tested, first). The digest is recorded in dist/<svc>/image.txt as
+# <registry>/paiju-<svc>@sha256:..., which make deploy reads.
 $(addprefix push-,$(SERVICES)): push-%:
-	docker push $(IMAGE)
+	mkdir -p dist/$*
+	@if docker buildx imagetools inspect $(IMAGE) >/dev/null 2>&1; then \
+	  echo "$(IMAGE) is already in the registry: tags are immutable, not pushed again"; \
+	else docker push $(IMAGE); fi
+	digest=$$(docker buildx imagetools inspect --format '{{.Manifest.Digest}}' $(IMAGE)) && \
+	  echo "$(IMAGE_REGISTRY)/paiju-$*@$$digest" > dist/$*/image.txt && cat dist/$*/image.txt
+
+# make deploy ENV=<env>: the migration Job, then the services, by digest (deploy/promote.py
+# writes build/release/<env>/ from the overlay and the digests: dist/<svc>/image.txt of this
+# build, IMAGES=..., or what the cluster runs now; nothing tracked is edited).
+deploy:
+	@test -n "$(ENV)" || { echo "make deploy ENV=dev|test|prod" >&2; exit 1; }
+	$(PYTHON) deploy/promote.py --env $(ENV) $(if $(DRY_RUN),--dry-run) \
+	  $(foreach i,$(IMAGES),--image $(i)) --from-dist dist
 
 clean:
 	rm -rf $(VENV) paiju/v1 dist build *.egg-info .pytest_cache .hypothesis var

