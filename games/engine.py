@@ -1,6 +1,7 @@
 """The contract every rule engine in ``games/`` follows.
 
-A game variant is a module with ``new_hand(options, seed, dealer) -> State``; a ``State`` is a
+A game variant is a module with ``new_hand(options, seed, dealer) -> State``, listed once in
+:mod:`games.registry` (a ``GameSpec``: engine, options, bots, timers); a ``State`` is a
 deterministic state machine in the spirit of OpenSpiel and PokerKit:
 
 * ``to_act()`` - the seats that must act now (several during a response window or a
@@ -262,14 +263,3 @@ class State(Protocol):
     def record_response(self, seat: int, action: Action) -> list[Event]: ...
 
     def resolve_window(self, decision: Decision) -> list[Event]: ...
-
-
-class Variant(Protocol):
-    """A game module (``games.mahjong.xuezhan``, ``games.mahjong.changsha``, ``games.dadun``)."""
-
-    NAME: str
-    DEFAULT_OPTIONS: Mapping[str, Any]
-
-    def new_hand(self, options: Mapping[str, Any], seed: int, dealer: int) -> State: ...
-
-    def deserialize(self, text: str) -> State: ...

@@ -9,6 +9,7 @@ from typing import Any
 
 from games.mahjong import SUITS, tile_name
 from games.mahjong.flow_base import HandCore
+from games.mahjong.meld import Meld
 
 
 class ViewMixin(HandCore):
@@ -63,7 +64,7 @@ class ViewMixin(HandCore):
             return [seat] if seat in acting else []
         return list(acting)
 
-    def _meld_view(self, meld: Any, own: bool) -> dict[str, Any]:
+    def _meld_view(self, meld: Meld, own: bool) -> dict[str, Any]:
         hidden = meld.concealed and meld.kind == "angang" and not own
         tiles = "" if hidden else "".join(tile_name(t)[0] for t in meld.tiles) + \
             SUITS[meld.tiles[0] // 9]
