@@ -24,11 +24,11 @@ from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common.geo import blur, has_position
 from services.common.tasks import cancel_and_wait
+from services.table import checks, views
 from services.table import logrec as lr
 from services.table import metrics as m
-from services.table import views
 from services.table.codec import FrameError, action_from_frame, rule_error_code
-from services.table.room import Room, RoomError, password_hash
+from services.table.room import Room, RoomError
 from services.table.stream import Position, RoomStream
 from services.table.views import Effects
 
@@ -214,7 +214,7 @@ class RoomActor:
             what = frame.WhichOneof("payload")
             if what == "join_room":
                 return await self._join(cmd)
-            seat = room.require_seat(cmd.user_id)
+            seat = checks.require_seat(room, cmd.user_id)
             handler = getattr(self, f"_c_{what}", None)
             if handler is not None:
                 return await handler(seat, frame)
@@ -224,7 +224,7 @@ class RoomActor:
 
     async def _lobby_command(self, cmd: table_pb2.TableCommand) -> Reply:
         room = self.room
-        seat = room.require_seat(cmd.user_id)
+        seat = checks.require_seat(room, cmd.user_id)
         s = room.seats[seat]
         assert s is not None
         session, at = cmd.session_id, cmd.login_at
@@ -266,14 +266,14 @@ class RoomActor:
         return Reply(frames_=views.snapshot(room, seat, self.seconds_left()))
 
     def _check_password(self, cmd: table_pb2.TableCommand) -> int:
-        """``room.check_join``, with wrong VIP passwords limited per user (brute force)."""
+        """``checks.check_join``, with wrong VIP passwords limited per user (brute force)."""
         uid, now = cmd.user_id, time.monotonic()
         wrong, locks, until = self.guesses.get(uid, (0, 0, 0.0))
         if until > now:
             raise RoomError(common_pb2.ERR_RATE_LIMITED, "too many wrong passwords: try again "
                             f"in {math.ceil(until - now)} s")
         try:
-            seat = self.room.check_join(uid, cmd.frame.join_room.password)
+            seat = checks.check_join(self.room, uid, cmd.frame.join_room.password)
         except RoomError as err:
             if err.code != common_pb2.ERR_BAD_PASSWORD:
                 raise
@@ -371,7 +371,7 @@ class RoomActor:
     async def _dismiss_check(self, timed_out: bool) -> None:
         if self.room.dismiss is None:
             return
-        outcome = self.room.dismiss_outcome(timed_out)
+        outcome = checks.dismiss_outcome(self.room, timed_out)
         if outcome is not None:
             self.dismiss_deadline = None
             await self.record(lr.DismissResult(outcome))
@@ -441,7 +441,7 @@ class RoomActor:
         window, rules = room.pending_window(), room.arbitration_rules()
         if window is not None and rules is not None and resolve(window, rules).final:
             await self._resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
-        if room.can_start():
+        if checks.can_start(room):
             await self._start_hand()
         self._arm_ready_timeout()
         if room.in_hand():
@@ -593,6 +593,6 @@ def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,
     return lr.Create(
         room_id, game, options, dict(timers or {}), base_score=req.base_score or 1,
         total_hands=req.total_hands or 4, min_hands=req.min_hands,
-        password_hash=password_hash(room_id, req.password), entrust_cancels=entrust_cancels,
+        password_hash=checks.password_hash(room_id, req.password), entrust_cancels=entrust_cancels,
         creator_id=req.creator_id,
         play_desc=json.dumps(options, sort_keys=True) if options else game)

@@ -14,14 +14,14 @@ from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from services.table.wire import InfoSeats, details, seat, tiles
 
-ERROR_CODES = {"not_your_turn": common_pb2.DD_NOT_YOUR_TURN,
+ERROR_CODES: dict[str, int] = {"not_your_turn": common_pb2.DD_NOT_YOUR_TURN,
                "illegal_action": common_pb2.DD_ILLEGAL_PLAY,
                "stale_ref": common_pb2.DD_STALE_TOKEN,
                "card_not_in_hand": common_pb2.DD_CARD_NOT_IN_HAND,
                "bad_input": common_pb2.DD_BAD_INPUT,
                "hand_over": common_pb2.DD_HAND_OVER,
                "friend_card_rejected": common_pb2.DD_FRIEND_CARD_REJECTED}
-DEFAULT_ERROR = common_pb2.DD_ILLEGAL_PLAY
+DEFAULT_ERROR: int = common_pb2.DD_ILLEGAL_PLAY
 
 
 def action(frame: client_pb2.ClientFrame) -> Action | None:

@@ -14,13 +14,13 @@ from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from services.table.wire import InfoSeats, details, seat, tiles
 
-ERROR_CODES = {"not_your_turn": common_pb2.MJ_NOT_YOUR_TURN,
+ERROR_CODES: dict[str, int] = {"not_your_turn": common_pb2.MJ_NOT_YOUR_TURN,
                "illegal_action": common_pb2.MJ_ILLEGAL_ACTION,
                "stale_ref": common_pb2.MJ_STALE_WINDOW,
                "tile_not_in_hand": common_pb2.MJ_TILE_NOT_IN_HAND,
                "bad_input": common_pb2.MJ_BAD_INPUT,
                "hand_over": common_pb2.MJ_HAND_OVER}
-DEFAULT_ERROR = common_pb2.MJ_ILLEGAL_ACTION
+DEFAULT_ERROR: int = common_pb2.MJ_ILLEGAL_ACTION
 MELDS = ("chi", "peng", "zhigang", "angang", "bugang", "kaigang", "buzhang")
 
 

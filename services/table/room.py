@@ -10,27 +10,23 @@ state into frames is :mod:`services.table.views`.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from games.arbitration import Rules, Window
-from games.engine import Event, Payment, State
+from games.engine import Event, State
 from games.registry import TIMERS
 from paiju.v1 import common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common.geo import has_position
+from services.table import facts as ft
 from services.table import logrec as lr
 from services.table import variants
 
 # Room options the table keeps for itself (never passed to the engine).
 ROOM_OPTION_KEYS = (*TIMERS, "entrust_cancels")
-
-
-def password_hash(room_id: int, password: str) -> str:
-    return "" if not password else hashlib.sha256(f"{room_id}:{password}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,110 +80,6 @@ class RoomError(Exception):
         self.code = code
 
 
-# ---------------------------------------------------------------------- facts
-@dataclass(frozen=True, slots=True)
-class HandContext:
-    """Room facts the engine does not know, as its events' frames show them."""
-
-    room_id: int
-    hand_no: int
-    total_hands: int
-    base_score: int
-    user_ids: tuple[int, ...]
-    nicknames: tuple[str, ...]
-
-    def mapping(self) -> dict[str, Any]:
-        return {"room_id": self.room_id, "hand_no": self.hand_no,
-                "total_hands": self.total_hands, "base_score": self.base_score,
-                "user_ids": list(self.user_ids), "nicknames": list(self.nicknames)}
-
-
-@dataclass(frozen=True, slots=True)
-class HandEvent:
-    index: int            # within the hand
-    event: Event
-    ctx: HandContext
-
-
-@dataclass(frozen=True, slots=True)
-class Changed:
-    """The room's directory entry changed (membership, status, hand)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerChanged:
-    """``change``: join, leave, ready, unready, online, offline; ``players``: the seated
-    players at that moment (copies)."""
-
-    change: str
-    seat: int
-    user_id: int
-    players: tuple[tuple[int, Seat], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SeatMoved:
-    """A user's seat in the ``seats`` directory: a seat, or None when he left."""
-
-    user_id: int
-    seat: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class SatDown:
-    """A new player sat down (proximity alerts are due)."""
-
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Entrusted:
-    seat: int
-    on: bool
-    count: int            # the seat's cancels left
-
-
-@dataclass(frozen=True, slots=True)
-class DismissAsked:
-    seconds: int          # left of the vote
-
-
-@dataclass(frozen=True, slots=True)
-class DismissRefused:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class EngineEvents:
-    events: tuple[HandEvent, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class HandEnded:
-    hand_no: int
-    seed: int
-    dealer: int
-    next_dealer: int
-    deltas: tuple[int, ...]
-    payments: tuple[Payment, ...]
-    details: Mapping[str, Any]
-    user_ids: tuple[int, ...]
-    nicknames: tuple[str, ...]
-    events: tuple[HandEvent, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    reason: int           # NoticeDismiss.Reason
-    doc: str
-    totals: tuple[int, ...]
-    hands_played: int
-
-
-Fact = (Changed | PlayerChanged | SeatMoved | SatDown | Entrusted | DismissAsked
-        | DismissRefused | EngineEvents | HandEnded | Closed)
-
-
 class Room:
     def __init__(self, create: lr.Create, settings: RoomSettings = RoomSettings()) -> None:
         self.settings = settings
@@ -213,14 +105,14 @@ class Room:
         # the position each user first sat down with in this room: it stays his for the
         # room's life, even after leaving and joining again (probing from made-up places)
         self.positions: dict[int, tuple[float, float]] = {}
-        self.status = common_pb2.ROOM_WAITING
+        self.status: int = common_pb2.ROOM_WAITING
         self.hand_no = 0
         self.dealer = 0
         self.seed = 0
         self.state: State | None = None
         self.decision = 0              # bumps on every engine step except a window answer
         self.phase_decision = 0        # the decision at which the current phase began
-        self.hand_events: list[HandEvent] = []
+        self.hand_events: list[ft.HandEvent] = []
         self.history: list[list[int]] = []
         self.dismiss: Dismiss | None = None
         self.dismiss_until = 0.0       # wall-clock end of the open vote (from its record)
@@ -291,70 +183,25 @@ class Room:
     def observation(self, seat: int) -> dict[str, Any] | None:
         return self.state.observation(seat) if self.state is not None else None
 
-    def hand_context(self) -> HandContext:
-        return HandContext(self.room_id, self.hand_no, self.total_hands, self.base_score,
+    def hand_context(self) -> ft.HandContext:
+        return ft.HandContext(self.room_id, self.hand_no, self.total_hands, self.base_score,
                            tuple(s.user_id if s else 0 for s in self.seats),
                            tuple(s.nickname if s else "" for s in self.seats))
 
-    # ------------------------------------------------------------------ checks (no mutation)
-    def check_join(self, user_id: int, password: str) -> int:
-        """The seat a join takes (the current one for a rejoin); RoomError if refused."""
-        if self.closed:
-            raise RoomError(common_pb2.ERR_NO_SUCH_ROOM, f"room {self.room_id} is closed")
-        seat = self.seat_of(user_id)
-        if seat is not None:
-            return seat
-        if self.password and password_hash(self.room_id, password) != self.password:
-            raise RoomError(common_pb2.ERR_BAD_PASSWORD, "wrong room password")
-        if self.status not in (common_pb2.ROOM_WAITING, common_pb2.ROOM_HAND_OVER):
-            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "the room is playing a hand")
-        for i, s in enumerate(self.seats):
-            if s is None:
-                return i
-        raise RoomError(common_pb2.ERR_ROOM_FULL, f"room {self.room_id} is full")
-
-    def require_seat(self, user_id: int) -> int:
-        seat = self.seat_of(user_id)
-        if seat is None:
-            raise RoomError(common_pb2.ERR_NOT_IN_ROOM, f"you are not in room {self.room_id}")
-        return seat
-
-    def can_start(self) -> bool:
-        return (not self.closed and self.dismiss is None and not self.in_hand()
-                and self.hand_no < self.total_hands
-                and all(s is not None and s.ready for s in self.seats))
-
-    def dismiss_outcome(self, timed_out: bool = False) -> bool | None:
-        """True: dismissed (a strict majority agrees; at the countdown's end silent players
-        count as agreeing); False: refused (a majority can no longer be reached); None: open."""
-        assert self.dismiss is not None
-        n = len(self.seated())
-        need = n // 2 + 1
-        votes = self.dismiss.votes
-        agree = sum(1 for v in votes.values() if v)
-        refuse = sum(1 for v in votes.values() if not v)
-        if timed_out:
-            agree += n - len(votes)
-        if agree >= need:
-            return True
-        if n - refuse < need or timed_out:
-            return False
-        return None
-
     # ------------------------------------------------------------------ the fold
-    def apply(self, rec: lr.Record) -> list[Fact]:
+    def apply(self, rec: lr.Record) -> list[ft.Fact]:
         """Fold one record; what it caused, in order."""
-        out: list[Fact] = []
+        out: list[ft.Fact] = []
         _FOLD[type(rec)](self, rec, out)
         return out
 
-    def _create(self, rec: lr.Create, out: list[Fact]) -> None:
-        out.append(Changed())
+    def _create(self, rec: lr.Create, out: list[ft.Fact]) -> None:
+        out.append(ft.Changed())
 
-    def _owner(self, rec: lr.Owner, out: list[Fact]) -> None:
+    def _owner(self, rec: lr.Owner, out: list[ft.Fact]) -> None:
         """A table took the room over (adoption, restart, hand-over): nothing changes."""
 
-    def _join(self, rec: lr.Join, out: list[Fact]) -> None:
+    def _join(self, rec: lr.Join, out: list[ft.Fact]) -> None:
         seat, uid, profile = rec.seat, rec.user_id, rec.profile
         existing = self.seats[seat]
         if existing is not None and existing.user_id == uid:
@@ -369,24 +216,24 @@ class Room:
                 self.positions.setdefault(uid, (profile.lat, profile.lng))
             self.seats[seat] = Seat(uid, profile, self.entrust_cancels)
             self._player_changed("join", seat, out)
-            out.append(SatDown(seat))
+            out.append(ft.SatDown(seat))
         self._set_session(seat, rec.session, rec.at)
-        out += [SeatMoved(uid, seat), Changed()]
+        out += [ft.SeatMoved(uid, seat), ft.Changed()]
 
-    def _leave(self, rec: lr.Leave, out: list[Fact]) -> None:
+    def _leave(self, rec: lr.Leave, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         self._player_changed("leave", rec.seat, out)
         self.seats[rec.seat] = None
-        out += [SeatMoved(s.user_id, None), Changed()]
+        out += [ft.SeatMoved(s.user_id, None), ft.Changed()]
 
-    def _ready(self, rec: lr.Ready, out: list[Fact]) -> None:
+    def _ready(self, rec: lr.Ready, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         s.ready = rec.ready
         self._player_changed("ready" if rec.ready else "unready", rec.seat, out)
 
-    def _online(self, rec: lr.Online, out: list[Fact]) -> None:
+    def _online(self, rec: lr.Online, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         self._set_session(rec.seat, rec.session, rec.at)
@@ -395,7 +242,7 @@ class Room:
         s.online = True
         if s.entrusted and s.entrust_offline:
             s.entrusted = s.entrust_offline = False
-            out.append(Entrusted(rec.seat, False, s.cancels_left))
+            out.append(ft.Entrusted(rec.seat, False, s.cancels_left))
         self._player_changed("online", rec.seat, out)
 
     def _set_session(self, seat: int, session: str, at: float) -> None:
@@ -408,31 +255,31 @@ class Room:
         elif self.session_is_current(seat, session, at):
             s.session, s.session_at = session, max(at, s.session_at)
 
-    def _offline(self, rec: lr.Offline, out: list[Fact]) -> None:
+    def _offline(self, rec: lr.Offline, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         s.online = False
         self._player_changed("offline", rec.seat, out)
         if self.in_hand() and not s.entrusted:
             s.entrusted = s.entrust_offline = True
-            out.append(Entrusted(rec.seat, True, s.cancels_left))
+            out.append(ft.Entrusted(rec.seat, True, s.cancels_left))
 
-    def _entrust(self, rec: lr.Entrust, out: list[Fact]) -> None:
+    def _entrust(self, rec: lr.Entrust, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         if not s.entrusted:
             s.entrusted = True
             s.entrust_offline = rec.reason == "offline"
-            out.append(Entrusted(rec.seat, True, s.cancels_left))
+            out.append(ft.Entrusted(rec.seat, True, s.cancels_left))
 
-    def _cancel_entrust(self, rec: lr.CancelEntrust, out: list[Fact]) -> None:
+    def _cancel_entrust(self, rec: lr.CancelEntrust, out: list[ft.Fact]) -> None:
         s = self.seats[rec.seat]
         assert s is not None
         s.entrusted = s.entrust_offline = False
         s.cancels_left -= 1
-        out.append(Entrusted(rec.seat, False, s.cancels_left))
+        out.append(ft.Entrusted(rec.seat, False, s.cancels_left))
 
-    def _start(self, rec: lr.Start, out: list[Fact]) -> None:
+    def _start(self, rec: lr.Start, out: list[ft.Fact]) -> None:
         self.hand_no, self.seed, self.dealer = rec.hand_no, rec.seed, rec.dealer
         self.state = self.spec.new_hand(self.engine_options, self.seed, self.dealer)
         self.status = self._current_status()
@@ -441,10 +288,10 @@ class Room:
         self.phase_decision = self.decision
         for _, s in self.seated():
             s.ready = False
-        out.append(Changed())
+        out.append(ft.Changed())
         self._events(self.state.deal_events(), out)
 
-    def _act(self, rec: lr.Act, out: list[Fact]) -> None:
+    def _act(self, rec: lr.Act, out: list[ft.Fact]) -> None:
         assert self.state is not None
         if rec.response:
             events = self.state.record_response(rec.seat, rec.action)
@@ -455,7 +302,7 @@ class Room:
         self._events(events, out)
         self._after_step(out)
 
-    def _resolve(self, rec: lr.Resolve, out: list[Fact]) -> None:
+    def _resolve(self, rec: lr.Resolve, out: list[ft.Fact]) -> None:
         assert self.state is not None
         phase = self.phase()
         events = self.state.resolve_window(rec.decision)
@@ -463,42 +310,42 @@ class Room:
         self._events(events, out)
         self._after_step(out)
 
-    def _dismiss_apply(self, rec: lr.DismissApply, out: list[Fact]) -> None:
+    def _dismiss_apply(self, rec: lr.DismissApply, out: list[ft.Fact]) -> None:
         self.dismiss = Dismiss(rec.seat, {rec.seat: True})
         self.dismiss_until = rec.until
         self.status = common_pb2.ROOM_DISMISSING
-        out.append(DismissAsked(rec.seconds))
+        out.append(ft.DismissAsked(rec.seconds))
 
-    def _dismiss_vote(self, rec: lr.DismissVote, out: list[Fact]) -> None:
+    def _dismiss_vote(self, rec: lr.DismissVote, out: list[ft.Fact]) -> None:
         assert self.dismiss is not None
         self.dismiss.votes[rec.seat] = rec.agree
-        out.append(DismissAsked(rec.seconds))
+        out.append(ft.DismissAsked(rec.seconds))
 
-    def _dismiss_result(self, rec: lr.DismissResult, out: list[Fact]) -> None:
+    def _dismiss_result(self, rec: lr.DismissResult, out: list[ft.Fact]) -> None:
         assert self.dismiss is not None
         self.dismiss = None
         self.status = self._current_status()
         if rec.agreed:
             self._close(lm.NoticeDismiss.PLAYER_VOTE, "the players voted to dismiss the room", out)
         else:
-            out.append(DismissRefused())
+            out.append(ft.DismissRefused())
 
-    def _close_rec(self, rec: lr.Close, out: list[Fact]) -> None:
+    def _close_rec(self, rec: lr.Close, out: list[ft.Fact]) -> None:
         self._close(rec.reason, rec.doc, out)
 
     # ------------------------------------------------------------------ helpers
-    def _player_changed(self, change: str, seat: int, out: list[Fact]) -> None:
+    def _player_changed(self, change: str, seat: int, out: list[ft.Fact]) -> None:
         s = self.seats[seat]
         assert s is not None
         players = tuple((i, dataclasses.replace(x)) for i, x in self.seated())
-        out.append(PlayerChanged(change, seat, s.user_id, players))
+        out.append(ft.PlayerChanged(change, seat, s.user_id, players))
 
-    def _events(self, events: list[Event], out: list[Fact]) -> None:
+    def _events(self, events: list[Event], out: list[ft.Fact]) -> None:
         ctx = self.hand_context()
         first = len(self.hand_events)
-        batch = tuple(HandEvent(first + k, e, ctx) for k, e in enumerate(events))
+        batch = tuple(ft.HandEvent(first + k, e, ctx) for k, e in enumerate(events))
         self.hand_events.extend(batch)
-        out.append(EngineEvents(batch))
+        out.append(ft.EngineEvents(batch))
 
     def _stepped(self, phase_before: str) -> None:
         self.decision += 1
@@ -513,14 +360,14 @@ class Room:
                     else common_pb2.ROOM_PLAYING)
         return common_pb2.ROOM_HAND_OVER if self.hand_no else common_pb2.ROOM_WAITING
 
-    def _after_step(self, out: list[Fact]) -> None:
+    def _after_step(self, out: list[ft.Fact]) -> None:
         assert self.state is not None
         if self.dismiss is None:
             self.status = self._current_status()
         if self.state.is_over():
             self._end_hand(out)
 
-    def _end_hand(self, out: list[Fact]) -> None:
+    def _end_hand(self, out: list[ft.Fact]) -> None:
         assert self.state is not None
         result = self.state.settlement()
         deltas = list(result.deltas)
@@ -536,27 +383,27 @@ class Room:
         if self.dismiss is None:
             self.status = common_pb2.ROOM_HAND_OVER
         ctx = self.hand_context()
-        out += [HandEnded(self.hand_no, self.seed, hand_dealer, self.dealer, tuple(deltas),
+        out += [ft.HandEnded(self.hand_no, self.seed, hand_dealer, self.dealer, tuple(deltas),
                           tuple(result.payments), result.details, ctx.user_ids, ctx.nicknames,
-                          tuple(self.hand_events)), Changed()]
+                          tuple(self.hand_events)), ft.Changed()]
         broke = [s for _, s in self.seated() if s.profile.coins + s.total < 0]
         if self.hand_no >= self.total_hands:
             self._close(lm.NoticeDismiss.ALL_HANDS_PLAYED, "all hands have been played", out)
         elif broke:
             self._close(lm.NoticeDismiss.NEGATIVE_COINS, f"{broke[0].nickname} has run out of coins", out)
 
-    def _close(self, reason: int, doc: str, out: list[Fact]) -> None:
+    def _close(self, reason: int, doc: str, out: list[ft.Fact]) -> None:
         if self.closed:
             return
         self.closed = True
         self.status = common_pb2.ROOM_FINISHED
-        out.append(Closed(reason, doc, tuple(s.total if s else 0 for s in self.seats),
+        out.append(ft.Closed(reason, doc, tuple(s.total if s else 0 for s in self.seats),
                           len(self.history)))
-        out += [SeatMoved(s.user_id, None) for _, s in self.seated()]
-        out.append(Changed())
+        out += [ft.SeatMoved(s.user_id, None) for _, s in self.seated()]
+        out.append(ft.Changed())
 
 
-_FOLD: dict[type, Callable[[Room, Any, list[Fact]], None]] = {
+_FOLD: dict[type, Callable[[Room, Any, list[ft.Fact]], None]] = {
     lr.Create: Room._create, lr.Owner: Room._owner, lr.Join: Room._join, lr.Leave: Room._leave,
     lr.Ready: Room._ready, lr.Online: Room._online, lr.Offline: Room._offline,
     lr.Entrust: Room._entrust, lr.CancelEntrust: Room._cancel_entrust, lr.Start: Room._start,

@@ -13,6 +13,7 @@ from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import facts as ft
 from services.table import geo, variants
 from services.table import logrec as lr
 from services.table import room as r
@@ -113,40 +114,40 @@ _CHANGES = {"join": lm.PlayerChange.JOIN, "leave": lm.PlayerChange.LEAVE,
             "online": lm.PlayerChange.ONLINE, "offline": lm.PlayerChange.OFFLINE}
 
 
-def effects(room: r.Room, facts: list[r.Fact], fx: Effects | None = None) -> Effects:
+def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Effects:
     """The frames, settlements and directory changes of the facts one record caused."""
     fx = fx if fx is not None else Effects()
     for fact in facts:
         match fact:
-            case r.Changed():
+            case ft.Changed():
                 fx.changed = True
-            case r.PlayerChanged(change, seat, user_id, players):
+            case ft.PlayerChanged(change, seat, user_id, players):
                 fx.public.append(frames.server_frame(lm.PlayerChange(
                     reason=_CHANGES[change], seat=seat, user_id=user_id,
                     players=[player_info(s, i) for i, s in players])))
-            case r.SeatMoved(user_id, seat):
+            case ft.SeatMoved(user_id, seat):
                 fx.seats[user_id] = seat
-            case r.SatDown(seat):
+            case ft.SatDown(seat):
                 fx.public += _alerts(room, seat)
-            case r.Entrusted(seat, on, count):
+            case ft.Entrusted(seat, on, count):
                 fx.public.append(frames.server_frame(
                     lm.InEntrust(seat=seat, count=count) if on else lm.CancelEntrustDone(seat=seat)))
-            case r.DismissAsked(seconds):
+            case ft.DismissAsked(seconds):
                 fx.public.append(query_dismiss(room, seconds))
-            case r.DismissRefused():
+            case ft.DismissRefused():
                 fx.public.append(frames.server_frame(lm.NoticeDismiss(
                     dismissed=False, reason=lm.NoticeDismiss.PLAYER_VOTE,
                     doc="the dismiss request was refused", room_id=room.room_id)))
-            case r.EngineEvents(events):
+            case ft.EngineEvents(events):
                 for e in events:
                     frame = _event_frame(room, e)
                     if e.event.to is None:
                         fx.public.append(frame)
                     elif e.ctx.user_ids[e.event.to]:
                         fx.private.append((e.ctx.user_ids[e.event.to], frame))
-            case r.HandEnded():
+            case ft.HandEnded():
                 fx.settle.append(hand_settlement(room, fact))
-            case r.Closed(reason, doc):
+            case ft.Closed(reason, doc):
                 fx.public.append(frames.server_frame(lm.NoticeDismiss(
                     dismissed=True, reason=reason, doc=doc, room_id=room.room_id)))
                 if room.hand_no > 0:
@@ -163,12 +164,12 @@ def _alerts(room: r.Room, seat: int) -> list[client_pb2.ServerFrame]:
             for a in geo.alerts(new, others, room.settings.geo_alert_meters)]
 
 
-def _event_frame(room: r.Room, e: r.HandEvent) -> client_pb2.ServerFrame:
+def _event_frame(room: r.Room, e: ft.HandEvent) -> client_pb2.ServerFrame:
     uid = f"{e.ctx.room_id}:{e.ctx.hand_no}:{e.index}"
     return event_frame(room.game, e.event, uid, e.ctx.mapping())
 
 
-def hand_settlement(room: r.Room, hand: r.HandEnded) -> dict[str, Any]:
+def hand_settlement(room: r.Room, hand: ft.HandEnded) -> dict[str, Any]:
     """The settlement message of a hand (records stores it; its events are the replay)."""
     events = []
     for e in hand.events:
@@ -188,7 +189,7 @@ def hand_settlement(room: r.Room, hand: r.HandEnded) -> dict[str, Any]:
     }
 
 
-def final_settlement(room: r.Room, closed: r.Closed) -> dict[str, Any]:
+def final_settlement(room: r.Room, closed: ft.Closed) -> dict[str, Any]:
     """The room's last settlement message: every seat's total."""
     return {
         "room_id": room.room_id, "hand_no": 0, "final": True, "game": room.game,

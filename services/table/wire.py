@@ -33,8 +33,13 @@ class InfoSeats:
 class GameCodec(Protocol):
     """What a game's codec module offers the table (services/table/codec_<family>.py)."""
 
-    ERROR_CODES: Mapping[str, int]   # engine RuleError.code -> the game's ErrorCode
-    DEFAULT_ERROR: int               # the code of any other rule error
+    @property
+    def ERROR_CODES(self) -> Mapping[str, int]:  # noqa: N802 (a module constant)
+        """Engine ``RuleError.code`` -> the game's ErrorCode."""
+
+    @property
+    def DEFAULT_ERROR(self) -> int:  # noqa: N802
+        """The code of any other rule error."""
 
     def action(self, frame: client_pb2.ClientFrame) -> Action | None:
         """The engine action a client frame asks for; None if it is no action of this game."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from games.arbitration import resolve
 from paiju.v1 import common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import checks
+from services.table import facts as ft
 from services.table import logrec as lr
 from services.table import room as r
 from services.table.room import Room
@@ -29,7 +31,7 @@ class Log:
         self.room = Room(first, settings or r.RoomSettings())
         self.add(first)
 
-    def add(self, rec: lr.Record) -> list[r.Fact]:
+    def add(self, rec: lr.Record) -> list[ft.Fact]:
         rec = lr.stamp(rec, len(self.records))
         self.records.append(rec)
         return self.room.apply(rec)
@@ -42,15 +44,22 @@ def seated(game: str = "xuezhan", total_hands: int = 1) -> Log:
     return log
 
 
-def play_hand(log: Log) -> list[r.Fact]:
+def play_hand(log: Log) -> list[ft.Fact]:
     """Ready every seat, start, and let the greedy bot play every seat to the hand's end
     (window answers recorded, then resolved, as the actor does)."""
     room = log.room
-    facts: list[r.Fact] = []
+    facts: list[ft.Fact] = []
     for seat in range(4):
         facts += log.add(lr.Ready(seat, True))
-    assert room.can_start()
+    assert checks.can_start(room)
     facts += log.add(lr.Start(room.hand_no + 1, 20261202, room.dealer))
+    return facts + play_rest(log)
+
+
+def play_rest(log: Log) -> list[ft.Fact]:
+    """The rest of a started hand, the greedy bot playing every seat (facts of every record)."""
+    room = log.room
+    facts: list[ft.Fact] = []
     for _ in range(3000):
         if not room.in_hand():
             return facts
@@ -83,9 +92,9 @@ def test_a_join_seats_the_player_and_says_so() -> None:
     assert seat is not None and seat.user_id == 11 and seat.session == "s-1"
     assert log.room.positions == {11: CHENGDU}
     change = facts[0]
-    assert isinstance(change, r.PlayerChanged) and change.change == "join"
+    assert isinstance(change, ft.PlayerChanged) and change.change == "join"
     assert [i for i, _ in change.players] == [2]
-    assert facts[1:] == [r.SatDown(2), r.SeatMoved(11, 2), r.Changed()]
+    assert facts[1:] == [ft.SatDown(2), ft.SeatMoved(11, 2), ft.Changed()]
 
 
 def test_a_rejoin_keeps_the_first_position_and_is_no_new_player() -> None:
@@ -94,16 +103,16 @@ def test_a_rejoin_keeps_the_first_position_and_is_no_new_player() -> None:
     facts = log.add(lr.Join(0, 11, lr.Profile(nickname="again", lat=1.0, lng=2.0)))
     seat = log.room.seats[0]
     assert seat is not None and (seat.lat, seat.lng) == CHENGDU and seat.nickname == "again"
-    assert facts == [r.SeatMoved(11, 0), r.Changed()]
+    assert facts == [ft.SeatMoved(11, 0), ft.Changed()]
 
 
 def test_a_leave_reports_the_players_as_they_were() -> None:
     log = seated()
     facts = log.add(lr.Leave(1))
     change = facts[0]
-    assert isinstance(change, r.PlayerChanged) and change.change == "leave"
+    assert isinstance(change, ft.PlayerChanged) and change.change == "leave"
     assert [i for i, _ in change.players] == [0, 1, 2, 3]
-    assert log.room.seats[1] is None and facts[1:] == [r.SeatMoved(12, None), r.Changed()]
+    assert log.room.seats[1] is None and facts[1:] == [ft.SeatMoved(12, None), ft.Changed()]
 
 
 def test_going_offline_in_a_hand_entrusts_the_seat_after_reporting_it() -> None:
@@ -113,15 +122,15 @@ def test_going_offline_in_a_hand_entrusts_the_seat_after_reporting_it() -> None:
     log.add(lr.Start(1, 7, 0))
     facts = log.add(lr.Offline(2))
     change, entrusted = facts
-    assert isinstance(change, r.PlayerChanged) and change.change == "offline"
+    assert isinstance(change, ft.PlayerChanged) and change.change == "offline"
     snap = dict(change.players)[2]
     assert not snap.online and not snap.entrusted       # the moment of the change
-    assert entrusted == r.Entrusted(2, True, 3)
+    assert entrusted == ft.Entrusted(2, True, 3)
     seat = log.room.seats[2]
     assert seat is not None and seat.entrusted and seat.entrust_offline
     facts = log.add(lr.Online(2, "s-9", 5.0))           # back: entrust for being away ends
-    assert facts[0] == r.Entrusted(2, False, 3)
-    assert isinstance(facts[1], r.PlayerChanged) and facts[1].change == "online"
+    assert facts[0] == ft.Entrusted(2, False, 3)
+    assert isinstance(facts[1], ft.PlayerChanged) and facts[1].change == "online"
 
 
 def test_a_later_session_replaces_the_recorded_one_an_older_does_not() -> None:
@@ -136,7 +145,7 @@ def test_a_later_session_replaces_the_recorded_one_an_older_does_not() -> None:
 def test_cancel_entrust_uses_up_a_cancel() -> None:
     log = seated()
     log.add(lr.Entrust(1, "exit"))
-    assert log.add(lr.CancelEntrust(1)) == [r.Entrusted(1, False, 2)]
+    assert log.add(lr.CancelEntrust(1)) == [ft.Entrusted(1, False, 2)]
     seat = log.room.seats[1]
     assert seat is not None and not seat.entrusted and seat.cancels_left == 2
 
@@ -145,27 +154,27 @@ def test_a_hand_is_dealt_played_settled_and_the_last_one_closes_the_room() -> No
     log = seated("xuezhan", total_hands=1)
     facts = play_hand(log)
     room = log.room
-    dealt = next(f for f in facts if isinstance(f, r.EngineEvents))
+    dealt = next(f for f in facts if isinstance(f, ft.EngineEvents))
     assert any(e.event.kind == "deal" for e in dealt.events)
-    ended = [f for f in facts if isinstance(f, r.HandEnded)]
+    ended = [f for f in facts if isinstance(f, ft.HandEnded)]
     assert len(ended) == 1 and ended[0].hand_no == 1 and sum(ended[0].deltas) == 0
     assert [s.total for _, s in room.seated()] == list(ended[0].deltas)
     assert ended[0].events == tuple(room.hand_events) and ended[0].user_ids == (11, 12, 13, 14)
-    closed = [f for f in facts if isinstance(f, r.Closed)]
-    assert closed == [r.Closed(lm.NoticeDismiss.ALL_HANDS_PLAYED, "all hands have been played",
+    closed = [f for f in facts if isinstance(f, ft.Closed)]
+    assert closed == [ft.Closed(lm.NoticeDismiss.ALL_HANDS_PLAYED, "all hands have been played",
                                ended[0].deltas, 1)]
     assert room.closed and room.status == common_pb2.ROOM_FINISHED
-    assert {f for f in facts if isinstance(f, r.SeatMoved)} == {
-        r.SeatMoved(uid, None) for uid in (11, 12, 13, 14)}
+    assert {f for f in facts if isinstance(f, ft.SeatMoved)} == {
+        ft.SeatMoved(uid, None) for uid in (11, 12, 13, 14)}
 
 
 def test_a_room_between_hands_waits_for_ready_with_the_next_dealer() -> None:
     log = seated("dadun", total_hands=2)
     facts = play_hand(log)
-    ended = next(f for f in facts if isinstance(f, r.HandEnded))
+    ended = next(f for f in facts if isinstance(f, ft.HandEnded))
     room = log.room
     assert room.status == common_pb2.ROOM_HAND_OVER and not room.closed
-    assert room.dealer == ended.next_dealer and not room.can_start()
+    assert room.dealer == ended.next_dealer and not checks.can_start(room)
     assert not any(s.ready for _, s in room.seated())
 
 
@@ -187,15 +196,15 @@ def test_folding_the_same_records_again_gives_the_same_room() -> None:
 
 def test_a_dismiss_vote_closes_the_room_when_the_majority_agrees() -> None:
     log = seated()
-    assert log.add(lr.DismissApply(1, 60, 1e9)) == [r.DismissAsked(60)]
+    assert log.add(lr.DismissApply(1, 60, 1e9)) == [ft.DismissAsked(60)]
     room = log.room
     assert room.status == common_pb2.ROOM_DISMISSING and room.dismiss_until == 1e9
     log.add(lr.DismissVote(2, True, 50))
-    assert room.dismiss_outcome() is None
+    assert checks.dismiss_outcome(room) is None
     log.add(lr.DismissVote(3, True, 40))
-    assert room.dismiss_outcome() is True
+    assert checks.dismiss_outcome(room) is True
     facts = log.add(lr.DismissResult(True))
-    assert facts[0] == r.Closed(lm.NoticeDismiss.PLAYER_VOTE,
+    assert facts[0] == ft.Closed(lm.NoticeDismiss.PLAYER_VOTE,
                                 "the players voted to dismiss the room", (0, 0, 0, 0), 0)
     assert room.closed and room.dismiss is None
 
@@ -205,8 +214,8 @@ def test_a_refused_dismiss_vote_reopens_the_room() -> None:
     log.add(lr.DismissApply(0, 60, 1e9))
     log.add(lr.DismissVote(1, False, 50))
     log.add(lr.DismissVote(2, False, 40))
-    assert log.room.dismiss_outcome() is False
-    assert log.add(lr.DismissResult(False)) == [r.DismissRefused()]
+    assert checks.dismiss_outcome(log.room) is False
+    assert log.add(lr.DismissResult(False)) == [ft.DismissRefused()]
     assert log.room.status == common_pb2.ROOM_WAITING and not log.room.closed
 
 

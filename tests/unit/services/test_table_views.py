@@ -16,8 +16,8 @@ from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import geo, variants, views
 from services.table import logrec as lr
-from services.table.room import Fact, Room, RoomSettings
-from tests.unit.services.test_table_fold import Log, create, profile, seated
+from services.table.room import Room, RoomSettings
+from tests.unit.services.test_table_fold import Log, create, play_rest, profile, seated
 
 CHENGDU = (30.6598, 104.0633)
 NEXT_DOOR = (30.6601, 104.0633)      # about 33 m north
@@ -83,7 +83,7 @@ def test_a_hand_sends_private_hands_prompts_nothing_else_and_settles_with_its_re
     assert all(len(h.tiles) >= 13 for _, h in hands)
     deal = next(f for f in fx.public if f.WhichOneof("payload") == "mj_deal")
     assert deal.event_uid == "12345678:1:0" and deal.mj_deal.hand_no == 1
-    rest = views.effects(room, play_hand_from_here(log))
+    rest = views.effects(room, play_rest(log))
     assert len(rest.settle) == 2 and rest.closed
     hand, final = rest.settle
     assert (hand["final"], hand["hand_no"], hand["seed"], hand["dealer"]) == (False, 1, 99, 0)
@@ -95,23 +95,6 @@ def test_a_hand_sends_private_hands_prompts_nothing_else_and_settles_with_its_re
     assert kinds(rest.public)[-1] == "notice_dismiss"
     assert rest.public[-1].notice_dismiss.reason == lm.NoticeDismiss.ALL_HANDS_PLAYED
     assert rest.seats == {11: None, 12: None, 13: None, 14: None}
-
-
-def play_hand_from_here(log: Log) -> list[Fact]:
-    """The rest of a started hand, played by the greedy bot (facts of every record)."""
-    from games.arbitration import resolve
-
-    room, facts = log.room, list[Fact]()
-    while room.in_hand():
-        assert room.state is not None
-        seat = room.to_act()[0]
-        response = room.is_response(seat)
-        facts += log.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "entrust",
-                                response))
-        window, rules = room.pending_window(), room.arbitration_rules()
-        if response and window is not None and rules is not None and resolve(window, rules).final:
-            facts += log.add(lr.Resolve(resolve(window, rules)))
-    return facts
 
 
 @pytest.mark.parametrize("game, info", [("xuezhan", "mj_game_info"), ("dadun", "dd_game_info")])
