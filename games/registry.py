@@ -27,13 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from games.bots import dadun as dadun_bots
 from games.bots import mahjong as mahjong_bots
 from games.bots.view import PlayerView
 from games.dadun import game as dadun
-from games.dadun.options import normalize_options
 from games.engine import Action, State
 from games.fair import Seed
 from games.mahjong import changsha, xuezhan
@@ -87,33 +86,50 @@ class GameSpec:
         return self.phase_timers.get(phase, TURN)
 
 
+class _Engine(Protocol):
+    """A variant module (``games.mahjong.xuezhan``, ``games.mahjong.changsha``,
+    ``games.dadun.game``) as the registry reads it."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def DEFAULT_OPTIONS(self) -> Mapping[str, Any]: ...
+
+    def new_hand(self, options: Mapping[str, Any], seed: Seed, dealer: int) -> State: ...
+
+    def deserialize(self, text: str) -> State: ...
+
+    def parse_options(self, options: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class _Bots(Protocol):
+    """A policy module of :mod:`games.bots`."""
+
+    def greedy_policy(self, state: PlayerView, seat: int) -> Action: ...
+
+    def random_policy(self, state: PlayerView, seat: int, stream: Stream) -> Action: ...
+
+
+def _spec(engine: _Engine, bots: _Bots, title: str, game_type: int, family: str,
+          **timers: Any) -> GameSpec:
+    return GameSpec(engine.NAME, title, game_type, family, engine.new_hand,
+                    engine.deserialize, _frozen(engine.DEFAULT_OPTIONS), engine.parse_options,
+                    bots.greedy_policy, bots.random_policy, **timers)
+
+
 _MAHJONG_TIMERS = _frozen({"window": WINDOW})
 # XueZhan 换三张 and 定缺, Changsha 起手胡: every listed seat answers once, at the same time.
 _MAHJONG_SIMULTANEOUS = frozenset({"exchange", "void", "opening"})
 
 _SPECS = (
-    GameSpec(
-        name=xuezhan.NAME, title="XueZhan (血战到底)", game_type=1, family="mahjong",
-        new_hand=xuezhan.new_hand, deserialize=xuezhan.deserialize,
-        default_options=_frozen(xuezhan.DEFAULT_OPTIONS), parse_options=xuezhan.parse_options,
-        greedy_policy=mahjong_bots.greedy_policy, random_policy=mahjong_bots.random_policy,
-        phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS,
-    ),
-    GameSpec(
-        name=changsha.NAME, title="Changsha (长沙麻将)", game_type=2, family="mahjong",
-        new_hand=changsha.new_hand, deserialize=changsha.deserialize,
-        default_options=_frozen(changsha.DEFAULT_OPTIONS), parse_options=changsha.parse_options,
-        greedy_policy=mahjong_bots.greedy_policy, random_policy=mahjong_bots.random_policy,
-        phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS,
-    ),
-    GameSpec(
-        name=dadun.NAME, title="Dadun (崇仁打盾)", game_type=3, family="dadun",
-        new_hand=dadun.new_hand, deserialize=dadun.deserialize,
-        default_options=_frozen(dadun.DEFAULT_OPTIONS), parse_options=normalize_options,
-        greedy_policy=dadun_bots.greedy_policy, random_policy=dadun_bots.random_policy,
-        phase_timers=_frozen({"alone": ALONE}),
-        option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"}),
-    ),
+    _spec(xuezhan, mahjong_bots, "XueZhan (血战到底)", 1, "mahjong",
+          phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS),
+    _spec(changsha, mahjong_bots, "Changsha (长沙麻将)", 2, "mahjong",
+          phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS),
+    _spec(dadun, dadun_bots, "Dadun (崇仁打盾)", 3, "dadun",
+          phase_timers=_frozen({"alone": ALONE}),
+          option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"})),
 )
 _BY_NAME = {spec.name: spec for spec in _SPECS}
 _BY_TYPE = {spec.game_type: spec for spec in _SPECS}
@@ -135,6 +151,6 @@ def by_type(game_type: int) -> GameSpec:
         raise KeyError(f"no game has enum number {game_type!r}") from None
 
 
-def all() -> tuple[GameSpec, ...]:  # noqa: A001 (the registry's own namespace)
+def all() -> tuple[GameSpec, ...]:  # shadows the builtin inside this module only
     """Every game, in enum order."""
     return _SPECS

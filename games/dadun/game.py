@@ -42,7 +42,9 @@ from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
 NAME = "dadun"
 HINT_LIMIT = 8
 __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_deal",
-           "deserialize", "shuffled_deck"]
+           "deserialize", "parse_options", "shuffled_deck"]
+# The full option dict: ``options`` over the defaults; BadInput on an unknown key or bad value.
+parse_options = normalize_options
 
 
 class DadunState(NoWindows, Verified):
