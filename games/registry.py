@@ -1,7 +1,8 @@
 """The one list of games: what the rest of the project needs to know about each variant.
 
-Adding a game is one :class:`GameSpec` in ``_SPECS`` (plus its engine, and on the table's
-side its codec entry). Everything else - the table's rooms and entrust, robots, the command
+Adding a game is one ``_spec(...)`` line in ``_SPECS`` (plus its engine module with ``NAME``,
+``DEFAULT_OPTIONS``, ``new_hand``, ``deserialize``, ``parse_options``, a bots module, and on the
+table's side its entry in ``services/table/variants.py``). Everything else - the table's rooms and entrust, robots, the command
 line client, tools - looks a game up here instead of naming it.
 
 API (all a caller needs)::
