@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from services.lobby.server import BadFrame, decode_binary
 from services.lobby.ws import decode_text
+from services.table import logrec as lr
+from services.table import views
 from services.table.actor import RoomActor, create_record
-from services.table.room import Effects, Room
+from services.table.room import Room
 from tests.unit.services.test_table_actor import FAST, MemoryLog, actor_for, ready_all
 
 T = FieldDescriptor
@@ -109,7 +111,7 @@ async def seated(game: int, name: str) -> tuple[Room, RoomActor, MemoryLog]:
     log = MemoryLog()
     rec = create_record(1234567, table_pb2.CreateRoomRequest(game=game, total_hands=2),
                         name, {}, 3)
-    room = Room({**rec, "first_dealer": 0})
+    room = Room(rec)
     actor = actor_for(room, log, FAST, entrust_delay=0.01)
     await actor.record(rec)
     actor.start()
@@ -136,9 +138,9 @@ def test_generated_commands_get_a_code_and_leave_the_room_consistent(
                 assert isinstance(reply.code, int)
                 assert reply.code != common_pb2.ERR_INTERNAL, reply.message
             # the log still folds into the same room (nothing half-applied), and it plays on
-            again = Room({**log.records[0], "first_dealer": 0})
+            again = Room(lr.decode(log.records[0]))
             for rec in log.records:
-                again.apply(rec, Effects())
+                views.apply(again, lr.decode(rec))
             assert again.hand_no == room.hand_no and again.closed == room.closed
             assert [s and s.user_id for s in again.seats] == [s and s.user_id for s in room.seats]
             if room.state is not None and not room.closed:
