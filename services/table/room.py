@@ -81,8 +81,10 @@ class RoomError(Exception):
 
 
 class Room:
-    def __init__(self, create: lr.Create, settings: RoomSettings = RoomSettings()) -> None:
-        self.settings = settings
+    """One room's state; built from its ``create`` record, changed only by :meth:`apply`."""
+
+    def __init__(self, create: lr.Create, settings: RoomSettings | None = None) -> None:
+        self.settings = settings or RoomSettings()
         self.room_id = create.room_id
         self.game = create.game
         self.spec = variants.get(self.game).spec
@@ -180,13 +182,10 @@ class Room:
         window = self.pending_window()
         return window is not None and seat in window.candidates
 
-    def observation(self, seat: int) -> dict[str, Any] | None:
-        return self.state.observation(seat) if self.state is not None else None
-
     def hand_context(self) -> ft.HandContext:
         return ft.HandContext(self.room_id, self.hand_no, self.total_hands, self.base_score,
-                           tuple(s.user_id if s else 0 for s in self.seats),
-                           tuple(s.nickname if s else "" for s in self.seats))
+                              tuple(s.user_id if s else 0 for s in self.seats),
+                              tuple(s.nickname if s else "" for s in self.seats))
 
     # ------------------------------------------------------------------ the fold
     def apply(self, rec: lr.Record) -> list[ft.Fact]:
@@ -384,8 +383,8 @@ class Room:
             self.status = common_pb2.ROOM_HAND_OVER
         ctx = self.hand_context()
         out += [ft.HandEnded(self.hand_no, self.seed, hand_dealer, self.dealer, tuple(deltas),
-                          tuple(result.payments), result.details, ctx.user_ids, ctx.nicknames,
-                          tuple(self.hand_events)), ft.Changed()]
+                             tuple(result.payments), result.details, ctx.user_ids,
+                             ctx.nicknames, tuple(self.hand_events)), ft.Changed()]
         broke = [s for _, s in self.seated() if s.profile.coins + s.total < 0]
         if self.hand_no >= self.total_hands:
             self._close(lm.NoticeDismiss.ALL_HANDS_PLAYED, "all hands have been played", out)
@@ -398,7 +397,7 @@ class Room:
         self.closed = True
         self.status = common_pb2.ROOM_FINISHED
         out.append(ft.Closed(reason, doc, tuple(s.total if s else 0 for s in self.seats),
-                          len(self.history)))
+                             len(self.history)))
         out += [ft.SeatMoved(s.user_id, None) for _, s in self.seated()]
         out.append(ft.Changed())
 

@@ -191,7 +191,8 @@ def test_folding_the_same_records_again_gives_the_same_room() -> None:
         (b.hand_no, b.dealer, b.status, b.history, b.decision)
     assert [(s.user_id, s.total, s.ready) for _, s in a.seated()] == \
         [(s.user_id, s.total, s.ready) for _, s in b.seated()]
-    assert a.observation(0) == b.observation(0)
+    assert a.state is not None and b.state is not None
+    assert a.state.observation(0) == b.state.observation(0)
 
 
 def test_a_dismiss_vote_closes_the_room_when_the_majority_agrees() -> None:
