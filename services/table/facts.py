@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from games.engine import Event, Payment
-
-if TYPE_CHECKING:
-    from services.table.room import Seat
+from services.table.seat import Seat
 
 
 @dataclass(frozen=True, slots=True)

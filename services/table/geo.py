@@ -17,7 +17,7 @@ from services.common.geo import band, describe, has_position, haversine_m
 
 
 class Located(Protocol):
-    """A seated player as geo needs him (services/table/room.Seat)."""
+    """A seated player as geo needs him (services/table/seat.Seat)."""
 
     @property
     def user_id(self) -> int: ...

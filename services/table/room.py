@@ -24,6 +24,7 @@ from services.common.geo import has_position
 from services.table import facts as ft
 from services.table import logrec as lr
 from services.table import variants
+from services.table.seat import Seat
 
 # Room options the table keeps for itself (never passed to the engine).
 ROOM_OPTION_KEYS = (*TIMERS, "entrust_cancels")
@@ -34,36 +35,6 @@ class RoomSettings:
     """The table's configuration a room needs (passed in, never set from outside)."""
 
     geo_alert_meters: float = 100.0   # proximity alert below this distance
-
-
-@dataclass
-class Seat:
-    user_id: int
-    profile: lr.Profile
-    cancels_left: int
-    ready: bool = False
-    online: bool = True
-    entrusted: bool = False
-    entrust_offline: bool = False  # entrusted because the connection went away
-    total: int = 0
-    session: str = ""              # the lobby session that last came online here ("" unknown)
-    session_at: float = 0.0        # its login time (wall clock), orders sessions of one user
-
-    @property
-    def nickname(self) -> str:
-        return self.profile.nickname or f"player{self.user_id}"
-
-    @property
-    def ip(self) -> str:
-        return self.profile.ip
-
-    @property
-    def lat(self) -> float:
-        return self.profile.lat
-
-    @property
-    def lng(self) -> float:
-        return self.profile.lng
 
 
 @dataclass

@@ -18,6 +18,7 @@ from services.table import geo, variants
 from services.table import logrec as lr
 from services.table import room as r
 from services.table.codec import event_frame
+from services.table.seat import Seat
 from services.table.wire import InfoSeats
 
 
@@ -39,7 +40,7 @@ def apply(room: r.Room, rec: lr.Record, fx: Effects | None = None) -> Effects:
 
 
 # ---------------------------------------------------------------------- state
-def player_info(s: r.Seat, seat: int, for_user: int | None = None) -> common_pb2.PlayerInfo:
+def player_info(s: Seat, seat: int, for_user: int | None = None) -> common_pb2.PlayerInfo:
     p = s.profile
     return common_pb2.PlayerInfo(
         user_id=s.user_id, online=s.online, ready=s.ready, coins=p.coins + s.total, seat=seat,
