@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from games.arbitration import Decision
 from games.engine import Action, RuleError
@@ -203,15 +203,15 @@ class Close(Record):
     doc: str = ""
 
 
-LogRecord = (Create | Owner | Join | Leave | Ready | Online | Offline | Entrust | CancelEntrust
-             | Start | Act | Resolve | DismissApply | DismissVote | DismissResult | Close)
-
 KINDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
     Create, Owner, Join, Leave, Ready, Online, Offline, Entrust, CancelEntrust, Start, Act,
     Resolve, DismissApply, DismissVote, DismissResult, Close)}
 
 
-def stamp(rec: Record, index: int) -> Any:
+R = TypeVar("R", bound=Record)
+
+
+def stamp(rec: R, index: int) -> R:
     """The record as appended at ``index`` of its room's log."""
     return dataclasses.replace(rec, i=index)
 
@@ -310,7 +310,7 @@ _FIELD: dict[str, Callable[[Any], Any]] = {
     "Mapping[str, float]": _timers}
 
 
-def decode(data: Any) -> Any:
+def decode(data: Any) -> Record:
     """The typed record of one log object; :class:`LogRecordError` if it is malformed."""
     if not isinstance(data, Mapping):
         raise LogRecordError(f"a room log record is a JSON object, not {type(data).__name__}")

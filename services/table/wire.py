@@ -48,7 +48,7 @@ class GameCodec(Protocol):
                       ctx: Mapping[str, Any]) -> Message | None:
         """The typed message of an engine event, or None (it travels as GameEvent)."""
 
-    def game_info(self, obs: Mapping[str, Any], seat: int, seconds: float,
+    def game_info(self, obs: Mapping[str, Any], at: int, seconds: float,
                   seats: InfoSeats) -> Message:
         """The game-info frame of a snapshot (what a reconnecting seat sees of the hand)."""
 
