@@ -30,16 +30,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.common import REPORTS, write_report
 from clients.robot.robot import run_tables
-from games.bots import dadun as dadun_bots
-from games.bots import mahjong as mahjong_bots
-from games.dadun import game as dadun
-from games.mahjong import changsha, xuezhan
+from games import registry
 from games.rng import derive
 from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 
-GAMES = ("xuezhan", "changsha", "dadun")
-ENGINES = {"xuezhan": (xuezhan, mahjong_bots), "changsha": (changsha, mahjong_bots),
-           "dadun": (dadun, dadun_bots)}
+GAMES = tuple(spec.name for spec in registry.all())
 TICK = os.sysconf("SC_CLK_TCK")
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -196,15 +191,15 @@ def play_inprocess(game: str, hands: int, rounds: int = 2) -> tuple[float, int]:
 
 
 def self_play(game: str, hands: int) -> tuple[float, int]:
-    variant, bots = ENGINES[game]
+    spec = registry.get(game)
     actions = 0
     started = time.perf_counter()
     for seed in range(hands):
-        state = variant.new_hand({"base": 1}, derive(seed, f"bench.system.{game}"), seed % 4)
+        state = spec.new_hand({"base": 1}, derive(seed, f"bench.system.{game}"), seed % 4)
         state.deal_events()
         while not state.is_over():
             seat = state.to_act()[0]
-            state.apply(seat, bots.greedy_policy(state, seat))
+            state.apply(seat, spec.greedy_policy(state, seat))
             actions += 1
         state.settlement()
     return time.perf_counter() - started, actions
