@@ -1,6 +1,5 @@
 """Frames from a room (services/table/views.py): what each player sees of the room's state
-and of what a record caused; the table's game registry (services/table/variants.py) and the
-geo facts (services/table/geo.py) they use."""
+and of what a record caused."""
 
 from __future__ import annotations
 
@@ -9,14 +8,11 @@ import json
 
 import pytest
 
-from games import registry
-from games.engine import Action, RuleError
 from paiju.v1 import client_pb2, common_pb2
-from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.table import geo, variants, views
 from services.table import logrec as lr
-from services.table.room import Room, RoomSettings
+from services.table import views
+from services.table.room import RoomSettings
 from tests.unit.services.test_table_fold import Log, create, play_rest, profile, seated
 
 CHENGDU = (30.6598, 104.0633)
@@ -141,57 +137,3 @@ def test_dismiss_frames_name_the_applicant_and_the_votes() -> None:
     log.add(lr.DismissVote(2, False, 40))
     fx = views.effects(log.room, log.add(lr.DismissResult(False)))
     assert not fx.public[0].notice_dismiss.dismissed and not fx.closed
-
-
-# ---------------------------------------------------------------------- geo (pure)
-class Spot:
-    def __init__(self, uid: int, lat: float = 0.0, lng: float = 0.0, ip: str = "") -> None:
-        self.user_id, self.nickname, self.ip, self.lat, self.lng = uid, f"p{uid}", ip, lat, lng
-
-
-def test_geo_pairs_and_alerts() -> None:
-    a, b, c = Spot(1, *CHENGDU, ip="1.1.1.1"), Spot(2, *NEXT_DOOR), Spot(3, ip="1.1.1.1")
-    near = geo.pair(a, b)
-    assert (near.label, near.gap, near.same_ip) == ("<100m", 0, False) and 30 < near.meters < 40
-    assert geo.pair(a, c) == geo.Pair(1, 3, "unknown", -1, True, -1.0)
-    assert [p.dest_uid for p in geo.pairs([a, b, c])] == [2, 3, 3]
-    assert geo.alerts(a, [b, c], 100.0) == [
-        geo.Alert("p1 and p2 sit less than 100m apart", (1, 2)),
-        geo.Alert("p1 and p3 share an IP address", (1, 3))]
-    assert geo.alerts(a, [b], 20.0) == []
-
-
-# ---------------------------------------------------------------------- the registry
-def test_every_game_of_the_proto_has_one_table_entry_and_its_rules() -> None:
-    types = [v for v in common_pb2.Game.values() if v != common_pb2.GAME_UNSPECIFIED]
-    assert sorted(g.game_type for g in variants.all_games()) == sorted(types)
-    for game in variants.all_games():
-        assert game.spec is registry.by_type(game.game_type)
-        assert variants.get(game.name) is game and variants.by_type(game.game_type) is game
-    assert variants.by_type(common_pb2.GAME_UNSPECIFIED) is None
-
-
-@pytest.mark.parametrize("game", [g.name for g in variants.all_games()])
-def test_a_games_rule_errors_map_into_its_own_range(game: str) -> None:
-    entry = variants.get(game)
-    for reason in (*entry.codec.ERROR_CODES, "something_new"):
-        assert any(entry.error_code(reason) in span for span in entry.errors), reason
-
-
-def test_a_codec_takes_only_its_own_games_frames() -> None:
-    mj = client_pb2.ClientFrame(mahjong_action=g.MahjongAction(kind="discard", tiles=["5m"]))
-    dd = client_pb2.ClientFrame(dd_ask_out=g.DdAskOut(is_skip=True, token="t1"))
-    assert variants.get("xuezhan").codec.action(mj) == Action("discard", ("5m",))
-    assert variants.get("xuezhan").codec.action(dd) is None
-    assert variants.get("dadun").codec.action(dd) == Action("pass", ref="t1")
-    assert variants.get("dadun").codec.action(mj) is None
-
-
-def test_a_create_record_for_every_game_makes_a_room_whose_engine_deals() -> None:
-    for game in variants.all_games():
-        room = Room(lr.Create(1, game.name))
-        try:
-            state = game.spec.new_hand(room.engine_options, 1, 0)
-        except RuleError as err:  # pragma: no cover - a registry entry without defaults
-            raise AssertionError(f"{game.name}: {err}") from None
-        assert state.deal_events()
