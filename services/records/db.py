@@ -1,5 +1,6 @@
 """Database engine and schema migration for records: SQLite (aiosqlite) or PostgreSQL
-(asyncpg), chosen by the URL; ``alembic upgrade head`` runs at service start."""
+(asyncpg), chosen by the URL; ``alembic upgrade head`` runs from the migration Job
+(``python -m services.records.migrate``) or, in dev and test, at service start."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""gRPC adapter of the records service, and its start-up: migrate the schema, start the
-settlement consumer, serve ``paiju.v1.Records``.
+"""gRPC adapter of the records service, and its start-up: migrate the schema where this
+environment does it at start (dev, test; services/records/migrate.py), start the settlement
+consumer, serve ``paiju.v1.Records``. In prod the schema is the migration Job's: a records
+whose database is down or behind its code starts anyway and stays unready until both are
+right.
 
 Handlers are thin: validate the request (INVALID_ARGUMENT with a message), call one query,
 map a missing row to NOT_FOUND.
@@ -18,6 +21,7 @@ from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
 from services.records.consumer import SettleConsumer
 from services.records.db import finish_running, make_engine, migrate
+from services.records.migrate import SchemaGate, migrate_on_start
 from services.records.reads import PlayerView, RecordsReader
 from services.records.store import SettlementWriter
 
@@ -122,7 +126,11 @@ async def start(cfg: Config, *, port: int | None = None,
                 metrics_port: int | None = None) -> ServiceHost:
     c = cfg.records
     engine = make_engine(c.database_url)
-    await migrate(engine)
+    checks = {}
+    if migrate_on_start(cfg):
+        await migrate(engine)
+    else:   # the Job migrates; until the schema is the code's (or newer) records is unready
+        checks["schema"] = SchemaGate(engine).check
     consumer = SettleConsumer(cfg.nats.url, SettlementWriter(engine),
                               connect_timeout=cfg.nats.connect_timeout, replicas=cfg.nats.replicas,
                               ack_wait=c.ack_wait_seconds)
@@ -144,7 +152,7 @@ async def start(cfg: Config, *, port: int | None = None,
             await conn.execute(text("SELECT 1"))
         return True
 
-    await watch_service(svc, {"nats": nats_up, "database": database_up},
+    await watch_service(svc, {"nats": nats_up, "database": database_up, **checks},
                         cfg.nats.liveness_seconds)
     # hooks run in reverse: stop the consumer (closes NATS), then dispose of the engine
     svc.on_stop.append(engine.dispose)
