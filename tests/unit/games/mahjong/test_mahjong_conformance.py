@@ -1,7 +1,7 @@
 """Conformance of both mahjong variants over seeded self-play (OpenSpiel-style suite).
 
-Every hand is played to the end by a seeded chooser (games.bots.mahjong when present, else
-uniform over legal actions with a bias towards winning). Checked after every action: all 108
+Every hand is played to the end by a seeded chooser (games.bots.mahjong's random policy, or
+a shanten-driven player that reaches the win paths). Checked after every action: all 108
 tiles accounted for, the ledger zero-sum, private events addressed to their own seat, no
 public event or observation carrying another seat's concealed tiles; at the end: bounded
 length, settlement zero-sum; and determinism across replay, clone and serialize round trips.
@@ -9,7 +9,6 @@ length, settlement zero-sum; and determinism across replay, clone and serialize 
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import Counter
 from dataclasses import replace
@@ -17,6 +16,7 @@ from dataclasses import replace
 import pytest
 
 from games.arbitration import resolve
+from games.bots.mahjong import random_policy
 from games.engine import Action, BadInput, IllegalAction, NotYourTurn, RuleError, StaleRef
 from games.mahjong import changsha, shanten, tile_index, xuezhan
 from games.mahjong.score_changsha import ALL_OPENING_HU_TYPES
@@ -26,24 +26,12 @@ VARIANTS = [xuezhan, changsha]
 HANDS = 1500
 MAX_STEPS = 1500
 
-try:
-    _bots = importlib.import_module("games.bots.mahjong")
-except ImportError:
-    _bots = None
-
-
 def choose(state, seat: int, stream: Stream, smart: bool = False) -> Action:
     """Random-legal play, or (``smart``) a shanten-driven player that wins far more often,
     so that win paths (multi-win, three winners, 呼叫转移, birds) are exercised too."""
     if smart:
         return smart_choice(state, seat, stream)
-    if _bots is not None and hasattr(_bots, "random_policy"):
-        return _bots.random_policy(state, seat, stream)
-    actions = state.legal_actions(seat)
-    wins = [a for a in actions if a.kind == "hu"]
-    if wins and stream.below(10) < 9:
-        return wins[0]
-    return actions[stream.below(len(actions))]
+    return random_policy(state, seat, stream)
 
 
 def smart_choice(state, seat: int, stream: Stream) -> Action:
