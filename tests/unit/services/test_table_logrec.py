@@ -119,3 +119,11 @@ def test_every_kind_has_a_record_type() -> None:
         "create", "owner", "join", "leave", "ready", "online", "offline", "entrust",
         "cancel_entrust", "start", "act", "resolve", "dismiss_apply", "dismiss_vote",
         "dismiss_result", "close"}
+
+
+def test_every_field_of_every_record_has_a_decoder() -> None:
+    import dataclasses
+
+    for cls in (*lr.KINDS.values(), lr.Profile):
+        for f in dataclasses.fields(cls):
+            assert f.name == "i" or str(f.type) in lr._FIELD, (cls.__name__, f.name, f.type)
