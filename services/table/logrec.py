@@ -284,7 +284,7 @@ def _profile(v: Any) -> Profile:
     for f in dataclasses.fields(Profile):
         if data.get(f.name) is not None:
             try:
-                kw[f.name] = _FIELD[str(f.type)](data[f.name])
+                kw[f.name] = DECODERS[str(f.type)](data[f.name])
             except TypeError as err:
                 raise TypeError(f"an object whose {f.name!r} is {err}") from None
     return Profile(**kw)
@@ -304,7 +304,8 @@ def _decision(v: Any) -> Decision:
         raise TypeError(f"a window decision ({err})") from None
 
 
-_FIELD: dict[str, Callable[[Any], Any]] = {
+# a field's annotation -> how its JSON value is checked and read
+DECODERS: dict[str, Callable[[Any], Any]] = {
     "int": _int, "float": _float, "str": _str, "bool": _bool, "Profile": _profile,
     "Action": _action, "Decision": _decision, "Mapping[str, Any]": _object,
     "Mapping[str, float]": _timers}
@@ -330,7 +331,7 @@ def decode(data: Any) -> Record:
                 raise LogRecordError(f"{kind} record {index}: field {f.name!r} is missing")
             continue
         try:
-            kw[f.name] = _FIELD[str(f.type)](data[f.name])
+            kw[f.name] = DECODERS[str(f.type)](data[f.name])
         except TypeError as err:
             raise LogRecordError(f"{kind} record {index}: {f.name!r} must be {err}, "
                                  f"got {data[f.name]!r}") from None

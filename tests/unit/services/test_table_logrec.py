@@ -126,4 +126,4 @@ def test_every_field_of_every_record_has_a_decoder() -> None:
 
     for cls in (*lr.KINDS.values(), lr.Profile):
         for f in dataclasses.fields(cls):
-            assert f.name == "i" or str(f.type) in lr._FIELD, (cls.__name__, f.name, f.type)
+            assert f.name == "i" or str(f.type) in lr.DECODERS, (cls.__name__, f.name, f.type)
