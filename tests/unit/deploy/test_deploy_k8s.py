@@ -14,6 +14,7 @@ import copy
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -59,7 +60,9 @@ def merge(dst: dict, patch: dict) -> None:
     patched env variable moves ahead of the variables its $(VAR) may need)."""
     for key, value in patch.items():
         old = dst.get(key)
-        if isinstance(old, dict) and isinstance(value, dict):
+        if value is None:        # a null in a strategic merge patch deletes the field
+            dst.pop(key, None)
+        elif isinstance(old, dict) and isinstance(value, dict):
             merge(old, value)
         elif (isinstance(old, list) and isinstance(value, list)
               and all(isinstance(x, dict) and "name" in x for x in old + value)):
@@ -88,11 +91,16 @@ def containers(obj: dict) -> list[dict]:
 
 
 def set_image(obj: dict, rule: dict) -> None:
+    """kustomize's images transformer: by name; a digest replaces the tag."""
     for c in containers(obj):
-        name, _, tag = c["image"].partition(":")
+        name, _, tag = c["image"].partition("@")[0].partition(":")
         if name == rule["name"]:
-            new_tag = rule.get("newTag", tag)
-            c["image"] = rule.get("newName", name) + (f":{new_tag}" if new_tag else "")
+            new_name = rule.get("newName", name)
+            if "digest" in rule:
+                c["image"] = f"{new_name}@{rule['digest']}"
+            else:
+                new_tag = rule.get("newTag", tag)
+                c["image"] = new_name + (f":{new_tag}" if new_tag else "")
 
 
 def generated_secret(spec: dict) -> dict:
@@ -388,22 +396,46 @@ def test_secrets_in_git_only_outside_prod(overlay) -> None:
         readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
         for secret, keys in FAKE_SECRETS.items():
             assert all(key in readme for key in {secret, *keys}), "document how to create them"
-    else:
-        assert {s: set(o["data"]) for s, o in secrets.items()} == \
-            {s: set(keys) for s, keys in FAKE_SECRETS.items()}
+    else:   # test also has the migration Job's role (../migrate), which no Deployment reads
+        expected = {s: set(keys) for s, keys in FAKE_SECRETS.items()}
+        if name == "test":
+            expected["paiju-migrate"] = {"database-url"}
+        assert {s: set(o["data"]) for s, o in secrets.items()} == expected
         for user, password in keyed(list(secrets.values()))[("Secret", "paiju-nats")][
                 "data"].items():
             assert b"replace-me" in password, f"{user}: a visible placeholder, not a secret"
 
 
+def hpas(objs: list[dict]) -> dict[str, dict]:
+    """HorizontalPodAutoscalers by the Deployment they scale."""
+    out = {}
+    for o in objs:
+        if o["kind"] == "HorizontalPodAutoscaler":
+            ref = o["spec"]["scaleTargetRef"]
+            assert ref["kind"] == "Deployment" and ref["apiVersion"] == "apps/v1"
+            out[ref["name"]] = o
+    return out
+
+
 def test_replicas_per_environment(overlay) -> None:
+    """Fixed replicas, or for a Deployment an HPA scales: no replicas in the manifest (an
+    apply would reset the HPA's choice) and the HPA's minimum."""
     name, objs = overlay
-    replicas = {svc: find(objs, "Deployment", svc)["spec"]["replicas"] for svc in SERVICES}
+    scaled = hpas(objs)
+    replicas = {}
+    for svc in SERVICES:
+        spec = find(objs, "Deployment", svc)["spec"]
+        if svc in scaled:
+            assert "replicas" not in spec, f"{svc}: the HPA owns its replicas"
+            replicas[svc] = scaled[svc]["spec"]["minReplicas"]
+        else:
+            replicas[svc] = spec["replicas"]
     database = load_config(environ=pod_environment(objs, container(objs, "records")))
     if database.records.database_url.startswith("sqlite"):
         assert replicas["records"] == 1, "a SQLite file cannot be shared by records replicas"
     if name == "prod":
         assert min(replicas.values()) >= 2
+        assert set(scaled) == {"lobby", "arbiter"}
         budgets = [o for o in objs if o["kind"] == "PodDisruptionBudget"]
         assert sorted(b["metadata"]["name"] for b in budgets) == sorted(SERVICES)
     if name == "dev":
@@ -411,13 +443,15 @@ def test_replicas_per_environment(overlay) -> None:
 
 
 def test_images_are_the_service_images(overlay) -> None:
+    """The overlays name each service's image with a placeholder tag; prod's cannot be
+    pulled: only a release (make deploy, test_a_release_...) names real images, by digest."""
     name, objs = overlay
     for svc in SERVICES:
         image = container(objs, svc)["image"]
         repo, _, tag = image.rpartition(":")
-        assert repo.endswith(f"paiju-{svc}") and tag
+        assert repo == f"paiju-{svc}" and tag
         if name == "prod":
-            assert "/" in repo, "production pulls from a registry"
+            assert tag == "set-by-deploy"
 
 
 def test_prod_asks_for_r3_on_a_three_server_nats_cluster() -> None:
@@ -495,17 +529,21 @@ def test_pods_outlive_their_drain_and_roll_one_at_a_time(overlay) -> None:
 
 def test_prod_disruption_budgets_leave_a_replica_of_each_service() -> None:
     objs = render(K8S / "overlays" / "prod")
+    scaled = hpas(objs)
     for svc in SERVICES:
         dep = find(objs, "Deployment", svc)
         budget = find(objs, "PodDisruptionBudget", svc)["spec"]
         labels = dep["spec"]["template"]["metadata"]["labels"]
         assert budget["selector"]["matchLabels"].items() <= labels.items(), svc
-        replicas = dep["spec"]["replicas"]
+        replicas = (scaled[svc]["spec"]["minReplicas"] if svc in scaled
+                    else dep["spec"]["replicas"])
         down = budget.get("maxUnavailable", replicas - budget.get("minAvailable", replicas))
         assert down == 1 and replicas - down >= 1, f"{svc}: one pod at a time, one left"
 
 
-def test_prod_spreads_every_service_over_nodes_and_zones() -> None:
+def test_prod_spreads_every_service_over_nodes_and_zones_as_a_rule() -> None:
+    """Hard spreading (DoNotSchedule) on host and zone for every service with more than one
+    replica, counting only the pods of one ReplicaSet (a rollout is not held back)."""
     objs = render(K8S / "overlays" / "prod")
     for svc in SERVICES:
         spread = find(objs, "Deployment", svc)["spec"]["template"]["spec"][
@@ -514,6 +552,163 @@ def test_prod_spreads_every_service_over_nodes_and_zones() -> None:
         assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}, svc
         for s in spread:
             assert s["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
+            assert s["whenUnsatisfiable"] == "DoNotSchedule" and s["maxSkew"] == 1, svc
+            assert s["matchLabelKeys"] == ["pod-template-hash"], svc
+
+
+def test_no_pod_gets_a_service_account_token(overlay) -> None:
+    _, objs = overlay
+    for o in objs + migrate_job_objs():
+        if o["kind"] in ("Deployment", "Job"):
+            pod = o["spec"]["template"]["spec"]
+            assert pod["automountServiceAccountToken"] is False, o["metadata"]["name"]
+
+
+def test_prod_requests_are_per_service() -> None:
+    """What each service does decides its requests (resources.yaml says why): the table
+    holds the rooms, the arbiter is one pure function."""
+    objs = render(K8S / "overlays" / "prod")
+    res = {svc: container(objs, svc)["resources"] for svc in SERVICES}
+    assert len({str(r["requests"]) for r in res.values()}) == len(SERVICES)
+
+    def mib(q: str) -> float:
+        return float(q[:-2]) * (1024 if q.endswith("Gi") else 1)
+
+    memory = {svc: mib(r["requests"]["memory"]) for svc, r in res.items()}
+    assert max(memory, key=memory.get) == "table" and min(memory, key=memory.get) == "arbiter"
+    for r in res.values():
+        assert mib(r["limits"]["memory"]) >= mib(r["requests"]["memory"])
+        assert "cpu" not in r.get("limits", {}), "no CPU limit (throttling costs latency)"
+
+
+def test_prod_autoscales_lobby_on_cpu_and_sessions_and_arbiter_on_cpu() -> None:
+    """The lobby's second signal is a metric the lobby exports (paiju_lobby_sessions, through
+    prometheus-adapter's rules); the table is not autoscaled (its signal is documented)."""
+    from tests.unit.deploy.test_deploy_monitoring import SERIES
+
+    objs = render(K8S / "overlays" / "prod")
+    scaled = hpas(objs)
+    assert set(scaled) == {"lobby", "arbiter"}
+    for svc, hpa in scaled.items():
+        spec = hpa["spec"]
+        assert spec["minReplicas"] >= 2 and spec["maxReplicas"] > spec["minReplicas"]
+        cpu = [m for m in spec["metrics"] if m["type"] == "Resource"]
+        assert cpu and cpu[0]["resource"]["name"] == "cpu"
+        assert container(objs, svc)["resources"]["requests"]["cpu"], "utilisation needs a request"
+        budget = find(objs, "PodDisruptionBudget", svc)["spec"]
+        assert budget["maxUnavailable"] == 1
+    (pods,) = [m for m in scaled["lobby"]["spec"]["metrics"] if m["type"] == "Pods"]
+    assert pods["pods"]["metric"]["name"] in SERIES
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "adapter-rules.yaml").read_text())
+    exposed = [r["name"]["as"] for r in rules["rules"]]
+    assert pods["pods"]["metric"]["name"] in exposed
+    readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
+    assert "paiju_table_rooms" in readme.split("### Scaling", 1)[1].split("\n## ", 1)[0]
+
+
+# ------------------------------------------------------------------ releases and migrations
+def migrate_job_objs(namespace: str = "paiju") -> list[dict]:
+    objs = render(K8S / "migrate")
+    for o in objs:
+        o["metadata"]["namespace"] = namespace
+    return objs
+
+
+def promote_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("paiju_promote", ROOT / "deploy" / "promote.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("env", ["test", "prod"])
+def test_a_release_names_every_image_by_digest_without_editing_tracked_files(
+        env: str, tmp_path: Path) -> None:
+    """make deploy ENV=<env> (deploy/promote.py): a kustomization over the overlay, outside
+    git, sets each image to <registry>/paiju-<svc>@sha256:...; the migration Job gets the
+    records image; a tag is refused."""
+    promote = promote_module()
+    images = {svc: f"registry.example.com/paiju/paiju-{svc}@{DIGEST}" for svc in SERVICES}
+    out = tmp_path / "release"
+    before = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "deploy"],
+                            capture_output=True, text=True).stdout
+    dirs = promote.render(env, images, out)
+    assert [d.name for d in dirs] == ["migrate", "app"]
+    app = render(out / "app")
+    for svc in SERVICES:
+        assert container(app, svc)["image"] == images[svc]
+    assert {o["metadata"]["namespace"] for o in app} == {NAMESPACES[env]}
+    (job,) = render(out / "migrate")
+    assert job["kind"] == "Job" and job["metadata"]["namespace"] == NAMESPACES[env]
+    (c,) = containers(job)
+    assert c["image"] == images["records"]
+    assert c["command"] == ["python", "-m", "services.records.migrate"]
+    (env_var,) = c["env"]
+    assert env_var["valueFrom"]["secretKeyRef"] == {"name": "paiju-migrate", "key": "database-url"}
+    after = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "deploy"],
+                           capture_output=True, text=True).stdout
+    assert before == after, "no tracked file is edited"
+    if shutil.which("kubectl"):
+        out_k = subprocess.run(["kubectl", "kustomize", str(out / "app")], capture_output=True,
+                               text=True, timeout=120, check=True).stdout
+        assert keyed(app) == keyed([d for d in yaml.safe_load_all(out_k) if d])
+    with pytest.raises(promote.PromoteError, match="not an image by digest"):
+        promote.collect(env, ["table=registry.example.com/paiju/paiju-table:1.0"], None, False)
+    with pytest.raises(promote.PromoteError, match="no image for"):
+        promote.collect(env, [f"table={images['table']}"], None, False)
+    with pytest.raises(promote.PromoteError, match="not a paiju-table image"):
+        promote.collect(env, [f"table={images['lobby']}"], None, False)
+
+
+def test_make_deploy_migrates_then_rolls_out(tmp_path: Path) -> None:
+    """The order of make deploy: the old Job deleted, the new one applied and awaited, then
+    the services (server-side apply), then every rollout; dist/<svc>/image.txt is read."""
+    dist = tmp_path / "dist"
+    for svc in SERVICES:
+        (dist / svc).mkdir(parents=True)
+        (dist / svc / "image.txt").write_text(f"r.example/paiju-{svc}@{DIGEST}\n")
+    run = subprocess.run([sys.executable, str(ROOT / "deploy" / "promote.py"), "--env", "prod",
+                          "--dry-run", "--from-dist", str(dist), "--out", str(tmp_path / "rel")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    steps = [line[2:] for line in run.stdout.splitlines() if line.startswith("+ ")]
+    assert steps[0].startswith("kubectl -n paiju delete job records-migrate")
+    assert "apply --server-side" in steps[1] and steps[1].endswith("/migrate")
+    assert "get job records-migrate" in steps[2]
+    assert "apply --server-side" in steps[3] and steps[3].endswith("/app")
+    assert [s.split()[5] for s in steps[4:]] == [f"deployment/{svc}" for svc in SERVICES]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "deploy/promote.py --env $(ENV)" in makefile and "--from-dist dist" in makefile
+
+
+def test_the_migration_job_is_valid_and_alone_holds_the_migration_role() -> None:
+    validator = pytest.importorskip("kubernetes_validate",
+                                    reason="kubernetes-validate is not installed")
+    (job,) = migrate_job_objs()
+    for version in SCHEMA_VERSIONS:
+        validator.validate(job, version, strict=True)
+    spec = job["spec"]
+    assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    assert spec["backoffLimit"] >= 1 and spec["activeDeadlineSeconds"] >= 600
+    (c,) = containers(job)
+    assert not {"startupProbe", "livenessProbe", "readinessProbe"} & set(c), \
+        "a long migration is not killed by a probe"
+    for name in OVERLAYS:
+        objs = render(K8S / "overlays" / name)
+        for svc in SERVICES:
+            for item in container(objs, svc).get("env", []):
+                ref = item.get("valueFrom", {}).get("secretKeyRef", {})
+                assert ref.get("name") != "paiju-migrate", f"{name} {svc} holds the DDL role"
+    test = {o["metadata"]["name"]: o for o in render(K8S / "overlays" / "test")
+            if o["kind"] == "Secret"}
+    assert "paiju-migrate" in test
+    assert find(render(K8S / "overlays" / "test"), "ConfigMap", "paiju-config")["data"][
+        "RECORDS_MIGRATE_ON_START"] == "false"
 
 
 # Kinds of custom resources (CRDs), not in the Kubernetes schemas: cert-manager's Issuer and
@@ -521,17 +716,22 @@ def test_prod_spreads_every_service_over_nodes_and_zones() -> None:
 CUSTOM_GROUPS = ("cert-manager.io",)
 
 
+# The oldest supported Kubernetes (native gRPC probes) and the newest the validator knows.
+SCHEMA_VERSIONS = ("1.27.0", "1.37.0")
+
+
 def test_rendered_objects_match_the_kubernetes_schemas(overlay) -> None:
-    """Every rendered object against the OpenAPI schemas of Kubernetes 1.27 (the oldest
-    supported: native gRPC probes), unknown fields refused. Offline: the schemas ship
-    with the package. Custom resources are left to their own tests."""
+    """Every rendered object against the OpenAPI schemas of Kubernetes 1.27 and 1.37,
+    unknown fields refused. Offline: the schemas ship with the package. Custom resources are
+    left to their own tests."""
     validator = pytest.importorskip("kubernetes_validate",
                                     reason="kubernetes-validate is not installed")
     _, objs = overlay
     for obj in objs:
         if obj["apiVersion"].partition("/")[0] in CUSTOM_GROUPS:
             continue
-        validator.validate(obj, "1.27.0", strict=True)
+        for version in SCHEMA_VERSIONS:
+            validator.validate(obj, version, strict=True)
 
 
 RECOVERY_HEADER = "| fault | p50 | max | hands lost | hands doubled |"
@@ -543,7 +743,11 @@ def test_the_readme_states_the_topology_failures_and_bounds_of_the_code() -> Non
     """deploy/README.md's "Topology and failure" names the bounds that decide what players see,
     with the values config/prod.toml and the manifests really have, and keeps a row per fault
     of the chaos suite for the measured recovery times."""
-    import services.table.server as table_server
+    import importlib
+
+    table_server = next(mod for mod in (importlib.import_module(f"services.table.{name}")
+                                        for name in ("server", "roomlog"))
+                        if hasattr(mod, "APPEND_RETRY_SECONDS"))
 
     readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
     flat = " ".join(readme.split())

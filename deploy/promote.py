@@ -1,0 +1,224 @@
+"""Promote images to an environment by digest: `make deploy ENV=<env>` runs this.
+
+    python deploy/promote.py --env prod --image table=<registry>/paiju-table@sha256:<64 hex> \
+        [--from-dist dist] [--out build/release/prod] [--dry-run | --render-only]
+
+1. Images: each service's image by digest, from --image, else dist/<svc>/image.txt (written
+   by `make push-<svc>`), else what the cluster runs now (a release of one service keeps the
+   others as they are). A tag is refused: only a digest names one image for ever.
+2. Writes build/release/<env>/ (ignored by git): ``app/kustomization.yaml``, the overlay
+   deploy/k8s/overlays/<env> with ``images:`` set by digest, ``migrate/kustomization.yaml``
+   (test, prod) with the records image for the Job records-migrate, and ``release.json``.
+   No tracked file is edited; the Jenkins job archives the directory.
+3. Applies (unless --render-only; --dry-run prints the commands): the migration Job (the old
+   one deleted first: a Job cannot change), waits for it to complete (its logs and a failure
+   if it does not), then the services (server-side apply: fields the HPAs own are left
+   alone), then waits for every Deployment's rollout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "deploy" / "k8s"
+SERVICES = ("lobby", "table", "arbiter", "records")
+ENVIRONMENTS = ("dev", "test", "prod")
+MIGRATING = ("test", "prod")          # dev: SQLite in the pod, records migrates at start
+DIGEST_REF = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._/:-]*?)@(?P<digest>sha256:[0-9a-f]{64})$")
+JOB = "records-migrate"
+APPLY = ["apply", "--server-side", "--field-manager=paiju-deploy", "--force-conflicts"]
+
+
+class PromoteError(RuntimeError):
+    """A release that cannot be made; the message says why."""
+
+
+def namespace(env: str) -> str:
+    text = (K8S / "overlays" / env / "kustomization.yaml").read_text(encoding="utf-8")
+    match = re.search(r"^namespace:\s*(\S+)", text, re.M)
+    if not match:
+        raise PromoteError(f"overlays/{env}: no namespace")
+    return match.group(1)
+
+
+def parse_ref(service: str, ref: str) -> tuple[str, str]:
+    """(repository, sha256:...) of ``<repository>@sha256:<64 hex>``; anything else refused."""
+    ref = ref.strip()
+    match = DIGEST_REF.match(ref)
+    if not match:
+        raise PromoteError(f"{service}: {ref!r} is not an image by digest "
+                           "(<registry>/paiju-<svc>@sha256:<64 hex>)")
+    name = match.group("name")
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name.rsplit(":", 1)[0]    # repo:tag@digest: the digest decides, drop the tag
+    if not name.endswith(f"paiju-{service}"):
+        raise PromoteError(f"{service}: {ref!r} is not a paiju-{service} image")
+    return name, match.group("digest")
+
+
+def kubectl(*args: str) -> list[str]:
+    return ["kubectl", *args]
+
+
+def running_image(env: str, service: str) -> str | None:
+    """The image the cluster's Deployment runs now (None when it has none)."""
+    try:
+        out = subprocess.run(kubectl("-n", namespace(env), "get", "deployment", service, "-o",
+                                     "jsonpath={.spec.template.spec.containers[0].image}"),
+                             capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def collect(env: str, given: list[str], dist: Path | None, ask_cluster: bool) -> dict[str, str]:
+    images: dict[str, str] = {}
+    for item in given:
+        service, sep, ref = item.partition("=")
+        if not sep or service not in SERVICES:
+            raise PromoteError(f"--image {item!r}: expected <service>=<image by digest>")
+        parse_ref(service, ref)
+        images[service] = ref
+    for service in SERVICES:
+        if service in images:
+            continue
+        recorded = dist / service / "image.txt" if dist else None
+        if recorded and recorded.is_file():
+            images[service] = recorded.read_text(encoding="utf-8").strip()
+        elif ask_cluster and (running := running_image(env, service)):
+            images[service] = running
+    missing = [s for s in SERVICES if s not in images]
+    if missing:
+        raise PromoteError(f"no image for {', '.join(missing)}: give --image <svc>=<ref@digest>, "
+                           "dist/<svc>/image.txt, or deploy to a namespace that runs them")
+    for service, ref in images.items():
+        parse_ref(service, ref)
+    return images
+
+
+def _relative(target: Path, start: Path) -> str:
+    return os.path.relpath(target, start).replace(os.sep, "/")
+
+
+def _images_yaml(images: dict[str, str], services: tuple[str, ...]) -> str:
+    lines = ["images:"]
+    for service in services:
+        name, digest = parse_ref(service, images[service])
+        lines += [f"  - name: paiju-{service}", f"    newName: {name}", f"    digest: {digest}"]
+    return "\n".join(lines) + "\n"
+
+
+def render(env: str, images: dict[str, str], out: Path) -> list[Path]:
+    """Write the release's kustomizations; returns the directories to apply, in order."""
+    if env not in ENVIRONMENTS:
+        raise PromoteError(f"ENV={env!r}: one of {', '.join(ENVIRONMENTS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    header = ("# Written by deploy/promote.py (make deploy ENV={env}); not tracked, not edited "
+              "by hand.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+    dirs = []
+    if env in MIGRATING:
+        migrate = out / "migrate"
+        migrate.mkdir(exist_ok=True)
+        (migrate / "kustomization.yaml").write_text(
+            header.format(env=env) + f"namespace: {namespace(env)}\nresources:\n"
+            f"  - {_relative(K8S / 'migrate', migrate)}\n" + _images_yaml(images, ("records",)),
+            encoding="utf-8")
+        dirs.append(migrate)
+    app = out / "app"
+    app.mkdir(exist_ok=True)
+    (app / "kustomization.yaml").write_text(
+        header.format(env=env) + f"resources:\n  - {_relative(K8S / 'overlays' / env, app)}\n"
+        + _images_yaml(images, SERVICES), encoding="utf-8")
+    dirs.append(app)
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    (out / "release.json").write_text(json.dumps(
+        {"env": env, "namespace": namespace(env), "commit": commit, "images": images},
+        indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return dirs
+
+
+def run(argv: list[str], dry_run: bool) -> subprocess.CompletedProcess | None:
+    print("+ " + shlex.join(argv), flush=True)
+    if dry_run:
+        return None
+    return subprocess.run(argv, check=True)
+
+
+def wait_for_job(ns: str, timeout: float, dry_run: bool) -> None:
+    argv = kubectl("-n", ns, "get", "job", JOB, "-o",
+                   "jsonpath={.status.succeeded},{.status.failed}")
+    print("+ " + shlex.join(argv) + "   # until succeeded, or failed past its backoffLimit")
+    if dry_run:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+        succeeded, _, failed = out.partition(",")
+        if succeeded.strip() not in ("", "0"):
+            return
+        condition = subprocess.run(kubectl("-n", ns, "get", "job", JOB, "-o",
+                                           "jsonpath={.status.conditions[?(@.type==\"Failed\")].status}"),
+                                   capture_output=True, text=True, timeout=60).stdout
+        if condition.strip() == "True":
+            subprocess.run(kubectl("-n", ns, "logs", f"job/{JOB}", "--tail=200"))
+            raise PromoteError(f"the migration Job {JOB} failed ({failed or 0} pods): "
+                               "the services were not updated")
+        time.sleep(5)
+    raise PromoteError(f"the migration Job {JOB} did not finish in {timeout:.0f} s")
+
+
+def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float) -> None:
+    ns = namespace(env)
+    for directory in dirs:
+        if directory.name == "migrate":
+            run(kubectl("-n", ns, "delete", "job", JOB, "--ignore-not-found", "--wait=true"),
+                dry_run)
+            run(kubectl(*APPLY, "-k", str(directory)), dry_run)
+            wait_for_job(ns, job_timeout, dry_run)
+        else:
+            run(kubectl(*APPLY, "-k", str(directory)), dry_run)
+    for service in SERVICES:
+        run(kubectl("-n", ns, "rollout", "status", f"deployment/{service}", "--timeout=15m"),
+            dry_run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="deploy/promote.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--env", required=True, choices=ENVIRONMENTS)
+    parser.add_argument("--image", action="append", default=[],
+                        help="<service>=<registry>/paiju-<service>@sha256:<digest> (repeatable)")
+    parser.add_argument("--from-dist", type=Path, default=None,
+                        help="read dist/<svc>/image.txt for services not given")
+    parser.add_argument("--out", type=Path, default=None, help="default build/release/<env>")
+    parser.add_argument("--dry-run", action="store_true", help="print the kubectl commands")
+    parser.add_argument("--render-only", action="store_true", help="write the release, apply nothing")
+    parser.add_argument("--job-timeout", type=float, default=3600.0)
+    args = parser.parse_args(argv)
+    out = args.out or ROOT / "build" / "release" / args.env
+    try:
+        images = collect(args.env, args.image, args.from_dist,
+                         ask_cluster=not (args.render_only or args.dry_run))
+        dirs = render(args.env, images, out)
+        print(f"release {args.env} in {out}:")
+        for service in SERVICES:
+            print(f"  {service:8} {images[service]}")
+        if not args.render_only:
+            apply(args.env, dirs, args.dry_run, args.job_timeout)
+    except (PromoteError, subprocess.CalledProcessError) as exc:
+        print(f"deploy/promote.py: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
