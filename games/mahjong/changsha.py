@@ -14,7 +14,7 @@ from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
 from games.mahjong.flow_base import HandCore
-from games.mahjong.flow_records import optional_dict
+from games.mahjong.flow_records import Kong, optional_dict
 from games.mahjong.meld import Meld
 from games.mahjong.options import CHANGSHA_TABLE, defaults, validate
 from games.mahjong.score_changsha import CHANGSHA_SCORING_DEFAULTS, changsha_ready, score_changsha
@@ -156,10 +156,10 @@ class ChangshaRules:
             kinds.add("chi")
         return kinds
 
-    def kaigang_reveal(self, state: HandCore, kong: dict[str, Any]) -> None:
+    def kaigang_reveal(self, state: HandCore, kong: Kong) -> None:
         """开杠: reveal tiles from the back. A reveal that completes the hand is 杠上开花;
         otherwise they become his discards, open to 杠上炮, and his hand is locked."""
-        seat = kong["seat"]
+        seat = kong.seat
         count = state.options["kaigang_reveal"]
         reveals = [state.wall.draw_back() for _ in range(count)]
         state.emit("kaigang_reveal", {"seat": seat, "tiles": state.names(reveals),

@@ -35,7 +35,15 @@ from games.engine import (
 )
 from games.fair import Seed, seed_from_json, seed_to_json, stream
 from games.mahjong import tile_index, tile_name
-from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext, optional_dict
+from games.mahjong.flow_records import (
+    Birds,
+    HaidiOffer,
+    Kong,
+    OpenWindow,
+    PassBlock,
+    TurnContext,
+    optional_dict,
+)
 from games.mahjong.flow_setup import SetupMixin
 from games.mahjong.flow_turn import TurnMixin
 from games.mahjong.flow_view import ViewMixin
@@ -56,7 +64,7 @@ _TILE_NAMES = frozenset(tile_name(t) for t in range(27))
 _PLAIN = (
     "seed", "dealer", "hands", "discards", "won_tiles", "drawn", "stage", "turn",
     "exchange_sel", "exchange_recv", "exchange_dir", "voids", "opening", "window_seq",
-    "win_order", "wins", "pass_block", "pass_peng", "kongs", "locked",
+    "win_order", "wins", "pass_peng", "locked",
     "end_reason", "initial_hands", "extra",
 )
 
@@ -268,6 +276,8 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
     def serialize(self) -> str:
         data = {name: getattr(self, name) for name in _PLAIN}
         data["window"] = optional_dict(self.window)
+        data["pass_block"] = [optional_dict(b) for b in self.pass_block]
+        data["kongs"] = [k.to_dict() for k in self.kongs]
         data["ctx"] = self.ctx.to_dict()
         data["haidi"] = optional_dict(self.haidi)
         data["birds"] = optional_dict(self.birds)
@@ -289,6 +299,8 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             for name in _PLAIN:
                 setattr(s, name, data[name])
             s.window = _record(OpenWindow.from_dict, data["window"])
+            s.pass_block = [_record(PassBlock.from_dict, b) for b in data["pass_block"]]
+            s.kongs = [Kong.from_dict(k) for k in data["kongs"]]
             s.ctx = TurnContext.from_dict(data["ctx"])
             s.haidi = _record(HaidiOffer.from_dict, data["haidi"])
             s.birds = _record(Birds.from_dict, data["birds"])

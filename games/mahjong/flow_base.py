@@ -16,7 +16,7 @@ from typing import Any
 
 from games.engine import Action, Event, Payment
 from games.mahjong import format_counts, tile_name
-from games.mahjong.flow_records import Birds, HaidiOffer, OpenWindow, TurnContext
+from games.mahjong.flow_records import Birds, HaidiOffer, Kong, OpenWindow, PassBlock, TurnContext
 from games.mahjong.hooks import VariantRules
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall
@@ -58,9 +58,9 @@ class HandCore(ABC):
     win_order: list[int]
     wins: list[dict[str, Any]]
     # 过水不胡 / 过碰 state, per seat.
-    pass_block: list[dict[str, Any] | None]
+    pass_block: list[PassBlock | None]
     pass_peng: list[list[int]]
-    kongs: list[dict[str, Any]]
+    kongs: list[Kong]
     ledger: list[Payment]
     ctx: TurnContext
     # The Changsha haidi (海底) offer once the wall is down to its last tile.

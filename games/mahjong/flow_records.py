@@ -1,5 +1,6 @@
 """The small records a mahjong hand keeps besides tiles and melds: the open response window,
-the turn context, the Changsha haidi offer and birds.
+the turn context, kongs and their money, a seat's pass block (过水), the Changsha haidi offer
+and birds.
 
 Each has ``to_dict``/``from_dict`` giving exactly the JSON the hand serialized before these
 were classes (seat keys as strings), so a serialized hand reads and writes the same bytes.
@@ -87,6 +88,65 @@ class TurnContext:
 
 
 @dataclass(slots=True)
+class Kong:
+    """A kong (杠) as the ledger needs it: ``id`` (its index in the hand's kongs), the ``seat``
+    that made it, its ``kind`` (the action) and ``tile``; ``source`` the seat whose discard it
+    took (None otherwise); ``origin`` "claimed", "concealed" or "added" (onto a peng);
+    ``fresh`` the fourth tile was just drawn; ``payments`` the ledger indices of the money it
+    earned; ``transferred`` that money went on to a winner by 呼叫转移."""
+
+    id: int
+    seat: int
+    kind: str
+    tile: int
+    source: int | None
+    origin: str
+    fresh: bool
+    payments: list[int] = field(default_factory=list)
+    transferred: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "seat": self.seat, "kind": self.kind, "tile": self.tile,
+                "source": self.source, "origin": self.origin, "fresh": self.fresh,
+                "payments": list(self.payments), "transferred": self.transferred}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Kong:
+        return cls(data["id"], data["seat"], data["kind"], data["tile"], data["source"],
+                   data["origin"], data["fresh"], list(data["payments"]), data["transferred"])
+
+
+@dataclass(frozen=True, slots=True)
+class PassBlock:
+    """What a seat that let a win pass (过水不胡) may not win on until its next draw:
+    ``mode`` "all" (nothing), "tile" (the passed ``tiles``), or "value" (nothing worth
+    ``worth`` or less)."""
+
+    mode: str
+    tiles: tuple[int, ...] = ()
+    worth: int = 0
+
+    def blocks(self, tile: int, worth: int) -> bool:
+        """Whether a win on ``tile`` worth ``worth`` is blocked."""
+        if self.mode == "all":
+            return True
+        if self.mode == "tile":
+            return tile in self.tiles
+        return worth <= self.worth
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.mode == "tile":
+            return {"mode": "tile", "tiles": list(self.tiles)}
+        if self.mode == "value":
+            return {"mode": "value", "worth": self.worth}
+        return {"mode": self.mode}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PassBlock:
+        return cls(data["mode"], tuple(data.get("tiles", ())), data.get("worth", 0))
+
+
+@dataclass(slots=True)
 class HaidiOffer:
     """The Changsha last tile (海底) offered seat by seat from ``first``: ``offered`` seats
     asked so far (1..4), ``taker`` the seat that took it (None while nobody has)."""
@@ -123,6 +183,7 @@ class Birds:
         return cls(tuple(data["tiles"]), data["origin"], tuple(data["hits"]), data["from_wall"])
 
 
-def optional_dict(record: OpenWindow | HaidiOffer | Birds | None) -> dict[str, Any] | None:
+def optional_dict(record: OpenWindow | PassBlock | HaidiOffer | Birds | None
+                  ) -> dict[str, Any] | None:
     """A record's JSON form, None for none."""
     return None if record is None else record.to_dict()

@@ -6,6 +6,7 @@ from typing import Any
 
 from games.engine import Action, IllegalAction
 from games.mahjong.flow_base import HandCore
+from games.mahjong.flow_records import Kong
 from games.mahjong.meld import Meld
 
 _TURN_KONGS = ("angang", "bugang", "buzhang", "kaigang")
@@ -76,7 +77,7 @@ class TurnMixin(HandCore):
 
     def _discard(self, seat: int, tile: int) -> None:
         kong = self.ctx.kong
-        self.ctx.shot = kong if kong is not None and self.kongs[kong]["seat"] == seat else None
+        self.ctx.shot = kong if kong is not None and self.kongs[kong].seat == seat else None
         self.ctx.kong = None
         self.ctx.first[seat] = False
         self.ctx.discards_made += 1
@@ -110,9 +111,7 @@ class TurnMixin(HandCore):
             self.melds[seat].append(Meld(kind, (tile,) * 4, source, concealed))
             origin = "concealed" if concealed else "claimed"
         self.ctx.claimed = True
-        kong: dict[str, Any] = {"id": len(self.kongs), "seat": seat, "kind": kind, "tile": tile,
-                "source": source, "origin": origin, "fresh": fresh, "payments": [],
-                "transferred": False}
+        kong = Kong(len(self.kongs), seat, kind, tile, source, origin, fresh)
         self.kongs.append(kong)
         self.emit_kong(seat, kind, tile, source, origin)
         self.rules.kong_money(self, kong)
@@ -120,7 +119,7 @@ class TurnMixin(HandCore):
         if kind == "kaigang":
             self.rules.kaigang_reveal(self, kong)
         else:
-            self.draw_for(seat, replacement=kong["id"])
+            self.draw_for(seat, replacement=kong.id)
 
     def emit_kong(self, seat: int, kind: str, tile: int, source: int | None,
                   origin: str) -> None:

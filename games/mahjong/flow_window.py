@@ -13,7 +13,7 @@ from games.arbitration import Decision, Response, Rules, Window, resolve
 from games.engine import Action, BadInput, Event, IllegalAction, NotYourTurn, StaleRef
 from games.mahjong import suit_of
 from games.mahjong.flow_base import HandCore
-from games.mahjong.flow_records import HaidiOffer, OpenWindow
+from games.mahjong.flow_records import HaidiOffer, OpenWindow, PassBlock
 from games.mahjong.meld import Meld
 
 _CLAIMS = ("zhigang", "kaigang", "buzhang", "peng", "chi")
@@ -83,13 +83,7 @@ class WindowMixin(HandCore):
 
     def _ron_blocked(self, seat: int, tile: int, score: dict[str, Any]) -> bool:
         block = self.pass_block[seat]
-        if block is None:
-            return False
-        if block["mode"] == "all":
-            return True
-        if block["mode"] == "tile":
-            return tile in block["tiles"]
-        return _worth(score) <= block["worth"]
+        return block is not None and block.blocks(tile, _worth(score))
 
     # ------------------------------------------------------------------ answers
 
@@ -234,12 +228,12 @@ class WindowMixin(HandCore):
                 continue
             tile = w.hu_tiles[seat]
             if rule == "until_next_draw":
-                self.pass_block[seat] = {"mode": "all"}
+                self.pass_block[seat] = PassBlock("all")
             elif rule == "same_tile_only":
-                old = self.pass_block[seat] or {"mode": "tile", "tiles": []}
-                self.pass_block[seat] = {"mode": "tile", "tiles": old["tiles"] + [tile]}
+                old = self.pass_block[seat] or PassBlock("tile")
+                self.pass_block[seat] = PassBlock("tile", (*old.tiles, tile))
             else:  # allow_if_higher_fan: the passed win as it was offered, flags and all
-                self.pass_block[seat] = {"mode": "value", "worth": _worth(self._offered_win(w, seat))}
+                self.pass_block[seat] = PassBlock("value", worth=_worth(self._offered_win(w, seat)))
         if self.rules.pass_peng(self.options):
             for seat, answer in w.responses.items():
                 if answer.kind == "pass" and "peng" in w.candidates[seat]:

@@ -16,6 +16,7 @@ from games.engine import Action
 
 if TYPE_CHECKING:  # flow_base names this protocol: types only
     from games.mahjong.flow_base import HandCore
+    from games.mahjong.flow_records import Kong
 
 
 class VariantRules(Protocol):
@@ -52,7 +53,7 @@ class VariantRules(Protocol):
 
     def claim_kinds(self, state: HandCore, seat: int, tile: int, source: int) -> set[str]: ...
 
-    def kaigang_reveal(self, state: HandCore, kong: dict[str, Any]) -> None: ...
+    def kaigang_reveal(self, state: HandCore, kong: Kong) -> None: ...
 
     # -- opening and midway wins (Changsha)
     def opening_types(self, state: HandCore, seat: int) -> tuple[str, ...]: ...
@@ -69,7 +70,7 @@ class VariantRules(Protocol):
     def score(self, state: HandCore, seat: int, concealed: list[int], tile: int, win: str,
               flags: set[str]) -> dict[str, Any] | None: ...
 
-    def kong_money(self, state: HandCore, kong: dict[str, Any]) -> None: ...
+    def kong_money(self, state: HandCore, kong: Kong) -> None: ...
 
     def pay_wins(self, state: HandCore, trigger: str, source: int, tile: int,
                  winners: list[int]) -> None: ...
@@ -100,5 +101,5 @@ class NoOpeningWins:
     def pay_opening(self, state: HandCore, seat: int, types: list[str]) -> None:
         raise AssertionError("this variant has no opening wins")
 
-    def kaigang_reveal(self, state: HandCore, kong: dict[str, Any]) -> None:
+    def kaigang_reveal(self, state: HandCore, kong: Kong) -> None:
         raise AssertionError("this variant has no 开杠")

@@ -3,10 +3,8 @@ the dealer bonus (算庄闲) and birds (扎鸟), itemised as the base amount plu
 
 from __future__ import annotations
 
-from typing import Any
-
 from games.mahjong.flow_base import HandCore
-from games.mahjong.flow_records import Birds
+from games.mahjong.flow_records import Birds, Kong
 from games.mahjong.score_changsha_pay import bird_seat, changsha_payment
 from games.mahjong.settle import pay_kong
 
@@ -15,7 +13,7 @@ _WIN_REASONS = {"self_draw": "self_draw", "discard": "discard_win", "rob_kong": 
                 "kaigang_reveal": "kong_shot", "haidi": "haidi_shot"}
 
 
-def kong_money(state: HandCore, kong: dict[str, Any]) -> None:
+def kong_money(state: HandCore, kong: Kong) -> None:
     """Classic Changsha pays nothing for kongs; option ``gang_points``: 1 / 2 each / 1 each."""
     if state.options["gang_points"]:
         pay_kong(state, kong, KONG_POINTS)

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from games.mahjong import SUITS
 from games.mahjong.flow_base import HandCore
+from games.mahjong.flow_records import Kong
 from games.mahjong.score_xuezhan import xuezhan_ready_value
 from games.mahjong.settle import kong_income, pay_kong
 
@@ -14,11 +13,11 @@ KONG_AMOUNTS = {"claimed": 2, "concealed": 2, "added": 1}
 _WIN_REASONS = {"self_draw": "self_draw", "discard": "discard_win", "rob_kong": "rob_kong"}
 
 
-def kong_money(state: HandCore, kong: dict[str, Any]) -> None:
+def kong_money(state: HandCore, kong: Kong) -> None:
     """直杠 2 from the feeder, 暗杠 2 from each active opponent, 补杠 1 from each - the
     last only for a freshly drawn fourth tile unless ``bugang_needs_fresh_tile`` is off."""
     amounts = dict(KONG_AMOUNTS)
-    if kong["origin"] == "added" and not kong["fresh"] and state.options["bugang_needs_fresh_tile"]:
+    if kong.origin == "added" and not kong.fresh and state.options["bugang_needs_fresh_tile"]:
         amounts["added"] = 0
     pay_kong(state, kong, amounts)
 
@@ -41,18 +40,18 @@ def _payers(state: HandCore, trigger: str, source: int, seat: int) -> list[int]:
         return [source]
     kong = state.ctx.kong
     if kong is not None and state.options["dian_gang_hua"] == "discarder_pays":
-        feeder = state.kongs[kong]["source"]
-        if state.kongs[kong]["origin"] == "claimed" and state.active(feeder):
+        feeder = state.kongs[kong].source
+        if state.kongs[kong].origin == "claimed" and feeder is not None and state.active(feeder):
             return [feeder]
     return [s for s in range(4) if s != seat and state.active(s)]
 
 
-def _call_transfer(state: HandCore, kong: dict[str, Any], winner: int) -> None:
+def _call_transfer(state: HandCore, kong: Kong, winner: int) -> None:
     """呼叫转移: the konger hands the money of that kong to the (nearest) winner."""
     income = sum(amount for _, amount in kong_income(state, kong))
-    if income and not kong["transferred"]:
-        kong["transferred"] = True
-        state.pay("call_transfer", kong["seat"], winner, income, f"kong:{kong['id']}")
+    if income and not kong.transferred:
+        kong.transferred = True
+        state.pay("call_transfer", kong.seat, winner, income, f"kong:{kong.id}")
 
 
 def finish(state: HandCore) -> None:
@@ -104,10 +103,10 @@ def _ready_value(state: HandCore, seat: int) -> int:
 def _refund(state: HandCore, seat: int) -> None:
     """退税: return every kong payment received (kongs moved by 呼叫转移 excepted)."""
     for kong in state.kongs:
-        if kong["seat"] != seat or kong["transferred"]:
+        if kong.seat != seat or kong.transferred:
             continue
         for payer, amount in kong_income(state, kong):
-            state.pay("kong_refund", seat, payer, amount, f"kong:{kong['id']}")
+            state.pay("kong_refund", seat, payer, amount, f"kong:{kong.id}")
 
 
 def next_dealer(state: HandCore) -> int:

@@ -9,6 +9,7 @@ import pytest
 
 from games.engine import Action, IllegalAction
 from games.mahjong import parse_tile_list, tile_index, xuezhan
+from games.mahjong.flow_records import PassBlock
 from games.mahjong.wall import stacked_wall
 
 
@@ -185,7 +186,7 @@ def test_pass_then_no_win_until_own_draw():
                   voids="smpp")
     act(state, 1, "discard", "9p")
     act(state, 0, "pass")
-    assert state.pass_block[0] == {"mode": "all"}
+    assert state.pass_block[0] == PassBlock("all")
     assert state.turn == 2 and state.drawn[2] == T("9p")
     events = act(state, 2, "discard", "9p")
     assert not any(e.kind == "candidates" and e.to == 0 for e in events)
@@ -245,4 +246,4 @@ def test_pass_rule_same_tile_only_blocks_only_that_tile():
                   voids="smpp", pass_ron_rule="same_tile_only")
     act(state, 1, "discard", "9p")
     act(state, 0, "pass")
-    assert state.pass_block[0] == {"mode": "tile", "tiles": [T("9p")]}
+    assert state.pass_block[0] == PassBlock("tile", (T("9p"),))
