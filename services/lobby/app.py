@@ -1,5 +1,6 @@
-"""The lobby's resources and shared use cases: NATS, the directory, the room cache, the
-records client, forwarding a command to the owning table, and session lifecycle."""
+"""The lobby's resources and their lifecycle: NATS, the directory and its room cache, the
+records client, the room streams, the sessions (health, drain, silence, login deadline),
+and sending one command of a session to the owning table (forwarding.py)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,24 @@ from typing import Any
 from nats.aio.client import Client
 from nats.js.kv import KV_DEL, KV_PURGE
 
-from paiju.frames import error_frame, event_id_of, ok_frame, payload_of, server_frame
+from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus, tls
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
-from services.lobby.directory import KEEPALIVE, Directory, Reject, Unavailable
+from services.lobby.directory import KEEPALIVE, Directory, Reject
+from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
 from services.lobby.limits import Admission, Limits
 from services.lobby.records_client import RecordsClient
+from services.lobby.room_changes import RoomChanges
 from services.lobby.rooms import RoomCache
-from services.lobby.sessions import RateLimiter, Session
+from services.lobby.sessions import RateLimiter, Relayed, Session
+from services.lobby.streams import RoomStreams
 
 log = logging.getLogger("paiju.lobby")
 
-# A room moving between tables (an adoption after a table died, a table's drain): its old
-# owner is gone or answers "not on this table", the new one may answer ERR_ROOM_MOVING until
-# it has rebuilt the room. A command follows the room for this long, pausing MOVE_FIRST
-# seconds, then twice as long each time up to MOVE_LONGEST, re-reading the owner each time.
-MOVE_SECONDS = 15.0
-MOVE_FIRST = 0.1
-MOVE_LONGEST = 1.0
-MOVING = "the room is moving to another table, a moment"
 RECONNECT_SPREAD_MS = 1000   # clients told to reconnect wait a random 0..this many ms
 CLOSE_GRACE = 2.0            # a closed session whose stream is still there this long is cut
 # The directory buckets may not exist yet when the lobby starts (a fresh namespace whose
@@ -43,11 +39,6 @@ CLOSE_GRACE = 2.0            # a closed session whose stream is still there this
 # ready, and opens them again after OPEN_FIRST seconds, doubling up to OPEN_LONGEST.
 OPEN_FIRST = 0.5
 OPEN_LONGEST = 5.0
-
-
-def request_event_id(frame: client_pb2.ClientFrame) -> int:
-    payload = payload_of(frame)
-    return event_id_of(payload) if payload is not None else frame.event_id
 
 
 class LobbyApp:
@@ -59,12 +50,14 @@ class LobbyApp:
         self.directory = directory
         self.records = records
         self.cache = RoomCache()
-        self.hub = Hub(nc, self.cache, room_change_seconds=cfg.lobby.room_change_seconds)
+        self.hub = Hub(nc)
+        self.streams = RoomStreams(nc, self)
+        self.forwarder = Forwarder(directory, self.cache)
+        self.room_changes = RoomChanges(cfg.lobby.room_change_seconds, self._relay_room_change)
         self.chat_limit = RateLimiter(cfg.lobby.chat_per_minute, 60.0)
         self.limits = Limits(cfg.lobby)
         self.admission = Admission(cfg.lobby.max_connections_per_ip, cfg.lobby.max_connections)
         self.directory_open = asyncio.Event()   # the buckets are open and followed
-        self.move_seconds = MOVE_SECONDS
         self.draining = False      # stopping: no new session, every client told to reconnect
         self.watch: Any = None     # services.common.health.DependencyWatch, once serving
         self.on_ready_change: Callable[[], Awaitable[None]] | None = None   # health, once serving
@@ -88,6 +81,7 @@ class LobbyApp:
             await app.close()
             raise
         app.spawn(app._sweep())
+        app.spawn(app.streams.follow_reconnects())
         tried = asyncio.Event()
         opening = app.spawn(app._open_directory(tried))
         try:
@@ -124,6 +118,8 @@ class LobbyApp:
 
     async def close(self) -> None:
         await cancel_and_wait(*self._tasks)
+        self.room_changes.close()
+        await self.streams.stop()
         await self.hub.stop()
         await self.directory.close()
         await self.records.close()
@@ -182,23 +178,24 @@ class LobbyApp:
 
     # -- forwarding to tables -------------------------------------------------------------
 
+    @property
+    def move_seconds(self) -> float:
+        """How long a command follows a moving room (forwarding.py)."""
+        return self.forwarder.move_seconds
+
+    @move_seconds.setter
+    def move_seconds(self, seconds: float) -> None:
+        self.forwarder.move_seconds = seconds
+
     async def owner_address(self, room_id: int, *, fresh: bool = False) -> str:
-        """The address of the table owning ``room_id``: the cache, else the rooms bucket."""
-        entry = None if fresh else self.cache.get(room_id)
-        if entry is not None and entry.address:
-            return entry.address
-        value = await self.directory.room(room_id)
-        if not value or not value.get("address"):
-            raise Reject(common_pb2.ERR_NO_SUCH_ROOM, f"room {room_id} does not exist")
-        return str(value["address"])
+        return await self.forwarder.owner_address(room_id, fresh=fresh)
 
     async def forward(self, session: Session, *, frame: client_pb2.ClientFrame | None = None,
                       kind: str = "", room_id: int = 0, address: str = "",
                       with_profile: bool = False) -> table_pb2.TableReply:
-        """Send one command for ``session`` to the owning table (following the room while it
-        moves between tables, see :meth:`command`) and, while the session is live, track
-        where the user sits from the reply. The room's subscription is dropped only when the
-        table says the user is not seated, or the directory says the room is gone."""
+        """The owning table's reply to one command of ``session`` (following the room while
+        it moves between tables). Where the session is (its room, its stream) is the
+        caller's to update from the reply (seating.py)."""
         room_id = room_id or session.room_id
         # the session identity lets the table ignore a late "offline" of a replaced session
         cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind,
@@ -207,106 +204,25 @@ class LobbyApp:
             cmd.frame.CopyFrom(frame)
         if with_profile:
             cmd.profile.CopyFrom(session.profile)
-        if not address:
+        return await self.forwarder.command(room_id, cmd, address)
+
+    # -- what the room streams ask the tables (streams.TableAccess) -----------------------
+
+    async def events_since(self, room_id: int, since: tuple[int, int]) -> table_pb2.TableReply:
+        cmd = table_pb2.TableCommand(room_id=room_id, kind="events_since",
+                                     since_index=since[0], since_part=since[1])
+        return await self.forwarder.command(room_id, cmd)
+
+    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
+        return await self.forward(session, kind="snapshot", room_id=room_id)
+
+    def table_addresses(self) -> set[str]:
+        """The owners' addresses of the rooms this lobby's sessions are in (as far as the
+        room cache knows): the table links these sessions still need."""
+        def owner(room_id: int) -> str:
             entry = self.cache.get(room_id)
-            address = entry.address if entry is not None else ""
-        reply = await self.command(room_id, cmd, address)
-        if not session.kicked and not session.outbox.closed:
-            if reply.code == 0 and reply.room_id > 0:
-                await self.hub.enter_room(session, reply.room_id, reply.seat)
-            elif reply.code == 0 and reply.seat == -1:
-                await self.hub.leave_room(session)
-            elif (reply.code in (common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM)
-                  and session.room_id == room_id):
-                await self.hub.leave_room(session)  # e.g. a dismissal notice we missed
-        return reply
-
-    async def command(self, room_id: int, cmd: table_pb2.TableCommand,
-                      address: str = "") -> table_pb2.TableReply:
-        """The owning table's reply to ``cmd``; ``address`` is where the room is thought to
-        be (empty: ask the directory).
-
-        A room moves when its table dies (another adopts it) or drains: the old owner's link
-        fails or it answers "not on this table" (ERR_NO_SUCH_ROOM), the new one answers
-        ERR_ROOM_MOVING until it has rebuilt the room. Then the command is sent again to the
-        owner the directory names now, after a short pause growing from MOVE_FIRST to
-        MOVE_LONGEST seconds, for up to ``move_seconds``; past that the answer is
-        ERR_ROOM_MOVING ("a moment"), never an internal error. ERR_NO_SUCH_ROOM is the
-        answer only once the directory has no such room."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.move_seconds
-        pause = MOVE_FIRST
-        problem = ""
-        moving = False   # a table answered ERR_ROOM_MOVING: the room exists, whatever we read
-        tries = 0
-        while True:
-            if address:
-                tries += 1
-                link = self.directory.link(address)
-                try:
-                    reply = await link.command(cmd, timeout=min(
-                        link.timeout, max(0.5, deadline - loop.time())))
-                except Unavailable as exc:
-                    problem = exc.message   # the table died or is cut off: who owns it now?
-                else:
-                    if reply.code not in (common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_NO_SUCH_ROOM):
-                        if tries > 1:
-                            log.info("command followed a moving room",
-                                     extra={"room": room_id, "tries": tries, "address": address})
-                        return reply
-                    problem = reply.message
-                    moving = moving or reply.code == common_pb2.ERR_ROOM_MOVING
-            tried, address = address, ""
-            try:
-                owner = await self._owner(room_id)
-            except Unavailable as exc:
-                owner, problem = "", exc.message
-            if owner is None and not moving:
-                # the directory has no such room (closed, dismissed, never was), and no table
-                # said it is on its way
-                return table_pb2.TableReply(
-                    request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
-                    message=f"room {room_id} does not exist", seat=-1)
-            owner = owner or ""
-            if owner and owner != tried and loop.time() < deadline:
-                address = owner   # a new owner (or a stale cache): ask it at once
-                continue
-            left = deadline - loop.time()
-            if left <= 0:
-                log.warning("room still moving, command not delivered",
-                            extra={"room": room_id, "tries": tries, "problem": problem})
-                return table_pb2.TableReply(request_id=cmd.request_id,
-                                            code=common_pb2.ERR_ROOM_MOVING, message=MOVING,
-                                            seat=-1)
-            await asyncio.sleep(min(pause, left))   # the last try is at the deadline
-            pause = min(pause * 2, MOVE_LONGEST)
-            address = owner   # "" (no owner yet): the directory is read again next time
-
-    async def _owner(self, room_id: int) -> str | None:
-        """The owner's address from the ``rooms`` bucket read now; None when the room is not
-        there (closed, dismissed, never was); Unavailable when the directory cannot tell."""
-        try:
-            value = await self.directory.room(room_id)
-        except Exception as exc:  # NATS away or a KV timeout: not an answer about the room
-            raise Unavailable(f"directory: {exc!r}") from None
-        if not value or int(value.get("status") or 0) == common_pb2.ROOM_FINISHED:
-            return None
-        return str(value.get("address") or "")
-
-    @staticmethod
-    def relay(session: Session, request: client_pb2.ClientFrame,
-              reply: table_pb2.TableReply) -> None:
-        """The table's answer to the client: its frames, or a Return (error or plain ok)."""
-        event_id = request_event_id(request)
-        if reply.code != 0:
-            session.send(error_frame(reply.code, reply.message or "refused by the table",
-                                     request_event_id=event_id, reply_to=request.seq))
-            return
-        if not reply.frames:
-            session.send(ok_frame(event_id, reply_to=request.seq))
-        for frame in reply.frames:
-            frame.reply_to = request.seq
-            session.send(frame)
+            return entry.address if entry is not None else ""
+        return self.streams.table_addresses(owner)
 
     # -- session lifecycle ----------------------------------------------------------------
 
@@ -314,7 +230,8 @@ class LobbyApp:
         """The stream is over: forget the session; a seated user goes offline at the table
         unless a newer login replaced this session."""
         room_id = session.room_id
-        await self.hub.remove(session)
+        self.hub.remove(session)
+        await self.streams.leave(session)
         if session.logged_in and room_id and not session.kicked and not session.sent_away:
             task = self.spawn(self._offline(session, room_id))
             self._offlines.add(task)
@@ -343,8 +260,8 @@ class LobbyApp:
                     session.close()
 
     async def _watch_rooms(self) -> None:
-        """Follow the ``rooms`` bucket into the room cache; a watch that fails or ends is
-        opened again."""
+        """Follow the ``rooms`` bucket into the room cache, and its changes to the idle
+        sessions (room_changes.py); a watch that fails or ends is opened again."""
         assert self.directory.rooms is not None
         while True:
             try:
@@ -353,12 +270,19 @@ class LobbyApp:
                     if entry is None:  # end of the initial snapshot
                         continue
                     deleted = entry.operation in (KV_DEL, KV_PURGE)
-                    self.cache.apply_kv(entry.key, entry.value, deleted)
+                    change = self.cache.apply_kv(entry.key, entry.value, deleted)
+                    if change is not None:
+                        self.room_changes.offer(change)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
             await asyncio.sleep(1.0)
+
+    def _relay_room_change(self, change: lobby_msgs_pb2.RoomChange) -> None:
+        relay = Relayed(self.cache.relay_frame(change))   # serialized once for all sessions
+        for session in self.hub.idle():
+            session.send(relay)
 
     # -- connections ------------------------------------------------------------------------
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from paiju.frames import client_frame, error_frame, ok_frame, server_frame
+from paiju.frames import error_frame, ok_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus
-from services.lobby import limits, metrics
-from services.lobby.app import LobbyApp, request_event_id
+from services.lobby import limits, metrics, seating
+from services.lobby.app import LobbyApp
 from services.lobby.directory import Reject
 from services.lobby.login import login
+from services.lobby.seating import ask_join, reply_frames, request_event_id
 from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.commands")
@@ -68,7 +69,7 @@ async def room_list(app: LobbyApp, session: Session, frame: client_pb2.ClientFra
 async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     if not session.room_id:
         raise Reject(common_pb2.ERR_NOT_IN_ROOM, "not in a room")
-    app.relay(session, frame, await app.forward(session, frame=frame))
+    await seating.seated_command(app, session, frame)
 
 
 async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
@@ -105,38 +106,13 @@ async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.Cl
     await _not_seated_elsewhere(app, session)
     link, created = await app.directory.create_room(req)
     room_id = created.room.room_id
-    reply = await _join(app, session, frame, room_id, req.password, req.game, link.address)
-    app.relay(session, frame, reply)
+    await _join(app, session, frame, room_id, req.password, req.game, link.address)
 
 
 async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, room_id: int,
-                password: str, game: int, address: str) -> table_pb2.TableReply:
-    """Forward a join. The room's events are subscribed first, so nothing the table
-    publishes between its reply and our subscription is lost, but they are held until the
-    table answers: delivered if it seats him, dropped (and the subscription undone) if it
-    refuses, so a wrong password or a full room shows nothing of the room."""
-    join = lobby_msgs_pb2.JoinRoom(room_id=room_id, password=password, game=game)
-    entered = session.room_id != room_id
-    if entered:
-        session.held = []  # before entering: the room's events may arrive during the subscribe
-        try:
-            await app.hub.enter_room(session, room_id, -1)
-        except BaseException:
-            session.release_held(deliver=False)
-            raise
-    try:
-        reply = await app.forward(session, frame=client_frame(join, seq=frame.seq),
-                                  room_id=room_id, address=address, with_profile=True)
-    except BaseException:
-        if entered:
-            session.release_held(deliver=False)
-            await app.hub.leave_room(session)
-        raise
-    if entered:
-        session.release_held(deliver=not reply.code)
-        if reply.code:
-            await app.hub.leave_room(session)
-    return reply
+                password: str, game: int, address: str) -> None:
+    reply = await ask_join(app, session, frame, room_id, password, game, address)
+    await seating.seat(app, session, room_id, reply, reply_frames(frame, reply))
 
 
 async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
@@ -145,8 +121,7 @@ async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFra
     await _not_seated_elsewhere(app, session, req.room_id)
     if req.room_id:
         address = await app.owner_address(req.room_id, fresh=True)
-        app.relay(session, frame, await _join(app, session, frame, req.room_id, req.password,
-                                              req.game, address))
+        await _join(app, session, frame, req.room_id, req.password, req.game, address)
         return
     await quick_start(app, session, frame)
 
@@ -162,11 +137,12 @@ async def quick_start(app: LobbyApp, session: Session, frame: client_pb2.ClientF
         entry = app.cache.quick_pick(game, frozenset(tried))
         if entry is None:
             break
-        reply = await _join(app, session, frame, entry.room_id, "", game, entry.address)
+        reply = await ask_join(app, session, frame, entry.room_id, "", game, entry.address)
         if reply.code in RETRY_QUICK and attempt == 1:
             tried.add(entry.room_id)
+            await app.streams.release(entry.room_id)
             continue
-        app.relay(session, frame, reply)
+        await seating.seat(app, session, entry.room_id, reply, reply_frames(frame, reply))
         return
     _count_create(app, session)   # no room to join: a new one is a creation like any other
     await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
@@ -185,7 +161,7 @@ async def chat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -
                      f"at most {app.lobby.chat_per_minute} chat messages a minute")
     out = lobby_msgs_pb2.Chat(type=req.type, content=req.content, extend=req.extend,
                               author_id=session.user_id)
-    await app.nc.publish(bus.room_events(session.room_id), server_frame(out).SerializeToString())
+    await app.nc.publish(bus.room_chat(session.room_id), server_frame(out).SerializeToString())
     session.send(ok_frame(request_event_id(frame), reply_to=frame.seq))
 
 

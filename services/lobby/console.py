@@ -351,7 +351,7 @@ class Console:
                       "uptime_seconds": round(now - self.started, 1),
                       "nats_connected": self.app.nc.is_connected},
             "sessions": {"connections": len(hub.sessions), "logged_in": len(hub.by_user),
-                         "in_rooms": sum(len(s) for s in hub.by_room.values())},
+                         "in_rooms": self.app.streams.sessions_in_rooms()},
             "tables": {"live": len(tables["tables"]),
                        "rooms": sum(t["rooms"] for t in tables["tables"]),
                        "players": sum(t["players"] for t in tables["tables"])},

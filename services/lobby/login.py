@@ -8,7 +8,7 @@ import time
 
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
-from services.lobby import limits, metrics, tokens
+from services.lobby import limits, metrics, seating, tokens
 from services.lobby.app import LobbyApp
 from services.lobby.directory import Reject
 from services.lobby.rooms import room_entry
@@ -118,16 +118,23 @@ async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
                   room_id: int, seat: dict) -> None:
-    """Reconnect into a seat: subscribe the room, ask the table for a snapshot, go online."""
+    """Reconnect into a seat: the room's stream from the snapshot's position on, then online
+    at the table."""
     address = str(seat.get("address") or "")
+    await app.streams.open(room_id)
     try:
         snapshot = await app.forward(session, kind="snapshot", room_id=room_id,
                                      address=address, with_profile=True)
     except Reject as exc:
+        await app.streams.release(room_id)
         session.send(error_frame(exc.code, f"could not resume room {room_id}: {exc.message}",
                                  request_event_id=frame.event_id or 1002, reply_to=frame.seq))
         return
+    except BaseException:
+        await app.streams.release(room_id)
+        raise
     if snapshot.code == common_pb2.ERR_ROOM_MOVING:
+        await app.streams.release(room_id)
         # still moving after the lobby's bound: the seat is there, its table is not yet;
         # say so, and have the client log in again in a moment (the resume is retried then)
         session.send(error_frame(snapshot.code, f"could not resume room {room_id}: "
@@ -137,21 +144,19 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         log.info("seat not resumed yet: the room is moving",
                  extra={"user": session.user_id, "room": room_id})
         return
-    if snapshot.code:
-        await app.hub.leave_room(session)
-        log.info("seat not resumed", extra={"user": session.user_id, "room": room_id,
-                                            "code": snapshot.code})
+    if snapshot.code or snapshot.room_id == 0:   # refused, or the room closed meanwhile
+        await app.streams.release(room_id)
+        if snapshot.code:
+            log.info("seat not resumed", extra={"user": session.user_id, "room": room_id,
+                                                "code": snapshot.code})
         return
-    if snapshot.room_id == 0:  # the room closed meanwhile: nothing to resume
-        await app.hub.leave_room(session)
-        return
-    for out in snapshot.frames:
+    frames = list(snapshot.frames)
+    for out in frames:
         out.reply_to = frame.seq
-        session.send(out)
+    await seating.seat(app, session, room_id, snapshot, frames)
     if session.kicked or session.outbox.closed:
         return  # replaced or gone meanwhile: the seat's connection is not this session's
     try:
         await app.forward(session, kind="online", room_id=room_id, address=address)
     except Reject as exc:
         log.warning("online not delivered", extra={"user": session.user_id, "error": exc.message})
-

@@ -27,9 +27,12 @@ RATE_LIMITED = Counter("paiju_lobby_rate_limited_total",
                        "Requests refused with ERR_RATE_LIMITED, by request",
                        ["request"])
 ROOM_CHANGES = Counter("paiju_lobby_room_changes_total",
-                       "Room-list changes heard on lobby.rooms (relayed: sent to the idle "
+                       "Room-list changes seen on the rooms bucket watch (relayed: sent to the idle "
                        "sessions; coalesced: replaced by a later state of the same room)",
                        ["result"])
+REFILLS = Counter("paiju_lobby_room_refills_total",
+                  "Refills of a room's event stream from its table (asked; failed; resync: "
+                  "the table could not, snapshots were asked)", ["result"])
 FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             "Round trip of one command on the lobby-table Session stream",
                             ["kind"], buckets=LATENCY_BUCKETS)

@@ -1,6 +1,9 @@
-"""The room list cache: fed by the ``rooms`` KV bucket (watched) and by ``RoomChange`` frames
-on ``lobby.rooms``. It answers AskRoomList, quick start and "who owns room N" without a
-round trip. Entries carry the owner's address; the RoomInfo never has a password."""
+"""The room list cache, fed by the ``rooms`` KV bucket watch only (the one channel of room
+metadata): it answers AskRoomList, quick start, the operator console and "who owns room N"
+without a round trip, and says what each change of the bucket is to the room list
+(:meth:`RoomCache.apply_kv`: created, started, updated, dismissed). Entries carry the
+owner's address; their RoomInfo has only the fields of the public allow-list
+(:data:`PLAYER_FIELDS`, :data:`ROOM_FIELDS`: never an IP, and a RoomInfo has no password)."""
 
 from __future__ import annotations
 
@@ -23,21 +26,39 @@ _STARTED = frozenset({common_pb2.ROOM_PLAYING, common_pb2.ROOM_HAND_OVER,
                       common_pb2.ROOM_DISMISSING, common_pb2.ROOM_CHOOSING_ALONE})
 
 
+# What a room list, a RoomChange and the operator console may show of a room and its
+# players: every field but a player's IP (his own copy alone has it).
+PLAYER_FIELDS = tuple(f.name for f in common_pb2.PlayerInfo.DESCRIPTOR.fields if f.name != "ip")
+ROOM_FIELDS = tuple(f.name for f in common_pb2.RoomInfo.DESCRIPTOR.fields if f.name != "players")
+
+
 @dataclass(frozen=True)
 class RoomEntry:
     room_id: int
     address: str
     free_seats: int
     info: common_pb2.RoomInfo
+    owner: str = ""           # the owning table's instance
+    status: int = 0           # the entry's status (the RoomInfo's when the entry has none)
+    game: str = ""            # the entry's game name as written ("" when absent)
 
 
 def public_room(info: common_pb2.RoomInfo) -> common_pb2.RoomInfo:
-    """A copy safe for the room list: no player's IP (the password has no field at all)."""
+    """A copy with the allow-listed fields only (no player's IP)."""
     out = common_pb2.RoomInfo()
-    out.CopyFrom(info)
-    for player in out.players:
-        player.ip = ""
+    for name in ROOM_FIELDS:
+        _copy_field(info, out, name)
+    for player in info.players:
+        public = out.players.add()
+        for name in PLAYER_FIELDS:
+            _copy_field(player, public, name)
     return out
+
+
+def _copy_field(src: Any, dst: Any, name: str) -> None:
+    value = getattr(src, name)
+    if value:
+        setattr(dst, name, value)
 
 
 def parse_room_value(raw: bytes) -> RoomEntry | None:
@@ -64,7 +85,12 @@ def room_entry(value: dict[str, Any]) -> RoomEntry | None:
         info.game = _game_of(value["game"])
     free = value.get("free_seats")
     free_seats = int(free) if isinstance(free, int) else _free_seats(info)
-    return RoomEntry(room_id, str(value.get("address") or ""), free_seats, public_room(info))
+    status = value.get("status")
+    status = status if isinstance(status, int) and not isinstance(status, bool) else info.status
+    game = value.get("game")
+    return RoomEntry(room_id, str(value.get("address") or ""), free_seats, public_room(info),
+                     owner=str(value.get("owner") or info.table_id), status=int(status),
+                     game=game.lower() if isinstance(game, str) else "")
 
 
 def _game_of(game: Any) -> int:
@@ -92,27 +118,35 @@ class RoomCache:
     def get(self, room_id: int) -> RoomEntry | None:
         return self._rooms.get(room_id)
 
-    def apply_kv(self, key: str, value: bytes | None, deleted: bool) -> None:
+    def entries(self) -> list[RoomEntry]:
+        return [e for _, e in sorted(self._rooms.items())]
+
+    def apply_kv(self, key: str, value: bytes | None,
+                 deleted: bool) -> lobby_msgs_pb2.RoomChange | None:
+        """Fold one entry of the watch in; the change it makes to the room list (None: no
+        change): a new room is CREATED, one whose status became playing STARTED, one
+        deleted or finished DISMISSED, any other change UPDATED."""
+        reason = lobby_msgs_pb2.RoomChange
         if deleted or not value:
-            if key.isascii() and key.isdigit():
-                self._rooms.pop(int(key), None)
-            return
+            old = self._rooms.pop(int(key), None) if key.isascii() and key.isdigit() else None
+            return None if old is None else reason(reason=reason.DISMISSED, room=old.info)
         entry = parse_room_value(value)
         if entry is None:
             log.warning("unusable rooms entry", extra={"key": key})
-            return
+            return None
+        old = self._rooms.get(entry.room_id)
+        if entry.status == common_pb2.ROOM_FINISHED:
+            self._rooms[entry.room_id] = entry
+            return None if old is not None and old.status == common_pb2.ROOM_FINISHED \
+                else reason(reason=reason.DISMISSED, room=entry.info)
         self._rooms[entry.room_id] = entry
-
-    def apply_change(self, change: lobby_msgs_pb2.RoomChange) -> None:
-        """Fold a RoomChange frame in (the KV watch carries the owner address)."""
-        room_id = change.room.room_id
-        if change.reason == lobby_msgs_pb2.RoomChange.DISMISSED:
-            self._rooms.pop(room_id, None)
-            return
-        old = self._rooms.get(room_id)
-        if old is not None:
-            info = public_room(change.room)
-            self._rooms[room_id] = RoomEntry(room_id, old.address, _free_seats(info), info)
+        if old is None:
+            return reason(reason=reason.CREATED, room=entry.info)
+        if old == entry:
+            return None
+        if entry.status == common_pb2.ROOM_PLAYING and old.status != common_pb2.ROOM_PLAYING:
+            return reason(reason=reason.STARTED, room=entry.info)
+        return reason(reason=reason.UPDATED, room=entry.info)
 
     def started(self) -> int:
         return sum(1 for e in self._rooms.values() if e.info.status in _STARTED)

@@ -188,7 +188,7 @@ async def start(cfg: Config, *, port: int | None = None,
     # SIGTERM: health is NOT_SERVING first (ServiceHost.stop), then every client is told to
     # reconnect elsewhere and its stream ends, then the server stops
     host.on_drain.append(app.drain)
-    app.spawn(app.directory.prune_forever(app.hub.table_addresses))
+    app.spawn(app.directory.prune_forever(app.table_addresses))
     await _start_ws(cfg, app, host)
     try:  # the operator console, on its own port (lobby.console_port; -1 = off)
         console = await start_console(app, cfg)

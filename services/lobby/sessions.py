@@ -151,9 +151,6 @@ class Session:
     sent_away: bool = False
     seq: int = 0
     task: asyncio.Task[object] | None = None
-    # While a join waits for the table's answer, that room's events are held here: delivered
-    # if the table seats him, dropped if it refuses (a wrong VIP password sees nothing).
-    held: list[Outgoing] | None = None
 
     @property
     def logged_in(self) -> bool:
@@ -171,31 +168,10 @@ class Session:
             self.disconnect()
         return False
 
-    def relay_room_event(self, frame: Outgoing) -> None:
-        """A room event: queued, or held while this session's join is being decided."""
-        if self.held is None:
-            self.send(frame)
-        elif len(self.held) < self.outbox.limit:
-            self.held.append(frame)
-        # else: a very late answer; never deliver before it, and a seated user's join reply
-        # carries the room and its snapshot anyway
-
-    def release_held(self, *, deliver: bool) -> None:
-        """End holding: the held room events go out (join accepted) or are dropped."""
-        held, self.held = self.held or [], None
-        if deliver:
-            for frame in held:
-                self.send(frame)
-
     def next_seq(self) -> int:
         """The next server sequence number of this session (one per frame sent)."""
         self.seq += 1
         return self.seq
-
-    def stamp(self, frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
-        """Give one of the lobby's own frames the next server sequence number."""
-        frame.seq = self.next_seq()
-        return frame
 
     def close(self) -> None:
         """End the stream after the frames already queued."""

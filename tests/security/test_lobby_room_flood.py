@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import nats
 import pytest
+from google.protobuf import json_format
 
-from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats, _wait_port, free_port, nats_server_binary
@@ -206,19 +207,23 @@ async def test_room_changes_are_coalesced_per_room_for_idle_clients(world: World
     idle = await world.client(address)
     await idle.login(3301)
     busy, quiet = await world.table.add_room(), await world.table.add_room()
-    # a create/leave loop, as the table reports it on lobby.rooms: 40 changes of one room
-    # in about half a second, and one change of another room
+    created = set()
+    while created != {busy.room_id, quiet.room_id}:     # each room's creation, at once
+        frame = await idle.until(lambda f: f.HasField("room_change"))
+        assert frame.room_change.reason == lobby_msgs_pb2.RoomChange.CREATED
+        created.add(frame.room_change.room.room_id)
+    await asyncio.sleep(1.1)                            # the next change of each is due now
+    # a create/leave loop, as the rooms bucket shows it: 40 changes of one room in about
+    # half a second, and one change of another room
     started = time.monotonic()
     for n in range(40):
-        info = busy.info()
-        info.total_hands = n + 1
-        change = lobby_msgs_pb2.RoomChange(reason=lobby_msgs_pb2.RoomChange.UPDATED, room=info)
-        await world.nc.publish(bus.LOBBY_ROOMS, server_frame(change).SerializeToString())
+        busy.seats = [3302 + n % 2, 0, 0, 0]
+        value = json.loads((await world.kv["rooms"].get(str(busy.room_id))).value)
+        value["room"] = json_format.MessageToDict(busy.info(), preserving_proto_field_name=True)
+        value["room"]["total_hands"] = n + 1
+        await world.kv["rooms"].put(str(busy.room_id), json.dumps(value).encode())
         await asyncio.sleep(0.01)
-    dismissed = lobby_msgs_pb2.RoomChange(reason=lobby_msgs_pb2.RoomChange.DISMISSED,
-                                          room=quiet.info())
-    await world.nc.publish(bus.LOBBY_ROOMS, server_frame(dismissed).SerializeToString())
-    await world.nc.flush()
+    await world.kv["rooms"].delete(str(quiet.room_id))
     assert time.monotonic() - started < 1.0
     changes = []
     with contextlib.suppress(TimeoutError):
@@ -236,7 +241,7 @@ async def test_room_changes_are_coalesced_per_room_for_idle_clients(world: World
 def test_the_room_change_coalescer_is_bounded() -> None:
     """Unit check of the state kept: rooms whose last change is older than the interval are
     forgotten (a loop over new room ids does not grow it for ever)."""
-    from services.lobby.hub import RoomChanges
+    from services.lobby.room_changes import RoomChanges
 
     async def run() -> int:
         sent: list[int] = []

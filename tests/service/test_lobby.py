@@ -88,6 +88,19 @@ class FakeRoom:
     password: str
     seats: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     status: int = E.ROOM_WAITING
+    index: int = 0                       # the room's stream position (index, part 0)
+    ring: list[table_pb2.RoomEvents] = field(default_factory=list)   # recent messages
+
+    def ordered(self, reply: table_pb2.TableReply) -> table_pb2.TableReply:
+        """The reply made at the room's current position (docs/ordered-events.md)."""
+        reply.ordered, reply.index, reply.part = True, self.index, 0
+        return reply
+
+    def since(self, index: int, part: int) -> list[table_pb2.RoomEvents] | None:
+        """The messages after (index, part); None when the ring does not reach back."""
+        if self.ring and (index, part) < (self.ring[0].index - 1, 0):
+            return None
+        return [m for m in self.ring if (m.index, m.part) > (index, part)]
 
     def info(self) -> common_pb2.RoomInfo:
         info = common_pb2.RoomInfo(room_id=self.room_id, game=self.game, status=self.status,
@@ -98,13 +111,31 @@ class FakeRoom:
         return info
 
 
-class FakeTable(table_pb2_grpc.TableServicer):
-    """Follows docs/services.md closely enough for the lobby: seats players, answers every
-    command once with its request id, keeps the rooms and seats buckets current."""
+async def publish_events(nc: Any, room: FakeRoom, frames: Any = (), private: Any = (),
+                         closed: bool = False) -> table_pb2.RoomEvents:
+    """One log record of ``room``: the next index, its part 0 published on
+    room.<id>.events as a table does (docs/ordered-events.md) and kept in the room's ring.
+    ``private`` is (user id, frame) pairs."""
+    room.index += 1
+    message = table_pb2.RoomEvents(room_id=room.room_id, index=room.index, part=0,
+                                   frames=list(frames), closed=closed, private=[
+                                       table_pb2.UserFrame(user_id=uid, frame=frame)
+                                       for uid, frame in private])
+    room.ring = [*room.ring[-255:], message]
+    await nc.publish(bus.room_events(room.room_id), message.SerializeToString())
+    return message
 
-    def __init__(self, instance: str, kv: dict[str, Any]) -> None:
+
+class FakeTable(table_pb2_grpc.TableServicer):
+    """Follows docs/services.md and docs/ordered-events.md closely enough for the lobby:
+    seats players, answers every command once with its request id (ordered at the room's
+    position; a command that changes the room is a log record first, published as its
+    RoomEvents), refills from the room's ring, keeps the rooms and seats buckets current."""
+
+    def __init__(self, instance: str, kv: dict[str, Any], nc: Any = None) -> None:
         self.instance = instance
         self.kv = kv
+        self.nc = nc            # where the room's messages are published
         self.address = ""
         self.rooms: dict[int, FakeRoom] = {}
         self.commands: list[table_pb2.TableCommand] = []
@@ -156,6 +187,11 @@ class FakeTable(table_pb2_grpc.TableServicer):
         if room is None:
             reply.code, reply.message = E.ERR_NO_SUCH_ROOM, "no such room"
             return reply
+        if cmd.kind == "events_since":
+            missed = room.since(cmd.since_index, cmd.since_part)
+            reply.resync = missed is None
+            reply.events.extend(missed or ())
+            return room.ordered(reply)
         payload = cmd.frame.WhichOneof("payload")
         if payload == "join_room":
             return await self._join(cmd, room, reply)
@@ -164,6 +200,7 @@ class FakeTable(table_pb2_grpc.TableServicer):
             room.seats[seat] = 0
             await self.kv["seats"].delete(str(cmd.user_id))
             await self.publish_room(room)
+            await publish_events(self.nc, room)
             reply.room_id, reply.seat = 0, -1
         elif cmd.kind == "snapshot":
             reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(),
@@ -172,25 +209,28 @@ class FakeTable(table_pb2_grpc.TableServicer):
         elif payload == "refresh_room":
             reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(),
                                                                        seat=seat)))
-        return reply
+        else:   # ready, online, offline ...: a record of the room
+            await publish_events(self.nc, room)
+        return room.ordered(reply)
 
     async def _join(self, cmd: table_pb2.TableCommand, room: FakeRoom,
                     reply: table_pb2.TableReply) -> table_pb2.TableReply:
         if room.password and cmd.frame.join_room.password != room.password:
             reply.code, reply.message = E.ERR_BAD_PASSWORD, "wrong password"
-            return reply
+            return room.ordered(reply)
         if 0 not in room.seats:
             reply.code, reply.message = E.ERR_ROOM_FULL, "room is full"
-            return reply
+            return room.ordered(reply)
         seat = room.seats.index(0)
         room.seats[seat] = cmd.user_id
         await self.publish_room(room)
         await self.kv["seats"].put(str(cmd.user_id), json.dumps(
             {"room_id": room.room_id, "owner": self.instance, "address": self.address,
              "seat": seat}).encode())
+        await publish_events(self.nc, room)
         reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(), seat=seat)))
         reply.room_id, reply.seat = room.room_id, seat
-        return reply
+        return room.ordered(reply)
 
     def of_kind(self, kind: str, user_id: int | None = None) -> list[table_pb2.TableCommand]:
         return [c for c in self.commands if (c.kind or c.frame.WhichOneof("payload")) == kind
@@ -288,8 +328,13 @@ class World:
         self.clients.append(client)
         return client
 
+    async def emit(self, room: FakeRoom, frames: Any = (), private: Any = (),
+                   closed: bool = False) -> table_pb2.RoomEvents:
+        """The room's next message (what a table publishes for one log record)."""
+        return await publish_events(self.nc, room, frames, private, closed)
+
     async def add_table(self, instance: str, rooms: int = 0) -> FakeTable:
-        table = FakeTable(instance, self.kv)
+        table = FakeTable(instance, self.kv, self.nc)
         server = grpc.aio.server()
         table_pb2_grpc.add_TableServicer_to_server(table, server)
         port = server.add_insecure_port("127.0.0.1:0")
@@ -310,7 +355,7 @@ async def open_world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
           "rooms": await bus.ensure_bucket(js, "rooms"),
           "seats": await bus.ensure_bucket(js, "seats")}
     records = FakeRecords()
-    table = FakeTable("table-a", kv)
+    table = FakeTable("table-a", kv, nc)
     backend = grpc.aio.server()
     records_pb2_grpc.add_RecordsServicer_to_server(records, backend)
     table_pb2_grpc.add_TableServicer_to_server(table, backend)
@@ -507,23 +552,22 @@ async def test_reconnect_gets_room_snapshot_and_goes_online(world: World) -> Non
 
 # -- events ----------------------------------------------------------------------------------
 
-async def test_room_and_inbox_events_reach_the_right_sessions_only(world: World) -> None:
+async def test_room_and_private_events_reach_the_right_sessions_only(world: World) -> None:
     address = await world.lobby()
     a, room = await seated_client(world, address, 21)
     b, _ = await seated_client(world, address, 22, room)
-    outsider, _ = await seated_client(world, address, 23)
+    outsider, other_room = await seated_client(world, address, 23)
     event = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=2), event_uid=f"{room.room_id}:1:5")
-    await world.nc.publish(bus.room_events(room.room_id), event.SerializeToString())
     private = server_frame(lobby_msgs_pb2.DistanceAlert(alert="only for 22"))
-    await world.nc.publish(bus.user_inbox(22), private.SerializeToString())
+    await world.emit(room, [event], [(22, private)])
     got_a = await a.until(lambda f: f.HasField("in_entrust"))
     assert got_a.event_uid == f"{room.room_id}:1:5" and got_a.seq > 1
     await b.until(lambda f: f.HasField("in_entrust"))
     assert (await b.until(lambda f: f.HasField("distance_alert"))).distance_alert.alert \
         == "only for 22"
     marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=1))
-    for uid in (21, 23):
-        await world.nc.publish(bus.user_inbox(uid), marker.SerializeToString())
+    await world.emit(room, [], [(21, marker)])
+    await world.emit(other_room, [], [(23, marker)])
     for client in (a, outsider):
         await client.until(lambda f: f.HasField("heartbeat"))
         kinds = {f.WhichOneof("payload") for f in client.seen}
@@ -534,7 +578,7 @@ async def test_room_and_inbox_events_reach_the_right_sessions_only(world: World)
 async def test_dismissal_notice_clears_the_room(world: World) -> None:
     c, room = await seated_client(world, await world.lobby(), 24)
     notice = lobby_msgs_pb2.NoticeDismiss(dismissed=True, room_id=room.room_id)
-    await world.nc.publish(bus.room_events(room.room_id), server_frame(notice).SerializeToString())
+    await world.emit(room, [server_frame(notice)], closed=True)
     await c.until(lambda f: f.HasField("notice_dismiss"))
     reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
     assert code_of(reply) == E.ERR_NOT_IN_ROOM
@@ -672,9 +716,9 @@ async def test_a_client_that_does_not_read_is_dropped_without_blocking_others(
     address = await world.lobby()
     reader, room = await seated_client(world, address, 91)
     sleeper, _ = await seated_client(world, address, 92, room)
-    big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000)).SerializeToString()
+    big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000))
     for _ in range(60):   # 12 MB: beyond what the sleeper's transport absorbs
-        await world.nc.publish(bus.room_events(room.room_id), big)
+        await world.emit(room, [big])
         await reader.until(lambda f: f.HasField("chat"))
     hub = world.lobbies[-1].app.hub
     for _ in range(100):
@@ -687,7 +731,7 @@ async def test_a_client_that_does_not_read_is_dropped_without_blocking_others(
     assert (await world.table.wait_for("offline", 92)).room_id == room.room_id
 
 
-# -- joining: nothing of a room before the table seats you -----------------------------------
+# -- joining: nothing of a room before the table seats you, everything after -----------------
 
 async def test_a_refused_join_shows_nothing_of_the_room_and_an_accepted_one_everything(
         world: World) -> None:
@@ -701,8 +745,9 @@ async def test_a_refused_join_shows_nothing_of_the_room_and_an_accepted_one_ever
     answer_join = world.table._join
 
     async def gated_join(cmd: Any, the_room: Any, reply: Any) -> Any:
-        await gate.wait()  # the table is still deciding while the room talks
-        return await answer_join(cmd, the_room, reply)
+        answer = await answer_join(cmd, the_room, reply)
+        await gate.wait()  # the table has decided; its answer is late, the room talks
+        return answer
 
     world.table._join = gated_join  # type: ignore[method-assign]
     for uid, password, seated in ((42, "1234", False), (43, "8888", True)):
@@ -712,16 +757,23 @@ async def test_a_refused_join_shows_nothing_of_the_room_and_an_accepted_one_ever
         asking = asyncio.create_task(other.request(
             lobby_msgs_pb2.JoinRoom(room_id=room.room_id, password=password)))
         await world.table.wait_for("join_room", uid)  # the lobby has subscribed the room
+        before = room.index          # an accepted join is at the next position, a refusal here
+        while room.index == before and seated:
+            await asyncio.sleep(0.01)
+        # the room talks after the join's position, while the table's answer is on its way
         chat = server_frame(lobby_msgs_pb2.Chat(content=f"secret {uid}", author_id=41))
-        await world.nc.publish(bus.room_events(room.room_id), chat.SerializeToString())
+        await world.emit(room, [chat])
         # the member got it, so the lobby has handled it for the joiner too (same callback)
         await member.until(lambda f, uid=uid: f.HasField("chat")
                            and f.chat.content == f"secret {uid}")
         gate.set()
         reply = await asking
         marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=7))
-        await world.nc.publish(bus.user_inbox(uid), marker.SerializeToString())
-        await other.until(lambda f: f.HasField("heartbeat"))
+        await world.emit(room, [], [(uid, marker)])
+        if seated:
+            await other.until(lambda f: f.HasField("heartbeat"))
+        else:
+            assert (await other.request(lobby_msgs_pb2.HeartBeat())).HasField("heartbeat")
         chats = [f.chat.content for f in other.seen if f.HasField("chat")]
         if seated:
             assert reply.WhichOneof("payload") == "room_joined", reply
@@ -729,3 +781,4 @@ async def test_a_refused_join_shows_nothing_of_the_room_and_an_accepted_one_ever
         else:
             assert code_of(reply) == E.ERR_BAD_PASSWORD
             assert chats == []
+            assert not [f for f in other.seen if f.HasField("heartbeat") and f.reply_to == 0]

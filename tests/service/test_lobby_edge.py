@@ -133,17 +133,17 @@ async def test_the_link_of_a_departed_unused_table_is_closed(world: World) -> No
     await wait_cached(app, room_a.room_id, room_b.room_id)
     assert app.directory.addresses == {a.address, b.address}
     # both tables listed: nothing to close
-    assert await app.directory.prune(app.hub.table_addresses()) == []
+    assert await app.directory.prune(app.table_addresses()) == []
 
     await world.kv["tables"].delete("table-b")                    # b's entry expired
     await tables_seen(app, "table-a")
     # a session still sits in b's room: b's link stays
-    assert app.hub.table_addresses() == {a.address, b.address}
-    assert await app.directory.prune(app.hub.table_addresses()) == []
+    assert app.table_addresses() == {a.address, b.address}
+    assert await app.directory.prune(app.table_addresses()) == []
     left = await c2.request(lobby_msgs_pb2.AskExit())
     assert code_of(left) == 0, left
-    assert app.hub.table_addresses() == {a.address}
-    assert await app.directory.prune(app.hub.table_addresses()) == [b.address]
+    assert app.table_addresses() == {a.address}
+    assert await app.directory.prune(app.table_addresses()) == [b.address]
     assert app.directory.addresses == {a.address}
 
     # b comes back (say, restarted on the same address): a new link just works

@@ -19,7 +19,6 @@ import pytest
 
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
-from services.common import bus
 from services.common.natsd import EmbeddedNats
 from tests.service.test_lobby import (
     E,
@@ -53,6 +52,7 @@ async def serve(world: World, table: FakeTable) -> FakeTable:
     server = grpc.aio.server()
     table_pb2_grpc.add_TableServicer_to_server(table, server)
     table.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    table.nc = world.nc
     await server.start()
     table.server = server  # type: ignore[attr-defined]
     await table.register()
@@ -71,9 +71,21 @@ async def adopt(new: FakeTable, room: FakeRoom, old: FakeTable | None = None) ->
 async def room_event_reaches(world: World, client: Any, room: FakeRoom, marker: int) -> None:
     """A room event published now reaches ``client`` (its room subscription is live)."""
     event = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=marker))
-    await world.nc.publish(bus.room_events(room.room_id), event.SerializeToString())
+    await world.emit(room, [event])
     got = await client.until(lambda f: f.HasField("in_entrust") and f.in_entrust.count == marker)
     assert got.in_entrust.count == marker
+
+
+async def stream_settled(world: World, room: FakeRoom) -> None:
+    """The lobby's stream of ``room`` has made its first refill (streams.py: once after its
+    subscription is confirmed) and has none on its way."""
+    streams = world.lobbies[-1].app.streams
+    for _ in range(200):
+        stream = streams.rooms.get(room.room_id)
+        if stream is not None and stream.confirm == "done" and stream.refilling is None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the room's stream never settled")
 
 
 @pytest.fixture
@@ -90,6 +102,7 @@ async def test_a_command_follows_the_room_through_an_adoption(world: World) -> N
     room = await old.add_room()
     address = await world.lobby()
     c, _ = await seated_client(world, address, 301, room)
+    await stream_settled(world, room)    # its first refill is not one of the commands counted
     old.rooms.pop(room.room_id)          # claimed elsewhere: the old owner has let it go
     new.moving = 3                       # ... and the new one is still rebuilding
 
@@ -104,7 +117,7 @@ async def test_a_command_follows_the_room_through_an_adoption(world: World) -> N
     assert len(old.of_kind("ask_ready", 301)) >= 1   # tried there while the directory said so
     assert len(new.of_kind("ask_ready", 301)) == 4   # three "moving" answers, then served
     app = world.lobbies[-1].app
-    assert app.hub.by_room.get(room.room_id)         # never unsubscribed
+    assert app.streams.rooms.get(room.room_id)         # never unsubscribed
     await room_event_reaches(world, c, room, 7)
 
 
@@ -144,7 +157,7 @@ async def test_a_move_longer_than_the_bound_is_room_moving_and_keeps_the_room(
     assert "moving" in reply.ret.message and "a moment" in reply.ret.message
     assert 0.9 < time.monotonic() - started < 5
     assert len(table.of_kind("ask_ready", 303)) >= 3     # retried with a growing pause
-    assert app.hub.by_room.get(room.room_id)
+    assert app.streams.rooms.get(room.room_id)
     await room_event_reaches(world, c, room, 9)
     table.moving = 0                                     # rebuilt: the next command goes through
     assert code_of(await c.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
@@ -159,7 +172,7 @@ async def test_a_room_gone_from_the_directory_is_left_at_once(world: World) -> N
     reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
     assert code_of(reply) == E.ERR_NO_SUCH_ROOM
     assert time.monotonic() - started < 2
-    assert room.room_id not in app.hub.by_room
+    assert room.room_id not in app.streams.rooms
     assert code_of(await c.request(lobby_msgs_pb2.AskReady())) == E.ERR_NOT_IN_ROOM
 
 

@@ -20,7 +20,7 @@ from paiju.v1 import client_pb2, common_pb2, game_msgs_pb2, lobby_msgs_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
-from services.lobby.ws import encode
+from services.lobby.ws import to_json
 from tests.service.test_lobby import SECRET, World, open_world, seated_client
 from tests.service.test_lobby_ws import WsClient, ws_clients
 from tests.support.lobbykit import FrameReader
@@ -79,8 +79,8 @@ class TextRecorder:
 
 
 def room_events(room_id: int) -> list[bytes]:
-    """What a table publishes on room.<id>.events, as bytes, plus oddities: a seq set by the
-    publisher, an empty frame, a large snapshot-like frame."""
+    """Frames a table publishes in a room's RoomEvents, as bytes, plus oddities: a seq set
+    by the publisher, an empty frame, a large snapshot-like frame."""
     info = common_pb2.RoomInfo(room_id=room_id, play_desc="血战到底 " * 50,
                                options_json='{"max_fan": 4}')
     for seat in range(4):
@@ -136,7 +136,7 @@ async def test_room_events_reach_every_transport_with_gap_free_seq(world: World)
             # JSON: the text is what the JSON printer makes of the frame, seq first
             assert recorder.texts
             for data, frame in zip(recorder.texts, text.seen, strict=True):
-                assert data == encode(frame, True)
+                assert data == to_json(frame)
                 assert data.startswith(f'{{"seq": "{frame.seq}"')
     finally:
         await raw_client.close()
@@ -149,18 +149,18 @@ async def _exchange(world: World, room_id: int, clients: list[Any]) -> None:
     """Publish room events (and a malformed one) and private frames while every client sends
     heartbeats; every client gets all of them, in order, and every reply."""
     events = room_events(room_id)
+    room = world.table.rooms[room_id]
     beats: dict[int, list[int]] = {i: [] for i in range(len(clients))}
     for n, data in enumerate(events):
-        await world.nc.publish(bus.room_events(room_id), data)
+        await world.emit(room, [client_pb2.ServerFrame.FromString(data)])
         if n == 1:
             await world.nc.publish(bus.room_events(room_id), b"\xff\xff\xff")   # dropped
         for i, client in enumerate(clients):
             beats[i].append(await client.send(lobby_msgs_pb2.HeartBeat(client_time_ms=n)))
     private = server_frame(lobby_msgs_pb2.DistanceAlert(alert="yours"))
     private.seq = 7
-    for uid in (31, 32, 33, 34):
-        await world.nc.publish(bus.user_inbox(uid), private.SerializeToString())
-    await world.nc.publish(bus.room_events(room_id), mark())
+    await world.emit(room, [], [(uid, private) for uid in (31, 32, 33, 34)])
+    await world.emit(room, [client_pb2.ServerFrame.FromString(mark())])
     for i, client in enumerate(clients):
         start = len(client.seen)
         while not _complete(client.seen[start:], beats[i]):

@@ -63,15 +63,16 @@ async def test_room_changes_reach_lobby_sessions_not_in_a_room(world: World) -> 
     seated, room = await seated_client(world, address, 52)
     idle = await world.client(address)
     await idle.login(53)
-    change = lobby_msgs_pb2.RoomChange(reason=lobby_msgs_pb2.RoomChange.UPDATED,
-                                       room=room.info(), started_room_num=99)
-    await world.nc.publish("lobby.rooms", server_frame(change).SerializeToString())
-    got = await idle.until(lambda f: f.HasField("room_change"))
-    assert got.room_change.room.room_id == room.room_id
-    assert got.room_change.started_room_num == 0       # this lobby's count, not the sender's
+    room.seats[1] = 60                 # the room's entry changes (the one channel)
+    await world.table.publish_room(room)
+    got = await idle.until(lambda f: f.HasField("room_change")
+                           and f.room_change.room.room_id == room.room_id
+                           and len(f.room_change.room.players) == 2)
+    assert got.room_change.reason == lobby_msgs_pb2.RoomChange.UPDATED
+    assert got.room_change.started_room_num == 0       # this lobby's count
     assert not any(p.ip for p in got.room_change.room.players)
     marker = server_frame(lobby_msgs_pb2.HeartBeat(client_time_ms=5))
-    await world.nc.publish("user.52.inbox", marker.SerializeToString())
+    await world.emit(room, [], [(52, marker)])
     await seated.until(lambda f: f.HasField("heartbeat"))
     assert not any(f.HasField("room_change") for f in seated.seen)
 

@@ -22,7 +22,6 @@ from clients.robot.robot import Robot
 from paiju.frames import client_frame, hand_over_data, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
 from services.arbiter.server import start as start_arbiter
-from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
@@ -591,9 +590,9 @@ async def test_a_socket_that_does_not_read_is_dropped_without_blocking_others(
         clients.append(sleeper)
         await sleeper.login(112)
         await sleeper.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
-        big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000)).SerializeToString()
+        big = server_frame(lobby_msgs_pb2.Chat(content="x" * 200_000))
         for _ in range(60):   # 12 MB: beyond what the sleeper's socket buffers absorb
-            await world.nc.publish(bus.room_events(room.room_id), big)
+            await world.emit(room, [big])
             await reader.until(lambda f: f.HasField("chat"))
         hub = world.lobbies[-1].app.hub
         for _ in range(100):

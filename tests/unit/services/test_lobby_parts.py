@@ -56,9 +56,9 @@ async def test_full_session_queue_disconnects_the_client_and_cancels_its_stream(
     assert stream.cancelled()
 
 
-def test_session_stamps_increasing_sequence_numbers() -> None:
+def test_session_numbers_its_frames_one_by_one() -> None:
     session = Session()
-    assert [session.stamp(beat(i)).seq for i in range(3)] == [1, 2, 3]
+    assert [session.next_seq() for _ in range(3)] == [1, 2, 3]
 
 
 def test_rate_limiter_sliding_window() -> None:
@@ -99,15 +99,41 @@ def test_room_list_drops_passwords_and_ips_and_counts_started() -> None:
     assert [r.room_id for r in cache.room_list(common_pb2.DADUN).items] == [100003]
 
 
-def test_room_removed_on_delete_and_on_dismissed_change() -> None:
+def test_room_removed_on_delete_and_listed_no_more_once_finished() -> None:
     cache = RoomCache()
     cache.apply_kv("1", room_value(1), False)
     cache.apply_kv("2", room_value(2), False)
     cache.apply_kv("1", None, True)
-    dismissed = lobby_msgs_pb2.RoomChange(reason=lobby_msgs_pb2.RoomChange.DISMISSED,
-                                          room=common_pb2.RoomInfo(room_id=2))
-    cache.apply_change(dismissed)
-    assert len(cache) == 0
+    cache.apply_kv("2", room_value(2, status=common_pb2.ROOM_FINISHED), False)
+    assert cache.get(1) is None and cache.room_list().items == []
+
+
+def test_room_changes_are_derived_from_the_bucket_entries() -> None:
+    """docs/ordered-events.md: new key CREATED, status moved to playing STARTED, key
+    deleted or status finished DISMISSED, any other change UPDATED, no change nothing."""
+    reason = lobby_msgs_pb2.RoomChange
+    cache = RoomCache()
+
+    def change(key: str, value: bytes | None) -> int | None:
+        out = cache.apply_kv(key, value, value is None)
+        assert out is None or (out.room.room_id == int(key)
+                               and not any(p.ip for p in out.room.players))
+        return None if out is None else out.reason
+
+    assert change("7", room_value(7)) == reason.CREATED
+    assert change("7", room_value(7)) is None                        # the same entry again
+    assert change("7", room_value(7, players=2)) == reason.UPDATED
+    assert change("7", room_value(7, players=4, status=common_pb2.ROOM_PLAYING)) \
+        == reason.STARTED
+    assert change("7", room_value(7, players=4, status=common_pb2.ROOM_HAND_OVER)) \
+        == reason.UPDATED
+    assert change("7", room_value(7, players=4, status=common_pb2.ROOM_PLAYING)) \
+        == reason.STARTED
+    assert change("7", room_value(7, players=4, status=common_pb2.ROOM_FINISHED)) \
+        == reason.DISMISSED
+    assert change("8", room_value(8)) == reason.CREATED
+    assert change("8", None) == reason.DISMISSED
+    assert change("8", None) is None                                 # nothing left to dismiss
 
 
 def test_quick_pick_prefers_fullest_waiting_public_room_of_the_game() -> None:

@@ -3,10 +3,11 @@ sessions.Relayed): the bytes a session sends are its seq field followed by the f
 serialization without seq, and JSON WebSocket sessions share one JSON printing per frame.
 Checked against the old path (parse, copy, set seq, serialize / print JSON) for every
 ServerFrame payload kind, frames that already carry a seq, non-canonical encodings, large
-frames, the empty frame and malformed payloads; and the hub's fan-out of one NATS message."""
+frames, the empty frame and malformed payloads; and the fan-out of one room's NATS message."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +17,10 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from paiju.frames import server_frame
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
-from services.lobby.hub import Hub
-from services.lobby.rooms import RoomCache
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby.server import encode_binary
 from services.lobby.sessions import Outbox, Relayed, Session, seq_field
+from services.lobby.streams import RoomStreams
 from services.lobby.ws import encode, encode_json
 
 SEQS = [1, 2, 127, 128, 255, 300, 16_383, 16_384, 2**21, 2**32 + 5, 2**63 + 1, 2**64 - 1]
@@ -228,7 +228,7 @@ def test_own_frames_are_stamped_and_serialized_as_before() -> None:
     assert encode_json(frame, 10) == encode(frame, True) and frame.seq == 10
 
 
-# -- the hub: one NATS message, many sessions ---------------------------------------------
+# -- the room streams: one NATS message, many sessions ------------------------------------
 
 @dataclass
 class Msg:
@@ -241,18 +241,34 @@ async def drain(outbox: Outbox) -> list[Any]:
     return [await outbox.next() for _ in range(len(outbox))]
 
 
-async def seated(hub: Hub, room_id: int, n: int) -> list[Session]:
+class NoTable:
+    """The room's owner: nothing was missed."""
+
+    async def events_since(self, room_id: int, since: Any) -> table_pb2.TableReply:
+        return table_pb2.TableReply(room_id=room_id, ordered=True, index=since[0],
+                                    part=since[1])
+
+    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
+        raise AssertionError("no snapshot expected")
+
+
+async def seated(streams: RoomStreams, room_id: int, n: int) -> list[Session]:
+    """``n`` sessions joined at position (1, 0) of the room's stream."""
     sessions = []
     for uid in range(1, n + 1):
-        session = Session(user_id=uid)
-        hub.add(session)
-        await hub.enter_room(session, room_id, uid - 1)
+        session = Session(user_id=uid, room_id=room_id, seat=uid - 1)
+        await streams.open(room_id)
+        streams.join(session, room_id, table_pb2.TableReply(
+            room_id=room_id, seat=uid - 1, ordered=True, index=1), [])
+        await streams.release(room_id)
         sessions.append(session)
     return sessions
 
 
 class NoNats:
-    """enter_room subscribes only the first time a room gets a session here."""
+    """Subscriptions that are never called by NATS (the test calls the callbacks)."""
+
+    stats = {"reconnects": 0}
 
     async def subscribe(self, subject: str, cb: Any) -> Any:
         return self
@@ -264,15 +280,22 @@ class NoNats:
         pass
 
 
-async def test_the_hub_parses_a_room_event_once_for_all_its_sessions() -> None:
-    hub = Hub(NoNats(), RoomCache())  # type: ignore[arg-type]
-    members = await seated(hub, 600001, 4)
-    others = await seated(hub, 600002, 1)
-    raw = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=2),
-                       event_uid="600001:1:5").SerializeToString()
-    await hub._on_room_event(Msg("room.600001.events", raw))
-    await hub._on_room_event(Msg("room.600001.events", b"\xff\xff"))     # dropped, logged
-    await hub._on_room_event(Msg("room.600001.events", raw))
+def events(room_id: int, index: int, *frames: Any, private: Any = (),
+           closed: bool = False) -> bytes:
+    return table_pb2.RoomEvents(room_id=room_id, index=index, frames=list(frames),
+                                closed=closed, private=[
+                                    table_pb2.UserFrame(user_id=u, frame=f) for u, f in private],
+                                ).SerializeToString()
+
+
+async def test_a_rooms_message_is_parsed_once_for_all_its_sessions() -> None:
+    streams = RoomStreams(NoNats(), NoTable())  # type: ignore[arg-type]
+    members = await seated(streams, 600001, 4)
+    others = await seated(streams, 600002, 1)
+    frame = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=2), event_uid="600001:1:5")
+    await streams._on_events(Msg("room.600001.events", events(600001, 2, frame)))
+    await streams._on_events(Msg("room.600001.events", b"\xff\xff"))    # dropped, logged
+    await streams._on_events(Msg("room.600001.events", events(600001, 3, frame)))
     items = [await drain(s.outbox) for s in members]
     assert all(len(got) == 2 for got in items)
     assert len({id(got[0]) for got in items}) == 1        # one shared object per message
@@ -283,20 +306,19 @@ async def test_the_hub_parses_a_room_event_once_for_all_its_sessions() -> None:
         frames = [client_pb2.ServerFrame.FromString(w) for w in wires]
         assert [f.seq for f in frames] == [1, 2]
         assert all(f.in_entrust.count == 2 and f.event_uid == "600001:1:5" for f in frames)
+    await streams.stop()
 
 
-async def test_the_hub_still_sees_a_dismissal_and_inbox_frames() -> None:
-    hub = Hub(NoNats(), RoomCache())  # type: ignore[arg-type]
-    members = await seated(hub, 600003, 2)
-    for session in members:
-        hub.by_user[session.user_id] = session
-    notice = server_frame(lobby_msgs_pb2.NoticeDismiss(room_id=600003, dismissed=True))
-    await hub._on_room_event(Msg("room.600003.events", notice.SerializeToString()))
-    assert all(s.room_id == 0 for s in members) and 600003 not in hub.by_room
-    assert all(len(s.outbox) == 1 for s in members)        # the notice itself went out
+async def test_a_dismissal_closes_the_room_and_private_frames_reach_their_user_only() -> None:
+    streams = RoomStreams(NoNats(), NoTable())  # type: ignore[arg-type]
+    members = await seated(streams, 600003, 2)
     private = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=1))
-    await hub._on_inbox(Msg("user.2.inbox", private.SerializeToString()))
-    await hub._on_inbox(Msg("user.2.inbox", b"\x0a"))                      # dropped
-    got = await drain(members[1].outbox)
-    assert len(got) == 2 and isinstance(got[1], Relayed)
-    assert got[1].frame == private and len(members[0].outbox) == 1
+    await streams._on_events(Msg("room.600003.events", events(600003, 2, private=[(2, private)])))
+    notice = server_frame(lobby_msgs_pb2.NoticeDismiss(room_id=600003, dismissed=True))
+    await streams._on_events(Msg("room.600003.events", events(600003, 3, notice)))
+    await asyncio.sleep(0)
+    assert all(s.room_id == 0 for s in members) and 600003 not in streams.rooms
+    got = [await drain(s.outbox) for s in members]
+    assert [len(g) for g in got] == [1, 2]                # the notice itself went out
+    assert isinstance(got[1][0], Relayed) and got[1][0].frame == private
+    await streams.stop()

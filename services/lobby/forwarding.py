@@ -1,0 +1,118 @@
+"""Commands to the table that owns a room, over the directory's links, following the room
+while it moves between tables (an adoption after a table died, a table's drain): its old
+owner is gone or answers "not on this table", the new one may answer ERR_ROOM_MOVING until
+it has rebuilt the room."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from paiju.v1 import common_pb2, table_pb2
+from services.lobby.directory import Directory, Reject, Unavailable
+from services.lobby.rooms import RoomCache
+
+log = logging.getLogger("paiju.lobby.forwarding")
+
+# A command follows a moving room for this long, pausing MOVE_FIRST seconds, then twice as
+# long each time up to MOVE_LONGEST, re-reading the owner each time.
+MOVE_SECONDS = 15.0
+MOVE_FIRST = 0.1
+MOVE_LONGEST = 1.0
+MOVING = "the room is moving to another table, a moment"
+
+
+class Forwarder:
+    """Who owns a room (the room cache, else the ``rooms`` bucket) and the owner's reply to
+    a command."""
+
+    def __init__(self, directory: Directory, cache: RoomCache,
+                 move_seconds: float = MOVE_SECONDS) -> None:
+        self.directory = directory
+        self.cache = cache
+        self.move_seconds = move_seconds
+
+    async def owner_address(self, room_id: int, *, fresh: bool = False) -> str:
+        """The address of the table owning ``room_id``: the cache, else the rooms bucket."""
+        entry = None if fresh else self.cache.get(room_id)
+        if entry is not None and entry.address:
+            return entry.address
+        value = await self.directory.room(room_id)
+        if not value or not value.get("address"):
+            raise Reject(common_pb2.ERR_NO_SUCH_ROOM, f"room {room_id} does not exist")
+        return str(value["address"])
+
+    async def command(self, room_id: int, cmd: table_pb2.TableCommand,
+                      address: str = "") -> table_pb2.TableReply:
+        """The owning table's reply to ``cmd``; ``address`` is where the room is thought to
+        be (empty: ask the directory).
+
+        A room moves when its table dies (another adopts it) or drains: the old owner's link
+        fails or it answers "not on this table" (ERR_NO_SUCH_ROOM), the new one answers
+        ERR_ROOM_MOVING until it has rebuilt the room. Then the command is sent again to the
+        owner the directory names now, after a short pause growing from MOVE_FIRST to
+        MOVE_LONGEST seconds, for up to ``move_seconds``; past that the answer is
+        ERR_ROOM_MOVING ("a moment"), never an internal error. ERR_NO_SUCH_ROOM is the
+        answer only once the directory has no such room."""
+        if not address:
+            entry = self.cache.get(room_id)
+            address = entry.address if entry is not None else ""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.move_seconds
+        pause = MOVE_FIRST
+        problem = ""
+        moving = False   # a table answered ERR_ROOM_MOVING: the room exists, whatever we read
+        tries = 0
+        while True:
+            if address:
+                tries += 1
+                link = self.directory.link(address)
+                try:
+                    reply = await link.command(cmd, timeout=min(
+                        link.timeout, max(0.5, deadline - loop.time())))
+                except Unavailable as exc:
+                    problem = exc.message   # the table died or is cut off: who owns it now?
+                else:
+                    if reply.code not in (common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_NO_SUCH_ROOM):
+                        if tries > 1:
+                            log.info("command followed a moving room",
+                                     extra={"room": room_id, "tries": tries, "address": address})
+                        return reply
+                    problem = reply.message
+                    moving = moving or reply.code == common_pb2.ERR_ROOM_MOVING
+            tried, address = address, ""
+            try:
+                owner = await self._owner(room_id)
+            except Unavailable as exc:
+                owner, problem = "", exc.message
+            if owner is None and not moving:
+                # the directory has no such room (closed, dismissed, never was), and no table
+                # said it is on its way
+                return table_pb2.TableReply(
+                    request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                    message=f"room {room_id} does not exist", seat=-1)
+            owner = owner or ""
+            if owner and owner != tried and loop.time() < deadline:
+                address = owner   # a new owner (or a stale cache): ask it at once
+                continue
+            left = deadline - loop.time()
+            if left <= 0:
+                log.warning("room still moving, command not delivered",
+                            extra={"room": room_id, "tries": tries, "problem": problem})
+                return table_pb2.TableReply(request_id=cmd.request_id,
+                                            code=common_pb2.ERR_ROOM_MOVING, message=MOVING,
+                                            seat=-1)
+            await asyncio.sleep(min(pause, left))   # the last try is at the deadline
+            pause = min(pause * 2, MOVE_LONGEST)
+            address = owner   # "" (no owner yet): the directory is read again next time
+
+    async def _owner(self, room_id: int) -> str | None:
+        """The owner's address from the ``rooms`` bucket read now; None when the room is not
+        there (closed, dismissed, never was); Unavailable when the directory cannot tell."""
+        try:
+            value = await self.directory.room(room_id)
+        except Exception as exc:  # NATS away or a KV timeout: not an answer about the room
+            raise Unavailable(f"directory: {exc!r}") from None
+        if not value or int(value.get("status") or 0) == common_pb2.ROOM_FINISHED:
+            return None
+        return str(value.get("address") or "")

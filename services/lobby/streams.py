@@ -1,0 +1,401 @@
+"""The rooms that sessions of this lobby are in: one ordered stream each (ordering.py) fed
+by ``room.<id>.events``, its chat from ``room.<id>.chat``, and the refills that close its
+gaps. The contract is docs/ordered-events.md.
+
+A room's subscriptions are made when a session is about to join it (before the join goes
+to the table, so nothing after the join's position is missed) and undone when nobody here
+is in it any more. No barrier waits for a subscription: a message the table publishes
+before the subscription is live at NATS is found missing and refilled, like any other
+gap. Since that can be a room's last message (no later one shows the gap), a room's
+stream is refilled once after its subscription is confirmed by the server, and every room
+is refilled after a NATS reconnect.
+
+Refills and snapshots come from the room's owner through :class:`TableAccess` (the app).
+A refill that fails is tried again with a growing pause; a table that cannot refill
+(``resync``) gets a snapshot request per member.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from google.protobuf.message import DecodeError
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from paiju.v1 import table_pb2
+from services.common import bus
+from services.lobby import metrics
+from services.lobby.ordering import Message, Position, RoomOrderer
+from services.lobby.sessions import Outgoing, Relayed, Session, parse_frame
+
+log = logging.getLogger("paiju.lobby.streams")
+
+GAP_WAIT = 0.3          # seconds a gap waits for its late message before a refill
+REFILL_LONGEST = 5.0    # the longest pause between two refills that failed
+RECONNECT_CHECK = 0.25  # seconds between two looks at the NATS connection's reconnects
+
+
+class TableAccess(Protocol):
+    """What the streams ask the room's owner (services/lobby/app.py)."""
+
+    async def events_since(self, room_id: int, since: Position) -> table_pb2.TableReply: ...
+
+    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply: ...
+
+
+def parse_room_events(room_id: int, data: bytes) -> Message | None:
+    """A ``room.<id>.events`` payload as a message of the room's stream (each frame made
+    ready to relay once for all sessions); None when it is not a RoomEvents of this room."""
+    events = table_pb2.RoomEvents()
+    try:
+        events.ParseFromString(data)
+    except DecodeError:
+        return None
+    if events.room_id not in (0, room_id):
+        return None
+    return message_of(room_id, events)
+
+
+def message_of(room_id: int, events: table_pb2.RoomEvents) -> Message:
+    frames = [Relayed(f) for f in events.frames]
+    closed = events.closed or any(
+        f.HasField("notice_dismiss") and f.notice_dismiss.dismissed
+        and f.notice_dismiss.room_id in (0, room_id) for f in events.frames)
+    return Message((events.index, events.part), frames,
+                   [(p.user_id, Relayed(p.frame)) for p in events.private], closed)
+
+
+def position_of(reply: table_pb2.TableReply) -> Position | None:
+    """Where an ordered reply was made; None for one to deliver at once."""
+    return (reply.index, reply.part) if reply.ordered else None
+
+
+@dataclass(eq=False)
+class RoomStream:
+    """One room at this lobby: its orderer, subscriptions and refill state."""
+
+    room_id: int
+    orderer: RoomOrderer[Session]
+    subs: list[Any] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+    refilling: asyncio.Task[None] | None = None
+    failures: int = 0
+    joining: int = 0             # joins and resumes on their way (see RoomStreams.open)
+    # the subscription: "waiting" for the server's confirmation, refill "due" once the
+    # stream has a position, "done"
+    confirm: str = "waiting"
+
+
+class RoomStreams:
+    def __init__(self, nc: Client, table: TableAccess, *, gap_wait: float = GAP_WAIT) -> None:
+        self.nc = nc
+        self.table = table
+        self.gap_wait = gap_wait
+        self.rooms: dict[int, RoomStream] = {}
+        self._of: dict[Session, set[int]] = {}     # a session's rooms here
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reconnects = 0
+
+    # -- rooms ------------------------------------------------------------------------------
+
+    async def open(self, room_id: int) -> RoomStream:
+        """The room's stream for a join or a resume on its way, subscribed now if it was not
+        (no wait for the server); kept until :meth:`release` says the answer is in."""
+        room = self.rooms.get(room_id)
+        if room is not None:
+            room.joining += 1
+            return room
+        loop = asyncio.get_running_loop()
+        orderer: RoomOrderer[Session] = RoomOrderer(room_id, _send, now=loop.time)
+        room = self.rooms[room_id] = RoomStream(room_id, orderer, joining=1)
+        try:
+            room.subs.append(await self.nc.subscribe(bus.room_events(room_id), cb=self._on_events))
+            room.subs.append(await self.nc.subscribe(bus.room_chat(room_id), cb=self._on_chat))
+        except BaseException:
+            await self._drop(room)
+            raise
+        self._spawn(self._confirm(room))
+        return room
+
+    async def _confirm(self, room: RoomStream) -> None:
+        """Once the server has the subscription (and a moment for a cluster to spread it),
+        refill: a message published before it was live is found even if it was the last."""
+        try:
+            await bus.sync(self.nc)
+            await asyncio.sleep(self.gap_wait)
+        except Exception as exc:  # NATS away: the reconnect refill will come
+            log.info("subscription not confirmed", extra={"room": room.room_id,
+                                                          "error": repr(exc)})
+        room.confirm = "due"
+        if self.rooms.get(room.room_id) is room:
+            self._after(room)
+
+    def table_addresses(self, owner: Callable[[int], str]) -> set[str]:
+        """The owners' addresses (``owner(room_id)``, "" unknown) of the rooms here."""
+        return {a for a in (owner(r) for r in self.rooms) if a}
+
+    def members(self, room_id: int) -> list[Session]:
+        room = self.rooms.get(room_id)
+        return room.orderer.members if room is not None else []
+
+    def sessions_in_rooms(self) -> int:
+        return sum(len(r.orderer.members) for r in self.rooms.values())
+
+    # -- sessions and replies ---------------------------------------------------------------
+
+    def join(self, session: Session, room_id: int, reply: table_pb2.TableReply,
+             frames: Sequence[Outgoing]) -> None:
+        """``session`` is in the room from the reply's position on (a join or a snapshot):
+        ``frames`` go out at that position, then every later message."""
+        room = self.rooms.get(room_id)
+        if room is None:      # not opened (a caller error): deliver, nothing to follow
+            for frame in frames:
+                session.send(frame)
+            return
+        position = position_of(reply)
+        if position is None:   # an unordered join (an older table): from where we are
+            position = room.orderer.delivered or (0, 0)
+        self._of.setdefault(session, set()).add(room_id)
+        room.orderer.join(session, session.user_id, position, list(frames))
+        self._after(room)
+
+    def begin(self, session: Session, room_id: int) -> None:
+        room = self.rooms.get(room_id)
+        if room is not None:
+            room.orderer.begin(session)
+
+    def reply(self, session: Session, room_id: int, reply: table_pb2.TableReply | None,
+              frames: Sequence[Outgoing], *, leave: bool = False) -> None:
+        """The answer to a command of ``session`` about ``room_id`` (after :meth:`begin`):
+        at its position in the room's stream, or at once (unordered, or no reply at all);
+        ``leave``: the session is no longer in the room from that position on."""
+        room = self.rooms.get(room_id)
+        if room is None:
+            for frame in frames:
+                session.send(frame)
+            return
+        position = position_of(reply) if reply is not None else None
+        room.orderer.reply(session, position, list(frames), leave=leave)
+        self._after(room)
+
+    def cancel(self, session: Session, room_id: int) -> None:
+        room = self.rooms.get(room_id)
+        if room is not None:
+            room.orderer.cancel(session)
+
+    async def leave(self, session: Session, room_id: int | None = None) -> None:
+        """``session`` is out of ``room_id`` now (None: of every room here)."""
+        rooms = self._of.pop(session, set()) if room_id is None else {room_id}
+        if room_id is not None and session in self._of:
+            self._of[session].discard(room_id)
+        for rid in rooms:
+            room = self.rooms.get(rid)
+            if room is not None:
+                room.orderer.leave(session)
+                await self._close_if_empty(room)
+
+    async def release(self, room_id: int) -> None:
+        """The answer to a join or resume (:meth:`open`) is in (after :meth:`join`, or
+        without one when refused): a room nobody here is in is forgotten."""
+        room = self.rooms.get(room_id)
+        if room is not None:
+            room.joining = max(0, room.joining - 1)
+            await self._close_if_empty(room)
+
+    async def close_if_empty(self, room_id: int) -> None:
+        room = self.rooms.get(room_id)
+        if room is not None:
+            await self._close_if_empty(room)
+
+    async def _close_if_empty(self, room: RoomStream) -> None:
+        if room.orderer.empty and not room.joining and self.rooms.get(room.room_id) is room:
+            await self._drop(room)
+
+    async def _drop(self, room: RoomStream) -> None:
+        if self.rooms.get(room.room_id) is room:
+            del self.rooms[room.room_id]
+        if room.timer is not None:
+            room.timer.cancel()
+        if room.refilling is not None:
+            room.refilling.cancel()
+        for sub in room.subs:
+            try:
+                await sub.unsubscribe()
+            except Exception:  # the connection is gone: so is the subscription
+                log.debug("unsubscribe failed", exc_info=True)
+        room.subs.clear()
+
+    # -- NATS -----------------------------------------------------------------------------
+
+    async def _on_events(self, msg: Msg) -> None:
+        room_id = subject_id(msg.subject, 1)
+        room = self.rooms.get(room_id) if room_id is not None else None
+        if room is None:
+            return
+        message = parse_room_events(room.room_id, msg.data)
+        if message is None:
+            log.warning("bad room events", extra={"subject": msg.subject})
+            return
+        room.orderer.offer(message)
+        self._after(room)
+
+    async def _on_chat(self, msg: Msg) -> None:
+        room_id = subject_id(msg.subject, 1)
+        room = self.rooms.get(room_id) if room_id is not None else None
+        frame = parse_frame(msg.data)
+        if frame is None or not frame.HasField("chat"):
+            log.warning("bad chat message", extra={"subject": msg.subject})
+            return
+        if room is not None:
+            relayed = Relayed(frame)
+            for session in room.orderer.members:
+                session.send(relayed)
+
+    # -- after every change: closed rooms, snapshots wanted, gaps -------------------------
+
+    def _after(self, room: RoomStream) -> None:
+        orderer = room.orderer
+        if orderer.closed:
+            self._closed(room)
+            return
+        if orderer.want_snapshot:
+            wanted, orderer.want_snapshot = orderer.want_snapshot, []
+            for session in wanted:
+                self._spawn(self._snapshot(room, session))
+        if room.confirm == "due" and orderer.delivered is not None:
+            room.confirm = "done"
+            self._refill_now(room)
+        elif orderer.overflowed and room.refilling is None:
+            self._refill_now(room)
+        elif orderer.waiting is not None and room.timer is None and room.refilling is None:
+            loop = asyncio.get_running_loop()
+            due = orderer.waiting + self.gap_wait
+            room.timer = loop.call_at(due, self._gap_due, room)
+        if orderer.empty and not room.joining:
+            self._spawn(self._close_if_empty(room))
+
+    def _closed(self, room: RoomStream) -> None:
+        """The room's last message went out: its sessions are out of it here."""
+        for session in room.orderer.resync():
+            if session.room_id == room.room_id:
+                session.room_id, session.seat = 0, -1
+            room.orderer.leave(session)
+        self._spawn(self._drop(room))
+
+    def _gap_due(self, room: RoomStream) -> None:
+        room.timer = None
+        if self.rooms.get(room.room_id) is not room:
+            return
+        waiting = room.orderer.waiting
+        if waiting is None:
+            return
+        if asyncio.get_running_loop().time() - waiting < self.gap_wait:
+            self._after(room)   # the wait started again meanwhile
+            return
+        self._refill_now(room)
+
+    def _refill_now(self, room: RoomStream) -> None:
+        if room.refilling is None and room.orderer.delivered is not None:
+            room.refilling = self._spawn(self._refill(room))
+
+    async def _refill(self, room: RoomStream) -> None:
+        since = room.orderer.delivered
+        assert since is not None
+        metrics.REFILLS.labels("asked").inc()
+        try:
+            reply = await self.table.events_since(room.room_id, since)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            reply = None
+            log.info("refill failed", extra={"room": room.room_id, "error": repr(exc)})
+        room.refilling = None
+        if self.rooms.get(room.room_id) is not room:
+            return
+        if reply is None or reply.code:
+            room.failures += 1
+            metrics.REFILLS.labels("failed").inc()
+            pause = min(REFILL_LONGEST, self.gap_wait * 2 ** room.failures)
+            room.orderer.progressed()
+            if room.timer is None:
+                room.timer = asyncio.get_running_loop().call_later(pause, self._gap_due, room)
+            return
+        room.failures = 0
+        if reply.resync:
+            metrics.REFILLS.labels("resync").inc()
+            for session in room.orderer.resync():
+                self._spawn(self._snapshot(room, session))
+        else:
+            room.orderer.refill([message_of(room.room_id, e) for e in reply.events])
+        self._after(room)
+
+    async def _snapshot(self, room: RoomStream, session: Session) -> None:
+        """A fresh snapshot for a member whose stream could not be refilled."""
+        try:
+            reply = await self.table.snapshot(session, room.room_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("snapshot for a resync failed", extra={"room": room.room_id,
+                                                               "error": repr(exc)})
+            return
+        if self.rooms.get(room.room_id) is not room or session.outbox.closed:
+            return
+        if reply.code or reply.room_id != room.room_id:
+            room.orderer.leave(session)
+            if session.room_id == room.room_id:
+                session.room_id, session.seat = 0, -1
+            await self._close_if_empty(room)
+            return
+        self.join(session, room.room_id, reply, list(reply.frames))
+
+    def refill_all(self) -> None:
+        """Every room's stream refilled (after a NATS reconnect: what was published while
+        the connection was down is gone)."""
+        for room in list(self.rooms.values()):
+            room.orderer.progressed()
+            self._refill_now(room)
+
+    async def follow_reconnects(self) -> None:
+        """Refill every room after each NATS reconnect, until cancelled."""
+        self._reconnects = int(self.nc.stats.get("reconnects", 0))
+        while True:
+            await asyncio.sleep(RECONNECT_CHECK)
+            count = int(self.nc.stats.get("reconnects", 0))
+            if count != self._reconnects and self.nc.is_connected:
+                self._reconnects = count
+                log.info("nats reconnected: refilling every room",
+                         extra={"rooms": len(self.rooms)})
+                self.refill_all()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for room in list(self.rooms.values()):
+            await self._drop(room)
+        self._of.clear()
+
+
+def _send(session: Session, frame: Outgoing) -> None:
+    session.send(frame)
+
+
+def subject_id(subject: str, index: int) -> int | None:
+    parts = subject.split(".")
+    if len(parts) <= index or not (parts[index].isascii() and parts[index].isdigit()):
+        return None
+    return int(parts[index])
+
