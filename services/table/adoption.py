@@ -13,14 +13,13 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.table import metrics as m
+from services.table.host import TableHost
+from services.table.lease import Lease
 from services.table.placement import drain_target, should_adopt
 from services.table.roomlog import APPEND_RETRY_SECONDS
-
-if TYPE_CHECKING:
-    from services.table.core import TableCore
 
 log = logging.getLogger("paiju.table.adoption")
 
@@ -31,8 +30,9 @@ def adopt_subject(instance: str) -> str:
 
 
 class Adoption:
-    def __init__(self, core: TableCore) -> None:
+    def __init__(self, core: TableHost, lease: Lease) -> None:
         self.core = core
+        self.lease = lease
         self.orphaned_at: dict[int, float] = {}   # when a room was first seen without owner
         self._sub: Any = None
 
@@ -51,7 +51,7 @@ class Adoption:
         now = time.monotonic()
         live = {str(t.get("instance")): t for t in core.view.live_tables()}
         if core.instance not in live:  # our own entry is what the others see of us
-            live[core.instance] = core.lease.entry()
+            live[core.instance] = self.lease.entry()
         for gone in set(self.orphaned_at) - set(core.view.rooms):
             del self.orphaned_at[gone]
         todo: list[int] = []
@@ -65,7 +65,7 @@ class Adoption:
             if not owner or owner in live:
                 self.orphaned_at.pop(room_id, None)
                 continue
-            if not core.lease.trusted(ttl):
+            if not self.lease.trusted(ttl):
                 continue   # our own view of the leases is not to be trusted yet
             waited = now - self.orphaned_at.setdefault(room_id, now)
             if not should_adopt(room_id, core.instance, live.values(), waited, fallback=ttl):
@@ -107,7 +107,7 @@ class Adoption:
         core = self.core
         core.draining = True
         try:
-            await core.lease.register()
+            await self.lease.register()
         except Exception as exc:
             log.warning("could not announce the drain", extra={"error": repr(exc)})
         deadline = time.monotonic() + core.cfg.table.drain_seconds
@@ -129,7 +129,7 @@ class Adoption:
         actor = core.rooms.get(room_id)
         if actor is None:
             return 0
-        target = drain_target(core.lease.entry(), core.view.live_tables(), assigned)
+        target = drain_target(self.lease.entry(), core.view.live_tables(), assigned)
         if target is None:
             log.warning("no table to hand the room to", extra={"room": room_id})
             return 0

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import secrets
 import time
 from typing import Any
@@ -25,20 +24,21 @@ import nats.errors
 import nats.js.errors
 from google.protobuf import json_format
 
-from games.engine import Action, RuleError
+from games.engine import Action
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
+from services.table import creation, variants, views
 from services.table import logrec as lr
 from services.table import metrics as m
-from services.table import variants, views
-from services.table.actor import Reply, RoomActor, create_record
+from services.table.actor import RoomActor
 from services.table.adoption import Adoption
 from services.table.arbiter_client import ArbiterClient
 from services.table.directory import DirectoryWriter
 from services.table.dirview import DirectoryView
 from services.table.lease import Lease
+from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
 from services.table.roomlog import APPEND_RETRY_SECONDS, LogFenced, LogUnavailable, RoomLog
 from services.table.settlements import SettlementOutbox
@@ -47,7 +47,6 @@ from services.table.views import Effects
 log = logging.getLogger("paiju.table")
 
 ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
-MAX_TIMER_SECONDS = 600
 START_RETRY_SECONDS = 30.0      # streams and buckets set up at start: retried this long
 REBUILD_CONCURRENCY = 8         # rooms rebuilt at once (adoption, drain hand-over, restart)
 
@@ -92,8 +91,9 @@ class TableCore:
         self.directory: DirectoryWriter
         self.view: DirectoryView
         self.settlements: SettlementOutbox
-        self.lease = Lease(self)
-        self.adoption = Adoption(self)
+        self.adoption: Adoption   # made below: the lease's scan runs it
+        self.lease = Lease(self, scan=lambda: self.adoption.adopt_orphans())
+        self.adoption = Adoption(self, self.lease)
         self.arbiter: ArbiterClient | None = None
         self.unpurged: set[int] = set()          # closed rooms whose log is still stored
         self.failed_rebuilds: set[int] = set()
@@ -189,33 +189,9 @@ class TableCore:
         m.ROOMS.set(len(self.rooms))
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> Room:
-        known = variants.by_type(req.game)
-        if known is None:
-            choose = ", ".join(common_pb2.Game.Name(g.game_type) for g in variants.all_games())
-            raise ValueError(f"unknown game: choose {choose}")
-        game = known.name
-        try:
-            options = json.loads(req.options_json) if req.options_json else {}
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"options_json is not JSON: {exc}") from None
-        if not isinstance(options, dict):
-            raise ValueError("options_json must be a JSON object")
-        if req.total_hands < 0 or req.total_hands > 64 or req.base_score < 0:
-            raise ValueError("total_hands must be 1..64 and base_score positive")
-        probe = Room(lr.Create(0, game, options))
-        try:  # the engine validates its own options
-            known.spec.new_hand(probe.engine_options, 0, 0)
-        except RuleError as err:
-            raise ValueError(str(err)) from None
-        for key, value in probe.room_options.items():
-            if key == "entrust_cancels":
-                if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 99:
-                    raise ValueError("entrust_cancels must be a whole number 0..99")
-            elif (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or not 0 < value <= MAX_TIMER_SECONDS):
-                raise ValueError(f"{key} must be a number of seconds in (0, {MAX_TIMER_SECONDS}]")
+        game, options = creation.validate(req)
         room_id = await self._new_room_id()
-        rec = create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
+        rec = creation.create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
                             self._timers())
         room = Room(rec, RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
         self.moving.add(room_id)   # our scans must not rebuild it while it is being made

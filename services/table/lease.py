@@ -8,13 +8,12 @@ import asyncio
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from services.common import bus
 from services.common.tasks import cancel_and_wait
-
-if TYPE_CHECKING:
-    from services.table.core import TableCore
+from services.table.host import TableHost
 
 log = logging.getLogger("paiju.table.lease")
 
@@ -22,8 +21,9 @@ RESYNC_EVERY = 15               # heartbeats between full re-reads of the direct
 
 
 class Lease:
-    def __init__(self, core: TableCore) -> None:
+    def __init__(self, core: TableHost, scan: Callable[[], Awaitable[Any]]) -> None:
         self.core = core
+        self._scan_once = scan      # the adoption scan, once per beat (adoption.py)
         # since when this table's heartbeats have succeeded without a break: a table that
         # was itself cut off (a NATS node lost, an election) saw every lease run out,
         # others' as well as its own, and must not take their rooms for that
@@ -87,6 +87,6 @@ class Lease:
 
     async def _scan(self) -> None:
         try:
-            await self.core.adoption.adopt_orphans()
+            await self._scan_once()
         except Exception as exc:  # NATS away: the next beat scans again
             log.warning("adoption scan failed", extra={"error": repr(exc)})

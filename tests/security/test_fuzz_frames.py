@@ -19,7 +19,8 @@ from services.lobby.server import BadFrame, decode_binary
 from services.lobby.ws import decode_text
 from services.table import logrec as lr
 from services.table import views
-from services.table.actor import RoomActor, create_record
+from services.table.actor import RoomActor
+from services.table.creation import create_record
 from services.table.room import Room
 from tests.unit.services.test_table_actor import FAST, MemoryLog, actor_for, ready_all
 

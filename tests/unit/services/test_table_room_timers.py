@@ -10,8 +10,9 @@ from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import logrec as lr
-from services.table.actor import RoomActor, create_record
+from services.table.actor import RoomActor
 from services.table.core import bot_move
+from services.table.creation import create_record
 from services.table.room import Room
 from services.table.views import Effects
 from tests.unit.services.test_table_actor import MemoryLog, command, eventually, ready_all

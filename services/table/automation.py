@@ -1,0 +1,268 @@
+"""A room's automation: decision timers, entrust and timeouts (auto-play), response windows
+(the arbiter), hand starts, prompts, the ready and dismiss countdowns, idle rooms. Timers
+post ticks into the room's inbox (actor.py), so the room never changes from two places at
+once. One instance per room, used only from the room's task."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from games.arbitration import Decision, resolve
+from games.engine import Action, RuleError
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.table import checks, views
+from services.table import logrec as lr
+from services.table import metrics as m
+from services.table.parts import Actor
+from services.table.room import Room
+from services.table.views import Effects
+
+log = logging.getLogger("paiju.table.room")
+
+MAX_AUTO_STEPS = 2000
+Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
+Bots = Callable[[str, Any, int], Action]
+
+
+class Automation:
+    def __init__(self, actor: Actor, *, arbiter: Arbiter, bots: Bots, timers: dict[str, float],
+                 dismiss_seconds: float, idle_seconds: float, entrust_delay: float,
+                 ready_seconds: float = 0.0) -> None:
+        self.actor = actor
+        self._arbiter = arbiter
+        self._bot = bots
+        self.timers = timers
+        self.dismiss_seconds = dismiss_seconds
+        self.idle_seconds = idle_seconds
+        self.entrust_delay = entrust_delay
+        self.prompted: dict[int, tuple[Any, ...]] = {}
+        self.acted: dict[int, int] = {}
+        self.deadline: float | None = None
+        self.deadline_key = -1          # room.timer_key() the deadline belongs to
+        self.entrust_decision = -1      # room.decision the entrust delay was armed for
+        self.entrust_due: float | None = None
+        self.dismiss_deadline: float | None = None
+        self.retry_due: float | None = None
+        # between hands, seats still not ready this long after a hand ended are readied (a
+        # player who missed the hand's end, say while his lobby or table moved, must not
+        # hold the room for ever); 0 = never
+        self.ready_seconds = ready_seconds
+        self.ready_deadline: float | None = None
+        self.idle_deadline = time.monotonic() + idle_seconds
+        self.wake = asyncio.Event()
+
+    @property
+    def room(self) -> Room:
+        return self.actor.room
+
+    def failed(self) -> None:
+        """The last pass failed: re-arm the timers and try again in a second."""
+        self.deadline_key = self.entrust_decision = -1
+        self.retry_due = time.monotonic() + 1.0
+        self.wake.set()
+
+    async def act(self, seat: int, action: Action, by: str) -> None:
+        """Verify (RuleError leaves everything unchanged), log, apply, resolve a window."""
+        state = self.room.state
+        assert state is not None
+        response = self.room.is_response(seat)
+        state.verify(seat, action)
+        await self.actor.record(lr.Act(seat, action, by, response))
+        self.acted[seat] = self.acted.get(seat, 0) + 1
+        if response:
+            await self.resolve_window()
+
+    async def resolve_window(self) -> None:
+        state = self.room.state
+        if state is None or state.is_over():
+            return
+        window = state.pending_window()
+        rules = state.arbitration_rules()
+        if window is None or rules is None:
+            return
+        decision = await self._arbiter(window, rules)
+        if decision is not None and decision.final:
+            try:  # never log a decision the engine would refuse (e.g. a skewed arbiter)
+                state.clone().resolve_window(decision)
+            except RuleError as err:
+                log.warning("arbiter decision refused", extra={"room": self.room.room_id,
+                                                              "error": str(err)})
+                decision = None
+        if decision is None:  # no (usable) answer in time: the same pure function, here
+            m.ARBITER_FALLBACK.inc()
+            decision = resolve(window, rules)
+        if decision.final:
+            await self.actor.record(lr.Resolve(decision))
+
+    async def dismiss_check(self, timed_out: bool) -> None:
+        if self.room.dismiss is None:
+            return
+        outcome = checks.dismiss_outcome(self.room, timed_out)
+        if outcome is not None:
+            self.dismiss_deadline = None
+            await self.actor.record(lr.DismissResult(outcome))
+
+    async def after(self) -> None:
+        """After every inbox item: a window every answer is in for gets decided, a room
+        whose seats are all ready starts (also after a rebuild), new decisions get their
+        prompts and timers, entrusted seats play."""
+        room = self.room
+        self.retry_due = None
+        if room.closed:
+            return
+        if room.dismiss is not None and self.dismiss_deadline is None:
+            left = max(0.0, room.dismiss_until - time.time()) if room.dismiss_until else 0.0
+            self.dismiss_deadline = time.monotonic() + left   # e.g. restored after a rebuild
+        window, rules = room.pending_window(), room.arbitration_rules()
+        if window is not None and rules is not None and resolve(window, rules).final:
+            await self.resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
+        if checks.can_start(room):
+            await self.start_hand()
+        self.arm_ready_timeout()
+        if room.in_hand():
+            self.idle_deadline = time.monotonic() + self.idle_seconds  # idle counts between hands
+            # the deadline belongs to the timer key: a new turn or phase, not every answer in
+            # a simultaneous phase (that would give the slowest seat more time per answer)
+            if self.deadline_key != room.timer_key():
+                self.deadline_key = room.timer_key()
+                self.deadline = time.monotonic() + room.decision_seconds(self.timers)
+            new_decision = self.entrust_decision != room.decision
+            self.entrust_decision = room.decision
+            if self.entrust_delay <= 0:
+                await self.auto_play()
+            elif new_decision or self.entrust_due is None:
+                due = [s for s in room.to_act() if self.entrusted(s)]
+                self.entrust_due = time.monotonic() + self.entrust_delay if due else None
+            await self.send_prompts()
+        else:
+            self.deadline = self.entrust_due = None
+        self.wake.set()
+
+    def arm_ready_timeout(self) -> None:
+        room = self.room
+        between = (not room.closed and not room.in_hand() and room.dismiss is None
+                   and 0 < room.hand_no < room.total_hands)
+        if not between or self.ready_seconds <= 0:
+            self.ready_deadline = None
+        elif self.ready_deadline is None:
+            self.ready_deadline = time.monotonic() + self.ready_seconds
+
+    async def ready_timeout(self) -> None:
+        """Ready every seat that is not (the room goes on; entrust plays for whoever is
+        away)."""
+        self.ready_deadline = None
+        for seat, s in enumerate(self.room.seats):
+            if s is not None and not s.ready and not self.room.in_hand():
+                await self.actor.record(lr.Ready(seat, True, "timeout"))
+
+    async def start_hand(self) -> None:
+        room = self.room
+        dealer = room.dealer if room.hand_no else secrets.randbelow(4)
+        await self.actor.record(lr.Start(room.hand_no + 1, secrets.randbits(63), dealer))
+
+    async def send_prompts(self) -> None:
+        room = self.room
+        if not room.in_hand():
+            return
+        fx = Effects()
+        seconds = self.seconds_left()
+        to_act = room.to_act()
+        window = room.pending_window()
+        for seat in to_act:
+            s = room.seats[seat]
+            if s is None:
+                continue
+            # one prompt per decision: a seat's own moves, the phase, and the window id or
+            # the engine step (turn phases) tell a new decision from one still pending
+            phase = room.phase()
+            step = window.id if window is not None else (0 if room.simultaneous() else room.decision)
+            key = (self.acted.get(seat, 0), phase, step)
+            if self.prompted.get(seat) == key:
+                continue
+            self.prompted[seat] = key
+            fx.private.append((s.user_id, views.prompt(room, seat, seconds)))
+        if fx.private:
+            await self.actor.publish(fx, self.actor.stream.follow_up((), fx.private))
+
+    async def auto_play(self, late: set[int] | None = None) -> None:
+        """Entrusted seats act now, and so do the ``late`` seats whose timer ran out: a late
+        seat on its own turn is entrusted from then on; a late answer to a response window
+        is just the bot's answer (usually pass)."""
+        room = self.room
+        late = set(late or ())
+        for _ in range(MAX_AUTO_STEPS):
+            if not room.in_hand():
+                return
+            seat = next((x for x in room.to_act() if x in late or self.entrusted(x)), None)
+            if seat is None:
+                return
+            late.discard(seat)
+            assert room.state is not None
+            by = "entrust" if self.entrusted(seat) else "timeout"
+            if by == "timeout" and not room.is_response(seat):
+                await self.actor.record(lr.Entrust(seat, "timeout"))
+            action = self._bot(room.game, room.state, seat)
+            try:
+                await self.act(seat, action, by)
+            except RuleError:  # a policy bug must not stall the room: the engine's default
+                await self.act(seat, room.state.default_action(seat), by)
+        log.error("auto-play did not settle", extra={"room": room.room_id})
+
+    def entrusted(self, seat: int) -> bool:
+        s = self.room.seats[seat]
+        return s is not None and s.entrusted
+
+    async def tick(self) -> None:
+        now = time.monotonic()
+        room = self.room
+        if self.dismiss_deadline is not None and now >= self.dismiss_deadline:
+            self.dismiss_deadline = None
+            await self.dismiss_check(timed_out=True)
+        if not room.closed and not room.in_hand() and now >= self.idle_deadline:
+            await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
+                                       "the room was not started in time" if not room.hand_no
+                                       else "the room sat between hands too long"))
+            return
+        if self.ready_deadline is not None and now >= self.ready_deadline:
+            await self.ready_timeout()
+        if self.entrust_due is not None and now >= self.entrust_due:
+            self.entrust_due = None
+            await self.auto_play()
+        if room.in_hand() and self.deadline is not None and now >= self.deadline:
+            m.TIMEOUTS.labels(room.game).inc()
+            await self.auto_play(late=set(room.to_act()))
+            if self.deadline_key == room.timer_key():
+                self.deadline = None  # played; a new decision arms its own timer
+
+    def seconds_left(self) -> float:
+        if self.deadline is None:
+            return self.room.decision_seconds(self.timers) if self.room.in_hand() else 0
+        return max(0.0, self.deadline - time.monotonic())
+
+    async def timer_loop(self) -> None:
+        while True:
+            idle = None if self.room.in_hand() else self.idle_deadline
+            wakes = [t for t in (self.deadline, self.entrust_due, self.dismiss_deadline,
+                                 self.retry_due, self.ready_deadline, idle) if t is not None]
+            delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
+            self.wake.clear()
+            try:
+                # not asyncio.wait_for: on Python 3.11 it can swallow the cancel of stop()
+                # when the wake-up lands at the same moment, leaving stop() waiting for it
+                async with asyncio.timeout(delay):
+                    await self.wake.wait()
+                continue
+            except TimeoutError:
+                pass
+            if self.room.closed:
+                return
+            try:
+                self.actor.inbox.put_nowait(("tick", None, None))
+            except asyncio.QueueFull:
+                await asyncio.sleep(0.05)
+

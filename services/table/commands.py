@@ -1,0 +1,227 @@
+"""A room's commands: what a player (or his lobby) asks of the room, checked and turned
+into log records through the actor (actor.py). One instance per room, used only from the
+room's task."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from games.engine import RuleError
+from paiju import frames
+from paiju.v1 import client_pb2, common_pb2, table_pb2
+from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common.geo import blur, has_position
+from services.table import checks, views
+from services.table import logrec as lr
+from services.table import metrics as m
+from services.table.automation import Automation
+from services.table.codec import FrameError, action_from_frame, rule_error_code
+from services.table.parts import Actor, Reply
+from services.table.room import Room, RoomError
+
+log = logging.getLogger("paiju.table.room")
+
+# VIP passwords: PASSWORD_TRIES wrong guesses in a row lock the guesser out of the room for
+# PASSWORD_LOCK_SECONDS, doubled each time it happens again (up to the cap); the room
+# forgets the oldest guessers first
+PASSWORD_TRIES = 5
+PASSWORD_LOCK_SECONDS = 60.0
+PASSWORD_LOCK_MAX_SECONDS = 3600.0
+PASSWORD_GUESSERS = 1000
+GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
+
+
+class Commands:
+    def __init__(self, actor: Actor, auto: Automation) -> None:
+        self.actor = actor
+        self.auto = auto
+        # user -> (wrong guesses in a row, times locked out, locked until) for VIP passwords
+        self.guesses: dict[int, tuple[int, int, float]] = {}
+        self.geo_asked: dict[int, float] = {}   # seat -> when it last asked for distances
+
+    @property
+    def room(self) -> Room:
+        return self.actor.room
+
+    async def handle(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        try:
+            if cmd.kind:
+                return await self._lobby_command(cmd)
+            frame = cmd.frame
+            what = frame.WhichOneof("payload")
+            if what == "join_room":
+                return await self._join(cmd)
+            seat = checks.require_seat(room, cmd.user_id)
+            handler = getattr(self, f"_c_{what}", None)
+            if handler is not None:
+                return await handler(seat, frame)
+            return await self._game_action(seat, frame)
+        except RoomError as err:
+            return Reply(err.code, str(err))
+
+    async def _lobby_command(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        seat = checks.require_seat(room, cmd.user_id)
+        s = room.seats[seat]
+        assert s is not None
+        session, at = cmd.session_id, cmd.login_at
+        if cmd.kind == "online":
+            # a session named by the lobby is recorded, so a late offline of an older session
+            # (another lobby replica still tearing it down) is told apart; an online of an
+            # older session than the recorded one changes nothing
+            if not room.session_is_current(seat, session, at):
+                return Reply()
+            if not s.online or (session and s.session != session):
+                await self.actor.record(lr.Online(seat, session, at if session else 0.0))
+            return Reply()
+        if cmd.kind == "offline":
+            if not room.session_is_current(seat, session, at):
+                log.info("offline of a replaced session ignored",
+                         extra={"room": room.room_id, "seat": seat})
+                return Reply()
+            if s.online:
+                await self.actor.record(lr.Offline(seat))
+            return Reply()
+        if cmd.kind == "snapshot":
+            return Reply(frames_=views.snapshot(room, seat, self.auto.seconds_left()))
+        raise RoomError(common_pb2.ERR_BAD_FRAME, f"unknown table command kind {cmd.kind!r}")
+
+    async def _join(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        seat = self._check_password(cmd)
+        p = cmd.profile
+        lat, lng = p.lat, p.lng
+        if cmd.user_id in room.positions:   # where he first sat down here, blurred then
+            lat, lng = room.positions[cmd.user_id]
+        elif has_position(lat, lng):
+            lat, lng = blur(lat, lng)   # only the blurred point is ever stored or used
+        profile = lr.Profile(p.nickname, p.head_url, p.sex, p.coins, p.ip, lat, lng,
+                             p.login_address)
+        session = cmd.session_id
+        await self.actor.record(lr.Join(seat, cmd.user_id, profile, session,
+                                  cmd.login_at if session else 0.0))
+        return Reply(frames_=views.snapshot(room, seat, self.auto.seconds_left()))
+
+    def _check_password(self, cmd: table_pb2.TableCommand) -> int:
+        """``checks.check_join``, with wrong VIP passwords limited per user (brute force)."""
+        uid, now = cmd.user_id, time.monotonic()
+        wrong, locks, until = self.guesses.get(uid, (0, 0, 0.0))
+        if until > now:
+            raise RoomError(common_pb2.ERR_RATE_LIMITED, "too many wrong passwords: try again "
+                            f"in {math.ceil(until - now)} s")
+        try:
+            seat = checks.check_join(self.room, uid, cmd.frame.join_room.password)
+        except RoomError as err:
+            if err.code != common_pb2.ERR_BAD_PASSWORD:
+                raise
+            wrong += 1
+            if wrong >= PASSWORD_TRIES:
+                until = now + min(PASSWORD_LOCK_MAX_SECONDS, PASSWORD_LOCK_SECONDS * 2 ** locks)
+                wrong, locks = 0, locks + 1
+            self.guesses.pop(uid, None)   # re-inserted last: the oldest guessers go first
+            self.guesses[uid] = (wrong, locks, until)
+            while len(self.guesses) > PASSWORD_GUESSERS:
+                del self.guesses[next(iter(self.guesses))]
+            raise
+        self.guesses.pop(uid, None)
+        return seat
+
+    async def _c_ask_ready(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.in_hand() or room.closed:
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "ready is only between hands")
+        want = frame.ask_ready.is_ready
+        s = room.seats[seat]
+        assert s is not None
+        if s.ready != want:
+            await self.actor.record(lr.Ready(seat, want))
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_ask_exit(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.dismiss is not None:  # votes are counted by seat: nobody leaves mid-vote
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "a dismiss vote is open")
+        if room.in_hand():
+            s = room.seats[seat]
+            assert s is not None
+            if not s.entrusted:
+                await self.actor.record(lr.Entrust(seat, "exit"))
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
+                            "a hand is in progress: you stay seated and entrust plays for you")
+        if room.hand_no and room.hand_no < room.min_hands:
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
+                            f"the room must play {room.min_hands} hands; apply to dismiss instead")
+        if room.hand_no:
+            await self.actor.record(lr.Close(lm.NoticeDismiss.PLAYER_LEFT,
+                                       "a player left after the minimum number of hands"))
+        else:
+            await self.actor.record(lr.Leave(seat))
+            self.geo_asked.pop(seat, None)
+            if not room.seated():   # nobody left in a room that never started: close it now
+                await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
+                                           "the last player left before the first hand"))
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_refresh_room(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        return Reply(frames_=views.snapshot(self.room, seat, self.auto.seconds_left()))
+
+    async def _c_ask_geo(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        now = time.monotonic()
+        if now - self.geo_asked.get(seat, -GEO_QUERY_SECONDS) < GEO_QUERY_SECONDS:
+            raise RoomError(common_pb2.ERR_RATE_LIMITED,
+                            f"distances at most once every {GEO_QUERY_SECONDS:g} s")
+        self.geo_asked[seat] = now
+        return Reply(frames_=[frames.server_frame(views.distances(self.room))])
+
+    async def _c_cancel_entrust(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        s = self.room.seats[seat]
+        assert s is not None
+        if not s.entrusted:
+            raise RoomError(common_pb2.ERR_NOT_ENTRUSTED, "you are not entrusted")
+        if s.cancels_left <= 0:
+            raise RoomError(common_pb2.ERR_NO_ENTRUST_CANCELS,
+                            "no cancels left: entrust plays until the hand ends")
+        await self.actor.record(lr.CancelEntrust(seat))
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_ask_dismiss(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.dismiss is not None:
+            raise RoomError(common_pb2.ERR_ALREADY_VOTED, "a dismiss vote is already open")
+        await self.actor.record(lr.DismissApply(seat, int(self.auto.dismiss_seconds),
+                                          time.time() + self.auto.dismiss_seconds))
+        self.auto.dismiss_deadline = time.monotonic() + self.auto.dismiss_seconds
+        await self.auto.dismiss_check(timed_out=False)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_report_dismiss(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        if room.dismiss is None:
+            raise RoomError(common_pb2.ERR_NO_DISMISS_VOTE, "no dismiss vote is open")
+        if seat in room.dismiss.votes:
+            raise RoomError(common_pb2.ERR_ALREADY_VOTED, "you have already voted")
+        left = max(0, int((self.auto.dismiss_deadline or time.monotonic()) - time.monotonic()))
+        await self.actor.record(lr.DismissVote(seat, frame.report_dismiss.agree, left))
+        await self.auto.dismiss_check(timed_out=False)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _game_action(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        room = self.room
+        code_of = rule_error_code
+        try:
+            action = action_from_frame(room.game, frame)
+        except FrameError as exc:
+            return Reply(common_pb2.ERR_BAD_FRAME, str(exc))
+        if not room.in_hand():
+            return Reply(code_of(room.game, "hand_over"), "no hand is being played")
+        started = time.perf_counter()
+        try:
+            await self.auto.act(seat, action, "player")
+        except RuleError as err:
+            return Reply(code_of(room.game, err.code), str(err))
+        m.ACTION_SECONDS.labels(room.game).observe(time.perf_counter() - started)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
