@@ -3,13 +3,16 @@
     python deploy/grafana/dashboard.py            # rewrite dashboards/paiju.json
     python deploy/grafana/dashboard.py --check    # exit 1 if the file is out of date
 
-Every expression names metrics the services export (tests/unit/deploy checks it).
+Every expression names metrics the services export, or the exporters' of the cluster
+(kube-state-metrics, the NATS exporter; tests/unit/deploy checks it). Every series is
+filtered by the dashboard's namespace variable (one environment per namespace).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +21,22 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 RATE = "[$__rate_interval]"
 # Stream RPCs are timed over their whole life: keep them out of latency quantiles.
 UNARY = 'method!~".*/(Connect|Session|Watch)"'
+NAMESPACE = 'namespace=~"$namespace"'
+SERVICES = 'lobby|table|arbiter|records'
+# A series name: the services' paiju_*, Prometheus' up, kube-state-metrics' kube_*, and the
+# NATS exporter's nats_* (deploy/prometheus/alerts.yml lists the sources).
+SELECTOR = re.compile(r'\b(paiju_\w+|kube_\w+|nats_\w+|up)\b(\{[^}]*\})?(?!\s*\()')
+
+
+def scoped(expr: str) -> str:
+    """``expr`` with every series selector limited to the chosen namespaces."""
+    def one(m: re.Match) -> str:
+        labels = m.group(2)
+        if labels is None:
+            return f"{m.group(1)}{{{NAMESPACE}}}"
+        return f"{m.group(1)}{{{NAMESPACE}, {labels[1:]}" if labels != "{}" else \
+            f"{m.group(1)}{{{NAMESPACE}}}"
+    return SELECTOR.sub(one, expr)
 
 
 def quantiles(metric: str, by: str = "", qs: tuple[float, ...] = (0.5, 0.95, 0.99)) -> list:
@@ -83,6 +102,48 @@ PANELS: list = [
         (f"sum(rate(paiju_table_rooms_rebuilt_total{RATE})) * 60", "rebuilt from the log")]),
     ("Room-log appends retried (NATS leader elections) per minute", "short", [
         (f"sum(rate(paiju_table_log_append_retries_total{RATE})) * 60", "retries")]),
+    ("Operations: what the alerts watch (deploy/prometheus/alerts.yml)", None, None),
+    ("Service pods answering scrapes, and NATS servers", "short", [
+        (f'sum by (namespace, job) (up{{job=~"{SERVICES}|nats"}})', "{{namespace}} {{job}} up"),
+        (f'count by (namespace, job) (up{{job=~"{SERVICES}|nats"}} == 0)',
+         "{{namespace}} {{job}} down")]),
+    ("Available and wanted pods (kube-state-metrics)", "short", [
+        (f'max by (namespace, deployment) '
+         f'(kube_deployment_status_replicas_available{{deployment=~"{SERVICES}"}})',
+         "{{namespace}} {{deployment}} available"),
+        (f'max by (namespace, deployment) (kube_deployment_spec_replicas{{deployment=~"{SERVICES}"}})',
+         "{{namespace}} {{deployment}} wanted")]),
+    ("Container restarts in 15 minutes (crash loops)", "short", [
+        (f'sum by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total'
+         f'{{container=~"{SERVICES}|migrate"}}[15m])) > 0', "{{namespace}} {{pod}}")]),
+    ("JetStream: storage used and enabled", "percentunit", [
+        ("max by (namespace, server_name) (nats_server_total_message_bytes) / "
+         "max by (namespace, server_name) (nats_server_max_storage)",
+         "{{namespace}} {{server_name}} storage"),
+        ("max by (namespace, server_name) (nats_server_jetstream_disabled)",
+         "{{namespace}} {{server_name}} disabled")]),
+    ("records lag: settlements pending in SETTLE", "short", [
+        ('max by (namespace) (nats_consumer_num_pending{stream_name="SETTLE", '
+         'consumer_name="records"})', "{{namespace}} pending"),
+        ('max by (namespace) (nats_consumer_num_ack_pending{stream_name="SETTLE", '
+         'consumer_name="records"})', "{{namespace}} delivered, not acknowledged")]),
+    ("Table outbox: writes waiting for NATS", "short", [
+        ("sum by (namespace, kind) (paiju_table_pending_writes)", "{{namespace}} {{kind}}")]),
+    ("Arbiter fallback ratio", "percentunit", [
+        (f"sum by (namespace) (rate(paiju_table_arbiter_fallback_total{RATE})) / "
+         f"clamp_min(sum by (namespace) (rate(paiju_table_arbiter_fallback_total{RATE})) + "
+         f"sum by (namespace) (rate(paiju_table_arbiter_seconds_count{RATE})), 1e-9)",
+         "{{namespace}}")]),
+    ("Action latency p99 by namespace and game", "s", [
+        (f"histogram_quantile(0.99, sum by (namespace, game, le) "
+         f"(rate(paiju_table_action_seconds_bucket{RATE})))", "{{namespace}} {{game}}")]),
+    ("Scaling signals: rooms per table, sessions per lobby", "short", [
+        ("sum by (namespace) (paiju_table_rooms) / "
+         "count by (namespace) (count by (namespace, pod) (paiju_table_rooms))",
+         "{{namespace}} rooms per table (scale table)"),
+        ("sum by (namespace) (paiju_lobby_sessions) / "
+         "count by (namespace) (paiju_lobby_sessions)",
+         "{{namespace}} sessions per lobby (HPA target 2000)")]),
     ("Lobby", None, None),
     ("Sessions", "short", [("sum(paiju_lobby_sessions)", "open sessions")]),
     ("Logins and kicks per minute", "short", [
@@ -99,7 +160,7 @@ def panel(pid: int, title: str, unit: str, targets: list, x: int, y: int) -> dic
         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
         "options": {"legend": {"displayMode": "list", "placement": "bottom"},
                     "tooltip": {"mode": "multi"}},
-        "targets": [{"datasource": DS, "expr": expr, "legendFormat": legend,
+        "targets": [{"datasource": DS, "expr": scoped(expr), "legendFormat": legend,
                      "refId": chr(ord("A") + i)} for i, (expr, legend) in enumerate(targets)],
     }
 
@@ -120,8 +181,15 @@ def build() -> dict:
         "uid": "paiju", "title": "Paiju", "tags": ["paiju"], "timezone": "browser",
         "schemaVersion": 39, "version": 1, "editable": True, "refresh": "30s",
         "time": {"from": "now-1h", "to": "now"},
-        "templating": {"list": [{"name": "datasource", "label": "Data source",
-                                 "type": "datasource", "query": "prometheus"}]},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Data source", "type": "datasource",
+             "query": "prometheus"},
+            {"name": "namespace", "label": "Namespace", "type": "query", "datasource": DS,
+             "query": {"query": "label_values(paiju_ready, namespace)", "refId": "namespace"},
+             "definition": "label_values(paiju_ready, namespace)", "refresh": 2,
+             "multi": True, "includeAll": True, "allValue": ".*",
+             "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+             "sort": 1}]},
         "annotations": {"list": []},
         "panels": panels,
     }
