@@ -14,7 +14,7 @@ from games.mahjong import is_win, rank_of, tile_index
 from games.mahjong import settle_changsha as settle
 from games.mahjong.flow import MahjongState
 from games.mahjong.flow_base import HandCore
-from games.mahjong.flow_records import Kong, optional_dict
+from games.mahjong.flow_records import Kong, MidwayWin, OpeningWins, optional_dict
 from games.mahjong.meld import Meld
 from games.mahjong.options import CHANGSHA_TABLE, defaults, validate
 from games.mahjong.score_changsha import CHANGSHA_SCORING_DEFAULTS, changsha_ready, score_changsha
@@ -68,11 +68,10 @@ class ChangshaRules:
         """A draw game pays nothing more (opening wins are already paid)."""
 
     def view_extras(self, state: HandCore) -> dict[str, Any]:
-        declared = state.opening.get("declared", {}) if state.opening else {}
-        midway = state.opening.get("midway", {}) if state.opening else {}
+        opening = state.opening or OpeningWins()
         return {"locked": list(state.locked), "haidi": optional_dict(state.haidi),
-                "opening_hu": {k: list(v) for k, v in declared.items()},
-                "midway_hu": {k: [dict(d) for d in v] for k, v in midway.items()}}
+                "opening_hu": {str(s): list(v) for s, v in opening.declared.items()},
+                "midway_hu": {str(s): [w.to_dict() for w in v] for s, v in opening.midway.items()}}
 
     def filter_discards(self, state: HandCore, seat: int, held: list[int]) -> list[int]:
         return held
@@ -94,10 +93,10 @@ class ChangshaRules:
         types = state.options["opening_hu_types"]
         if "midway_four" not in types and "midway_two_triplets" not in types:
             return []
-        opening = state.opening.get("declared", {}).get(str(seat), []) if state.opening else []
+        wins = state.opening or OpeningWins()
+        opening = wins.declared.get(seat, [])
         dealt = state.initial_hands[seat]  # no exchange in Changsha: what the opening showed
-        done = [(d["type"], [tile_index(n) for n in d["tiles"]])
-                for d in (state.opening or {}).get("midway", {}).get(str(seat), [])]
+        done = [(w.kind, [tile_index(n) for n in w.tiles]) for w in wins.midway.get(seat, [])]
         found = changsha_midway_hu(state.hands[seat], state.options, done,
                                    shown_quads(dealt, opening), shown_triplets(dealt, opening),
                                    checked=True)
@@ -108,10 +107,9 @@ class ChangshaRules:
         self-draw; the tiles stay in the hand and the turn goes on."""
         kind = "midway_four" if len(tiles) == 1 else "midway_two_triplets"
         names = state.names(tiles)
-        if not state.opening:
-            state.opening = {"pending": {}, "declared": {}}
-        state.opening.setdefault("midway", {}).setdefault(str(seat), []).append(
-            {"type": kind, "tiles": names})
+        if state.opening is None:
+            state.opening = OpeningWins()
+        state.opening.midway.setdefault(seat, []).append(MidwayWin(kind, tuple(names)))
         shown = [t for t in tiles for _ in range(4 if kind == "midway_four" else 3)]
         state.emit("midway_hu", {"seat": seat, "types": [kind], "tiles": state.names(shown)})
         self.pay_opening(state, seat, [kind])

@@ -39,6 +39,7 @@ from games.mahjong.flow_records import (
     Birds,
     HaidiOffer,
     Kong,
+    OpeningWins,
     OpenWindow,
     PassBlock,
     TurnContext,
@@ -63,7 +64,7 @@ _TILE_NAMES = frozenset(tile_name(t) for t in range(27))
 # through their to_dict / from_dict.
 _PLAIN = (
     "seed", "dealer", "hands", "discards", "won_tiles", "drawn", "stage", "turn",
-    "exchange_sel", "exchange_recv", "exchange_dir", "voids", "opening", "window_seq",
+    "exchange_sel", "exchange_recv", "exchange_dir", "voids", "window_seq",
     "win_order", "wins", "pass_peng", "locked",
     "end_reason", "initial_hands", "extra",
 )
@@ -106,7 +107,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         s.exchange_recv = [None] * SEATS
         s.exchange_dir = None
         s.voids = [None] * SEATS
-        s.opening = {}
+        s.opening = None
         s.window = None
         s.window_seq = 0
         s.win_order = [0] * SEATS
@@ -275,6 +276,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
 
     def serialize(self) -> str:
         data = {name: getattr(self, name) for name in _PLAIN}
+        data["opening"] = {} if self.opening is None else self.opening.to_dict()
         data["window"] = optional_dict(self.window)
         data["pass_block"] = [optional_dict(b) for b in self.pass_block]
         data["kongs"] = [k.to_dict() for k in self.kongs]
@@ -298,6 +300,7 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
             s = cls(rules, data["options"])
             for name in _PLAIN:
                 setattr(s, name, data[name])
+            s.opening = OpeningWins.from_dict(data["opening"]) if data["opening"] else None
             s.window = _record(OpenWindow.from_dict, data["window"])
             s.pass_block = [_record(PassBlock.from_dict, b) for b in data["pass_block"]]
             s.kongs = [Kong.from_dict(k) for k in data["kongs"]]

@@ -16,7 +16,15 @@ from typing import Any
 
 from games.engine import Action, Event, Payment
 from games.mahjong import format_counts, tile_name
-from games.mahjong.flow_records import Birds, HaidiOffer, Kong, OpenWindow, PassBlock, TurnContext
+from games.mahjong.flow_records import (
+    Birds,
+    HaidiOffer,
+    Kong,
+    OpeningWins,
+    OpenWindow,
+    PassBlock,
+    TurnContext,
+)
 from games.mahjong.hooks import VariantRules
 from games.mahjong.meld import Meld
 from games.mahjong.wall import Wall
@@ -49,8 +57,8 @@ class HandCore(ABC):
     exchange_recv: list[list[int] | None]
     exchange_dir: str | None
     voids: list[str | None]
-    # Changsha opening wins (起手胡): {"pending": {seat: types}, "declared": {seat: types}}.
-    opening: dict[str, Any]
+    # Changsha opening and midway wins (起手胡, 中途四喜 / 六六顺), None until there are any.
+    opening: OpeningWins | None
     # The open response window (see WindowMixin.open_window), or None.
     window: OpenWindow | None
     window_seq: int

@@ -1,6 +1,6 @@
 """The small records a mahjong hand keeps besides tiles and melds: the open response window,
-the turn context, kongs and their money, a seat's pass block (过水), the Changsha haidi offer
-and birds.
+the turn context, kongs and their money, a seat's pass block (过水), the Changsha opening
+and midway wins, haidi offer and birds.
 
 Each has ``to_dict``/``from_dict`` giving exactly the JSON the hand serialized before these
 were classes (seat keys as strings), so a serialized hand reads and writes the same bytes.
@@ -144,6 +144,43 @@ class PassBlock:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PassBlock:
         return cls(data["mode"], tuple(data.get("tiles", ())), data.get("worth", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class MidwayWin:
+    """A Changsha midway win (中途四喜 ``midway_four``, 中途六六顺 ``midway_two_triplets``) and
+    the tiles (names) that made it: the quad's tile, or the two triplets' tiles."""
+
+    kind: str
+    tiles: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "tiles": list(self.tiles)}
+
+
+@dataclass(slots=True)
+class OpeningWins:
+    """Changsha opening wins (起手胡) once there are any: ``pending`` per seat still to answer,
+    the types its dealt hand shows; ``declared`` per seat, the types it declared; ``midway``
+    per seat, the midway wins it declared during play."""
+
+    pending: dict[int, list[str]] = field(default_factory=dict)
+    declared: dict[int, list[str]] = field(default_factory=dict)
+    midway: dict[int, list[MidwayWin]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pending": {str(s): t for s, t in self.pending.items()},
+                               "declared": {str(s): t for s, t in self.declared.items()}}
+        if self.midway:  # absent until the first midway win, as it always was
+            out["midway"] = {str(s): [w.to_dict() for w in ws] for s, ws in self.midway.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OpeningWins:
+        return cls({int(s): list(t) for s, t in data["pending"].items()},
+                   {int(s): list(t) for s, t in data["declared"].items()},
+                   {int(s): [MidwayWin(w["type"], tuple(w["tiles"])) for w in ws]
+                    for s, ws in data.get("midway", {}).items()})
 
 
 @dataclass(slots=True)

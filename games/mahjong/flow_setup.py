@@ -8,6 +8,7 @@ from itertools import combinations
 from games.engine import Action, BadInput, IllegalAction
 from games.mahjong import SUITS, suit_of
 from games.mahjong.flow_base import HandCore
+from games.mahjong.flow_records import OpeningWins
 
 # 换三张 directions: the offset from giver to receiver.
 DIRECTIONS = {"cw": 1, "opposite": 2, "ccw": 3}
@@ -32,10 +33,10 @@ class SetupMixin(HandCore):
             for seat in range(4):
                 types = self.rules.opening_types(self, seat)
                 if types:
-                    pending[str(seat)] = list(types)
+                    pending[seat] = list(types)
         if pending:
             self.stage = "opening"
-            self.opening = {"pending": pending, "declared": {}}
+            self.opening = OpeningWins(pending)
         else:
             self._begin_play()
 
@@ -50,7 +51,7 @@ class SetupMixin(HandCore):
         if self.stage == "void":
             return tuple(s for s in range(4) if self.voids[s] is None)
         if self.stage == "opening":
-            return tuple(sorted(int(s) for s in self.opening["pending"]))
+            return tuple(sorted(self._opening_now().pending))
         return ()
 
     # ------------------------------------------------------------------ legality
@@ -143,17 +144,23 @@ class SetupMixin(HandCore):
                       to=seat)
         self._after_exchange()
 
+    def _opening_now(self) -> OpeningWins:
+        """The opening wins; only called in the "opening" stage, which always has them."""
+        assert self.opening is not None, "no opening wins were dealt"
+        return self.opening
+
     def _do_opening(self, seat: int, action: Action) -> None:
-        types = self.opening["pending"].pop(str(seat))
+        opening = self._opening_now()
+        types = opening.pending.pop(seat)
         if action.kind == "hu":
-            self.opening["declared"][str(seat)] = types
+            opening.declared[seat] = types
             shown = self.rules.opening_shown(self, seat, types)
             self.emit("opening_hu", {"seat": seat, "types": types, "tiles": self.names(shown)})
             self.rules.pay_opening(self, seat, types)
         else:
             # only to him: a public pass would tell the table his hand had an opening win
             self.emit("opening_pass", {"seat": seat}, to=seat)
-        if not self.opening["pending"]:
+        if not opening.pending:
             self._begin_play()
 
     # ------------------------------------------------------------------ defaults
