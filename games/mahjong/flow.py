@@ -1,7 +1,8 @@
 """The shared mahjong hand state machine (one flow for XueZhan and Changsha).
 
-A variant module supplies a small ``rules`` object (hooks: which phases exist, which kongs
-and claims are allowed, how a win is scored and paid); everything else - deal, turn order,
+A variant module supplies a small ``rules`` object (the hooks of
+:class:`games.mahjong.hooks.VariantRules`: which phases exist, which kongs and claims are
+allowed, how a win is scored and paid); everything else - deal, turn order,
 draws, response windows, kongs, the ledger, serialization, redaction - lives here and in
 the ``flow_*`` role modules mixed into :class:`MahjongState`:
 
@@ -9,6 +10,8 @@ the ``flow_*`` role modules mixed into :class:`MahjongState`:
 * :mod:`games.mahjong.flow_turn` - the player to act: self-draw win, kongs, discard
 * :mod:`games.mahjong.flow_window` - response windows (claims, wins, 过水), haidi (海底)
 * :mod:`games.mahjong.flow_view` - observation / public view / events redaction
+* :mod:`games.mahjong.flow_records` - the records a hand keeps (window, turn context, kongs,
+  pass blocks, opening wins, haidi, birds) and their JSON form
 
 Concealed hands are 27 tile counts. Draws are automatic: the seat to act in "play" always
 holds 3n+2 tiles. Every money movement is a :class:`~games.engine.Payment` in ``ledger``.
