@@ -157,3 +157,19 @@ def test_stop_grace_periods_hold_each_drain() -> None:
         period = services[svc].get("stop_grace_period", "10s")
         seconds = int(re.fullmatch(r"(\d+)s", period).group(1))  # type: ignore[union-attr]
         assert seconds >= drain + STOP_GRACE + 5, f"{svc}: {period} cannot hold its drain"
+
+
+def test_one_nats_version_in_compose_the_chart_values_and_the_readme() -> None:
+    """The NATS chart is installed at a pinned version whose server image the values pin
+    too, and compose runs the same server image."""
+    import re
+
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
+    image = compose["services"]["nats"]["image"]
+    tags = {yaml.safe_load((DEPLOY / "k8s" / "nats" / f).read_text(encoding="utf-8"))[
+        "container"]["image"]["tag"] for f in ("values-dev.yaml", "values-prod.yaml")}
+    assert tags == {image.split(":", 1)[1]}, (image, tags)
+    chart = image.split(":", 1)[1].removesuffix("-alpine")
+    readme = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    installs = re.findall(r"helm upgrade --install nats nats/nats (?:--version (\S+) )?", readme)
+    assert installs and set(installs) == {chart}, installs
