@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from games import fair
 from games.arbitration import Decision, resolve
 from games.engine import Action, RuleError
 from paiju.v1 import lobby_msgs_pb2 as lm
@@ -121,6 +122,8 @@ class Automation:
         window, rules = room.pending_window(), room.arbitration_rules()
         if window is not None and rules is not None and resolve(window, rules).final:
             await self.resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
+        if checks.needs_commitment(room):
+            await self.commit_next_hand()
         if checks.can_start(room):
             await self.start_hand()
         self.arm_ready_timeout()
@@ -160,10 +163,26 @@ class Automation:
             if s is not None and not s.ready and not self.room.in_hand():
                 await self.actor.record(lr.Ready(seat, True, "timeout"))
 
-    async def start_hand(self) -> None:
+    async def commit_next_hand(self) -> None:
+        """Commit to the next hand's server seed (docs/fairness.md) before any client seed
+        for it is taken: the seed stays in the log, the commitment goes to the room."""
         room = self.room
-        dealer = room.dealer if room.hand_no else secrets.randbelow(4)
-        await self.actor.record(lr.Start(room.hand_no + 1, secrets.randbits(63), dealer))
+        hand_no = room.hand_no + 1
+        server_seed = secrets.token_bytes(fair.SEED_BYTES)
+        await self.actor.record(lr.Commit(hand_no, server_seed.hex(),
+                                          fair.commitment(room.room_id, hand_no, server_seed)))
+
+    async def start_hand(self) -> None:
+        """Deal from the committed server seed and the client seeds; the first hand's
+        dealer is drawn from the same seed."""
+        room = self.room
+        hand_no = room.hand_no + 1
+        seed = room.fair.hand_seed(room.room_id, hand_no)
+        if seed is None:   # not committed (cannot happen after checks.needs_commitment)
+            raise RuntimeError(f"hand {hand_no} of room {room.room_id} has no commitment")
+        first = not room.hand_no
+        dealer = fair.first_dealer(seed) if first else room.dealer
+        await self.actor.record(lr.Start(hand_no, seed.hex(), dealer, dealer_from_seed=first))
 
     async def send_prompts(self) -> None:
         room = self.room

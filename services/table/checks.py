@@ -43,6 +43,22 @@ def can_start(room: Room) -> bool:
             and all(s is not None and s.ready for s in room.seats))
 
 
+def needs_commitment(room: Room) -> bool:
+    """The room will play another hand and has not committed to its server seed yet."""
+    nxt = room.fair.next
+    return (not room.closed and not room.in_hand() and room.hand_no < room.total_hands
+            and (nxt is None or nxt.hand_no != room.hand_no + 1))
+
+
+def next_hand_seedable(room: Room) -> int:
+    """The hand a client seed sent now is for; RoomError when none can be taken now."""
+    nxt = room.fair.next
+    if room.in_hand() or nxt is None or nxt.hand_no != room.hand_no + 1:
+        raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS,
+                        "client seeds are taken between hands, after the commitment")
+    return nxt.hand_no
+
+
 def dismiss_outcome(room: Room, timed_out: bool = False) -> bool | None:
     """True: dismissed (a strict majority agrees; at the countdown's end silent players
     count as agreeing); False: refused (a majority can no longer be reached); None: open."""

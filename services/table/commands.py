@@ -8,6 +8,7 @@ import logging
 import math
 import time
 
+from games import fair
 from games.engine import RuleError
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2, table_pb2
@@ -163,6 +164,16 @@ class Commands:
             if not room.seated():   # nobody left in a room that never started: close it now
                 await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
                                            "the last player left before the first hand"))
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_set_client_seed(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        """The seat's entropy for the next hand's deal (docs/fairness.md)."""
+        hand_no = checks.next_hand_seedable(self.room)
+        try:
+            seed = fair.check_client_seed(frame.set_client_seed.client_seed)
+        except fair.FairError as err:
+            raise RoomError(common_pb2.ERR_TOO_LONG, str(err)) from None
+        await self.actor.record(lr.ClientSeed(seat, hand_no, seed.hex()))
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_refresh_room(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:

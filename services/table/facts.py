@@ -92,7 +92,7 @@ class EngineEvents:
 @dataclass(frozen=True, slots=True)
 class HandEnded:
     hand_no: int
-    seed: int
+    seed: int | bytes
     dealer: int
     next_dealer: int
     deltas: tuple[int, ...]
@@ -101,6 +101,15 @@ class HandEnded:
     user_ids: tuple[int, ...]
     nicknames: tuple[str, ...]
     events: tuple[HandEvent, ...]
+    fair: Mapping[str, Any] | None = None   # the deal's check (fairdeal.py); None: not fair
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The table committed to the server seed of hand ``hand_no`` (public)."""
+
+    hand_no: int
+    commitment: str
 
 
 @dataclass(frozen=True, slots=True)

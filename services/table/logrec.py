@@ -144,12 +144,37 @@ class CancelEntrust(Record):
 
 @dataclass(frozen=True, slots=True)
 class Start(Record):
-    """A hand starts: everything the engine's deal depends on."""
+    """A hand starts: everything the engine's deal depends on. ``seed``: the 32-byte hand
+    seed of a fair deal as hex (docs/fairness.md), or an int (rooms from before fair
+    deals); ``dealer_from_seed``: the first hand's dealer was drawn from the seed."""
 
     KIND: ClassVar[str] = "start"
     hand_no: int
-    seed: int
+    seed: int | str
     dealer: int
+    dealer_from_seed: bool = field(default=False, metadata={"omit": "empty"})
+
+
+@dataclass(frozen=True, slots=True)
+class Commit(Record):
+    """The table's commitment to the server seed of hand ``hand_no``, made before any
+    client seed for that hand is taken. The seed (hex) stays in the log, which only
+    tables read; players see the commitment now and the seed when the hand is over."""
+
+    KIND: ClassVar[str] = "commit"
+    hand_no: int
+    server_seed: str
+    commitment: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeed(Record):
+    """A seat's client seed (hex) for hand ``hand_no``; the last one before the hand counts."""
+
+    KIND: ClassVar[str] = "client_seed"
+    seat: int
+    hand_no: int
+    seed: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +229,8 @@ class Close(Record):
 
 
 KINDS: dict[str, type[Record]] = {cls.KIND: cls for cls in (
-    Create, Owner, Join, Leave, Ready, Online, Offline, Entrust, CancelEntrust, Start, Act,
-    Resolve, DismissApply, DismissVote, DismissResult, Close)}
+    Create, Owner, Join, Leave, Ready, Online, Offline, Entrust, CancelEntrust, Start, Commit,
+    ClientSeed, Act, Resolve, DismissApply, DismissVote, DismissResult, Close)}
 
 
 R = TypeVar("R", bound=Record)
@@ -268,6 +293,16 @@ def _bool(v: Any) -> bool:
     return v
 
 
+def _seed(v: Any) -> int | str:
+    if isinstance(v, str):
+        try:
+            bytes.fromhex(v)
+        except ValueError:
+            raise TypeError("a hex string or a whole number") from None
+        return v
+    return _int(v)
+
+
 def _object(v: Any) -> dict[str, Any]:
     if not isinstance(v, Mapping):
         raise TypeError("an object")
@@ -306,7 +341,8 @@ def _decision(v: Any) -> Decision:
 
 # a field's annotation -> how its JSON value is checked and read
 DECODERS: dict[str, Callable[[Any], Any]] = {
-    "int": _int, "float": _float, "str": _str, "bool": _bool, "Profile": _profile,
+    "int": _int, "float": _float, "str": _str, "bool": _bool, "int | str": _seed,
+    "Profile": _profile,
     "Action": _action, "Decision": _decision, "Mapping[str, Any]": _object,
     "Mapping[str, float]": _timers}
 

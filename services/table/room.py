@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from games import fair
 from games.arbitration import Rules, Window
 from games.engine import Event, State
 from games.registry import TIMERS
@@ -24,6 +25,7 @@ from services.common.geo import has_position
 from services.table import facts as ft
 from services.table import logrec as lr
 from services.table import variants
+from services.table.fairdeal import FairDeals
 from services.table.seat import Seat
 
 # Room options the table keeps for itself (never passed to the engine).
@@ -81,7 +83,8 @@ class Room:
         self.status: int = common_pb2.ROOM_WAITING
         self.hand_no = 0
         self.dealer = 0
-        self.seed = 0
+        self.seed: int | bytes = 0
+        self.fair = FairDeals(self.spec.seats)
         self.state: State | None = None
         self.decision = 0              # bumps on every engine step except a window answer
         self.phase_decision = 0        # the decision at which the current phase began
@@ -249,8 +252,16 @@ class Room:
         s.cancels_left -= 1
         out.append(ft.Entrusted(rec.seat, False, s.cancels_left))
 
+    def _commit(self, rec: lr.Commit, out: list[ft.Fact]) -> None:
+        self.fair.commit(rec)
+        out.append(ft.Committed(rec.hand_no, rec.commitment))
+
+    def _client_seed(self, rec: lr.ClientSeed, out: list[ft.Fact]) -> None:
+        self.fair.client_seed(rec)
+
     def _start(self, rec: lr.Start, out: list[ft.Fact]) -> None:
-        self.hand_no, self.seed, self.dealer = rec.hand_no, rec.seed, rec.dealer
+        self.hand_no, self.seed, self.dealer = rec.hand_no, fair.seed_from_json(rec.seed), rec.dealer
+        self.fair.started(rec, self.room_id, self.game, self.engine_options)
         self.state = self.spec.new_hand(self.engine_options, self.seed, self.dealer)
         self.status = self._current_status()
         self.hand_events = []
@@ -263,6 +274,7 @@ class Room:
 
     def _act(self, rec: lr.Act, out: list[ft.Fact]) -> None:
         assert self.state is not None
+        self.fair.acted(rec)
         if rec.response:
             events = self.state.record_response(rec.seat, rec.action)
         else:
@@ -274,6 +286,7 @@ class Room:
 
     def _resolve(self, rec: lr.Resolve, out: list[ft.Fact]) -> None:
         assert self.state is not None
+        self.fair.acted(rec)
         phase = self.phase()
         events = self.state.resolve_window(rec.decision)
         self._stepped(phase)
@@ -355,7 +368,8 @@ class Room:
         ctx = self.hand_context()
         out += [ft.HandEnded(self.hand_no, self.seed, hand_dealer, self.dealer, tuple(deltas),
                              tuple(result.payments), result.details, ctx.user_ids,
-                             ctx.nicknames, tuple(self.hand_events)), ft.Changed()]
+                             ctx.nicknames, tuple(self.hand_events), self.fair.record()),
+                ft.Changed()]
         broke = [s for _, s in self.seated() if s.profile.coins + s.total < 0]
         if self.hand_no >= self.total_hands:
             self._close(lm.NoticeDismiss.ALL_HANDS_PLAYED, "all hands have been played", out)
@@ -377,6 +391,7 @@ _FOLD: dict[type, Callable[[Room, Any, list[ft.Fact]], None]] = {
     lr.Create: Room._create, lr.Owner: Room._owner, lr.Join: Room._join, lr.Leave: Room._leave,
     lr.Ready: Room._ready, lr.Online: Room._online, lr.Offline: Room._offline,
     lr.Entrust: Room._entrust, lr.CancelEntrust: Room._cancel_entrust, lr.Start: Room._start,
+    lr.Commit: Room._commit, lr.ClientSeed: Room._client_seed,
     lr.Act: Room._act, lr.Resolve: Room._resolve, lr.DismissApply: Room._dismiss_apply,
     lr.DismissVote: Room._dismiss_vote, lr.DismissResult: Room._dismiss_result,
     lr.Close: Room._close_rec}

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from games import fair
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
@@ -75,6 +76,9 @@ def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.Se
     s = room.seats[seat]
     assert s is not None
     out = [frames.server_frame(lm.RoomJoined(room=room_info(room, s.user_id), seat=seat))]
+    commitment = _commitment(room)
+    if commitment is not None:
+        out.append(commitment)
     if room.state is None:
         return out
     seats = InfoSeats(tuple(x.user_id if x else 0 for x in room.seats),
@@ -85,6 +89,19 @@ def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.Se
     if room.in_hand() and seat in room.to_act():
         out.append(prompt(room, seat, seconds_left))
     return out
+
+
+def _commitment(room: r.Room) -> client_pb2.ServerFrame | None:
+    """The commitment of the hand being played, else of the next one (None: none made)."""
+    deals = room.fair
+    if room.in_hand() and deals.current is not None:
+        hand_no, commitment = room.hand_no, str(deals.current["commitment"])
+    elif not room.in_hand() and deals.next is not None:
+        hand_no, commitment = deals.next.hand_no, deals.next.commitment
+    else:
+        return None
+    return frames.server_frame(lm.HandCommitment(hand_no=hand_no, commitment=commitment,
+                                                 fair_version=fair.VERSION))
 
 
 def distances(room: r.Room) -> lm.UseGeo:
@@ -146,8 +163,16 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                         fx.public.append(frame)
                     elif e.ctx.user_ids[e.event.to]:
                         fx.private.append((e.ctx.user_ids[e.event.to], frame))
+            case ft.Committed(hand_no, commitment):
+                fx.public.append(frames.server_frame(lm.HandCommitment(
+                    hand_no=hand_no, commitment=commitment, fair_version=fair.VERSION)))
             case ft.HandEnded():
                 fx.settle.append(hand_settlement(room, fact))
+                if fact.fair is not None:
+                    fx.public.append(frames.server_frame(lm.FairReveal(
+                        hand_no=fact.hand_no, commitment=fact.fair["commitment"],
+                        server_seed=fact.fair["server_seed"],
+                        client_seeds=fact.fair["client_seeds"], fair_version=fair.VERSION)))
             case ft.Closed(reason, doc):
                 fx.public.append(frames.server_frame(lm.NoticeDismiss(
                     dismissed=True, reason=reason, doc=doc, room_id=room.room_id)))
@@ -184,8 +209,11 @@ def hand_settlement(room: r.Room, hand: ft.HandEnded) -> dict[str, Any]:
         "game": room.game, "base_score": room.base_score,
         "seats": list(hand.user_ids), "nicknames": list(hand.nicknames),
         "deltas": list(hand.deltas), "payments": [p.to_dict() for p in hand.payments],
-        "details": json.loads(json.dumps(dict(hand.details), default=str)),
-        "seed": hand.seed, "dealer": hand.dealer, "next_dealer": hand.next_dealer,
+        # a fair deal's check rides in the details, which records keeps with the hand
+        "details": json.loads(json.dumps({**hand.details, **({"fair": hand.fair} if hand.fair
+                                                              else {})}, default=str)),
+        "seed": fair.seed_to_json(hand.seed), "dealer": hand.dealer,
+        "next_dealer": hand.next_dealer,
         "events": events,
     }
 

@@ -17,6 +17,7 @@ from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.table.actor import RoomActor
 from services.table.core import TableCore
 from services.table.room import RoomError
 from services.table.roomlog import RoomLog
@@ -44,6 +45,18 @@ async def claim(table: TableCore, room_id: int) -> None:
     await table.rebuild(room_id)
 
 
+async def settled(table: TableCore, room_id: int) -> RoomActor:
+    """The room's actor once a new room has written its first two records ("create", then
+    the first hand's "commit"): nothing else writes until players come."""
+    actor = table.rooms[room_id]
+    for _ in range(200):
+        if actor.next_index == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert actor.next_index == 2
+    return actor
+
+
 async def test_two_owners_never_both_append_the_same_record(
         fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
     # table-a still runs the room when table-b takes it over (a's lease expired while it was
@@ -57,20 +70,19 @@ async def test_two_owners_never_both_append_the_same_record(
     try:
         room = await a.create_room(table_pb2.CreateRoomRequest(
             game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
-        actor_a = a.rooms[room.room_id]
-        assert actor_a.next_index == 1
-        await claim(b, room.room_id)   # b's rebuild writes record 1 (its "owner" record)
+        actor_a = await settled(a, room.room_id)
+        await claim(b, room.room_id)   # b's rebuild writes record 2 (its "owner" record)
         actor_b = b.rooms[room.room_id]
-        assert actor_b.next_index == 2
+        assert actor_b.next_index == 3
         records, _ = await b.log.read(room.room_id)
-        record = records[1]
+        record = records[2]
         assert record["t"] == "owner" and record["instance"] == "table-b"
         with pytest.raises(RoomError) as refused:
-            await a._append(room.room_id, 1, record, actor_a.log_seq)
+            await a._append(room.room_id, 2, record, actor_a.log_seq)
         assert refused.value.code == common_pb2.ERR_ROOM_MOVING
         assert room.room_id not in a.rooms          # a stood down
         records, _ = await b.log.read(room.room_id)
-        assert [r["i"] for r in records] == [0, 1]  # one record 1: b's
+        assert [r["i"] for r in records] == [0, 1, 2]  # one record 2: b's
     finally:
         await a.stop()
         await b.stop()
@@ -85,12 +97,12 @@ async def test_a_retried_append_lands_once(
     try:
         room = await a.create_room(table_pb2.CreateRoomRequest(
             game=common_pb2.DADUN, base_score=1, total_hands=1))
-        actor = a.rooms[room.room_id]
-        first = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
-        again = await a._append(room.room_id, 1, {"i": 1, "t": "x"}, actor.log_seq)
+        actor = await settled(a, room.room_id)
+        first = await a._append(room.room_id, 2, {"i": 2, "t": "x"}, actor.log_seq)
+        again = await a._append(room.room_id, 2, {"i": 2, "t": "x"}, actor.log_seq)
         assert first == again
         records, last = await a.log.read(room.room_id)
-        assert [r["i"] for r in records] == [0, 1] and last == first
+        assert [r["i"] for r in records] == [0, 1, 2] and last == first
     finally:
         await a.stop()
 

@@ -232,3 +232,36 @@ def test_the_timer_of_a_decision_comes_from_the_room_then_the_creation_then_the_
     assert Room(create()).decision_seconds(defaults) == 20.0        # the create record's
     assert Room(create(turn_seconds=5)).decision_seconds(defaults) == 5.0
     assert Room(lr.Create(1, "xuezhan")).decision_seconds(defaults) == 30.0
+
+
+def test_client_seeds_are_taken_between_hands_after_the_commitment_only() -> None:
+    log = seated()
+    room = log.room
+    assert checks.needs_commitment(room)
+    try:
+        checks.next_hand_seedable(room)
+        raise AssertionError("a seed before the commitment must be refused")
+    except r.RoomError as err:
+        assert err.code == common_pb2.ERR_HAND_IN_PROGRESS
+    facts = log.add(lr.Commit(1, "ab" * 32, "cd" * 32))
+    assert ft.Committed(1, "cd" * 32) in facts and not checks.needs_commitment(room)
+    assert checks.next_hand_seedable(room) == 1
+    log.add(lr.ClientSeed(2, 1, "0f0f"))
+    log.add(lr.ClientSeed(2, 1, "1e"))      # the last one before the hand counts
+    assert room.fair.next is not None and room.fair.next.client_seeds == [None, None, b"\x1e", None]
+    seed = room.fair.hand_seed(room.room_id, 1)
+    assert seed is not None and room.fair.hand_seed(room.room_id, 2) is None
+    for seat in range(4):
+        log.add(lr.Ready(seat, True))
+    log.add(lr.Start(1, seed.hex(), 2, dealer_from_seed=True))
+    assert room.in_hand() and room.seed == seed and room.fair.next is None
+    try:
+        checks.next_hand_seedable(room)
+        raise AssertionError("a seed during the hand must be refused")
+    except r.RoomError as err:
+        assert err.code == common_pb2.ERR_HAND_IN_PROGRESS
+    ended = [f for f in play_rest(log) if isinstance(f, ft.HandEnded)]
+    fair = ended[0].fair
+    assert fair is not None and fair["client_seeds"] == ["", "", "1e", ""]
+    assert fair["server_seed"] == "ab" * 32 and fair["hand_seed"] == seed.hex()
+    assert fair["actions"] and all(a["t"] in ("act", "resolve") for a in fair["actions"])

@@ -51,6 +51,29 @@ OLD_LOG: list[dict[str, Any]] = [
 ]
 
 
+# Records of fair deals (docs/fairness.md): a commitment, a client seed, a hand started
+# from a 32-byte hand seed whose first dealer was drawn from it.
+FAIR_LOG: list[dict[str, Any]] = [
+    {"i": 20, "t": "commit", "hand_no": 2, "server_seed": "ab" * 32, "commitment": "cd" * 32},
+    {"i": 21, "t": "client_seed", "seat": 1, "hand_no": 2, "seed": "0f" * 32},
+    {"i": 22, "t": "start", "hand_no": 2, "seed": "12" * 32, "dealer": 1,
+     "dealer_from_seed": True},
+]
+
+
+@pytest.mark.parametrize("rec", FAIR_LOG, ids=lambda r: str(r["t"]))
+def test_fair_deal_records_read_back_to_the_same_bytes(rec: dict[str, Any]) -> None:
+    typed = lr.decode(json.loads(json.dumps(rec)))
+    assert json.dumps(lr.encode(typed)) == json.dumps(rec)
+
+
+def test_a_start_seed_is_a_whole_number_or_hex() -> None:
+    with pytest.raises(lr.LogRecordError, match="hex"):
+        lr.decode({"i": 3, "t": "start", "hand_no": 1, "seed": "not hex", "dealer": 0})
+    with pytest.raises(lr.LogRecordError, match="seed"):
+        lr.decode({"i": 3, "t": "start", "hand_no": 1, "seed": 1.5, "dealer": 0})
+
+
 @pytest.mark.parametrize("old", OLD_LOG, ids=lambda r: str(r["t"]))
 def test_every_old_record_reads_back_to_the_same_bytes(old: dict[str, Any]) -> None:
     rec = lr.decode(json.loads(json.dumps(old)))
@@ -117,8 +140,8 @@ def test_a_record_without_its_index_is_not_written() -> None:
 def test_every_kind_has_a_record_type() -> None:
     assert set(lr.KINDS) == {
         "create", "owner", "join", "leave", "ready", "online", "offline", "entrust",
-        "cancel_entrust", "start", "act", "resolve", "dismiss_apply", "dismiss_vote",
-        "dismiss_result", "close"}
+        "cancel_entrust", "start", "commit", "client_seed", "act", "resolve", "dismiss_apply",
+        "dismiss_vote", "dismiss_result", "close"}
 
 
 def test_every_field_of_every_record_has_a_decoder() -> None:
