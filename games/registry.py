@@ -65,6 +65,7 @@ class GameSpec:
       ``option_timers`` - the game's own option names for the table's timers (Dadun's
       ``play_timeout_s``); ``simultaneous`` - phases in which every listed seat answers at
       once (one answer does not start a new decision for the others).
+    * ``seats`` - players at a table (4 in all three games).
     """
 
     name: str
