@@ -75,3 +75,21 @@ def test_every_game_of_the_proto_has_exactly_one_registry_entry() -> None:
     assert len({s.name for s in specs}) == len(specs)
     for enum_name, number in proto_games().items():
         assert registry.by_type(number).name == enum_name.lower()
+
+
+# A game's engine and bots modules: outside games/, services and clients reach them only
+# through games.registry (adding a game is one registry entry, not edits where games are used).
+GAME_MODULES = ("games.mahjong.xuezhan", "games.mahjong.changsha", "games.dadun.game",
+                "games.bots")
+
+
+@pytest.mark.parametrize("pkg", ["services", "clients"])
+def test_services_and_clients_find_games_in_the_registry(pkg: str) -> None:
+    for path in files(pkg):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named: set[str] = set(imports(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                named.update(f"{node.module}.{alias.name}" for alias in node.names)
+        bad = {n for n in named if any(n == m or n.startswith(m + ".") for m in GAME_MODULES)}
+        assert not bad, f"{path} imports {sorted(bad)}: look the game up in games.registry"
