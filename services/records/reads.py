@@ -7,7 +7,7 @@ seat the asking user sat in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ class ReplayView:
     hand_no: int
     game: str
     cells: tuple[ReplayCell, ...]
+    fair: Mapping[str, Any] | None = None   # the deal's check (docs/fairness.md), if fair
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,9 @@ class RecordsReader:
                 HandEvent.room_id == room_id, HandEvent.hand_no == hand_no, visible)
                 .order_by(HandEvent.idx))).all()
         cells = tuple(ReplayCell(r.idx, r.kind, r.event_id, r.frame, r.json) for r in rows)
-        return ReplayView(room_id, hand_no, hand.game, cells)
+        fair = (hand.details or {}).get("fair")
+        return ReplayView(room_id, hand_no, hand.game, cells,
+                          fair if isinstance(fair, Mapping) else None)
 
     @uncancellable
     async def list_hands(self, room_id: int, limit: int) -> tuple[tuple[HandView, ...], int]:

@@ -10,6 +10,7 @@ map a missing row to NOT_FOUND.
 
 from __future__ import annotations
 
+import json
 import logging
 
 import grpc
@@ -82,7 +83,9 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
         if view is None:
             await _not_found(context, f"no hand {request.hand_no} in room {request.room_id}")
         return lobby_msgs_pb2.Replay(room_id=view.room_id, hand_no=view.hand_no,
-                                     game=view.game, cells=[
+                                     game=view.game,
+                                     fair_json=json.dumps(view.fair) if view.fair else "",
+                                     cells=[
             lobby_msgs_pb2.ReplayCell(event_id=c.event_id, event_data=c.frame, kind=c.kind,
                                       json=c.json) for c in view.cells])
 

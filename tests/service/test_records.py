@@ -5,6 +5,7 @@ malformed messages terminated, bad requests answered with precise status codes."
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -98,7 +99,27 @@ async def test_published_settlements_are_written_and_served(
     assert replay.game == "xuezhan" and replay.cells[1].event_id == 9601
     player = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=3004))
     assert player.coins == START_COINS + 3 and player.nickname == "p3004"
+    assert replay.fair_json == ""   # a hand without a fair deal's record
     assert metric("paiju_records_settlements_written_total") - written_before == 4
+
+
+async def test_a_fair_deals_record_is_served_with_the_replay(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext) -> None:
+    fair = {"fair_version": 1, "room_id": 400055, "hand_no": 1, "commitment": "cd" * 32,
+            "server_seed": "ab" * 32, "client_seeds": ["", "0f", "", ""], "game": "xuezhan",
+            "wall": ["1m", "2m"], "actions": [{"t": "act", "seat": 0}]}
+    message = hand_message(400055, 1, SEATS, [1, -1, 0, 0], events=[event(0, None, b"pub")])
+    message["details"]["fair"] = fair
+    await publish(js, message, "400055:1")
+
+    async def written() -> bool:
+        return await total_hands(stub, 400055) == 1
+
+    await eventually(written)
+    replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400055, hand_no=1,
+                                                            user_id=SEATS[1]))
+    assert json.loads(replay.fair_json) == fair
 
 
 async def test_duplicates_are_acked_and_malformed_messages_terminated(
