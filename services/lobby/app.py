@@ -20,7 +20,8 @@ from services.common import bus, tls
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
-from services.lobby.directory import KEEPALIVE, Directory, Reject
+from services.lobby.directory import Directory
+from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
 from services.lobby.limits import Admission, Limits
@@ -29,6 +30,7 @@ from services.lobby.room_changes import RoomChanges
 from services.lobby.rooms import RoomCache
 from services.lobby.sessions import RateLimiter, Relayed, Session
 from services.lobby.streams import RoomStreams
+from services.lobby.table_link import KEEPALIVE
 
 log = logging.getLogger("paiju.lobby")
 

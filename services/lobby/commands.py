@@ -12,7 +12,7 @@ from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus
 from services.lobby import limits, metrics, seating
 from services.lobby.app import LobbyApp
-from services.lobby.directory import Reject
+from services.lobby.errors import Reject
 from services.lobby.login import login
 from services.lobby.seating import ask_join, reply_frames, request_event_id
 from services.lobby.sessions import Session

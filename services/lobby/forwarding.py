@@ -9,7 +9,8 @@ import asyncio
 import logging
 
 from paiju.v1 import common_pb2, table_pb2
-from services.lobby.directory import Directory, Reject, Unavailable
+from services.lobby.directory import Directory
+from services.lobby.errors import Reject, Unavailable
 from services.lobby.rooms import RoomCache
 
 log = logging.getLogger("paiju.lobby.forwarding")

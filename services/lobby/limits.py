@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from paiju.v1 import common_pb2
 from services.common.config import LobbyConfig
 from services.lobby import metrics
-from services.lobby.directory import Reject
+from services.lobby.errors import Reject
 from services.lobby.sessions import RateLimiter
 
 WINDOW = 60.0

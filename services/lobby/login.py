@@ -10,7 +10,7 @@ from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby import limits, metrics, seating, tokens
 from services.lobby.app import LobbyApp
-from services.lobby.directory import Reject
+from services.lobby.errors import Reject
 from services.lobby.rooms import room_entry
 from services.lobby.sessions import Session
 

@@ -26,7 +26,7 @@ import grpc
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from services.common import tls
 from services.common.config import Config
-from services.lobby.directory import Reject, Unavailable
+from services.lobby.errors import Reject, Unavailable
 
 SERVICE = records_pb2.DESCRIPTOR.services_by_name["Records"].full_name
 SCHEMES = ("ipv4:", "ipv6:", "dns:", "unix:", "unix-abstract:", "vsock:")

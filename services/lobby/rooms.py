@@ -81,6 +81,8 @@ def room_entry(value: dict[str, Any]) -> RoomEntry | None:
     if room_id <= 0:
         return None
     info.room_id = room_id
+    if value.get("has_password") is True:
+        info.has_password = True
     if not info.game and value.get("game"):
         info.game = _game_of(value["game"])
     free = value.get("free_seats")

@@ -2,7 +2,7 @@
 
 ``GET /ws`` upgrades to a WebSocket that carries exactly the ``Lobby.Connect`` protocol, one
 connection = one Session through the same login, dispatch and outbox code
-(``server.serve_session``):
+(``session_loop.serve_session``):
 
 - a binary message is one serialized ClientFrame; a text message is one ClientFrame in
   proto3 JSON (field names as in the .proto, e.g. ``{"seq": 1, "login": {"token": "..."}}``);
@@ -22,7 +22,7 @@ beyond ``lobby.max_connections`` HTTP 503, before it becomes a WebSocket; an HTT
 (the upgrade included) must be complete within ``lobby.login_deadline_seconds`` of the
 connection opening (aiohttp's keep-alive timer also runs from the connection's start), with
 request lines and header fields of at most 8 KiB and at most 64 headers; and the WebSocket
-itself has the login deadline of every connection (server.serve_session).
+itself has the login deadline of every connection (session_loop.serve_session).
 
 TLS: with ``lobby.public_cert_file`` and ``lobby.public_key_file`` set the port speaks HTTPS
 and ``wss://`` only, with the same certificate as the gRPC port.
@@ -51,7 +51,13 @@ from services.common.config import ConfigError, LobbyConfig
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import HEADER, client_ip, parse_networks
-from services.lobby.server import BadFrame, Incoming, decode_binary, encode_binary, serve_session
+from services.lobby.session_loop import (
+    BadFrame,
+    Incoming,
+    decode_binary,
+    encode_binary,
+    serve_session,
+)
 from services.lobby.sessions import Outgoing, Relayed, Session
 
 log = logging.getLogger("paiju.lobby.ws")
@@ -111,10 +117,6 @@ def decode_text(text: str) -> Incoming:
 def to_json(frame: client_pb2.ServerFrame) -> str:
     """A ServerFrame as one line of proto3 JSON with the .proto field names."""
     return json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
-
-
-def encode(frame: client_pb2.ServerFrame, as_json: bool) -> str | bytes:
-    return to_json(frame) if as_json else frame.SerializeToString()
 
 
 def encode_json(item: Outgoing, seq: int) -> str:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paiju.v1 import client_pb2, common_pb2, table_pb2
-from services.lobby.server import BadFrame, decode_binary
+from services.lobby.session_loop import BadFrame, decode_binary
 from services.lobby.ws import decode_text
 from services.table import logrec as lr
 from services.table import views

@@ -25,7 +25,7 @@ from services.common.bus import ensure_streams, settle_subject
 from services.common.config import Config, ConfigError, load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
-from services.lobby.console import WEB_ROOT, Console, start_console
+from services.lobby.console.http import WEB_ROOT, Console, start_console
 from services.lobby.server import start as start_lobby
 from services.records.server import start as start_records
 from services.table.server import start as start_table

@@ -17,7 +17,7 @@ import pytest
 
 from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
-from services.lobby.server import SERVICE
+from services.lobby.grpc_front import SERVICE
 from services.lobby.server import start as start_lobby
 from tests.service.test_lobby import SECRET, Client, E, code_of
 from tests.service.test_lobby_health import (

@@ -26,7 +26,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.natsd import EmbeddedNats
-from services.lobby.server import SERVICE
+from services.lobby.grpc_front import SERVICE
 from services.lobby.server import start as start_lobby
 from tests.service.test_lobby import SECRET, World, open_world, seated_client
 from tests.service.test_lobby_ws import WsClient

@@ -18,10 +18,10 @@ from google.protobuf.message import Message
 
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
-from services.lobby.server import encode_binary
+from services.lobby.session_loop import encode_binary
 from services.lobby.sessions import Outbox, Relayed, Session, seq_field
 from services.lobby.streams import RoomStreams
-from services.lobby.ws import encode, encode_json
+from services.lobby.ws import encode_json, to_json
 
 SEQS = [1, 2, 127, 128, 255, 300, 16_383, 16_384, 2**21, 2**32 + 5, 2**63 + 1, 2**64 - 1]
 F = FieldDescriptor
@@ -111,7 +111,7 @@ def old_wire(raw: bytes, seq: int) -> bytes:
 def old_json(raw: bytes, seq: int) -> str:
     frame = client_pb2.ServerFrame.FromString(raw)
     frame.seq = seq
-    return encode(frame, True)
+    return to_json(frame)
 
 
 def expected(raw: bytes, seq: int) -> client_pb2.ServerFrame:
@@ -225,7 +225,7 @@ def test_own_frames_are_stamped_and_serialized_as_before() -> None:
     assert encode_binary(frame, 9) == client_pb2.ServerFrame(
         seq=9, reply_to=4, event_id=frame.event_id, kick_out=frame.kick_out).SerializeToString()
     assert frame.seq == 9
-    assert encode_json(frame, 10) == encode(frame, True) and frame.seq == 10
+    assert encode_json(frame, 10) == to_json(frame) and frame.seq == 10
 
 
 # -- the room streams: one NATS message, many sessions ------------------------------------

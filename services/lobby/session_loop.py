@@ -1,0 +1,114 @@
+"""The life of one client connection, whatever carries it: a ``Lobby.Connect`` gRPC stream
+(grpc_front.py) or a WebSocket (ws.py). A reader task dispatches the decoded client frames
+one at a time, in order (commands.py); the session's outbound frames are numbered and
+encoded by the transport's encoder as they leave.
+
+Client frames are parsed here (not by gRPC) so that undecodable bytes get ERR_BAD_FRAME and
+the session goes on. Relayed frames leave as their shared serialization behind the
+session's seq field (sessions.Relayed), the lobby's own frames are serialized with their
+seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from paiju.frames import error_frame
+from paiju.v1 import client_pb2, common_pb2
+from services.common.tasks import cancel_and_wait
+from services.lobby import metrics
+from services.lobby.app import LobbyApp
+from services.lobby.commands import dispatch
+from services.lobby.sessions import Outgoing, Relayed, Session
+
+
+@dataclass(frozen=True)
+class BadFrame:
+    """A client message that is not a ClientFrame; ``reason`` goes back in ERR_BAD_FRAME."""
+
+    reason: str
+
+
+Incoming = client_pb2.ClientFrame | BadFrame
+
+
+def decode_binary(raw: bytes) -> Incoming:
+    """One serialized ClientFrame (gRPC message or binary WebSocket message)."""
+    frame = client_pb2.ClientFrame()
+    try:
+        frame.ParseFromString(raw)
+    except DecodeError:
+        return BadFrame("undecodable frame")
+    return frame
+
+
+def encode_binary(item: Outgoing, seq: int) -> bytes:
+    """A serialized ServerFrame with server sequence number ``seq``."""
+    if isinstance(item, Relayed):
+        return item.wire(seq)
+    item.seq = seq
+    return item.SerializeToString()
+
+
+# an outbound frame and its seq -> what the transport sends (bytes, or JSON text on ws.py)
+Encoder = Callable[[Outgoing, int], bytes | str]
+
+
+async def serve_session(app: LobbyApp, session: Session,
+                        incoming: AsyncIterator[Incoming],
+                        encode: Encoder = encode_binary) -> AsyncGenerator[bytes | str, None]:
+    """The life of one client connection, whatever carries it (a Connect stream or a
+    WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
+    generator yields the session's outbound frames, numbered and encoded, until the session
+    closes."""
+    session.task = asyncio.current_task()
+    app.hub.add(session)
+    reader = None
+    deadline = None
+    if app.draining:   # a lobby that stops takes no one: go elsewhere
+        app.tell_reconnect(session, "draining")
+    else:
+        reader = asyncio.create_task(_read(app, session, incoming))
+        if app.lobby.login_deadline_seconds > 0:   # log in by then, whatever is sent meanwhile
+            deadline = asyncio.get_running_loop().call_later(
+                app.lobby.login_deadline_seconds, app.login_overdue, session)
+    try:
+        while (item := await session.outbox.next()) is not None:
+            metrics.frame_out(item.event_id)
+            yield encode(item, session.next_seq())
+    except asyncio.CancelledError:
+        return  # disconnected (a client that does not read) or shutting down
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+        await cancel_and_wait(reader)
+        await app.session_ended(session)
+
+
+def refuse_connection(app: LobbyApp, reason: str) -> client_pb2.ServerFrame:
+    """The error frame of a connection refused by a cap (limits.Admission)."""
+    metrics.REFUSED_CONNECTIONS.labels(reason).inc()
+    code = common_pb2.ERR_RATE_LIMITED if reason == "ip" else common_pb2.ERR_UNAVAILABLE
+    return error_frame(code, app.admission.message(reason))
+
+
+async def _read(app: LobbyApp, session: Session, incoming: AsyncIterator[Incoming]) -> None:
+    try:
+        async for item in incoming:
+            session.touch()
+            if isinstance(item, BadFrame):
+                metrics.FRAMES_IN.labels("0").inc()
+                session.send(error_frame(common_pb2.ERR_BAD_FRAME, item.reason))
+                continue
+            await dispatch(app, session, item)
+            if session.outbox.closed:
+                return
+    except grpc.aio.AioRpcError:
+        pass  # the client went away
+    finally:
+        session.close()

@@ -1,0 +1,127 @@
+"""The lobby's connection to one table instance: a channel, the unary stub and one
+long-lived ``Table.Session`` stream shared by every session of this lobby, multiplexed by
+request id. A broken stream fails its pending requests with ``Unavailable`` and is opened
+again on the next command."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common.tasks import cancel_and_wait
+from services.lobby import metrics
+from services.lobby.errors import Reject, Unavailable, Unreachable
+
+# A table that vanishes without closing its connections (a killed pod whose address is gone)
+# is found out by keepalive pings within about 15 s: its stream breaks, what is pending
+# fails, and the commands follow the room to its next owner. Tables accept a ping every 5 s
+# (services/common/server.py).
+KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+             ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
+
+
+class TableLink:
+    """The lobby's connection to one table instance: a channel, the unary stub and one
+    bidi Session stream shared by every session of this lobby."""
+
+    def __init__(self, address: str, timeout: float = 5.0,
+                 channel: grpc.aio.Channel | None = None) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.channel = channel or grpc.aio.insecure_channel(address, options=KEEPALIVE)
+        self.stub = table_pb2_grpc.TableStub(self.channel)
+        self._next_id = 0
+        self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
+        self._outgoing: asyncio.Queue[table_pb2.TableCommand | None] | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._busy = 0       # commands and unary calls in flight
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in flight on this link (it may be closed without failing a request)."""
+        return self._busy == 0 and not self._pending
+
+    async def command(self, cmd: table_pb2.TableCommand,
+                      timeout: float | None = None) -> table_pb2.TableReply:
+        """Send one command on the Session stream and wait for its reply (``timeout``
+        seconds, default the link's); Unavailable when the stream breaks or no answer comes.
+        A table that died fails fast: its broken stream fails what is pending at once, and a
+        new stream to an address nobody listens on fails as soon as the dial is refused."""
+        timeout = self.timeout if timeout is None else timeout
+        self._ensure_stream()
+        assert self._outgoing is not None
+        self._next_id += 1
+        cmd.request_id = self._next_id
+        future: asyncio.Future[table_pb2.TableReply] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.request_id] = future
+        started = time.perf_counter()
+        self._outgoing.put_nowait(cmd)
+        self._busy += 1
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise Unavailable(f"table {self.address} did not answer in {timeout:g}s") from None
+        finally:
+            self._busy -= 1
+            self._pending.pop(cmd.request_id, None)
+        metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
+        return reply
+
+    async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
+        self._busy += 1
+        try:
+            return await self.stub.CreateRoom(req, timeout=self.timeout)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise Reject(common_pb2.ERR_BAD_OPTIONS, exc.details() or "bad options") from None
+            problem = f"table {self.address}: {exc.code().name} {exc.details()}"
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                raise Unreachable(problem) from None
+            raise Unavailable(problem) from None
+        finally:
+            self._busy -= 1
+
+    def _ensure_stream(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            return
+        queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue()
+        self._outgoing = queue
+        call = self.stub.Session(_drain(queue))
+        self._reader = asyncio.create_task(self._read(call, queue))
+
+    async def _read(self, call: Any, queue: asyncio.Queue[Any]) -> None:
+        reason = "stream ended"
+        try:
+            async for reply in call:
+                future = self._pending.get(reply.request_id)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except grpc.aio.AioRpcError as exc:
+            reason = f"{exc.code().name} {exc.details()}"
+        finally:
+            queue.put_nowait(None)
+            if self._outgoing is queue:
+                self._outgoing = None
+            self._fail_pending(f"table {self.address} session stream broke: {reason}")
+            call.cancel()
+
+    def _fail_pending(self, message: str) -> None:
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(Unavailable(message))
+        self._pending.clear()
+
+    async def close(self) -> None:
+        await cancel_and_wait(self._reader)
+        await self.channel.close()
+
+
+async def _drain(queue: asyncio.Queue[table_pb2.TableCommand | None],
+                 ) -> AsyncIterator[table_pb2.TableCommand]:
+    while (cmd := await queue.get()) is not None:
+        yield cmd
