@@ -22,7 +22,7 @@ from paiju.v1 import lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.client_ip import HEADER
 from tests.service.test_lobby import E, World, code_of, open_world
-from tests.service.test_lobby_edge import ProxiedClient
+from tests.service.test_lobby_client_ip import ProxiedClient
 from tests.service.test_lobby_ws import WsClient
 
 DEADLINE = 1.0      # lobby.login_deadline_seconds in these tests
