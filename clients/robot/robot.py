@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -19,7 +20,7 @@ from clients.session import (
     mint_token,
     rotated,
 )
-from games import registry
+from games import fair, registry
 from games.rng import Stream
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
@@ -51,6 +52,8 @@ class RobotStats:
     closed_reason: int | None = None
     received: list[client_pb2.ServerFrame] = field(default_factory=list)
     reconnects: int = 0     # times the robot logged in again after its stream ended
+    fair_checked: int = 0   # hands whose revealed seeds matched the commitment we saw
+    fair_failed: list[str] = field(default_factory=list)
 
 
 def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
@@ -94,6 +97,8 @@ class Robot:
         self.hands_over: set[int] = set()   # hand numbers seen over (counted once each)
         self._readying: asyncio.Task[None] | None = None
         self._max_hands = 0
+        self.commitments: dict[int, str] = {}   # hand -> the commitment published for it
+        self.my_seeds: dict[int, bytes] = {}    # hand -> the client seed this robot sent
 
     def _login_fields(self) -> dict[str, Any]:
         return {"nickname": f"robot{self.user_id}", "lat": self.lat, "lng": self.lng}
@@ -188,6 +193,10 @@ class Robot:
                 return False
             elif kind == "room_joined":
                 self._resumed(frame.room_joined)
+            elif kind == "hand_commitment":
+                self.commitments[frame.hand_commitment.hand_no] = frame.hand_commitment.commitment
+            elif kind == "fair_reveal":
+                self._check_reveal(frame.fair_reveal)
             elif self._hand_over(frame):
                 if self._count_hand(frame) and max_hands and self.stats.hands >= max_hands:
                     return True
@@ -237,6 +246,7 @@ class Robot:
         resume after the reconnect."""
         s = self.session
         assert s is not None
+        await self._send_seed()
         for attempt in range(READY_TRIES):
             try:
                 reply = await s.request(lm.AskReady(is_ready=True), timeout=REQUEST_TIMEOUT)
@@ -246,6 +256,40 @@ class Robot:
             if code not in TRANSIENT:
                 return  # ok; or a hand already running, or the room gone: nothing to redo
             await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+
+    async def _send_seed(self) -> None:
+        """Our entropy for the next hand's deal (docs/fairness.md): 32 random bytes. A
+        refusal (a hand already running) or a lost stream only means the hand goes on
+        without it."""
+        s = self.session
+        assert s is not None
+        seed = os.urandom(32)
+        try:
+            reply = await s.request(lm.SetClientSeed(client_seed=seed), timeout=REQUEST_TIMEOUT)
+        except (SessionClosed, TimeoutError):
+            return
+        if self.commitments and (reply.WhichOneof("payload") != "ret" or not reply.ret.code):
+            # for the hand of the newest commitment seen (a stale guess only skips a check)
+            self.my_seeds[max(self.commitments)] = seed
+
+    def _check_reveal(self, reveal: Any) -> None:
+        """A hand is over: its revealed server seed must give the commitment published
+        before the deal, and our own client seed must be among those it mixed in."""
+        hand = reveal.hand_no
+        try:
+            made = fair.commitment(self.room_id, hand, bytes.fromhex(reveal.server_seed))
+        except (ValueError, fair.FairError) as exc:
+            self.stats.fair_failed.append(f"hand {hand}: bad reveal: {exc}")
+            return
+        seen = self.commitments.get(hand, reveal.commitment)
+        mine = self.my_seeds.get(hand)
+        if made != seen or made != reveal.commitment:
+            self.stats.fair_failed.append(f"hand {hand}: the server seed does not match "
+                                          f"the commitment {seen}")
+        elif mine is not None and mine.hex() not in reveal.client_seeds:
+            self.stats.fair_failed.append(f"hand {hand}: our client seed was not used")
+        else:
+            self.stats.fair_checked += 1
 
     async def _answer(self, frame: client_pb2.ServerFrame) -> None:
         s = self.session

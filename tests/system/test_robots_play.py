@@ -11,6 +11,8 @@ import grpc
 import pytest
 
 from clients.robot.robot import RobotStats, run_tables
+from clients.verify_deal import main as verify_from_records
+from games.tools.verify_deal import verify
 from paiju.v1 import client_pb2, records_pb2, records_pb2_grpc
 from tests.system.conftest import SECRET, Stack
 
@@ -63,12 +65,29 @@ async def test_robots_finish_hands_settled_once_without_leaks(stack: Stack, game
         # privacy: every frame a robot got is public or its own
         owners: dict[str, int | None] = {}
         seat_of: dict[tuple[int, int], int] = {}
+        verified = 0
         for h in hands:
             if h.final:
                 continue
             owners.update(await private_owner_map(stub, h.room_id, h.hand_no, list(h.user_ids)))
+            # fair deals: the hand is checked from its replay alone (games.tools.verify_deal)
+            replay = await stub.GetReplay(records_pb2.ReplayRequest(
+                room_id=h.room_id, hand_no=h.hand_no, user_id=h.user_ids[0]))
+            report = verify(json.loads(replay.fair_json))
+            assert report.ok, report.text()
+            verified += 1
             for seat, uid in enumerate(h.user_ids):
                 seat_of[(h.room_id, uid)] = seat
+    assert verified == ROOMS * HANDS
+    first = next(h for h in hands if not h.final)
+    # the same check from the command line, fetching the hand from records
+    code = await asyncio.to_thread(verify_from_records, [
+        "--records", stack.records.address, "--room", str(first.room_id),
+        "--hand", str(first.hand_no), "--user", str(first.user_ids[2])])
+    assert code == 0
+    # each robot checked every revealed server seed against the commitment it was shown
+    assert all(not r.fair_failed for r in results), [r.fair_failed for r in results]
+    assert sum(r.fair_checked for r in results) >= ROOMS * HANDS * 4 * 0.9
     checked = 0
     for robot in results:
         for frame in robot.received:
