@@ -174,3 +174,66 @@ async def _create_as(url: str) -> None:
             await conn.execute(text("CREATE TABLE alembic_version_probe (v text)"))
     finally:
         await engine.dispose()
+
+
+# ------------------------------------------------------------------ records at start, in prod mode
+async def _health(port: int) -> int:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=2)
+        return reply.status
+
+
+async def _start_records(nats_url: str, database_url: str, monkeypatch):
+    from dataclasses import replace
+
+    from services.records.server import start
+
+    monkeypatch.setenv(m.ENV_VAR, "false")          # as in prod: the Job migrates
+    cfg = load_config("test")
+    cfg = replace(cfg, nats=replace(cfg.nats, url=nats_url),
+                  records=replace(cfg.records, database_url=database_url))
+    return await start(cfg, port=0, metrics_port=-1)
+
+
+async def _until(predicate, timeout: float = 15.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await predicate():
+        assert asyncio.get_running_loop().time() < deadline, "not reached in time"
+        await asyncio.sleep(0.1)
+
+
+async def test_records_starts_with_its_database_down_and_stays_unready(fresh_nats, monkeypatch):
+    from grpc_health.v1 import health_pb2
+
+    svc = await _start_records(fresh_nats.url, "postgresql+asyncpg://nobody@127.0.0.1:1/none",
+                               monkeypatch)
+    try:
+        await asyncio.sleep(2.5)   # a couple of dependency polls
+        assert await _health(svc.port) == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        await svc.stop(0)
+
+
+async def test_records_turns_ready_once_the_job_has_migrated(fresh_nats, monkeypatch, tmp_path):
+    """An empty database: records (not migrating) runs but is unready (dependency schema);
+    the migration command runs; records turns ready without a restart."""
+    from grpc_health.v1 import health_pb2
+
+    url = sqlite_url(tmp_path)
+    svc = await _start_records(fresh_nats.url, url, monkeypatch)
+    try:
+        await asyncio.sleep(2.5)
+        assert await _health(svc.port) == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert await m.check(url) is False, "records did not migrate by itself"
+        await m.run(url, wait_seconds=5)
+
+        async def serving() -> bool:
+            return await _health(svc.port) == health_pb2.HealthCheckResponse.SERVING
+
+        await _until(serving)
+    finally:
+        await svc.stop(0)
