@@ -14,7 +14,7 @@ from services.common.config import Config, require_console_token, require_token_
 from services.common.health import LIVENESS, DependencyWatch, nats_connected
 from services.common.server import ServiceHost, start_service
 from services.lobby.app import LobbyApp
-from services.lobby.console.http import Console
+from services.lobby.console.http import Console, start_console
 from services.lobby.grpc_front import LobbyService, register_lobby
 from services.lobby.ws import WsFront
 
@@ -49,22 +49,22 @@ async def start(cfg: Config, *, port: int | None = None,
     except BaseException:
         await app.close()
         raise
+    try:  # the operator console, on its own port (lobby.console_port; -1 = off)
+        console = await start_console(app, cfg)
+    except BaseException:
+        await started.stop(0)
+        await app.close()
+        raise
     host = LobbyHost(**{f.name: getattr(started, f.name)
                         for f in dataclasses.fields(ServiceHost) if f.init},
-                     app=app, console=Console(app, c.console_token))
+                     app=app, console=console)
     host.on_stop.append(app.close)
+    host.on_stop.append(console.close)
     # SIGTERM: health is NOT_SERVING first (ServiceHost.stop), then every client is told to
     # reconnect elsewhere and its stream ends, then the server stops
     host.on_drain.append(app.drain)
     app.spawn(app.directory.prune_forever(app.table_addresses))
     await _start_ws(cfg, app, host)
-    try:  # the operator console, on its own port (lobby.console_port; -1 = off)
-        if c.console_port >= 0:
-            await host.console.start(c.host, c.console_port)
-    except BaseException:
-        await host.stop(0)
-        raise
-    host.on_stop.append(host.console.close)
     # readiness (gRPC health "" and the Lobby service, WebSocket /healthz) while NATS is up
     # and the directory open, liveness (gRPC health "liveness", /livez) until NATS has been
     # down too long (a directory not open yet is not a reason to restart the lobby)

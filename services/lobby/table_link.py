@@ -6,6 +6,7 @@ again on the next command."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +24,9 @@ from services.lobby.errors import Reject, Unavailable, Unreachable
 # (services/common/server.py).
 KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
              ("grpc.keepalive_permit_without_calls", 1), ("grpc.http2.max_pings_without_data", 0))
+
+
+MAX_IN_FLIGHT = 10_000   # commands of one link waiting for their replies
 
 
 class TableLink:
@@ -55,6 +59,9 @@ class TableLink:
         timeout = self.timeout if timeout is None else timeout
         self._ensure_stream()
         assert self._outgoing is not None
+        if len(self._pending) >= MAX_IN_FLIGHT or self._outgoing.full():
+            # the table does not keep up (or its stream does not take writes): say so now
+            raise Unavailable(f"table {self.address}: {MAX_IN_FLIGHT} commands on their way")
         self._next_id += 1
         cmd.request_id = self._next_id
         future: asyncio.Future[table_pb2.TableReply] = asyncio.get_running_loop().create_future()
@@ -89,7 +96,8 @@ class TableLink:
     def _ensure_stream(self) -> None:
         if self._reader is not None and not self._reader.done():
             return
-        queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue()
+        # bounded: commands beyond MAX_IN_FLIGHT are refused, one place is kept for the end
+        queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue(MAX_IN_FLIGHT + 1)
         self._outgoing = queue
         call = self.stub.Session(_drain(queue))
         self._reader = asyncio.create_task(self._read(call, queue))
@@ -104,7 +112,8 @@ class TableLink:
         except grpc.aio.AioRpcError as exc:
             reason = f"{exc.code().name} {exc.details()}"
         finally:
-            queue.put_nowait(None)
+            with contextlib.suppress(asyncio.QueueFull):   # cancelling the call ends it too
+                queue.put_nowait(None)
             if self._outgoing is queue:
                 self._outgoing = None
             self._fail_pending(f"table {self.address} session stream broke: {reason}")

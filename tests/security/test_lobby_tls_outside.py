@@ -38,7 +38,7 @@ async def test_a_tls_lobby_serves_robots_browsers_and_refuses_plaintext(
     cfg = lobby_config(fresh_nats.url, records.address, SECRET, ws_port=0,
                        public_cert_file=str(pem.cert), public_key_file=str(pem.key))
     host = await start_lobby(cfg, port=0, metrics_port=0)
-    address, ws_port = f"localhost:{host.port}", host.ws_port  # type: ignore[attr-defined]
+    address, ws_port = f"localhost:{host.port}", host.ws_port
     try:
         # four robots play one hand through the TLS port, trusting the CA file
         stats = await asyncio.wait_for(run_tables(address, "xuezhan", 1, SECRET, hands=1,

@@ -26,6 +26,7 @@ from services.common.config import Config, ConfigError, load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
 from services.lobby.console.http import WEB_ROOT, Console, start_console
+from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
 from services.records.server import start as start_records
 from services.table.server import start as start_table
@@ -41,7 +42,7 @@ PASSWORD = "hunter2"
 class Stack:
     cfg: Config
     nats: EmbeddedNats
-    lobby: ServiceHost
+    lobby: LobbyHost
     console: Console
     http: aiohttp.ClientSession
     clients: list[Client]
@@ -99,7 +100,7 @@ async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
                                 console_token=TOKEN))
     table = await start_table(cfg, port=0, metrics_port=-1)
     lobby = await start_lobby(cfg, port=0, metrics_port=-1)
-    console: Console = lobby.console  # type: ignore[attr-defined]  # the lobby starts it
+    console: Console = lobby.console  # the lobby starts it
     assert console.port > 0
     http = aiohttp.ClientSession()
     stack = Stack(cfg, server, lobby, console, http, [], records)
@@ -192,7 +193,7 @@ async def test_the_page_and_its_script_and_style_are_served(stack: Stack) -> Non
 
 async def test_start_console_needs_a_token_and_stays_off_with_port_minus_one(
         stack: Stack) -> None:
-    app = stack.lobby.app  # type: ignore[attr-defined]
+    app = stack.lobby.app
     off = await start_console(app, replace(stack.cfg, lobby=replace(
         stack.cfg.lobby, console_port=-1, console_token="")))
     assert off.port == -1
@@ -312,7 +313,7 @@ async def test_users_history_and_bad_or_unknown_ids(stack: Stack) -> None:
 
 async def test_nats_down_is_a_503_and_the_console_recovers(stack: Stack) -> None:
     await two_rooms(stack)
-    app = stack.lobby.app  # type: ignore[attr-defined]
+    app = stack.lobby.app
     stack.nats.stop()
 
     async def disconnected() -> bool:

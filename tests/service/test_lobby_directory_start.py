@@ -38,11 +38,11 @@ async def test_a_lobby_starts_not_ready_without_its_buckets_and_is_ready_once_th
         authed_nats: AuthedNats) -> None:  # noqa: F811 - the imported fixture
     cfg = lobby_config(authed_nats.url("lobby"), "127.0.0.1:1", SECRET, ws_port=0)
     host = await asyncio.wait_for(start_lobby(cfg, port=0, metrics_port=0), 30)
-    address, ws = f"127.0.0.1:{host.port}", host.ws_port  # type: ignore[attr-defined]
+    address, ws = f"127.0.0.1:{host.port}", host.ws_port
     admin = await nats.connect(authed_nats.url("admin"))
     client = Client(address)
     try:
-        assert not host.app.directory.opened  # type: ignore[attr-defined]
+        assert not host.app.directory.opened
         for name in ("", SERVICE):
             assert await grpc_health(address, name) == NOT_SERVING
         assert await grpc_health(address, "liveness") == SERVING     # not restarted for it
@@ -67,7 +67,7 @@ async def test_a_lobby_starts_not_ready_without_its_buckets_and_is_ready_once_th
 
         async def seen() -> bool:
             return [t["instance"] for t in
-                    host.app.directory.table_cache.live()] == ["table-x"]  # type: ignore[attr-defined]
+                    host.app.directory.table_cache.live()] == ["table-x"]
         await eventually(seen, True, timeout=10)
         # the only thing refused to the lobby: creating the buckets
         violations = authed_nats.violations()

@@ -64,7 +64,7 @@ async def test_nats_down_is_not_ready_then_not_live_and_both_come_back(
     cfg = lobby_config(fresh_nats.url, "127.0.0.1:1", SECRET, ws_port=0)
     cfg = replace(cfg, nats=replace(cfg.nats, liveness_seconds=2.0))
     host = await start_lobby(cfg, port=0, metrics_port=0)
-    address, ws = f"127.0.0.1:{host.port}", host.ws_port  # type: ignore[attr-defined]
+    address, ws = f"127.0.0.1:{host.port}", host.ws_port
     try:
         for name in ("", SERVICE, "liveness"):
             assert await grpc_health(address, name) == SERVING

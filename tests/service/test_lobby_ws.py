@@ -316,7 +316,7 @@ async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
                         records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
     lobby = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
     try:
-        yield f"127.0.0.1:{lobby.port}", lobby.ws_port  # type: ignore[attr-defined]
+        yield f"127.0.0.1:{lobby.port}", lobby.ws_port
     finally:
         await lobby.stop(0.5)
         await table.stop(0)
