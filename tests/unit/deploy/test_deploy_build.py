@@ -228,14 +228,6 @@ def test_make_setup_installs_from_the_lock_with_hashes() -> None:
 
 
 # ------------------------------------------------------------------ what an image ships
-@pytest.fixture(scope="module")
-def inputs():
-    spec = importlib.util.spec_from_file_location("paiju_inputs", ROOT / "deploy" / "inputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 BLOCK_BUILD_TOOLS = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):

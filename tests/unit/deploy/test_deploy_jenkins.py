@@ -5,7 +5,6 @@ make recipes dry-run; the Groovy parse check is in test_deploy_lint.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -16,14 +15,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 SERVICES = ("lobby", "table", "arbiter", "records")
 LIBRARY = ROOT / "deploy" / "jenkins" / "vars" / "paijuService.groovy"
-
-
-@pytest.fixture(scope="module")
-def inputs():
-    spec = importlib.util.spec_from_file_location("paiju_inputs", ROOT / "deploy" / "inputs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def jenkinsfile(svc: str) -> str:

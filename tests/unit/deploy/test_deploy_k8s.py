@@ -615,12 +615,9 @@ def migrate_job_objs(namespace: str = "paiju") -> list[dict]:
 
 
 def promote_module():
-    import importlib.util
+    from tests.unit.deploy.conftest import deploy_script
 
-    spec = importlib.util.spec_from_file_location("paiju_promote", ROOT / "deploy" / "promote.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return deploy_script("promote.py")
 
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4

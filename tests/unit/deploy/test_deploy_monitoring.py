@@ -295,10 +295,9 @@ def test_promtool_unit_tests_of_every_alert_pass() -> None:
 
 
 def test_the_prometheusrule_is_what_its_generator_writes(yaml) -> None:
-    spec = importlib.util.spec_from_file_location("paiju_operator",
-                                                  DEPLOY / "prometheus" / "operator.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from tests.unit.deploy.conftest import deploy_script
+
+    module = deploy_script("prometheus/operator.py")
     path = DEPLOY / "k8s" / "monitoring" / "prometheusrule.yaml"
     assert path.read_text(encoding="utf-8") == module.render(), \
         "stale: run python deploy/prometheus/operator.py"
