@@ -118,6 +118,10 @@ class RoomOrderer(Generic[Member]):
     def member(self, member: Member) -> bool:
         return member in self._seats
 
+    def involves(self, member: Member) -> bool:
+        """A member, or a reply (a join) waits for it."""
+        return member in self._seats or any(h.member == member for h in self._held)
+
     @property
     def empty(self) -> bool:
         """Nobody to deliver to and no reply waiting: the room can be forgotten here."""
@@ -232,8 +236,7 @@ class RoomOrderer(Generic[Member]):
             self._note_waiting()
             return
         seat = self._seats.get(member)
-        queued = seat.queue if seat is not None else []
-        pending = seat.pending if seat is not None else 0
+        pending = seat.pending if seat is not None else 0   # (its queue is in the ring too)
         for frame in frames:
             self._send(member, frame)
         if self._ring_floor is not None and position < self._ring_floor \
@@ -243,7 +246,6 @@ class RoomOrderer(Generic[Member]):
             self.want_snapshot.append(member)
             return
         seat = self._seats[member] = _Seat(user_id, position, pending)
-        seat.queue = [(p, f) for p, f in queued if p > position]
         for message in self._ring:
             if message.position > position:
                 self._to_member(member, seat, message)

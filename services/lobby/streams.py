@@ -139,10 +139,6 @@ class RoomStreams:
         """The owners' addresses (``owner(room_id)``, "" unknown) of the rooms here."""
         return {a for a in (owner(r) for r in self.rooms) if a}
 
-    def members(self, room_id: int) -> list[Session]:
-        room = self.rooms.get(room_id)
-        return room.orderer.members if room is not None else []
-
     def sessions_in_rooms(self) -> int:
         return sum(len(r.orderer.members) for r in self.rooms.values())
 
@@ -160,7 +156,9 @@ class RoomStreams:
         position = position_of(reply)
         if position is None:   # an unordered join (an older table): from where we are
             position = room.orderer.delivered or (0, 0)
-        self._of.setdefault(session, set()).add(room_id)
+        # the rooms it is still in here, and this one (left rooms are forgotten now)
+        self._of[session] = {r for r in self._of.get(session, ()) if r in self.rooms
+                             and self.rooms[r].orderer.involves(session)} | {room_id}
         room.orderer.join(session, session.user_id, position, list(frames))
         self._after(room)
 

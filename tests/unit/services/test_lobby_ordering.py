@@ -256,3 +256,16 @@ def test_memory_stays_bounded_whatever_arrives() -> None:
         h.o.reply("a", (10_000 + i, 0), [i])
     assert h.o.held() <= 1024
     assert len(h.o._ring) <= 16
+
+
+def test_a_session_gone_before_its_join_came_due_is_forgotten() -> None:
+    h = Harness([])
+    h.o.join("a", 1, (0, 0), [])
+    h.o.join("b", 2, (3, 0), ["b-in"])            # ahead of the stream: waits
+    assert h.o.involves("b") and not h.o.member("b")
+    h.o.leave("b")                                # its session ended meanwhile
+    for i in (1, 2, 3, 4):
+        h.o.offer(Message((i, 0), (f"e{i}",)))
+    assert "b" not in h.got and not h.o.involves("b") and h.o.held() == 0
+    h.o.leave("a")
+    assert h.o.empty
