@@ -556,6 +556,25 @@ def test_prod_spreads_every_service_over_nodes_and_zones_as_a_rule() -> None:
             assert s["matchLabelKeys"] == ["pod-template-hash"], svc
 
 
+def test_every_service_with_replicas_spreads_over_hosts_as_a_rule(overlay) -> None:
+    """Wherever a service runs more than one pod: DoNotSchedule on the host (prod: on the
+    zone too; test clusters have no zone labels, so there the zone is a preference)."""
+    name, objs = overlay
+    scaled = hpas(objs)
+    for svc in SERVICES:
+        dep = find(objs, "Deployment", svc)
+        count = scaled[svc]["spec"]["minReplicas"] if svc in scaled else dep["spec"]["replicas"]
+        spread = {s["topologyKey"]: s for s in
+                  dep["spec"]["template"]["spec"].get("topologySpreadConstraints", [])}
+        if count < 2:
+            continue
+        host = spread["kubernetes.io/hostname"]
+        assert host["whenUnsatisfiable"] == "DoNotSchedule", (name, svc)
+        assert host["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
+        zone = spread["topology.kubernetes.io/zone"]["whenUnsatisfiable"]
+        assert zone == ("DoNotSchedule" if name == "prod" else "ScheduleAnyway"), (name, svc)
+
+
 def test_no_pod_gets_a_service_account_token(overlay) -> None:
     _, objs = overlay
     for o in objs + migrate_job_objs():
