@@ -123,7 +123,8 @@ class Backoff:
 
 class LobbySession:
     def __init__(self, address: str | Sequence[str], *, backoff: Backoff | None = None,
-                 ca_file: str | None = None, tls: bool = False) -> None:
+                 ca_file: str | None = None, tls: bool = False, keep_frames: bool = True,
+                 on_frame: Callable[[client_pb2.ServerFrame], None] | None = None) -> None:
         self.addresses = lobby_addresses(address)
         self.address = self.addresses[0]
         self.backoff = backoff or Backoff()
@@ -139,6 +140,8 @@ class LobbySession:
         self._reader: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
         self.received: list[client_pb2.ServerFrame] = []
+        self.keep_frames = keep_frames      # False: ``received`` stays empty (load tests)
+        self.on_frame = on_frame            # called with every frame as it arrives
         self.kicked = False                 # a KickOut came: another login replaced us
         self.reconnect_after = 0.0          # the lobby's Reconnect.after_ms, in seconds
         self.reconnects = 0                 # streams taken back by reconnect()
@@ -162,7 +165,10 @@ class LobbySession:
                     announced: bool, stream: int = 0) -> None:
         try:
             async for frame in call:
-                self.received.append(frame)
+                if self.keep_frames:
+                    self.received.append(frame)
+                if self.on_frame is not None:
+                    self.on_frame(frame)
                 kind = frame.WhichOneof("payload")
                 if kind == "kick_out":
                     self.kicked = True

@@ -7,7 +7,8 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -81,7 +82,10 @@ class Robot:
                  policy: str = "greedy", room_id: int = 0, create: dict[str, Any] | None = None,
                  seed: int = 0, lat: float = 0.0, lng: float = 0.0,
                  backoff: Backoff | None = None, ca_file: str | None = None,
-                 tls: bool = False) -> None:
+                 tls: bool = False, think: float = 0.0, keep_frames: bool = True,
+                 on_frame: Callable[[client_pb2.ServerFrame], None] | None = None,
+                 on_send: Callable[[], None] | None = None,
+                 on_action: Callable[[float], None] | None = None) -> None:
         self.addresses = lobby_addresses(address)
         self.ca_file, self.tls = ca_file, tls     # a TLS lobby (clients/session.py)
         self.address = self.addresses[0]
@@ -92,6 +96,12 @@ class Robot:
         self.lat, self.lng = lat, lng
         self.backoff = backoff
         self.stats = RobotStats(user_id=user_id)
+        # load tests (bench/bench_capacity.py): a person's think time before each answer
+        # (uniform in [0.5, 1.5] x ``think``), frames not kept, arrivals and each action's
+        # round trip (send to answer) reported
+        self.think = think
+        self.keep_frames, self.on_frame = keep_frames, on_frame
+        self.on_send, self.on_action = on_send, on_action
         self.session: LobbySession | None = None
         self.seated = asyncio.Event()   # set once ``room_id`` is the room this robot sits in
         self.hands_over: set[int] = set()   # hand numbers seen over (counted once each)
@@ -110,7 +120,8 @@ class Robot:
         """Play until the room closes (or ``max_hands`` hands); returns what happened."""
         self._max_hands = max_hands
         self.session = s = LobbySession(self.addresses, backoff=self.backoff,
-                                        ca_file=self.ca_file, tls=self.tls)
+                                        ca_file=self.ca_file, tls=self.tls,
+                                        keep_frames=self.keep_frames, on_frame=self.on_frame)
         await s.open()
         try:
             try:
@@ -295,6 +306,11 @@ class Robot:
         s = self.session
         assert s is not None
         action = choose(self.game, frame.prompt, self.policy, self.stream)
+        if self.think > 0:
+            await asyncio.sleep(self.think * (0.5 + self.stream.below(1001) / 1000))
+        sent = time.monotonic()
+        if self.on_send is not None:
+            self.on_send()
         try:
             reply = await s.request(action_frame(self.game, action.to_dict()),
                                     timeout=REQUEST_TIMEOUT)
@@ -303,6 +319,8 @@ class Robot:
         except TimeoutError:
             self.stats.errors.append(f"timeout: no answer to {action.kind}")
             return
+        if self.on_action is not None:
+            self.on_action(time.monotonic() - sent)
         if reply.WhichOneof("payload") == "ret" and reply.ret.code:
             # a stale prompt (the decision moved on) is normal under entrust; record the rest
             self.stats.errors.append(f"{reply.ret.code} {reply.ret.message}")

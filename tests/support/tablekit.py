@@ -60,6 +60,13 @@ class LobbyLink:
         await self.channel.close()
 
 
+def room_frames(data: bytes) -> list[client_pb2.ServerFrame]:
+    """Every frame of one ``room.<id>.events`` message (table_pb2.RoomEvents), public
+    first, then the private ones (docs/ordered-events.md)."""
+    events = table_pb2.RoomEvents.FromString(data)
+    return [*events.frames, *(p.frame for p in events.private)]
+
+
 @dataclass
 class Player:
     """A seated user: collects every frame it receives (inbox + room events)."""

@@ -15,8 +15,9 @@ import nats
 import pytest
 
 from clients.robot.robot import run_tables
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, records_pb2_grpc
+from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from tests.support.procs import make_service
+from tests.support.tablekit import room_frames
 from tests.system.conftest import SECRET, start_stack, stop_stack
 
 HANDS = 2
@@ -44,11 +45,11 @@ async def test_robots_finish_every_hand_when_their_lobby_goes_away(tmp_path: Pat
         seen: list[int] = []
 
         async def on_event(msg: nats.aio.msg.Msg) -> None:
-            frame = client_pb2.ServerFrame.FromString(msg.data)
-            if frame.WhichOneof("payload") == "mj_discard":
-                seen.append(1)
-                if len(seen) >= DISCARDS_BEFORE:
-                    discards.set()
+            for frame in room_frames(msg.data):
+                if frame.WhichOneof("payload") == "mj_discard":
+                    seen.append(1)
+                    if len(seen) >= DISCARDS_BEFORE:
+                        discards.set()
 
         await nc.subscribe("room.*.events", cb=on_event)
         await nc.flush()

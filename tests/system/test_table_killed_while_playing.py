@@ -16,9 +16,10 @@ import nats
 import pytest
 
 from clients.robot.robot import run_tables
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
+from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import bus
 from tests.support.procs import make_service
+from tests.support.tablekit import room_frames
 from tests.system.conftest import SECRET, start_stack, stop_stack
 from tests.system.test_lobby_killed_while_playing import hands_of
 
@@ -42,10 +43,11 @@ async def test_robots_finish_every_hand_when_their_table_goes_away(tmp_path: Pat
         count = [0]
 
         async def on_event(msg: nats.aio.msg.Msg) -> None:
-            if client_pb2.ServerFrame.FromString(msg.data).WhichOneof("payload") == "mj_discard":
-                count[0] += 1
-                if count[0] >= DISCARDS_BEFORE:
-                    discards.set()
+            for frame in room_frames(msg.data):
+                if frame.WhichOneof("payload") == "mj_discard":
+                    count[0] += 1
+                    if count[0] >= DISCARDS_BEFORE:
+                        discards.set()
 
         await nc.subscribe("room.*.events", cb=on_event)
         await nc.flush()

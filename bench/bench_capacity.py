@@ -1,0 +1,483 @@
+"""Capacity at human pace: ``python -m bench.bench_capacity [--quick] [--think S] [--steps N,N..]``.
+
+Starts the stack as processes (embedded nats-server, records, arbiter, table, lobby, as the
+system tests do), then load-generator processes of its own (``--procs``), each running robot
+players (clients/robot) that answer every prompt after a think time (``--think`` seconds per
+answer, uniform in 0.5x..1.5x; default 2 s). Tables of the three games in turn; the number of
+tables ramps (``--steps``), and at each step, after a warm-up, it measures over a window:
+
+- the action round trip a player sees (send -> the table's answer, which the lobby delivers
+  after the events the action caused: docs/ordered-events.md) and action-to-last-delivery
+  (send -> the last of the table's players receiving the first event the action caused);
+- player actions per second; the server's CPU per action by process (from /proc: lobby,
+  table, arbiter, records, nats-server; the load generator's CPU is reported apart and
+  excluded), RSS per process, per connected player and per room;
+- errors (refused actions other than stale answers, robots that failed).
+
+The ramp stops at the first step whose p99 action-to-last-delivery passes 100 ms or that
+shows errors, or whose actions per second fall short of what the tables ask (saturation).
+First, the idle cost: connected players that only send heartbeats, and the CPU they cost.
+Writes bench/reports/capacity.md (`--out DIR` elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.bench_system import process_cpu, stack_pids
+from bench.common import REPORTS, write_report
+
+GAMES = ("xuezhan", "changsha", "dadun")
+STALE = ("969", "989")     # answers overtaken by the game (MJ_/DD_ stale): not errors
+P99_LIMIT = 0.100
+HEARTBEAT = 15.0
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ---------------------------------------------------------------------- load generator
+
+
+class TableClock:
+    """Times one table's events across its four robots (one process: one clock): the
+    first new event after an action is attributed to it; its last arrival, to any of the
+    robots, ends the action's delivery."""
+
+    __slots__ = ("pending", "open")
+
+    def __init__(self) -> None:
+        self.pending: float | None = None
+        self.open: dict[str, list[float]] = {}    # uid -> [action sent, last arrival]
+
+    def sent(self, at: float) -> None:
+        self.pending = at
+
+    def arrived(self, uid: str, at: float) -> None:
+        entry = self.open.get(uid)
+        if entry is None:
+            if self.pending is None:
+                return   # not caused by a timed action (a deal, a bot's move)
+            self.open[uid] = [self.pending, at]
+            self.pending = None
+        else:
+            entry[1] = at
+
+    def settle(self, now: float, done: list[float]) -> None:
+        """Events no robot has received for a second are delivered to all who get them."""
+        for uid in [u for u, (_, last) in self.open.items() if now - last > 1.0]:
+            sent, last = self.open.pop(uid)
+            done.append(last - sent)
+
+
+@dataclass
+class WorkerStats:
+    actions: int = 0
+    round_trips: list[float] = field(default_factory=list)
+    deliveries: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    frames: int = 0
+    cpu: float = 0.0
+    robots: int = 0
+    failed_robots: int = 0
+
+
+class Worker:
+    """One load-generator process: robots of many tables, timed."""
+
+    def __init__(self, address: str, secret: str, think: float, hands: int) -> None:
+        self.address, self.secret, self.think, self.hands = address, secret, think, hands
+        self.stats = WorkerStats()
+        self.clocks: list[TableClock] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.idle: list[Any] = []
+
+    def _robot(self, uid: int, game: str, clock: TableClock, **kw: Any) -> Any:
+        from clients.robot.robot import Robot
+
+        def on_frame(frame: Any) -> None:
+            self.stats.frames += 1
+            if frame.event_uid:
+                clock.arrived(frame.event_uid, time.monotonic())
+
+        def on_action(seconds: float) -> None:
+            self.stats.actions += 1
+            self.stats.round_trips.append(seconds)
+
+        return Robot(self.address, uid, game, self.secret, think=self.think, keep_frames=False,
+                     on_frame=on_frame, on_send=lambda: clock.sent(time.monotonic()),
+                     on_action=on_action, **kw)
+
+    async def _run(self, robot: Any) -> None:
+        self.stats.robots += 1
+        try:
+            result = await robot.run()
+        except Exception as exc:  # a robot that fails is an error of the step
+            self.stats.failed_robots += 1
+            self.stats.errors.append(repr(exc)[:200])
+            return
+        self.stats.errors += [e for e in result.errors if not e.startswith(STALE)]
+
+    async def add_tables(self, count: int, first_uid: int, first_game: int) -> int:
+        from clients.robot.robot import room_of
+        made = 0
+        for t in range(count):
+            base = first_uid + 4 * t
+            game = GAMES[(first_game + t) % len(GAMES)]
+            clock = TableClock()
+            self.clocks.append(clock)
+            creator = self._robot(base, game, clock,
+                                  create={"base_score": 1, "total_hands": self.hands})
+            task = asyncio.create_task(self._run(creator))
+            self.tasks.append(task)
+            try:
+                room = await room_of(creator, task)  # type: ignore[arg-type]
+            except RuntimeError as exc:
+                self.stats.errors.append(f"no room: {exc}"[:200])
+                continue
+            for i in (1, 2, 3):
+                joiner = self._robot(base + i, game, clock, room_id=room)
+                self.tasks.append(asyncio.create_task(self._run(joiner)))
+            made += 1
+        return made
+
+    async def add_idle(self, count: int, first_uid: int) -> int:
+        """Players logged in and waiting (no room): heartbeats only."""
+        from clients.session import LobbySession, mint_token
+        from paiju.v1 import lobby_msgs_pb2 as lm
+        made = 0
+        for i in range(count):
+            s = LobbySession(self.address, keep_frames=False)
+            await s.open()
+            reply = await s.login(mint_token(first_uid + i, self.secret), nickname=f"idle{i}")
+            if reply.WhichOneof("payload") != "login_ok":
+                self.stats.errors.append(f"idle login refused: {reply}"[:200])
+                continue
+            self.idle.append(s)
+            made += 1
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(HEARTBEAT)
+                for s in list(self.idle):
+                    await s.send(lm.HeartBeat())
+
+        self.tasks.append(asyncio.create_task(beat()))
+        return made
+
+    async def drop_idle(self) -> None:
+        for s in self.idle:
+            await s.close()
+        self.idle.clear()
+
+    def take(self) -> WorkerStats:
+        now = time.monotonic()
+        for clock in self.clocks:
+            clock.settle(now, self.stats.deliveries)
+        out, self.stats = self.stats, WorkerStats(robots=self.stats.robots,
+                                                  failed_robots=self.stats.failed_robots)
+        out.cpu = time.process_time()
+        return out
+
+
+def worker_main(conn: Any, address: str, secret: str, think: float, hands: int) -> None:
+    async def serve() -> None:
+        w = Worker(address, secret, think, hands)
+        loop = asyncio.get_running_loop()
+        while True:
+            cmd, *args = await loop.run_in_executor(None, conn.recv)
+            if cmd == "tables":
+                conn.send(await w.add_tables(*args))
+            elif cmd == "idle":
+                conn.send(await w.add_idle(*args))
+            elif cmd == "drop_idle":
+                await w.drop_idle()
+                conn.send(0)
+            elif cmd == "take":
+                conn.send(w.take())
+            elif cmd == "stop":
+                for task in w.tasks:
+                    task.cancel()
+                conn.send(0)
+                return
+
+    asyncio.run(serve())
+
+
+# ---------------------------------------------------------------------- the run
+
+
+@dataclass
+class Step:
+    tables: int
+    players: int
+    seconds: float
+    actions: int
+    expected: float                 # actions/s the tables ask at this think time
+    round_trip_p50: float
+    round_trip_p99: float
+    delivery_p50: float
+    delivery_p99: float
+    errors: list[str]
+    server_cpu: dict[str, float]    # CPU seconds per process over the window
+    generator_cpu: float
+    rss: dict[str, float]           # MiB per process at the end of the window
+
+    @property
+    def rate(self) -> float:
+        return self.actions / self.seconds if self.seconds else 0.0
+
+    def cpu_per_action_ms(self, name: str | None = None) -> float:
+        cpu = sum(self.server_cpu.values()) if name is None else self.server_cpu.get(name, 0.0)
+        return 1000 * cpu / self.actions if self.actions else float("nan")
+
+    @property
+    def server_cores(self) -> float:
+        return sum(self.server_cpu.values()) / self.seconds if self.seconds else 0.0
+
+    def verdict(self) -> str:
+        if self.errors:
+            return "errors"
+        if not self.delivery_p99 <= P99_LIMIT:
+            return "p99 > 100 ms"
+        if self.rate < 0.8 * self.expected:
+            return "saturated"
+        return "ok"
+
+
+class Bench:
+    def __init__(self, address: str, secret: str, procs: int, think: float, hands: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.conns = []
+        self.procs = []
+        for _ in range(procs):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=worker_main, args=(there, address, secret, think, hands),
+                            daemon=True)
+            p.start()
+            self.conns.append(here)
+            self.procs.append(p)
+        self.tables = 0
+        self.next_uid = 1_000_000
+
+    def ask(self, *cmd: Any) -> list[Any]:
+        for c in self.conns:
+            c.send(cmd)
+        return [c.recv() for c in self.conns]
+
+    def ask_each(self, cmds: list[tuple[Any, ...]]) -> list[Any]:
+        for c, cmd in zip(self.conns, cmds, strict=True):
+            c.send(cmd)
+        return [c.recv() for c in self.conns]
+
+    def grow(self, tables: int) -> None:
+        add = tables - self.tables
+        if add <= 0:
+            return
+        share = [add // len(self.conns) + (1 if i < add % len(self.conns) else 0)
+                 for i in range(len(self.conns))]
+        cmds = []
+        for n in share:
+            cmds.append(("tables", n, self.next_uid, self.tables))
+            self.next_uid += 4 * n + 4
+        made = sum(self.ask_each(cmds))
+        self.tables += made
+
+    def idle(self, players: int) -> int:
+        share = players // len(self.conns)
+        cmds = []
+        for _ in self.conns:
+            cmds.append(("idle", share, self.next_uid))
+            self.next_uid += share + 1
+        return sum(self.ask_each(cmds))
+
+    def stop(self) -> None:
+        try:
+            self.ask("stop")
+        except (EOFError, OSError):
+            pass
+        for p in self.procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+
+
+def cpu_of(pids: dict[str, int]) -> dict[str, float]:
+    return {name: process_cpu(pid) for name, pid in pids.items()}
+
+
+def measure(bench: Bench, pids: dict[str, int], tables: int, think: float, warm: float,
+            window: float) -> Step:
+    bench.grow(tables)
+    time.sleep(warm)
+    bench.ask("take")                       # forget the warm-up
+    before = cpu_of(pids)
+    gen_before = sum(s.cpu for s in bench.ask("take"))
+    started = time.monotonic()
+    time.sleep(window)
+    stats = bench.ask("take")
+    seconds = time.monotonic() - started
+    after = cpu_of(pids)
+    trips = [x for s in stats for x in s.round_trips]
+    deliveries = [x for s in stats for x in s.deliveries]
+    # a table asks one action per think time (answers of a window come together, counted
+    # as one: a floor, not an exact figure)
+    expected = bench.tables / think
+    return Step(
+        tables=bench.tables, players=4 * bench.tables, seconds=seconds,
+        actions=sum(s.actions for s in stats), expected=expected,
+        round_trip_p50=quantile(trips, 0.5), round_trip_p99=quantile(trips, 0.99),
+        delivery_p50=quantile(deliveries, 0.5), delivery_p99=quantile(deliveries, 0.99),
+        errors=[e for s in stats for e in s.errors][:5],
+        server_cpu={k: after[k] - before[k] for k in pids},
+        generator_cpu=sum(s.cpu for s in stats) - gen_before,
+        rss={name: rss_mib(pid) for name, pid in pids.items()})
+
+
+def idle_cost(bench: Bench, pids: dict[str, int], players: int, window: float) -> tuple[float, float, int]:
+    """Server CPU per second with no one connected, then with ``players`` idle players."""
+    before = cpu_of(pids)
+    time.sleep(window)
+    base = sum(cpu_of(pids).values()) - sum(before.values())
+    made = bench.idle(players)
+    time.sleep(min(5.0, window))
+    before = cpu_of(pids)
+    time.sleep(window)
+    loaded = sum(cpu_of(pids).values()) - sum(before.values())
+    bench.ask("drop_idle")
+    return base / window, loaded / window, made
+
+
+def ms(x: float) -> str:
+    return "n/a" if x != x else f"{1000 * x:.1f}"
+
+
+def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Namespace,
+           procs: int, knee: Step | None) -> list[str]:
+    base, loaded, players = idle
+    names = ["lobby", "table", "arbiter", "records", "nats-server"]
+    cmd = (f"`python -m bench.bench_capacity --think {args.think:g} --procs {procs} "
+           f"--steps {args.steps}`")
+    lines = [
+        "# Capacity at human pace",
+        "",
+        f"Command: {cmd}. Machine: {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} cores; the load generator "
+        f"({procs} processes of robots) runs on the same cores as the server.",
+        "",
+        f"Each robot answers a prompt after {args.think:g} s (0.5x-1.5x). A step adds tables (the "
+        "three games in turn), warms up, then measures. *round trip*: a player's action to the "
+        "table's answer (delivered after the events it caused); *delivery*: the action to the "
+        "last of its table's players receiving the first event it caused. Server CPU is the "
+        "lobby, table, arbiter, records and nats-server processes from /proc; the load "
+        "generator's is apart.",
+        "",
+        "| tables | players | actions/s (asked) | round trip p50 / p99 ms | delivery p50 / p99 ms "
+        "| server cores | server CPU/action ms | generator cores | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in steps:
+        lines.append(
+            f"| {s.tables} | {s.players} | {s.rate:.0f} ({s.expected:.0f}) | "
+            f"{ms(s.round_trip_p50)} / {ms(s.round_trip_p99)} | "
+            f"{ms(s.delivery_p50)} / {ms(s.delivery_p99)} | {s.server_cores:.2f} | "
+            f"{s.cpu_per_action_ms():.2f} | {s.generator_cpu / s.seconds:.2f} | {s.verdict()} |")
+    lines += ["", "## Server CPU per action, by process (ms)", "",
+              "| tables | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for s in steps:
+        lines.append(f"| {s.tables} | " + " | ".join(
+            f"{s.cpu_per_action_ms(n):.2f}" for n in names) + " |")
+    last = steps[-1] if steps else None
+    if last is not None:
+        total_rss = sum(last.rss.values())
+        lines += ["", "## Memory at the last step", "",
+                  "| process | RSS MiB |", "|---|---|"]
+        lines += [f"| {n} | {last.rss.get(n, 0):.0f} |" for n in names]
+        lines += [f"| all | {total_rss:.0f} |", "",
+                  f"Per connected player: {1024 * total_rss / max(1, last.players):.0f} KiB of "
+                  f"server RSS (all processes, {last.players} players in {last.tables} rooms)."]
+    lines += ["", "## Idle players", "",
+              f"Server CPU with nobody connected: {1000 * base:.1f} ms/s; with {players} players "
+              f"logged in, waiting and sending a heartbeat every {HEARTBEAT:g} s: "
+              f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / max(1, players):.1f} µs "
+              "of server CPU per idle player per second."]
+    if knee is not None:
+        per_core = knee.tables / max(knee.server_cores, 1e-9)
+        lines += ["", "## Sizing", "",
+                  f"The last step within the limits: {knee.tables} tables ({knee.players} players), "
+                  f"{knee.rate:.0f} actions/s, delivery p99 {ms(knee.delivery_p99)} ms, using "
+                  f"{knee.server_cores:.2f} server cores: about {per_core:.0f} tables per server "
+                  f"core at one answer per {args.think:g} s per table, "
+                  f"{knee.cpu_per_action_ms():.2f} ms of server CPU per action."]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run (2 small steps)")
+    parser.add_argument("--think", type=float, default=2.0)
+    parser.add_argument("--steps", default="50,100,200,300,400,600,800,1000,1500,2000,3000")
+    parser.add_argument("--procs", type=int, default=0, help="load processes (0: 1 per 500 tables, 2..6)")
+    parser.add_argument("--warm", type=float, default=10.0)
+    parser.add_argument("--window", type=float, default=20.0)
+    parser.add_argument("--idle", type=int, default=2000, help="idle players for the idle cost")
+    parser.add_argument("--out", type=Path, default=REPORTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.warm, args.window, args.idle = "10,20", 5.0, 8.0, 200
+    steps_wanted = [int(x) for x in args.steps.split(",")]
+    procs = args.procs or max(2, min(6, steps_wanted[-1] // 500))
+    from tests.system.conftest import SECRET, start_stack, stop_stack
+    limits = {f"PAIJU_LOBBY__{k}": "1000000" for k in (
+        "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
+        "MAX_CONNECTIONS")}
+    slow = {"PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
+            "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = start_stack(Path(tmp), **limits, **slow)
+        bench = Bench(stack.lobby_address, SECRET, procs, args.think, hands=64)
+        steps: list[Step] = []
+        knee: Step | None = None
+        try:
+            pids = stack_pids(stack)
+            idle = idle_cost(bench, pids, args.idle, args.window / 2)
+            for n in steps_wanted:
+                step = measure(bench, pids, n, args.think, args.warm, args.window)
+                steps.append(step)
+                print(f"{step.tables} tables: {step.rate:.0f} actions/s, delivery p99 "
+                      f"{ms(step.delivery_p99)} ms, {step.server_cores:.2f} server cores, "
+                      f"{step.verdict()}", flush=True)
+                if step.verdict() != "ok":
+                    break
+                knee = step
+        finally:
+            bench.stop()
+            stop_stack(stack)
+    write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
