@@ -104,14 +104,22 @@ async def lobby_round_trips(client: BenchClient, n: int) -> float:
     return time.perf_counter() - started
 
 
-def room_event() -> bytes:
-    """A small public room event as a table publishes it."""
-    return server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=1),
-                        event_uid=f"{ROOM}:1:17").SerializeToString()
+_positions: dict[int, int] = {}   # room -> the last index published
+
+
+def room_events(room: int, events: int) -> list[bytes]:
+    """The room's next ``events`` messages as a table publishes them (docs/ordered-events.md:
+    one RoomEvents per log record, at the next index), each with a small public event;
+    serialized before the clock starts, as a table serializes each once."""
+    first = _positions.get(room, 0) + 1
+    _positions[room] = first + events - 1
+    frame = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=1), event_uid=f"{room}:1:17")
+    return [table_pb2.RoomEvents(room_id=room, index=i, frames=[frame]).SerializeToString()
+            for i in range(first, first + events)]
 
 
 async def fan_out(nc, readers: list[BenchClient], events: int) -> float:  # type: ignore[no-untyped-def]
-    frame = room_event()
+    messages = room_events(ROOM, events)
 
     async def drain(client: BenchClient) -> None:
         for _ in range(events):
@@ -119,8 +127,8 @@ async def fan_out(nc, readers: list[BenchClient], events: int) -> float:  # type
 
     tasks = [asyncio.create_task(drain(c)) for c in readers]
     started = time.perf_counter()
-    for _ in range(events):
-        await nc.publish(bus.room_events(ROOM), frame)
+    for data in messages:
+        await nc.publish(bus.room_events(ROOM), data)
     await asyncio.wait_for(asyncio.gather(*tasks), 120)
     return time.perf_counter() - started
 
@@ -223,11 +231,11 @@ class RemoteReaders:
 async def remote_fan_out(nc, readers: RemoteReaders, room: int,  # type: ignore[no-untyped-def]
                          events: int) -> tuple[float, float]:
     """One burst to the remote readers: (wall seconds, this process's CPU seconds)."""
-    frame = room_event()
+    messages = room_events(room, events)
     subject = bus.room_events(room)
     cpu, started = time.process_time(), time.perf_counter()
-    for _ in range(events):
-        await nc.publish(subject, frame)
+    for data in messages:
+        await nc.publish(subject, data)
     await readers.expect("done")
     return time.perf_counter() - started, time.process_time() - cpu
 

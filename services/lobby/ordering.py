@@ -43,24 +43,23 @@ HELD_LIMIT = 1024       # replies waiting for the stream to reach them
 QUEUE_LIMIT = 512       # messages queued for one session while its command is on its way
 
 
-@dataclass(frozen=True)
 class Message:
-    """One message of a room's stream: frames for everyone, frames for one user each."""
+    """One message of a room's stream: frames for everyone, frames for one user each
+    (``private``: (user id, frame) pairs), ``closed`` on the room's last message."""
 
-    position: Position
-    frames: Sequence[Any] = ()
-    private: Sequence[tuple[int, Any]] = ()     # (user id, frame)
-    closed: bool = False                        # the room's last message
+    __slots__ = ("position", "frames", "private", "closed")
 
-    def for_user(self, user_id: int) -> list[Any]:
+    def __init__(self, position: Position, frames: Sequence[Any] = (),
+                 private: Sequence[tuple[int, Any]] = (), closed: bool = False) -> None:
+        self.position = position
+        self.frames = frames
+        self.private = private
+        self.closed = closed
+
+    def for_user(self, user_id: int) -> Sequence[Any]:
+        if not self.private:
+            return self.frames
         return [*self.frames, *(f for uid, f in self.private if uid == user_id)]
-
-
-def successors(position: Position) -> tuple[Position, Position]:
-    """The positions that may come right after ``position``: its next part, or the next
-    index's part 0."""
-    index, part = position
-    return (index, part + 1), (index + 1, 0)
 
 
 @dataclass
@@ -142,12 +141,19 @@ class RoomOrderer(Generic[Member]):
         once, but one of the next index only after a refill has said that no later part
         of this index exists (positions alone cannot tell)."""
         pos = message.position
-        if (self.delivered is not None and pos <= self.delivered) or pos in self._early:
+        delivered = self.delivered
+        if delivered is not None:
+            if pos <= delivered:
+                self.dropped += 1
+                return
+            index, part = delivered
+            if pos == (index, part + 1) or pos == (index + 1, 0):   # the usual case
+                self._deliver(message)
+                if self._early or self._held or self.waiting is not None:
+                    self._advance()
+                return
+        if pos in self._early:
             self.dropped += 1
-            return
-        if self.delivered is not None and pos in successors(self.delivered):
-            self._deliver(message)
-            self._advance()
             return
         if len(self._early) >= self.buffer_limit:
             # the missing message is not coming: start again from a refill (or snapshots)
@@ -174,15 +180,26 @@ class RoomOrderer(Generic[Member]):
         self._note_waiting()
 
     def _deliver(self, message: Message) -> None:
-        self.delivered = message.position
-        self._ring.append(message)
+        pos = self.delivered = message.position
+        ring = self._ring
+        ring.append(message)
         if self._ring_floor is None:
-            self._ring_floor = message.position
-        elif len(self._ring) == self._ring.maxlen:
-            self._ring_floor = self._ring[0].position
-        for member, seat in list(self._seats.items()):
-            self._to_member(member, seat, message)
-        self._release_held()
+            self._ring_floor = pos
+        elif len(ring) == ring.maxlen:
+            self._ring_floor = ring[0].position
+        shared = None if message.private else message.frames   # the same for everyone
+        send = self._send
+        for member, seat in self._seats.items():   # (sending never changes the members)
+            since = seat.since
+            if since is None or pos <= since:
+                continue
+            if seat.pending and not seat.leaving:
+                self._to_member(member, seat, message)
+                continue
+            for frame in shared if shared is not None else message.for_user(seat.user_id):
+                send(member, frame)
+        if self._held:
+            self._release_held()
         if message.closed:
             self.closed = True
 

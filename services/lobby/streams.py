@@ -62,12 +62,9 @@ def parse_room_events(room_id: int, data: bytes) -> Message | None:
 
 
 def message_of(room_id: int, events: table_pb2.RoomEvents) -> Message:
-    frames = [Relayed(f) for f in events.frames]
-    closed = events.closed or any(
-        f.HasField("notice_dismiss") and f.notice_dismiss.dismissed
-        and f.notice_dismiss.room_id in (0, room_id) for f in events.frames)
-    return Message((events.index, events.part), frames,
-                   [(p.user_id, Relayed(p.frame)) for p in events.private], closed)
+    private = [(p.user_id, Relayed(p.frame)) for p in events.private] if events.private else ()
+    return Message((events.index, events.part), [Relayed(f) for f in events.frames], private,
+                   events.closed)
 
 
 def position_of(reply: table_pb2.TableReply) -> Position | None:
@@ -111,7 +108,7 @@ class RoomStreams:
             room.joining += 1
             return room
         loop = asyncio.get_running_loop()
-        orderer: RoomOrderer[Session] = RoomOrderer(room_id, _send, now=loop.time)
+        orderer: RoomOrderer[Session] = RoomOrderer(room_id, Session.send, now=loop.time)
         room = self.rooms[room_id] = RoomStream(room_id, orderer, joining=1)
         try:
             room.subs.append(await self.nc.subscribe(bus.room_events(room_id), cb=self._on_events))
@@ -385,10 +382,6 @@ class RoomStreams:
         for room in list(self.rooms.values()):
             await self._drop(room)
         self._of.clear()
-
-
-def _send(session: Session, frame: Outgoing) -> None:
-    session.send(frame)
 
 
 def subject_id(subject: str, index: int) -> int | None:

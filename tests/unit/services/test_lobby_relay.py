@@ -309,13 +309,13 @@ async def test_a_rooms_message_is_parsed_once_for_all_its_sessions() -> None:
     await streams.stop()
 
 
-async def test_a_dismissal_closes_the_room_and_private_frames_reach_their_user_only() -> None:
+async def test_the_rooms_last_message_closes_it_and_private_frames_reach_their_user_only() -> None:
     streams = RoomStreams(NoNats(), NoTable())  # type: ignore[arg-type]
     members = await seated(streams, 600003, 2)
     private = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=1))
     await streams._on_events(Msg("room.600003.events", events(600003, 2, private=[(2, private)])))
     notice = server_frame(lobby_msgs_pb2.NoticeDismiss(room_id=600003, dismissed=True))
-    await streams._on_events(Msg("room.600003.events", events(600003, 3, notice)))
+    await streams._on_events(Msg("room.600003.events", events(600003, 3, notice, closed=True)))
     await asyncio.sleep(0)
     assert all(s.room_id == 0 for s in members) and 600003 not in streams.rooms
     got = [await drain(s.outbox) for s in members]
