@@ -1,0 +1,123 @@
+"""The room streams' refills (services/lobby/streams.py) with stand-ins for NATS and the
+table: a gap is refilled from the table after a short wait, a table that cannot refill
+(``resync``) gets a snapshot request per member, and a NATS reconnect refills every room."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from paiju.frames import server_frame
+from paiju.v1 import lobby_msgs_pb2, table_pb2
+from services.lobby.sessions import Session
+from services.lobby.streams import RoomStreams
+
+ROOM = 9
+
+
+class Nats:
+    def __init__(self) -> None:
+        self.stats = {"reconnects": 0}
+        self.is_connected = True
+        self.callbacks: dict[str, Any] = {}
+
+    async def subscribe(self, subject: str, cb: Any) -> Any:
+        self.callbacks[subject] = cb
+        return self
+
+    async def flush(self, timeout: float = 10) -> None:
+        pass
+
+    async def unsubscribe(self) -> None:
+        pass
+
+
+class Msg:
+    def __init__(self, subject: str, data: bytes) -> None:
+        self.subject, self.data = subject, data
+
+
+def mark(n: int) -> Any:
+    return server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=n))
+
+
+def message(index: int) -> table_pb2.RoomEvents:
+    return table_pb2.RoomEvents(room_id=ROOM, index=index, frames=[mark(index)])
+
+
+class Table:
+    """The room's owner: its messages so far, or (``resync``) a ring that lost them."""
+
+    def __init__(self) -> None:
+        self.messages = [message(1)]
+        self.resync = False
+        self.asked: list[Any] = []
+        self.snapshots: list[int] = []
+
+    async def events_since(self, room_id: int, since: Any) -> table_pb2.TableReply:
+        self.asked.append(since)
+        if self.resync:
+            return table_pb2.TableReply(resync=True)
+        return table_pb2.TableReply(ordered=True, index=self.messages[-1].index, events=[
+            m for m in self.messages if (m.index, m.part) > since])
+
+    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
+        self.snapshots.append(session.user_id)
+        return table_pb2.TableReply(room_id=ROOM, seat=0, ordered=True, index=10,
+                                    frames=[mark(1000 + session.user_id)])
+
+
+async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Session]:
+    nats, table = Nats(), Table()
+    streams = RoomStreams(nats, table, gap_wait=gap_wait)  # type: ignore[arg-type]
+    session = Session(user_id=1, room_id=ROOM)
+    await streams.open(ROOM)
+    streams.join(session, ROOM, table_pb2.TableReply(room_id=ROOM, ordered=True, index=1), [])
+    await streams.release(ROOM)
+    await asyncio.sleep(gap_wait * 3)       # its first refill, once subscribed: nothing new
+    assert table.asked == [(1, 0)]
+    return nats, table, streams, session
+
+
+async def publish(nats: Nats, index: int) -> None:
+    subject = f"room.{ROOM}.events"
+    await nats.callbacks[subject](Msg(subject, message(index).SerializeToString()))
+
+
+def counts(session: Session) -> list[int]:
+    return [getattr(item, "frame", item).in_entrust.count for item in session.outbox._items]
+
+
+async def test_a_gap_is_refilled_after_a_short_wait() -> None:
+    nats, table, streams, session = await joined()
+    table.messages += [message(2), message(3)]
+    await publish(nats, 3)                  # 2 is missing: wait for it a moment
+    assert counts(session) == []
+    await asyncio.sleep(0.2)
+    assert counts(session) == [2, 3] and table.asked == [(1, 0), (1, 0)]
+    await streams.stop()
+
+
+async def test_a_table_that_cannot_refill_gets_a_snapshot_request_per_member() -> None:
+    nats, table, streams, session = await joined()
+    table.resync = True
+    await publish(nats, 3)
+    await asyncio.sleep(0.2)
+    assert table.snapshots == [1] and counts(session) == [1001]
+    table.messages.append(message(11))
+    await publish(nats, 11)                 # after the snapshot's position: in order
+    assert counts(session) == [1001, 11]
+    await streams.stop()
+
+
+async def test_every_room_is_refilled_after_a_nats_reconnect() -> None:
+    nats, table, streams, session = await joined()
+    follow = asyncio.create_task(streams.follow_reconnects())
+    await asyncio.sleep(0.05)
+    table.messages += [message(2), message(3)]
+    nats.stats["reconnects"] = 1            # messages 2 and 3 went while it was away
+    await asyncio.sleep(0.5)
+    assert counts(session) == [2, 3] and table.asked[-1] == (1, 0)
+    follow.cancel()
+    await asyncio.gather(follow, return_exceptions=True)
+    await streams.stop()
