@@ -5,7 +5,7 @@ records address, and a bare client of its Connect stream. Shared by the lobby's 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
@@ -35,6 +35,38 @@ async def wait_cached(app: Any, *room_ids: int, timeout: float = 10.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"rooms {missing} never reached the lobby's room cache")
         await asyncio.sleep(0.02)
+
+
+class Nats:
+    """A stand-in for the lobby's NATS connection in unit tests: subscriptions are
+    remembered by subject (the test calls their callbacks with :class:`Msg`), never called
+    by a server; ``stats`` and ``is_connected`` as nats-py has them."""
+
+    def __init__(self) -> None:
+        self.stats = {"reconnects": 0}
+        self.is_connected = True
+        self.callbacks: dict[str, Any] = {}
+
+    async def subscribe(self, subject: str, cb: Any) -> Any:
+        self.callbacks[subject] = cb
+        return self
+
+    async def flush(self, timeout: float = 10) -> None:
+        pass
+
+    async def unsubscribe(self) -> None:
+        pass
+
+    async def deliver(self, subject: str, data: bytes) -> None:
+        await self.callbacks[subject](Msg(subject, data))
+
+
+@dataclass
+class Msg:
+    """A NATS message as a subscription callback gets it."""
+
+    subject: str
+    data: bytes
 
 
 class ConnectStream:

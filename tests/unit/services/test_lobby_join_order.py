@@ -15,6 +15,7 @@ from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby.seating import ask_join, reply_frames, seat
 from services.lobby.sessions import Session
 from services.lobby.streams import RoomStreams
+from tests.support import lobbykit
 
 ROOM = 7
 
@@ -23,38 +24,19 @@ def secret(n: int) -> Any:
     return server_frame(lobby_msgs_pb2.Chat(content=f"secret VIP chat {n}"))
 
 
-class Nats:
-    """Subscriptions whose callbacks the test calls; a message arrives during the
-    subscription itself."""
-
-    stats = {"reconnects": 0}
-
-    def __init__(self) -> None:
-        self.callbacks: dict[str, Any] = {}
-        self.streams: RoomStreams | None = None
+class Nats(lobbykit.Nats):
+    """A message arrives during the subscription itself."""
 
     async def subscribe(self, subject: str, cb: Any) -> Any:
-        self.callbacks[subject] = cb
+        await super().subscribe(subject, cb)
         if subject.endswith(".events"):
             await publish(self, 1)          # the join's own record, before the answer
         return self
 
-    async def flush(self, timeout: float = 10) -> None:
-        pass
-
-    async def unsubscribe(self) -> None:
-        pass
-
-
-class Msg:
-    def __init__(self, subject: str, data: bytes) -> None:
-        self.subject, self.data = subject, data
-
 
 async def publish(nats: Nats, index: int) -> None:
     data = table_pb2.RoomEvents(room_id=ROOM, index=index, frames=[secret(index)])
-    subject = f"room.{ROOM}.events"
-    await nats.callbacks[subject](Msg(subject, data.SerializeToString()))
+    await nats.deliver(f"room.{ROOM}.events", data.SerializeToString())
 
 
 class App:

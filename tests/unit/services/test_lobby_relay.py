@@ -8,7 +8,6 @@ frames, the empty frame and malformed payloads; and the fan-out of one room's NA
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from services.lobby.session_loop import encode_binary
 from services.lobby.sessions import Outbox, Relayed, Session, seq_field
 from services.lobby.streams import RoomStreams
 from services.lobby.ws import encode_json, to_json
+from tests.support.lobbykit import Msg, Nats
 
 SEQS = [1, 2, 127, 128, 255, 300, 16_383, 16_384, 2**21, 2**32 + 5, 2**63 + 1, 2**64 - 1]
 F = FieldDescriptor
@@ -230,12 +230,6 @@ def test_own_frames_are_stamped_and_serialized_as_before() -> None:
 
 # -- the room streams: one NATS message, many sessions ------------------------------------
 
-@dataclass
-class Msg:
-    subject: str
-    data: bytes
-
-
 async def drain(outbox: Outbox) -> list[Any]:
     """The items queued so far (next() does not wait while the outbox holds some)."""
     return [await outbox.next() for _ in range(len(outbox))]
@@ -265,21 +259,6 @@ async def seated(streams: RoomStreams, room_id: int, n: int) -> list[Session]:
     return sessions
 
 
-class NoNats:
-    """Subscriptions that are never called by NATS (the test calls the callbacks)."""
-
-    stats = {"reconnects": 0}
-
-    async def subscribe(self, subject: str, cb: Any) -> Any:
-        return self
-
-    async def flush(self, timeout: float = 10) -> None:
-        pass
-
-    async def unsubscribe(self) -> None:
-        pass
-
-
 def events(room_id: int, index: int, *frames: Any, private: Any = (),
            closed: bool = False) -> bytes:
     return table_pb2.RoomEvents(room_id=room_id, index=index, frames=list(frames),
@@ -289,7 +268,7 @@ def events(room_id: int, index: int, *frames: Any, private: Any = (),
 
 
 async def test_a_rooms_message_is_parsed_once_for_all_its_sessions() -> None:
-    streams = RoomStreams(NoNats(), NoTable())  # type: ignore[arg-type]
+    streams = RoomStreams(Nats(), NoTable())  # type: ignore[arg-type]
     members = await seated(streams, 600001, 4)
     others = await seated(streams, 600002, 1)
     frame = server_frame(lobby_msgs_pb2.InEntrust(seat=1, count=2), event_uid="600001:1:5")
@@ -310,7 +289,7 @@ async def test_a_rooms_message_is_parsed_once_for_all_its_sessions() -> None:
 
 
 async def test_the_rooms_last_message_closes_it_and_private_frames_reach_their_user_only() -> None:
-    streams = RoomStreams(NoNats(), NoTable())  # type: ignore[arg-type]
+    streams = RoomStreams(Nats(), NoTable())  # type: ignore[arg-type]
     members = await seated(streams, 600003, 2)
     private = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=1))
     await streams._on_events(Msg("room.600003.events", events(600003, 2, private=[(2, private)])))

@@ -11,30 +11,9 @@ from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2
 from services.lobby.sessions import Session
 from services.lobby.streams import RoomStreams
+from tests.support.lobbykit import Nats
 
 ROOM = 9
-
-
-class Nats:
-    def __init__(self) -> None:
-        self.stats = {"reconnects": 0}
-        self.is_connected = True
-        self.callbacks: dict[str, Any] = {}
-
-    async def subscribe(self, subject: str, cb: Any) -> Any:
-        self.callbacks[subject] = cb
-        return self
-
-    async def flush(self, timeout: float = 10) -> None:
-        pass
-
-    async def unsubscribe(self) -> None:
-        pass
-
-
-class Msg:
-    def __init__(self, subject: str, data: bytes) -> None:
-        self.subject, self.data = subject, data
 
 
 def mark(n: int) -> Any:
@@ -80,8 +59,7 @@ async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Sess
 
 
 async def publish(nats: Nats, index: int) -> None:
-    subject = f"room.{ROOM}.events"
-    await nats.callbacks[subject](Msg(subject, message(index).SerializeToString()))
+    await nats.deliver(f"room.{ROOM}.events", message(index).SerializeToString())
 
 
 def counts(session: Session) -> list[int]:
