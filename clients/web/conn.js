@@ -1,0 +1,111 @@
+// The connection: the lobby's Connect protocol as proto3 JSON text frames over
+// /ws?format=json. A frame is {seq, <payload name>: {...}} with the .proto field names;
+// replies carry reply_to = our seq. proto3 JSON omits default values (0, "", false, the
+// first enum value) and writes int64 as strings, so every read elsewhere has a default.
+//
+// A socket that closes without a kick (the lobby stopped, or it sent a Reconnect frame
+// because it is draining) is opened again on the same origin, where the load balancer
+// picks a live lobby, and the client logs in again with the token it has: the lobby resumes
+// its seat (login_ok.room, then the room's snapshot). Pauses: the lobby's after_ms first,
+// then FIRST ms doubling up to LONGEST, each a random half to all of that; after GIVE_UP ms
+// without a login the client stops and says so.
+export const RECONNECT = {FIRST: 200, LONGEST: 3000, GIVE_UP: 60000};
+// a login refused for these reasons is not retried (ERR_BAD_TOKEN, ERR_TOKEN_EXPIRED)
+export const FINAL_LOGIN_CODES = new Set([1003, 1004]);
+const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
+
+export const conn = {ws: null, seq: 0, login: null, loginSeq: 0, kicked: false,
+  reconnectAfter: 0, beat: null, onRet: new Map(), answers: new Set(),
+  retry: {attempt: 0, since: 0, timer: null},
+  // set by app.js
+  hooks: {frame() {}, status() {}, error() {}, closed() {}, loggedOut() {}}};
+
+export function connect(login) {
+  clearTimeout(conn.retry.timer);
+  conn.retry = {attempt: 0, since: 0, timer: null};
+  conn.login = login;
+  conn.kicked = false;
+  conn.reconnectAfter = 0;
+  open();
+}
+
+function open() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws?format=json`);
+  conn.ws = ws;
+  ws.onopen = () => {
+    conn.hooks.status(conn.retry.attempt ? "connected again, logging in" : "connected");
+    conn.loginSeq = send("login", conn.login);
+  };
+  ws.onmessage = (ev) => {
+    const frame = JSON.parse(ev.data);
+    const kind = Object.keys(frame).find((k) => !FRAME_KEYS.has(k));
+    conn.hooks.frame(kind, frame[kind] || {}, frame);
+  };
+  ws.onclose = () => {
+    if (conn.ws !== ws) return;   // a socket already replaced
+    clearInterval(conn.beat);
+    conn.answers.clear();
+    conn.onRet.clear();
+    conn.hooks.closed();
+    if (conn.kicked || !conn.login) {
+      conn.hooks.status("disconnected");
+      conn.hooks.loggedOut();
+      return;
+    }
+    reconnectLater();
+  };
+}
+
+// The next try to open the socket and log in again, or giving up after GIVE_UP ms.
+function reconnectLater() {
+  const r = conn.retry;
+  if (!r.since) r.since = Date.now();
+  r.attempt += 1;
+  const ceiling = Math.min(RECONNECT.LONGEST, RECONNECT.FIRST * 2 ** (r.attempt - 1));
+  const pause = Math.max(conn.reconnectAfter, ceiling * (0.5 + Math.random() / 2));
+  conn.reconnectAfter = 0;
+  if (Date.now() + pause - r.since > RECONNECT.GIVE_UP) {
+    conn.retry = {attempt: 0, since: 0, timer: null};
+    conn.hooks.status("disconnected");
+    conn.hooks.error("the lobby cannot be reached: log in again later");
+    conn.hooks.loggedOut();
+    return;
+  }
+  conn.hooks.status(`connection lost: reconnecting in ${(pause / 1000).toFixed(1)} s`);
+  r.timer = setTimeout(open, pause);
+}
+
+// A login answered: the retries start over; the heartbeat runs every `seconds`.
+export function loggedIn(seconds) {
+  const again = conn.retry.attempt > 0;
+  conn.retry = {attempt: 0, since: 0, timer: null};
+  clearInterval(conn.beat);
+  conn.beat = setInterval(() => send("heartbeat", {client_time_ms: String(Date.now())}),
+    (seconds || 15) * 1000);
+  return again;
+}
+
+export function send(name, body) {
+  if (!conn.ws || conn.ws.readyState !== WebSocket.OPEN) {
+    conn.hooks.error("not connected");
+    return 0;
+  }
+  conn.seq += 1;
+  conn.ws.send(JSON.stringify({seq: conn.seq, [name]: body || {}}));
+  return conn.seq;
+}
+
+// Send a request; `onRet(ret)` gets its Return (OK or refused) when the lobby answers.
+export function request(name, body, onRet) {
+  const seq = send(name, body);
+  if (seq && onRet) conn.onRet.set(seq, onRet);
+  return seq;
+}
+
+// An answer to a Prompt: remembered so that an "overtaken" refusal is a note, not an error.
+export function answer(name, body) {
+  const seq = send(name, body);
+  if (seq) conn.answers.add(seq);
+  return seq;
+}

@@ -1,0 +1,53 @@
+// The settlement of a hand as a table: one column per seat, one row per ledger line
+// (payer -, payee +), the total row (the deltas), then each seat's revealed hand and, in
+// Dadun, the score parts. The same data as plain text goes to #settlement (copyable; the
+// node harnesses read it).
+import {$, el, show} from "./dom.js";
+import {app} from "./state.js";
+import {reasonName, t} from "./i18n.js";
+import {cardEl, parseTiles, sortCards, tileEl} from "./tiles.js";
+import {seatLabel} from "./table.js";
+
+const signed = (n) => (n > 0 ? `+${n}` : String(n));
+
+export function renderSettlement(frame, over, payments, text) {
+  const deltas = (over.deltas || frame.deltas || []).map(Number);
+  const seats = [0, 1, 2, 3];
+  const head = el("tr", {}, [el("th", {text: ""}), ...seats.map((s) =>
+    el("th", {text: seatLabel(s), cls: s === app.seat ? "me" : ""}))]);
+  const rows = payments.map((p) => el("tr", {}, [
+    el("th", {text: reasonName(p.reason), cls: "reason"}),
+    ...seats.map((s) => {
+      const v = s === (p.payee ?? 0) ? Number(p.amount || 0) : s === (p.payer ?? 0) ? -Number(p.amount || 0) : 0;
+      return el("td", {text: v ? signed(v) : "", cls: v > 0 ? "plus" : v < 0 ? "minus" : ""});
+    })]));
+  const total = el("tr", {cls: "total"}, [el("th", {text: t("total")}), ...seats.map((s) =>
+    el("td", {text: signed(deltas[s] || 0), cls: (deltas[s] || 0) > 0 ? "plus" : (deltas[s] || 0) < 0 ? "minus" : ""}))]);
+  const extra = [];
+  const hands = over.hands || frame.hands || [];
+  if (hands.length) {
+    extra.push(el("tr", {cls: "hands"}, [el("th", {text: t("revealed")}), ...seats.map((s) =>
+      el("td", {}, [el("div", {cls: "mini"}, parseTiles(hands[s]).map((x) => tileEl(x, {cls: "xs"})))]))]));
+  }
+  for (const key of ["win_score", "bomb_score", "card_score", "catch_score"]) {
+    const players = over.players || [];
+    if (!players.length) break;
+    extra.push(el("tr", {cls: "parts"}, [el("th", {text: key.replace("_", " ")}), ...seats.map((s) =>
+      el("td", {text: String((players.find((p) => (p.seat ?? 0) === s) || {})[key] ?? "")}))]));
+  }
+  const winners = (over.wins || []).map((w) => `${seatLabel(w.seat)}: ${(w.patterns || []).join(", ")}` +
+    (w.fan !== undefined ? ` (${w.fan} fan)` : ""));
+  $("settlement-title").textContent = `${t("hand_over")} #${frame.hand_no || frame.now || over.hand_no || ""}` +
+    (over.end === "wall_exhausted" || frame.draw_game ? ` · ${t("draw_game")}` : "");
+  $("settlement-wins").replaceChildren(...winners.map((w) => el("li", {text: w})));
+  const birds = over.birds && over.birds.tiles ? over.birds.tiles : [];
+  $("settlement-birds").replaceChildren(...(birds.length ? [el("span", {text: `${t("birds_title")} 扎鸟 `}),
+    ...birds.map((x) => tileEl(x, {cls: "sm"}))] : []));
+  $("settlement-table").replaceChildren(el("thead", {}, [head]), el("tbody", {}, [...rows, total, ...extra]));
+  const shown = over.all_hands || [];
+  if (shown.length) {
+    $("settlement-birds").appendChild(el("div", {cls: "mini"}, sortCards(parseTiles(shown[app.seat] || [])).map((c) => cardEl(c, {cls: "xs"}))));
+  }
+  $("settlement").textContent = text;
+  show("settlement-panel", true);
+}

@@ -1,0 +1,86 @@
+// The table: four seats around it (seen from ours: we sit at the bottom, the next seat 下家
+// on the right), each with its plate (name, score, online / entrust, dealer, countdown), and
+// the game's own parts drawn by mahjong.js or dadun.js. Reads state.js, never changes the
+// hand; clicks go to the `actions` callbacks app.js passes in.
+import {$, el, show} from "./dom.js";
+import {app, hand} from "./state.js";
+import {t} from "./i18n.js";
+import * as mahjong from "./mahjong.js";
+import * as dadun from "./dadun.js";
+
+export const POSITIONS = ["bottom", "right", "top", "left"];
+
+// The position of a seat on the screen: ours at the bottom.
+export function position(seat) {
+  const me = app.seat >= 0 ? app.seat : 0;
+  return POSITIONS[(seat - me + 4) % 4];
+}
+
+export function playerAt(seat) {
+  return ((app.room && app.room.players) || []).find((p) => (p.seat ?? 0) === seat) || null;
+}
+
+export function seatLabel(seat) {
+  const p = playerAt(seat);
+  if (seat === app.seat) return t("you");
+  return p ? p.nickname || `user ${p.user_id}` : `${t("seat")} ${seat}`;
+}
+
+export function renderTable(actions) {
+  const table = $("table");
+  if (!table) return;
+  const game = hand ? hand.game : "";
+  table.className = `table g-${hand ? hand.family : "none"}`;
+  show("table", !!app.room);
+  for (let seat = 0; seat < 4; seat++) {
+    const box = $(`seat-${position(seat)}`);
+    box.replaceChildren(plate(seat));
+    if (hand) {
+      const parts = hand.family === "dadun" ? dadun.seatParts(seat) : mahjong.seatParts(seat);
+      for (const p of parts) box.appendChild(p);
+    }
+  }
+  const center = $("table-center");
+  center.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.centerParts()
+    : mahjong.centerParts()) : [el("div", {cls: "idle", text: t("waiting")})]));
+  const mine = $("my-hand");
+  mine.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.handParts(actions)
+    : mahjong.handParts(actions)) : []));
+  if (game) table.title = game;
+}
+
+function plate(seat) {
+  const p = playerAt(seat);
+  const acting = hand && (hand.toAct || []).includes(seat) && hand.phase !== "over";
+  const cls = ["plate", acting ? "acting" : "", seat === app.seat ? "me" : "",
+    p && !p.online ? "is-offline" : "", p && p.entrusted ? "is-entrusted" : ""].join(" ");
+  if (!p) return el("div", {cls: `${cls} vacant`, text: t("empty_seat")});
+  const badges = [];
+  const dealer = hand && (hand.family === "dadun" ? hand.banker : hand.dealer);
+  if (hand && dealer === seat) badges.push(el("span", {cls: "badge dealer", text: hand.family === "dadun" ? t("banker") : t("dealer")}));
+  badges.push(el("span", {cls: `badge ${p.online ? "online" : "offline"}`, text: p.online ? t("online") : t("offline")}));
+  if (p.entrusted) badges.push(el("span", {cls: "badge entrusted", text: `${t("entrusted")} 托管`}));
+  if (!hand && p.ready) badges.push(el("span", {cls: "badge ready", text: t("ready_mark")}));
+  if (hand && hand.family === "mahjong" && hand.won[seat]) badges.push(el("span", {cls: "badge won", text: `${t("hu")} 胡`}));
+  if (hand && hand.family === "mahjong" && hand.voids[seat]) {
+    badges.push(el("span", {cls: "badge void", text: `缺${{m: "万", p: "筒", s: "条"}[hand.voids[seat]] || ""}`}));
+  }
+  const running = hand && hand.phase !== "over" ? Number((hand.scores || [])[seat] || 0) : 0;
+  const score = Number(p.total_score || 0) + running;
+  const timer = el("span", {cls: "timer", data: {seat}});
+  return el("div", {cls, data: {seat}}, [
+    el("span", {cls: "name", text: p.nickname || `user ${p.user_id}`}),
+    el("span", {cls: "score", text: score > 0 ? `+${score}` : String(score)}),
+    timer, ...badges]);
+}
+
+// The countdowns on the plates and the decision bar, every 250 ms.
+export function tickTimers() {
+  const left = (ms) => Math.max(0, Math.ceil((ms - Date.now()) / 1000));
+  for (const e of document.querySelectorAll ? document.querySelectorAll(".plate .timer") : []) {
+    const seat = Number(e.getAttribute("data-seat"));
+    const acting = hand && (hand.toAct || []).includes(seat);
+    const until = seat === app.seat && app.prompt ? app.deadline : app.seatDeadline[seat];
+    e.textContent = acting && until > Date.now() ? `${left(until)}s` : "";
+  }
+}
