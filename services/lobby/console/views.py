@@ -18,6 +18,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from games import registry
 from paiju.v1 import common_pb2
 from services.lobby.app import LobbyApp
 from services.lobby.errors import Reject, Unavailable
@@ -25,7 +26,7 @@ from services.lobby.rooms import PLAYER_FIELDS, RoomEntry, room_entry
 
 PROFILE_TIMEOUT = 3.0        # the records profile in /api/users (optional part of the answer)
 MAX_ID = 2**63 - 1
-GAMES = {"xuezhan", "changsha", "dadun"}
+GAMES = {spec.name for spec in registry.all()}
 STATUSES = {common_pb2.RoomStatus.Name(v)[len("ROOM_"):].lower(): v
             for v in common_pb2.RoomStatus.values()}
 # what /api/rooms/{id} shows of each seated player: from the public allow-list only
