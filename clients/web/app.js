@@ -100,7 +100,16 @@ const HANDLERS = {
     log(`${who} ${(p.reason || "JOIN").toLowerCase()}`);
   },
   mj_deal(b) { room.startOfHand(b.hand_no); onEvent("mj_deal", b); log(describe("mj_deal", b)); render(); },
-  dd_assign(b) { room.startOfHand(); onEvent("dd_assign", b); log(describe("dd_assign", b)); render(); },
+  dd_assign(b) {
+    if (!hand || hand.family !== "dadun" || hand.phase === "over" || hand.tiles.length) room.startOfHand();
+    onEvent("dd_assign", b);
+    log(describe("dd_assign", b));
+    render();
+  },
+  game_event(e) {
+    if (e.kind === "deal" && e.game === "dadun") room.startOfHand();   // a Dadun hand starts
+    if (onEvent("game_event", e)) render();
+  },
   mj_payment(b) { app.payments.push(b.payment || {}); onEvent("mj_payment", b); log(describe("mj_payment", b)); render(); },
   // the decision our action buttons belong to can end without us: drop the buttons then
   mj_window_closed(w) {

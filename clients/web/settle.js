@@ -1,5 +1,6 @@
-// The settlement of a hand as a table: one column per seat, one row per ledger line
-// (payer -, payee +), the total row (the deltas), then each seat's revealed hand and, in
+// The settlement of a hand as a table: one column per seat, one row per reason of the
+// ledger (its lines summed per seat: payer -, payee +; the plain-text ledger below lists
+// every line), the total row (the deltas), then each seat's revealed hand and, in
 // Dadun, the score parts. The same data as plain text goes to #settlement (copyable; the
 // node harnesses read it).
 import {$, el, show} from "./dom.js";
@@ -15,10 +16,19 @@ export function renderSettlement(frame, over, payments, text) {
   const seats = [0, 1, 2, 3];
   const head = el("tr", {}, [el("th", {text: ""}), ...seats.map((s) =>
     el("th", {text: seatLabel(s), cls: s === app.seat ? "me" : ""}))]);
-  const rows = payments.map((p) => el("tr", {}, [
-    el("th", {text: reasonName(p.reason), cls: "reason"}),
+  // one row per reason (the lines of a reason summed per seat, their number shown)
+  const byReason = new Map();
+  for (const p of payments) {
+    const row = byReason.get(p.reason) || {n: 0, seat: [0, 0, 0, 0]};
+    row.n += 1;
+    row.seat[p.payee ?? 0] += Number(p.amount || 0);
+    row.seat[p.payer ?? 0] -= Number(p.amount || 0);
+    byReason.set(p.reason, row);
+  }
+  const rows = [...byReason].map(([reason, row]) => el("tr", {}, [
+    el("th", {text: reasonName(reason) + (row.n > 1 ? ` ×${row.n}` : ""), cls: "reason"}),
     ...seats.map((s) => {
-      const v = s === (p.payee ?? 0) ? Number(p.amount || 0) : s === (p.payer ?? 0) ? -Number(p.amount || 0) : 0;
+      const v = row.seat[s];
       return el("td", {text: v ? signed(v) : "", cls: v > 0 ? "plus" : v < 0 ? "minus" : ""});
     })]));
   const total = el("tr", {cls: "total"}, [el("th", {text: t("total")}), ...seats.map((s) =>

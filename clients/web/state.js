@@ -95,9 +95,14 @@ export function onEvent(kind, b) {
       wall: b.wall_remaining || 0});
     return true;
   }
-  if (kind === "dd_assign") {
-    newHand("dadun", {tiles: parseTiles(b.cards), counts: [0, 1, 2, 3].map(() => null)});
-    if (app.room) hand.handNo = (app.room.cur_hand || 0) + 1;
+  if (kind === "dd_assign") {   // after the public deal event (GameEvent "deal") of the hand
+    if (!hand || hand.family !== "dadun" || hand.tiles.length || hand.phase === "over") newHand("dadun");
+    hand.tiles = parseTiles(b.cards);
+    if (app.room) hand.handNo = app.room.cur_hand || 0;
+    return true;
+  }
+  if (kind === "game_event" && b.kind === "deal" && b.game === "dadun") {
+    newHand("dadun", {banker: parseJson(b.json).banker ?? -1, counts: [null, null, null, null]});
     return true;
   }
   if (!hand) return false;
@@ -170,9 +175,33 @@ export function onEvent(kind, b) {
       hand.deskPoints = 0;
       if (b.catch_score) hand.catch = b.catch_score;
       return true;
+    case "game_event": return onGameEvent(b.kind || "", parseJson(b.json), b);
     case "dd_tan_pai":
       hand.shown = [0, 1, 2, 3].map((i) => ((b.items || []).find((x) => (x.seat ?? 0) === i) || {}).cards || []);
       return true;
+    default: return false;
+  }
+}
+
+function parseJson(text) {
+  try { return text ? JSON.parse(text) : {}; } catch { return {}; }
+}
+
+// The engine's events without a typed frame (GameEvent): the ones the table shows.
+function onGameEvent(kind, d, b) {
+  const seat = d.seat ?? b.seat ?? -1;
+  switch (kind) {
+    case "payment": {   // Dadun's ledger lines (mahjong has MjPayment)
+      const p = {reason: d.reason, payer: d.payer ?? 0, payee: d.payee ?? 0, amount: d.amount || 0};
+      app.payments.push(p);
+      hand.scores[p.payer] -= Number(p.amount);
+      hand.scores[p.payee] += Number(p.amount);
+      return true;
+    }
+    case "turn": if (seat >= 0) { hand.toAct = [seat]; hand.phase = "play"; } return true;
+    case "deal": if (d.banker !== undefined) hand.banker = d.banker; return true;
+    case "haidi_offer": if (seat >= 0) { hand.toAct = [seat]; hand.phase = "haidi"; } return true;
+    case "exchange_done": hand.exchangeDirection = d.direction || null; return true;
     default: return false;
   }
 }
