@@ -277,6 +277,56 @@ def report(runs: list[SystemRun], baseline: Mapping[str, tuple[float, int]], sta
     return lines
 
 
+@dataclass(frozen=True)
+class Floor:
+    """The bare transport of the hops one player action takes, measured in this run
+    (bench_transport's primitives): the server's share in microseconds of CPU."""
+
+    bidi: float        # (b) one bidi message round trip, both ends
+    append: float      # (e) fenced JetStream append: client + nats-server
+    publish: float     # (c3) NATS publish + delivery: client + nats-server
+
+    @property
+    def hops(self) -> list[tuple[str, float]]:
+        return [
+            ("client -> lobby and the answer back (the server's half of a round trip)",
+             self.bidi / 2),
+            ("lobby -> table and the reply (one round trip on Table.Session)", self.bidi),
+            ("the record's fenced append (client + nats-server)", self.append),
+            ("the record's message: publish + delivery to the lobby", self.publish),
+            ("delivery to four clients (the server's write: a quarter round trip each)",
+             4 * self.bidi / 4),
+        ]
+
+    @property
+    def total(self) -> float:
+        return sum(cost for _, cost in self.hops)
+
+
+def measure_floor() -> Floor:
+    from bench.bench_transport import measure as transport
+    ops, figures = asyncio.run(transport(scale=2, rounds=3))
+    f = {k: figures[k] for k in ("b", "e", "c3")}
+    return Floor(bidi=f["b"].cpu * 1e6, append=(f["e"].cpu + f["e"].server) * 1e6,
+                 publish=(f["c3"].cpu + f["c3"].server) * 1e6)
+
+
+def floor_lines(runs: list[SystemRun], floor: Floor) -> list[str]:
+    lines = ["", "## The server's cost per action against its transport floor", "",
+             "The floor is the bare cost of exactly the hops one action takes, from "
+             "`bench_transport`'s primitives measured in this run (server side only):", "",
+             "| hop | µs CPU |", "|---|---:|"]
+    lines += [f"| {name} | {cost:.0f} |" for name, cost in floor.hops]
+    lines += [f"| **floor** | **{floor.total:.0f}** |", "",
+              "| game | server CPU per player action µs (lobby, table, arbiter, records, "
+              "nats-server) | floor µs | ratio |", "|---|---:|---:|---:|"]
+    for r in runs:
+        server = sum(v for k, v in r.cpu.items() if not k.startswith("robots")) * 1e6 / max(r.actions, 1)
+        lines.append(f"| {r.game} | {server:.0f} | {floor.total:.0f} | "
+                     f"{server / floor.total:.1f}x |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 room, 2 hands per game")
@@ -288,8 +338,10 @@ def main(argv: list[str] | None = None) -> None:
     rooms, hands = (1, 2) if args.quick else (args.rooms, args.hands)
     command = "python -m bench.bench_system" + (" --quick" if args.quick else
                                                 f" --rooms {rooms} --hands {hands}")
+    floor = measure_floor()
     runs, baseline, startup = run(rooms, hands)
-    write_report(args.out / "system.md", report(runs, baseline, startup, command))
+    write_report(args.out / "system.md",
+                 report(runs, baseline, startup, command) + floor_lines(runs, floor))
     if any(r.hands < r.expected for r in runs):
         raise SystemExit("some rooms did not finish their hands: see the report")
 
