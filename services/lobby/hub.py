@@ -90,16 +90,15 @@ class Hub:
         self.sessions.add(session)
         metrics.SESSIONS.set(len(self.sessions))
 
-    async def bind(self, session: Session) -> None:
-        """Make ``session`` the user's live session here and everywhere: kick the older local
-        one, tell the other lobbies."""
+    def bind(self, session: Session) -> None:
+        """Make ``session`` the user's live session here (the older local one is kicked);
+        :meth:`announce` then tells the other lobbies."""
         uid = session.user_id
         self.generations.note(uid, session.gen, session.token_expiry)
         older = self.by_user.get(uid)
         if older is not None and older is not session:
             self.kick(older, "local")
         self.by_user[uid] = session
-        await self.announce(session)
 
     async def announce(self, session: Session) -> None:
         """Tell every lobby that ``session`` is the user's newest (session.kick.<uid>)."""

@@ -81,18 +81,23 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
     session.user_id = user_id
     session.login_at = time.time()
     session.gen, session.token_expiry = claims.gen, float(claims.expiry)
-    await app.hub.bind(session)
+    app.hub.bind(session)
     metrics.LOGINS.labels("ok").inc()
-    seat = await app.directory.seat(user_id)
-    room_id = int(seat.get("room_id") or 0) if seat else 0
-    ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
-                                heartbeat_seconds=app.lobby.heartbeat_seconds,
-                                session_id=session.session_id)
-    if room_id:
-        room = await _room_info(app, room_id)
-        if room is not None:
-            ok.room.CopyFrom(room)
-    session.send(server_frame(ok, reply_to=frame.seq))
+    try:
+        seat = await app.directory.seat(user_id)
+        room_id = int(seat.get("room_id") or 0) if seat else 0
+        ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
+                                    heartbeat_seconds=app.lobby.heartbeat_seconds,
+                                    session_id=session.session_id)
+        if room_id:
+            room = await _room_info(app, room_id)
+            if room is not None:
+                ok.room.CopyFrom(room)
+        session.send(server_frame(ok, reply_to=frame.seq))
+    finally:
+        # the other lobbies hear of this session once its LoginOk is on its way: a kick
+        # that this causes (an older token, a newer session elsewhere) comes after it
+        await app.hub.announce(session)
     if room_id:
         await _resume(app, session, frame, room_id, seat or {})
 
