@@ -280,6 +280,10 @@ class RoomOrderer(Generic[Member]):
         seat = self._seats.get(member)
         if seat is not None and seat.pending:
             seat.pending -= 1
+        if seat is None and position is not None and self.involves(member):
+            # its join waits for the stream: this answer comes after it, in order
+            self._hold(position, member, list(frames), "leave" if leave else "reply")
+            return
         if position is None or seat is None:
             if seat is not None:
                 self._flush_queue(member, seat)

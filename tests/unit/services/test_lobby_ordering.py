@@ -269,3 +269,13 @@ def test_a_session_gone_before_its_join_came_due_is_forgotten() -> None:
     assert "b" not in h.got and not h.o.involves("b") and h.o.held() == 0
     h.o.leave("a")
     assert h.o.empty
+
+
+def test_an_answer_after_a_join_still_waiting_comes_after_the_join() -> None:
+    h = Harness([])
+    h.o.join("a", 1, (0, 0), [])
+    h.o.join("b", 2, (2, 0), ["b-in@2"])          # ahead of the stream
+    h.o.reply("b", (3, 0), ["b-ready@3"])         # a command sent right after the join
+    for i in (1, 2, 3):
+        h.o.offer(Message((i, 0), (f"e{i}",)))
+    assert h.got["b"] == ["b-in@2", "e3", "b-ready@3"]
