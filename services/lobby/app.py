@@ -24,11 +24,11 @@ from services.lobby.directory import Directory
 from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
-from services.lobby.limits import Admission, Limits
+from services.lobby.limits import Admission, Limits, RateLimiter
 from services.lobby.records_client import RecordsClient
 from services.lobby.room_changes import RoomChanges
 from services.lobby.rooms import RoomCache
-from services.lobby.sessions import RateLimiter, Relayed, Session
+from services.lobby.sessions import Relayed, Session
 from services.lobby.streams import RoomStreams
 from services.lobby.table_link import KEEPALIVE
 

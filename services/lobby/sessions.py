@@ -1,5 +1,5 @@
 """Client sessions: a bounded outbound queue, the server sequence, the user and room it is
-bound to, and the per-user chat rate limit. No I/O here; the server drives the stream.
+bound to. No I/O here; the session loop (session_loop.py) drives the stream.
 
 An outbox holds the lobby's own frames (``ServerFrame`` objects) and frames relayed from
 NATS (``Relayed``): those are parsed once per NATS message, whatever the number of sessions
@@ -11,11 +11,9 @@ so a relayed frame is never copied, parsed or serialized per session.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 import uuid
 from collections import deque
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -182,65 +180,3 @@ class Session:
         self.outbox.close(drop=True)
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
-
-
-class RateLimiter:
-    """At most ``limit`` events per ``window`` seconds per key (a sliding window).
-
-    A key is remembered only while it has events inside the window: a key's expired events
-    go when it is used again, and once per ``window`` a sweep drops every key whose last
-    event has left the window, so the state is bounded by the keys active lately (not by
-    every user who ever chatted)."""
-
-    def __init__(self, limit: int, window: float = 60.0) -> None:
-        self.limit = limit
-        self.window = window
-        self._events: dict[Hashable, deque[float]] = {}
-        self._next_sweep = float("-inf")
-
-    def __len__(self) -> int:
-        """The keys remembered."""
-        return len(self._events)
-
-    def allow(self, key: Hashable, now: float | None = None) -> bool:
-        """Count one event of ``key`` if the window has room for it; False (nothing
-        counted) when it has not."""
-        now = time.monotonic() if now is None else now
-        if self.retry_after(key, now) > 0:
-            return False
-        self.record(key, now)
-        return True
-
-    def retry_after(self, key: Hashable, now: float | None = None) -> float:
-        """Seconds until ``key`` may have one more event (0: now); counts nothing."""
-        now = time.monotonic() if now is None else now
-        self.sweep(now)
-        if self.limit <= 0:
-            return math.inf
-        times = self._events.get(key)
-        if times is not None:
-            while times and times[0] <= now - self.window:
-                times.popleft()
-        if len(times or ()) < self.limit:
-            return 0.0
-        assert times is not None
-        return max(1e-3, times[-self.limit] + self.window - now)
-
-    def record(self, key: Hashable, now: float | None = None) -> None:
-        """Count one event of ``key`` (after :meth:`retry_after` said 0)."""
-        now = time.monotonic() if now is None else now
-        times = self._events.get(key)
-        if times is None:
-            times = self._events[key] = deque()
-        times.append(now)
-
-    def sweep(self, now: float | None = None, *, force: bool = False) -> None:
-        """Forget the keys with no event inside the window (at most once per window, unless
-        ``force``)."""
-        now = time.monotonic() if now is None else now
-        if now < self._next_sweep and not force:
-            return
-        self._next_sweep = now + self.window
-        cutoff = now - self.window
-        for key in [k for k, times in self._events.items() if not times or times[-1] <= cutoff]:
-            del self._events[key]

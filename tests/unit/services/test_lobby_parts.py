@@ -10,8 +10,9 @@ from google.protobuf import json_format
 
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2
+from services.lobby.limits import RateLimiter
 from services.lobby.rooms import RoomCache, parse_room_value
-from services.lobby.sessions import Outbox, RateLimiter, Session
+from services.lobby.sessions import Outbox, Session
 
 
 def beat(n: int):  # type: ignore[no-untyped-def]

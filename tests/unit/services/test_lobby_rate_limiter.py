@@ -1,9 +1,9 @@
-"""The chat rate limiter (sessions.RateLimiter): a sliding window per user, and state
+"""The rate limiter (limits.RateLimiter): a sliding window per user, and state
 bounded by the users active lately (idle ones are forgotten by a sweep once per window)."""
 
 from __future__ import annotations
 
-from services.lobby.sessions import RateLimiter
+from services.lobby.limits import RateLimiter
 
 
 def test_rate_limiter_limits_within_the_window() -> None:
