@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from clients.cli import render
+from clients.cli.focus import Focus
 from clients.cli.parse import COMMANDS, Command, InputError, choose_action, parse_command
 from clients.robot.robot import GAMES, Robot, action_frame
 from clients.robot.view import choose
@@ -56,9 +57,16 @@ class Seat:
 
 
 class CliApp:
-    def __init__(self, options: Options, out: Callable[[str], None] | None = None) -> None:
+    def __init__(self, options: Options, out: Callable[[str], None] | None = None,
+                 show_prompt: Callable[[str], None] | None = None) -> None:
         self.opt = options
-        self.out = out or (lambda line: print(line, flush=True))
+        self._write = out or (lambda line: print(line, flush=True))
+        # the status line as the input prompt, in interactive mode: on a terminal it is
+        # erased before the next output line and drawn again after it
+        self._show = show_prompt or _terminal_prompt
+        self._prompt_up = False
+        self.interactive = False
+        self.focus = Focus()
         self.session: LobbySession = None  # type: ignore[assignment]  # made in run()'s loop
         self.at = Seat()
         self.done = asyncio.Event()          # quit, kicked out or the stream closed
@@ -122,13 +130,38 @@ class CliApp:
 
         threading.Thread(target=read, daemon=True, name="stdin").start()
         self.out("type 'help' for the commands")
+        self.interactive = True
+        self.show_prompt()
         while not self.done.is_set():
             getter = asyncio.ensure_future(lines.get())
             if getter not in await _first(getter, self.done.wait()):
                 return
             line = getter.result()
+            self._prompt_up = False          # the person's Enter ended the prompt's line
             if line is None or not await self.handle_line(line):
                 return
+            self.show_prompt()
+
+    # ------------------------------------------------------------------ output
+    def out(self, line: str) -> None:
+        if self._prompt_up:
+            self._show("\r\033[K")          # erase the prompt; drawn again after the burst
+            self._prompt_up = False
+        self._write(line)
+
+    def show_prompt(self) -> None:
+        """The status line as the prompt (interactive only): room, seat, hand, whose move,
+        entrust, preceded by a summary of other rooms' changes when there are some."""
+        if not self.interactive:
+            return
+        summary = self.focus.room_summary() if self.at.room is None else None
+        if summary:
+            self.out(summary)
+        if self.at.room is not None:
+            self.focus.clear_changes()       # in a room the list is not news
+        self._show(self.focus.status(self.at.room, self.at.seat, self.at.prompt is not None,
+                                     self.at.hand_no))
+        self._prompt_up = True
 
     # ------------------------------------------------------------------ input
     async def handle_line(self, line: str) -> bool:
@@ -201,6 +234,7 @@ class CliApp:
     def _show_reply(self, frame: client_pb2.ServerFrame) -> None:
         kind = frame.WhichOneof("payload")
         if kind == "room_list":
+            self.focus.clear_changes()
             self.out(f"rooms ({frame.room_list.started_room_num} playing):")
             for line in render.room_list_lines(frame.room_list.items):
                 self.out(line)
@@ -250,6 +284,8 @@ class CliApp:
                 continue
             try:
                 self._on_push(frame)
+                if self.session.pushes.empty():
+                    self.show_prompt()
                 kind = frame.WhichOneof("payload")
                 if kind == "prompt" and self.opt.auto:
                     await self._auto_answer(frame.prompt)
@@ -280,6 +316,7 @@ class CliApp:
         elif self.at.room is not None:
             self.out(f"room {self.at.room.room_id} ended while you were away")
             self.at = Seat()
+            self.focus.left_room()
             self.room_closed.set()
         return True
 
@@ -310,14 +347,32 @@ class CliApp:
         if kind == "prompt":
             at.prompt, at.seat, at.hand_no = frame.prompt, frame.prompt.seat, frame.prompt.hand_no
             self._print(render.prompt_lines(frame.prompt))
+            if self.focus.entrusted and not self.opt.auto:
+                self.out("entrust (托管) plays this for you: type 'entrust-cancel' to take over")
+            return
+        if kind == "room_change":            # other rooms: summarised at the prompt
+            self.focus.room_change(frame.room_change)
+            return
+        if kind == "distance_alert":         # one same-IP alert per room
+            line = self.focus.alert(frame.distance_alert, at.room.room_id if at.room else 0,
+                                    self._names())
+            if line:
+                self.out(line)
             return
         if kind == "room_joined":
             self._set_room(frame.room_joined.room, frame.room_joined.seat)
             return
         if kind == "mj_game_info":
+            info = frame.mj_game_info
+            self.focus.set_entrust(0 <= at.seat < len(info.entrusted) and info.entrusted[at.seat],
+                                   info.cancel_entrust_count)
             self._print(render.observation_lines(at.game, json.loads(
-                frame.mj_game_info.observation_json or "{}")))
+                info.observation_json or "{}")))
             return
+        if kind == "dd_game_info":
+            info = frame.dd_game_info
+            self.focus.set_entrust(0 <= at.seat < len(info.is_entrust) and info.is_entrust[at.seat],
+                                   info.cancel_entrust_count)
         self._track(frame)
         line = render.event_line(frame, at.seat)
         if line:
@@ -326,6 +381,11 @@ class CliApp:
             over = frames.hand_over_data(frame) or {}
             self._print(render.settlement_lines(at.game, over, at.payments, at.seat, at.hand_no))
             at.payments, at.prompt = [], None
+            self.focus.set_entrust(False)    # entrust ends with the hand
+        if kind == "mj_deal" or (kind == "game_event" and frame.game_event.kind == "deal"):
+            line = self.focus.same_ip_line(self._names())
+            if line:
+                self.out(line)
 
     def _track(self, frame: client_pb2.ServerFrame) -> None:
         """Keep the hand's payments and the room's end for the settlement and the loop."""
@@ -341,7 +401,12 @@ class CliApp:
             self.at.room.players.extend(frame.player_change.players)
         elif kind == "notice_dismiss" and frame.notice_dismiss.dismissed:
             self.at = Seat()
+            self.focus.left_room()
             self.room_closed.set()
+        elif kind == "in_entrust" and frame.in_entrust.seat == self.at.seat:
+            self.focus.set_entrust(True, frame.in_entrust.count)
+        elif kind == "cancel_entrust_done" and frame.cancel_entrust_done.seat == self.at.seat:
+            self.focus.set_entrust(False)
         elif kind == "kick_out":
             self.done.set()
 
@@ -351,9 +416,27 @@ class CliApp:
         self._print(render.room_lines(room, self.opt.user))
         self.out(f"you sit at seat {seat}; 'robots' fills the table, 'ready' starts")
 
+    def _names(self) -> dict[int, str]:
+        room = self.at.room
+        return {p.user_id: p.nickname or str(p.user_id) for p in room.players} if room else {}
+
     def _print(self, lines: list[str]) -> None:
         for line in lines:
             self.out(line)
+
+
+_last_status = [""]
+
+
+def _terminal_prompt(text: str) -> None:
+    """The prompt without a newline on a terminal; into a pipe or a file, the status line
+    on a line of its own, and only when it changed."""
+    if sys.stdout.isatty():
+        sys.stdout.write(text)
+    elif not text.startswith("\r") and text != _last_status[0]:
+        _last_status[0] = text
+        sys.stdout.write(text.rstrip(" >") + "\n")
+    sys.stdout.flush()
 
 
 async def _first(*aws: Any) -> set[asyncio.Future[Any]]:
