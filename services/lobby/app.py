@@ -35,6 +35,7 @@ from services.lobby.table_link import KEEPALIVE
 log = logging.getLogger("paiju.lobby")
 
 RECONNECT_SPREAD_MS = 1000   # clients told to reconnect wait a random 0..this many ms
+RESUME_AGAIN_MS = 500        # a client whose room is still moving logs in again after this
 CLOSE_GRACE = 2.0            # a closed session whose stream is still there this long is cut
 # The directory buckets may not exist yet when the lobby starts (a fresh namespace whose
 # tables have not created them, and a lobby whose NATS user may not): the lobby serves, not
@@ -217,6 +218,11 @@ class LobbyApp:
 
     async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
         return await self.forward(session, kind="snapshot", room_id=room_id)
+
+    def lost(self, session: Session, room_id: int) -> None:
+        """A session whose room's stream could not be restored: it logs in again and
+        resumes its seat (as when its room is still moving at login)."""
+        self.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
 
     def table_addresses(self) -> set[str]:
         """The owners' addresses of the rooms this lobby's sessions are in (as far as the

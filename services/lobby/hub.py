@@ -22,8 +22,8 @@ from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
 from services.lobby import metrics
+from services.lobby.room_messages import subject_id
 from services.lobby.sessions import Session
-from services.lobby.streams import subject_id
 
 log = logging.getLogger("paiju.lobby.hub")
 

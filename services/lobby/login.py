@@ -9,14 +9,13 @@ import time
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby import limits, metrics, seating, tokens
-from services.lobby.app import LobbyApp
+from services.lobby.app import RESUME_AGAIN_MS, LobbyApp
 from services.lobby.errors import Reject
 from services.lobby.rooms import room_entry
 from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.login")
 
-RESUME_AGAIN_MS = 500   # a client whose room is still moving logs in again after this long
 
 
 class Superseded(tokens.BadToken):

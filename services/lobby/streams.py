@@ -23,20 +23,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from google.protobuf.message import DecodeError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from paiju.v1 import table_pb2
+from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.lobby import metrics
-from services.lobby.ordering import Message, Position, RoomOrderer
+from services.lobby.ordering import Position, RoomOrderer
+from services.lobby.room_messages import message_of, parse_room_events, position_of, subject_id
 from services.lobby.sessions import Outgoing, Relayed, Session, parse_frame
 
 log = logging.getLogger("paiju.lobby.streams")
 
 GAP_WAIT = 0.3          # seconds a gap waits for its late message before a refill
 REFILL_LONGEST = 5.0    # the longest pause between two refills that failed
+RESYNC_AFTER = 4        # refills failed in a row before the members get snapshots instead
+SNAPSHOT_TRIES = 4      # snapshot requests for one member before it is told to reconnect
 RECONNECT_CHECK = 0.25  # seconds between two looks at the NATS connection's reconnects
 
 
@@ -47,29 +49,8 @@ class TableAccess(Protocol):
 
     async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply: ...
 
-
-def parse_room_events(room_id: int, data: bytes) -> Message | None:
-    """A ``room.<id>.events`` payload as a message of the room's stream (each frame made
-    ready to relay once for all sessions); None when it is not a RoomEvents of this room."""
-    events = table_pb2.RoomEvents()
-    try:
-        events.ParseFromString(data)
-    except DecodeError:
-        return None
-    if events.room_id not in (0, room_id):
-        return None
-    return message_of(room_id, events)
-
-
-def message_of(room_id: int, events: table_pb2.RoomEvents) -> Message:
-    private = [(p.user_id, Relayed(p.frame)) for p in events.private] if events.private else ()
-    return Message((events.index, events.part), [Relayed(f) for f in events.frames], private,
-                   events.closed)
-
-
-def position_of(reply: table_pb2.TableReply) -> Position | None:
-    """Where an ordered reply was made; None for one to deliver at once."""
-    return (reply.index, reply.part) if reply.ordered else None
+    def lost(self, session: Session, room_id: int) -> None:
+        """``session`` could not be brought back into the room's order: reconnect it."""
 
 
 @dataclass(eq=False)
@@ -312,42 +293,74 @@ class RoomStreams:
         room.refilling = None
         if self.rooms.get(room.room_id) is not room:
             return
+        if reply is not None and reply.code == common_pb2.ERR_NO_SUCH_ROOM:
+            self._closed(room)      # gone (its last message missed): nobody is in it now
+            return
         if reply is None or reply.code:
             room.failures += 1
             metrics.REFILLS.labels("failed").inc()
-            pause = min(REFILL_LONGEST, self.gap_wait * 2 ** room.failures)
+            if room.failures >= RESYNC_AFTER:   # held answers wait no longer: snapshots
+                self._resync(room)
+                return
             room.orderer.progressed()
-            if room.timer is None:
-                room.timer = asyncio.get_running_loop().call_later(pause, self._gap_due, room)
+            if room.timer is not None:
+                room.timer.cancel()
+            pause = min(REFILL_LONGEST, self.gap_wait * 2 ** room.failures)
+            room.timer = asyncio.get_running_loop().call_later(pause, self._retry, room)
             return
         room.failures = 0
         if reply.resync:
-            metrics.REFILLS.labels("resync").inc()
-            for session in room.orderer.resync():
-                self._spawn(self._snapshot(room, session))
-        else:
-            room.orderer.refill([message_of(room.room_id, e) for e in reply.events])
+            self._resync(room)
+            return
+        room.orderer.refill([message_of(room.room_id, e) for e in reply.events])
+        self._after(room)
+
+    def _retry(self, room: RoomStream) -> None:
+        room.timer = None
+        if self.rooms.get(room.room_id) is room:
+            self._refill_now(room)
+
+    def _resync(self, room: RoomStream) -> None:
+        """The stream cannot be refilled: held answers go out, each member gets a fresh
+        snapshot, and the stream starts again from it."""
+        metrics.REFILLS.labels("resync").inc()
+        room.failures = 0
+        for session in room.orderer.resync():
+            self._spawn(self._snapshot(room, session))
         self._after(room)
 
     async def _snapshot(self, room: RoomStream, session: Session) -> None:
-        """A fresh snapshot for a member whose stream could not be refilled."""
-        try:
-            reply = await self.table.snapshot(session, room.room_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("snapshot for a resync failed", extra={"room": room.room_id,
-                                                               "error": repr(exc)})
-            return
-        if self.rooms.get(room.room_id) is not room or session.outbox.closed:
-            return
-        if reply.code or reply.room_id != room.room_id:
-            room.orderer.leave(session)
-            if session.room_id == room.room_id:
-                session.room_id, session.seat = 0, -1
-            await self._close_if_empty(room)
-            return
-        self.join(session, room.room_id, reply, list(reply.frames))
+        """A fresh snapshot for a member whose stream could not be refilled, tried a few
+        times; a member it cannot bring back is told to reconnect (and resumes)."""
+        for attempt in range(SNAPSHOT_TRIES):
+            try:
+                reply: table_pb2.TableReply | None = await self.table.snapshot(
+                    session, room.room_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                reply = None
+                log.info("snapshot for a resync failed", extra={"room": room.room_id,
+                                                                "error": repr(exc)})
+            if self.rooms.get(room.room_id) is not room or session.outbox.closed \
+                    or not room.orderer.member(session):
+                return
+            if reply is not None and reply.code == 0 and reply.room_id == room.room_id:
+                self.join(session, room.room_id, reply, list(reply.frames))
+                return
+            if reply is not None and (reply.code in (common_pb2.ERR_NO_SUCH_ROOM,
+                                                     common_pb2.ERR_NOT_IN_ROOM)
+                                      or reply.code == 0):
+                break       # not in the room any more
+            await asyncio.sleep(min(REFILL_LONGEST, self.gap_wait * 2 ** attempt))
+        else:
+            log.warning("member not brought back in order: told to reconnect",
+                        extra={"room": room.room_id, "user": session.user_id})
+            self.table.lost(session, room.room_id)
+        room.orderer.leave(session)
+        if session.room_id == room.room_id:
+            session.room_id, session.seat = 0, -1
+        await self._close_if_empty(room)
 
     def refill_all(self) -> None:
         """Every room's stream refilled (after a NATS reconnect: what was published while
@@ -382,11 +395,3 @@ class RoomStreams:
         for room in list(self.rooms.values()):
             await self._drop(room)
         self._of.clear()
-
-
-def subject_id(subject: str, index: int) -> int | None:
-    parts = subject.split(".")
-    if len(parts) <= index or not (parts[index].isascii() and parts[index].isdigit()):
-        return None
-    return int(parts[index])
-

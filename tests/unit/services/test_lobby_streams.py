@@ -1,6 +1,8 @@
 """The room streams' refills (services/lobby/streams.py) with stand-ins for NATS and the
 table: a gap is refilled from the table after a short wait, a table that cannot refill
-(``resync``) gets a snapshot request per member, and a NATS reconnect refills every room."""
+(``resync``) gets a snapshot request per member, a NATS reconnect refills every room, a
+table away for long ends in snapshots (held answers go out) and then a reconnect of the
+member, and a room gone while refilling leaves its sessions out of it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import asyncio
 from typing import Any
 
 from paiju.frames import server_frame
-from paiju.v1 import lobby_msgs_pb2, table_pb2
+from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2
+from services.lobby import streams as streams_module
 from services.lobby.sessions import Session
 from services.lobby.streams import RoomStreams
 from tests.support.lobbykit import Nats
@@ -30,11 +33,18 @@ class Table:
     def __init__(self) -> None:
         self.messages = [message(1)]
         self.resync = False
+        self.down = False                   # every request fails (the table is away)
+        self.gone = False                   # the room is no more
         self.asked: list[Any] = []
         self.snapshots: list[int] = []
+        self.lost_users: list[int] = []
 
     async def events_since(self, room_id: int, since: Any) -> table_pb2.TableReply:
         self.asked.append(since)
+        if self.down:
+            raise ConnectionError("table away")
+        if self.gone:
+            return table_pb2.TableReply(code=common_pb2.ERR_NO_SUCH_ROOM)
         if self.resync:
             return table_pb2.TableReply(resync=True)
         return table_pb2.TableReply(ordered=True, index=self.messages[-1].index, events=[
@@ -42,8 +52,13 @@ class Table:
 
     async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
         self.snapshots.append(session.user_id)
+        if self.down:
+            raise ConnectionError("table away")
         return table_pb2.TableReply(room_id=ROOM, seat=0, ordered=True, index=10,
                                     frames=[mark(1000 + session.user_id)])
+
+    def lost(self, session: Session, room_id: int) -> None:
+        self.lost_users.append(session.user_id)
 
 
 async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Session]:
@@ -98,4 +113,32 @@ async def test_every_room_is_refilled_after_a_nats_reconnect() -> None:
     assert counts(session) == [2, 3] and table.asked[-1] == (1, 0)
     follow.cancel()
     await asyncio.gather(follow, return_exceptions=True)
+    await streams.stop()
+
+
+async def test_a_table_away_for_long_ends_in_snapshots_then_a_reconnect() -> None:
+    nats, table, streams, session = await joined(gap_wait=0.01)
+    table.down = True
+    streams.begin(session, ROOM)
+    streams.reply(session, ROOM, table_pb2.TableReply(ordered=True, index=5),
+                  [mark(500)])                # an answer ahead of the stream: held
+    await asyncio.sleep(0)
+    assert counts(session) == []
+    for _ in range(300):                     # refills fail, then snapshots fail
+        if table.lost_users:
+            break
+        await asyncio.sleep(0.02)
+    assert len(table.asked) >= 1 + streams_module.RESYNC_AFTER
+    assert counts(session) == [500]          # the held answer went out at the resync
+    assert table.snapshots == [1] * streams_module.SNAPSHOT_TRIES and table.lost_users == [1]
+    assert session.room_id == 0 and ROOM not in streams.rooms
+    await streams.stop()
+
+
+async def test_a_room_gone_while_refilling_leaves_its_sessions_out_of_it() -> None:
+    nats, table, streams, session = await joined()
+    table.gone = True
+    await publish(nats, 3)
+    await asyncio.sleep(0.2)
+    assert session.room_id == 0 and ROOM not in streams.rooms
     await streams.stop()
