@@ -18,6 +18,7 @@ import {sortedHand} from "./dadun.js";
 import {sortTiles} from "./tiles.js";
 import * as room from "./room.js";
 import * as history from "./history.js";
+import {wireReplay} from "./replay.js";
 
 // Refusals of an answer to our own prompt that only mean the game moved on before the answer
 // arrived (a window decided early, a turn played by the timer, the hand won meanwhile): for
@@ -405,5 +406,6 @@ i18n.listeners.push(() => {
   if (app.prompt && app.lastPrompt) renderPrompt(app.lastPrompt);
   room.renderRooms();
 });
+wireReplay();
 initLang();
 setInterval(tick, 250);

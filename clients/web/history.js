@@ -5,6 +5,7 @@ import {app} from "./state.js";
 import {send} from "./conn.js";
 import {TERMS} from "./i18n.js";
 import {does, error, parseOr, plain, seatName, signed, tiles, userName} from "./log.js";
+import {loadReplay} from "./replay.js";
 
 export function askHistory() {
   const roomId = Number($("history-room").value) || app.lastRoom;
@@ -50,6 +51,7 @@ export function renderReplay(r) {
   $("replay-title").textContent = `Replay: room ${r.room_id || 0}, hand ${r.hand_no || 0}` +
     ` (${r.game || "?"}), ${cells.length} events`;
   fill($("replay"), cells.map((e) => replayLine(e, mySeat)), "li");
+  loadReplay(r.game || "", cells, mySeat);
 }
 
 // One engine event of a replay ({kind, data, to}) as a line of text, seats seen from ours.

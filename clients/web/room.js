@@ -35,6 +35,8 @@ export function setRoom(room, seat) {
       (flags ? ` [${flags}]` : "");
   });
   fill($("players"), items, "li");
+  $("room-panel").className = room.status === "ROOM_PLAYING" || room.status === "ROOM_CHOOSING_ALONE"
+    ? "in-hand" : "";
   ui.render();
 }
 

@@ -12,6 +12,27 @@ export const family = (game) => (game === "dadun" ? "dadun" : "mahjong");
 
 export let hand = null;
 
+// Draw something else than the live hand (a replay): `fn` runs with `other` as the hand and
+// `seat` as ours, then the live ones are back.
+export function withHand(other, seat, fn) {
+  const live = hand;
+  const liveSeat = app.seat;
+  const liveRoom = app.room;
+  const liveSelected = app.selected;
+  hand = other;
+  app.seat = seat;
+  app.room = null;
+  app.selected = [];
+  try { return fn(); } finally {
+    hand = live;
+    app.seat = liveSeat;
+    app.room = liveRoom;
+    app.selected = liveSelected;
+  }
+}
+
+export function currentHand() { return hand; }
+
 const four = (f) => [0, 1, 2, 3].map(f);
 
 export function newHand(game, fields = {}) {

@@ -26,24 +26,25 @@ export function seatLabel(seat) {
   return p ? p.nickname || `user ${p.user_id}` : `${t("seat")} ${seat}`;
 }
 
-export function renderTable(actions) {
-  const table = $("table");
+// `at` names the table's elements: "" the live table, "replay-" the replay's.
+export function renderTable(actions, at = "") {
+  const table = $(`${at}table`);
   if (!table) return;
   const game = hand ? hand.game : "";
   table.className = `table g-${hand ? hand.family : "none"}`;
-  show("table", !!app.room);
+  if (!at) show("table", !!app.room);
   for (let seat = 0; seat < 4; seat++) {
-    const box = $(`seat-${position(seat)}`);
+    const box = $(`${at}seat-${position(seat)}`);
     box.replaceChildren(plate(seat));
     if (hand) {
       const parts = hand.family === "dadun" ? dadun.seatParts(seat) : mahjong.seatParts(seat);
       for (const p of parts) box.appendChild(p);
     }
   }
-  const center = $("table-center");
+  const center = $(`${at}table-center`);
   center.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.centerParts()
     : mahjong.centerParts()) : [el("div", {cls: "idle", text: t("waiting")})]));
-  const mine = $("my-hand");
+  const mine = $(`${at}my-hand`);
   mine.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.handParts(actions)
     : mahjong.handParts(actions)) : []));
   if (game) table.title = game;
@@ -54,6 +55,11 @@ function plate(seat) {
   const acting = hand && (hand.toAct || []).includes(seat) && hand.phase !== "over";
   const cls = ["plate", acting ? "acting" : "", seat === app.seat ? "me" : "",
     p && !p.online ? "is-offline" : "", p && p.entrusted ? "is-entrusted" : ""].join(" ");
+  if (!p && hand && !app.room) {   // a replay: seats by number
+    const score = Number((hand.scores || [])[seat] || 0);
+    return el("div", {cls, data: {seat}}, [el("span", {cls: "name", text: seatLabel(seat)}),
+      el("span", {cls: "score", text: score > 0 ? `+${score}` : String(score)})]);
+  }
   if (!p) return el("div", {cls: `${cls} vacant`, text: t("empty_seat")});
   const badges = [];
   const dealer = hand && (hand.family === "dadun" ? hand.banker : hand.dealer);

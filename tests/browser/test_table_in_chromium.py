@@ -93,7 +93,10 @@ async def test_a_hand_of_each_game_clicked_in_chromium(browser: Any, web_stack: 
                 "#seat-left .plate:not(.vacant), #seat-right .plate:not(.vacant)').length === 3",
                 timeout=30_000)
             await page.click("#ready")
-            await play_hand(page, game, layout, shots)
+            seen = await play_hand(page, game, layout, shots)
+            if game == "xuezhan":   # every seat exchanges three tiles and chooses a void suit
+                assert {"exchange", "void"} <= seen, seen
+            assert "tile" in seen or "dd-play" in seen, seen
             deltas = [int(x) for x in await page.locator(
                 "#settlement-table tr.total td").all_inner_texts()]
             assert len(deltas) == 4 and sum(deltas) == 0, deltas
@@ -103,18 +106,42 @@ async def test_a_hand_of_each_game_clicked_in_chromium(browser: Any, web_stack: 
             assert not console.errors, console.errors
         stats = await asyncio.wait_for(asyncio.gather(*robots), 30)
         assert all(s.hands == 1 for s in stats), stats
+        await replay_last_room(page, shots)
     finally:
         for task in robots:
             task.cancel()
         await context.close()
     assert not console.errors, console.errors
     names = sorted(p.name for p in shots.iterdir())
-    assert len(names) == 12, names
+    assert len(names) == 13, names
     if not os.environ.get("PAIJU_NO_DOC_SCREENSHOTS"):
         DOCS.mkdir(parents=True, exist_ok=True)
         for name in names:
             shutil.copy(shots / name, DOCS / name)
     print(f"three hands clicked in {time.monotonic() - started:.0f} s; screenshots in {shots}")
+
+
+async def replay_last_room(page: Any, shots: Path) -> None:
+    """The history of the last room (the page remembers it) and its hand on the replay
+    table, stepped to the end and back."""
+    await page.set_viewport_size(DESKTOP)
+    for _ in range(50):   # records writes the hand a moment after its settlement
+        await page.click("#history-ask")
+        with contextlib.suppress(Exception):
+            await page.wait_for_selector("#history li button", timeout=500)
+            break
+    await page.click("#history li button")
+    await page.wait_for_selector("#replay-view:not([hidden])")
+    await page.click("#replay-last")
+    step = await page.text_content("#replay-step") or ""
+    done, total = (int(x) for x in step.split(" / "))
+    assert done == total > 20, step
+    for _ in range(total // 2):
+        await page.click("#replay-back")
+    assert await page.locator("#replay-table .plate").count() == 4
+    assert await page.locator("#replay-my-hand .card").count() > 0   # our cards, the hand half played
+    await page.locator("#replay-view").scroll_into_view_if_needed()
+    await page.screenshot(path=str(shots / "dadun-replay-desktop.png"))
 
 
 async def create_room(page: Any, game: str) -> int:
@@ -139,20 +166,24 @@ async def snap(page: Any, shots: Path, name: str, layout: dict[str, int]) -> Non
     await page.set_viewport_size(layout)
 
 
-async def play_hand(page: Any, game: str, layout: dict[str, int], shots: Path) -> None:
+async def play_hand(page: Any, game: str, layout: dict[str, int], shots: Path) -> set[str]:
     """Click through the hand until the settlement shows: a dialog's choice, Dadun's hint
-    and play (or pass), a claim (hu first, then a meld, else pass), else a playable tile."""
+    and play (or pass), a claim (hu first, then a meld, else pass), else a playable tile.
+    Returns what was clicked (dialog kinds, claims, "tile", "dd-play", "dd-pass")."""
     deadline = time.monotonic() + HAND_SECONDS
     clicks = 0
     mid_done = False
+    seen: set[str] = set()
     while time.monotonic() < deadline:
         if await page.is_visible("#settlement-panel"):
             if not mid_done:   # a hand can end before our few clicks (a fast win)
                 await snap(page, shots, f"{game}-mid-hand", layout)
             await page.wait_for_timeout(200)
             await snap(page, shots, f"{game}-settlement", layout)
-            return
-        if await click_something(page):
+            return seen
+        clicked = await click_something(page)
+        if clicked:
+            seen.add(clicked)
             clicks += 1
         else:
             await page.wait_for_timeout(80)
@@ -175,21 +206,25 @@ async def try_click(page: Any, selector: str) -> bool:
     return False
 
 
-async def click_something(page: Any) -> bool:
+async def click_something(page: Any) -> str:
+    """One click on whatever the table asks for; what was clicked, or "" for nothing."""
     if await page.is_visible("#dialog"):
-        if await page.is_visible("#dialog.d-exchange"):
+        kind = ((await page.get_attribute("#dialog", "class")) or "").split("d-")[-1]
+        if kind == "exchange":
             await try_click(page, "#dialog-buttons button:not(.primary)")   # suggest
-            return await try_click(page, "#dialog-buttons button.primary")   # confirm
-        return (await try_click(page, "#dialog-buttons button.primary")
+            return kind if await try_click(page, "#dialog-buttons button.primary") else ""
+        if (await try_click(page, "#dialog-buttons button.primary")
                 or await try_click(page, "#dialog-buttons button")
-                or await try_click(page, "#dialog-body .friend-cards .card"))
+                or await try_click(page, "#dialog-body .friend-cards .card")):
+            return kind
+        return ""
     if await page.is_visible("#dd-controls"):
         if await try_click(page, "#dd-hint"):
-            return await try_click(page, "#dd-play")
-        return await try_click(page, "#dd-pass")
+            return "dd-play" if await try_click(page, "#dd-play") else ""
+        return "dd-pass" if await try_click(page, "#dd-pass") else ""
     for claim in ("hu", "midway_hu", "peng", "zhigang", "bugang", "angang", "pass"):
         if await try_click(page, f"#actions button.k-{claim}:not(.pictured)"):
-            return True
+            return claim
     if await try_click(page, "#actions button:not(.pictured)"):
-        return True
-    return await try_click(page, "#my-hand .tile.playable >> nth=-1")
+        return "action"
+    return "tile" if await try_click(page, "#my-hand .tile.playable >> nth=-1") else ""
