@@ -27,6 +27,7 @@ import asyncio
 import multiprocessing as mp
 import os
 import platform
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -370,12 +371,42 @@ def idle_cost(bench: Bench, pids: dict[str, int], players: int, window: float) -
     return base / window, loaded / window, made
 
 
+def profile(pid: int, seconds: float) -> list[tuple[float, str]]:
+    """Where one process spends its time: py-spy (when installed) sampled for ``seconds``;
+    (share, function) of the functions on the most stacks, idle waits left out."""
+    import shutil
+    import subprocess
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        return []
+    with tempfile.NamedTemporaryFile(suffix=".txt") as out:
+        subprocess.run([spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-f", "raw",
+                        "-o", out.name, "--nonblocking"], capture_output=True, timeout=seconds + 30,
+                       check=False)
+        counts: dict[str, int] = {}
+        total = 0
+        for line in Path(out.name).read_text().splitlines():
+            stack, _, n = line.rpartition(" ")
+            if not stack or not n.isdigit():
+                continue
+            frames = stack.split(";")
+            if "select (selectors.py" in frames[-1] or "wait (threading.py" in frames[-1]:
+                continue   # the event loop or a thread waiting: idle
+            total += int(n)
+            for name in {f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")"
+                         for f in frames if " (" in f and ("services/" in f or "games/" in f
+                                                           or "paiju/" in f)}:
+                counts[name] = counts.get(name, 0) + int(n)
+    return sorted(((n / total, name) for name, n in counts.items()), reverse=True)[:15] if total else []
+
+
 def ms(x: float) -> str:
     return "n/a" if x != x else f"{1000 * x:.1f}"
 
 
 def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Namespace,
-           procs: int, knee: Step | None) -> list[str]:
+           procs: int, knee: Step | None,
+           hot: tuple[str, float, list[tuple[float, str]]] | None = None) -> list[str]:
     base, loaded, players = idle
     names = ["lobby", "table", "arbiter", "records", "nats-server"]
     cmd = (f"`python -m bench.bench_capacity --think {args.think:g} --procs {procs} "
@@ -423,6 +454,14 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
               f"logged in, waiting and sending a heartbeat every {HEARTBEAT:g} s: "
               f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / max(1, players):.1f} µs "
               "of server CPU per idle player per second."]
+    if hot:
+        name, pid_seconds, rows = hot
+        lines += ["", f"## Where the time goes at the knee: {name}", "",
+                  f"py-spy, {pid_seconds:g} s of the busiest server process at the last step; "
+                  "the share of its busy samples with each of our functions on the stack "
+                  "(the rest is the gRPC, asyncio and NATS client libraries):", "",
+                  "| share | function |", "|---:|---|"]
+        lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
         lines += ["", "## Sizing", "",
@@ -460,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(stack.lobby_address, SECRET, procs, args.think, hands=64)
         steps: list[Step] = []
         knee: Step | None = None
+        hot: tuple[str, float, list[tuple[float, str]]] | None = None
         try:
             pids = stack_pids(stack)
             idle = idle_cost(bench, pids, args.idle, args.window / 2)
@@ -470,12 +510,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{ms(step.delivery_p99)} ms, {step.server_cores:.2f} server cores, "
                       f"{step.verdict()}", flush=True)
                 if step.verdict() != "ok":
+                    busiest = max(("lobby", "table"), key=lambda n: step.server_cpu.get(n, 0))
+                    hot = (busiest, 10.0, profile(pids[busiest], 10.0))
                     break
                 knee = step
         finally:
             bench.stop()
             stop_stack(stack)
-    write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee))
+    write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee, hot))
     return 0
 
 
