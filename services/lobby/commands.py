@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from paiju.frames import error_frame, ok_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
@@ -28,7 +29,7 @@ SEATED = frozenset({"ask_ready", "ask_exit", "refresh_room", "ask_geo", "cancel_
 # Table answers after which quick start tries another room once.
 RETRY_QUICK = frozenset({common_pb2.ERR_ROOM_FULL, common_pb2.ERR_NO_SUCH_ROOM,
                          common_pb2.ERR_HAND_IN_PROGRESS})
-QUICK_ROOM = {"base_score": 1, "total_hands": 8}  # a quick-start room when none is waiting
+QUICK_ROOM: dict[str, Any] = {"base_score": 1, "total_hands": 8}   # when none is waiting
 
 
 async def dispatch(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
@@ -110,7 +111,7 @@ async def _create_and_join(app: LobbyApp, session: Session, frame: client_pb2.Cl
 
 
 async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, room_id: int,
-                password: str, game: int, address: str) -> None:
+                password: str, game: common_pb2.Game, address: str) -> None:
     reply = await ask_join(app, session, frame, room_id, password, game, address)
     await seating.seat(app, session, room_id, reply, reply_frames(frame, reply))
 

@@ -67,7 +67,7 @@ class _Seat(Generic[Member]):
     user_id: int
     since: Position | None        # gets the messages after this; None: waits for a snapshot
     pending: int = 0              # commands on their way (their reply's position unknown)
-    queue: list[tuple[Position, list[Any]]] = field(default_factory=list)
+    queue: list[tuple[Position, Sequence[Any]]] = field(default_factory=list)
     leaving: bool = False
 
 

@@ -62,7 +62,7 @@ async def seated_command(app: LobbyApp, session: Session,
 
 
 async def ask_join(app: LobbyApp, session: Session, request: client_pb2.ClientFrame,
-                   room_id: int, password: str, game: int,
+                   room_id: int, password: str, game: common_pb2.Game,
                    address: str) -> table_pb2.TableReply:
     """Forward a join; the caller then :func:`seat` s the session (or not) from the reply.
     The room's subscriptions are made first, so that nothing after the join's position is
