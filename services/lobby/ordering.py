@@ -24,6 +24,12 @@ indices are contiguous), and makes each ordered reply at a position. The orderer
 
 Every collection is bounded: the early buffer, the ring, the held replies and each
 session's queue (limits in the constructor).
+
+What positions cannot show: how many parts an index has. A message at ``(i + 1, 0)`` that
+arrives right after ``(i, p)`` is taken at once (one publisher's messages arrive in order);
+one that arrived early is taken only after a refill says no ``(i, p + 1)`` exists. So a lost
+*last* part of an index is not seen as a gap unless a refill comes (after a NATS reconnect,
+when a subscription is confirmed, or for any other gap).
 """
 
 from __future__ import annotations
