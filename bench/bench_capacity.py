@@ -482,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warm", type=float, default=10.0)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--idle", type=int, default=2000, help="idle players for the idle cost")
+    parser.add_argument("--gc-threshold", default="",
+                        help="PAIJU_GC_THRESHOLD for the services (0: Python's defaults)")
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -494,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "MAX_CONNECTIONS")}
     slow = {"PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
             "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
+    if args.gc_threshold:
+        slow["PAIJU_GC_THRESHOLD"] = args.gc_threshold
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), **limits, **slow)
         bench = Bench(stack.lobby_address, SECRET, procs, args.think, hands=64)
