@@ -400,6 +400,10 @@ $("dd-hint").onclick = ddHint;
 $("dd-play").onclick = ddPlay;
 $("dd-pass").onclick = ddPass;
 $("dd-clear").onclick = () => { app.selected = []; render(); };
+$("all-moves").onclick = () => {
+  const box = $("actions");
+  box.className = box.className.includes("show-all") ? "actions" : "actions show-all";
+};
 $("lang").onclick = () => setLang(i18n.lang === "zh" ? "en" : "zh");
 i18n.listeners.push(() => {
   render();

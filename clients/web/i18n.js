@@ -30,7 +30,8 @@ const EN = {
   seat_col: "", payer_pays: "pays", hand_over: "Hand over", draw_game: "Draw (no winner)",
   phase: "phase", language: "中文", drawn: "drawn", window_on: "claim?",
   cards_left: "cards", caught: "caught", alone: "alone", hu: "won",
-  m: "characters", p: "dots", s: "bamboo", game_over: "Room over",
+  m: "characters", p: "dots", s: "bamboo", game_over: "Room over", all_moves: "all moves",
+  replay_events: "the replay's events",
 };
 
 const ZH = {
@@ -56,7 +57,8 @@ const ZH = {
   total: "合计", revealed: "手牌", score_parts: "得分明细", payer_pays: "付",
   hand_over: "本局结束", draw_game: "流局", phase: "阶段", language: "English", drawn: "摸",
   window_on: "可响应", cards_left: "张", caught: "抓分", alone: "打独", hu: "已胡",
-  m: "万", p: "筒", s: "条", game_over: "房间结束",
+  m: "万", p: "筒", s: "条", game_over: "房间结束", all_moves: "全部操作",
+  replay_events: "回放事件",
 };
 
 // action kinds, phases and payment reasons
