@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -270,7 +271,15 @@ async def test_page_static_files_and_health(world: World) -> None:
             assert r.status == 200 and "text/html" in r.headers["Content-Type"]
         assert "<html" in page.lower() and "/static/app.js" in page
         async with http.get(f"{base}/static/app.js") as r:
-            assert r.status == 200 and "new WebSocket" in await r.text()
+            assert r.status == 200
+            script = await r.text()
+        # the client opens the WebSocket in app.js or in a module it imports (ES modules)
+        sources = [script]
+        for module in re.findall(r'from "\./([\w.-]+\.js)"', script):
+            async with http.get(f"{base}/static/{module}") as r:
+                assert r.status == 200, module
+                sources.append(await r.text())
+        assert any("new WebSocket" in source for source in sources)
         async with http.get(f"{base}/healthz") as r:
             assert r.status == 200
         for missing in ("/static/nope.js", "/static/../../pyproject.toml", "/nope"):
