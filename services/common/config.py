@@ -82,6 +82,12 @@ class LobbyConfig:
     login_deadline_seconds: float = 10.0
     max_connections_per_ip: int = 256        # open connections (gRPC and WebSocket) per IP
     max_connections: int = 10000             # open connections in all
+    # dev guest login: ``POST /guest`` on the WebSocket port answers a short-lived token for
+    # a fresh guest id (services/common/reserved.py); refused in prod (_validate)
+    guest_login: bool = False
+    guest_token_seconds: int = 14400
+    # spectators (观战) get a room's public messages this many positions late (0 = live)
+    spectator_delay: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class TableConfig:
     drain_seconds: float = 20.0
     # between hands, seats not ready this long after a hand ended are readied (0 = never)
     ready_seconds: float = 30.0
+    # a room's creator may seat robots (AddRobots) in its free seats
+    robots_allowed: bool = False
 
 
 def _dial(address: str, host: str, port: int) -> str:
@@ -336,6 +344,13 @@ def _validate(cfg: Config) -> None:
     for key in ("drain_seconds", "ready_seconds"):
         if getattr(cfg.table, key) < 0:
             raise ConfigError(f"table.{key}: must not be negative")
+    if cfg.env == "prod" and cfg.lobby.guest_login:
+        raise ConfigError("lobby.guest_login: not allowed in prod (anyone could log in without "
+                          "an account)")
+    if cfg.lobby.guest_token_seconds <= 0:
+        raise ConfigError("lobby.guest_token_seconds: must be positive")
+    if cfg.lobby.spectator_delay < 0:
+        raise ConfigError("lobby.spectator_delay: must not be negative (0 = live)")
     if cfg.nats.liveness_seconds <= 0:
         raise ConfigError("nats.liveness_seconds: must be positive")
     if not 1 <= cfg.nats.replicas <= 5:

@@ -25,7 +25,7 @@ Handler = Callable[[LobbyApp, Session, client_pb2.ClientFrame], Awaitable[None]]
 # Commands forwarded unchanged to the table owning the sender's room.
 SEATED = frozenset({"ask_ready", "ask_exit", "refresh_room", "ask_geo", "cancel_entrust",
                     "ask_dismiss", "report_dismiss", "mahjong_action", "dd_ask_alone",
-                    "dd_choose_friend", "dd_ask_out", "set_client_seed"})
+                    "dd_choose_friend", "dd_ask_out", "set_client_seed", "add_robots"})
 # Table answers after which quick start tries another room once.
 RETRY_QUICK = frozenset({common_pb2.ERR_ROOM_FULL, common_pb2.ERR_NO_SUCH_ROOM,
                          common_pb2.ERR_HAND_IN_PROGRESS})

@@ -8,6 +8,7 @@ import time
 
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
+from services.common import reserved
 from services.lobby import limits, metrics, seating, tokens
 from services.lobby.app import RESUME_AGAIN_MS, LobbyApp
 from services.lobby.errors import Reject
@@ -28,8 +29,12 @@ def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> tokens.Claims:
     secret = app.lobby.token_secret
     if app.lobby.legacy_md5:
         user_id = tokens.verify_legacy(login.token, login.secret_string, secret)
+        if reserved.is_robot(user_id):
+            raise tokens.BadToken("robot user ids cannot log in")
         return tokens.Claims(user_id, 0)
     claims = tokens.claims(login.token, secret)
+    if reserved.is_robot(claims.user_id):   # a table's robots never log in
+        raise tokens.BadToken("robot user ids cannot log in")
     newest = app.hub.generations.newest(claims.user_id)
     if claims.gen < newest:
         raise Superseded(f"token revoked by a newer sign-in (generation {claims.gen} < "

@@ -40,7 +40,8 @@ class RoomActor:
     def __init__(self, room: Room, *, next_index: int, log_seq: int, append: Append, publish: Publish,
                  arbiter: Arbiter, bots: Callable[[str, Any, int], Action],
                  timers: dict[str, float], dismiss_seconds: float, idle_seconds: float,
-                 entrust_delay: float, ready_seconds: float = 0.0) -> None:
+                 entrust_delay: float, ready_seconds: float = 0.0,
+                 robots_allowed: bool = False) -> None:
         self.room = room
         self.next_index = next_index
         self.log_seq = log_seq          # stream sequence of this room's last log record
@@ -52,7 +53,7 @@ class RoomActor:
         self.auto = Automation(self, arbiter=arbiter, bots=bots, timers=timers,
                                dismiss_seconds=dismiss_seconds, idle_seconds=idle_seconds,
                                entrust_delay=entrust_delay, ready_seconds=ready_seconds)
-        self.commands = Commands(self, self.auto)
+        self.commands = Commands(self, self.auto, robots_allowed=robots_allowed)
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
 

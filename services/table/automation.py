@@ -194,7 +194,7 @@ class Automation:
         window = room.pending_window()
         for seat in to_act:
             s = room.seats[seat]
-            if s is None:
+            if s is None or s.robot:   # a robot is played by entrust, never prompted
                 continue
             # one prompt per decision: a seat's own moves, the phase, and the window id or
             # the engine step (turn phases) tell a new decision from one still pending

@@ -13,6 +13,7 @@ from games.engine import RuleError
 from paiju import frames
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common import reserved
 from services.common.geo import blur, has_position
 from services.table import checks, views
 from services.table import logrec as lr
@@ -32,12 +33,20 @@ PASSWORD_LOCK_SECONDS = 60.0
 PASSWORD_LOCK_MAX_SECONDS = 3600.0
 PASSWORD_GUESSERS = 1000
 GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
+ROBOT_COINS = 100_000_000   # a robot never runs out of coins (which would close the room)
+ROBOT_NAMES = ("阿福", "小满", "老周", "春妮", "大壮", "阿秀", "小七", "老马", "阿珍", "石头")
+
+
+def robot_profile(seat: int) -> lr.Profile:
+    return lr.Profile(nickname=f"{ROBOT_NAMES[seat % len(ROBOT_NAMES)]} (robot)",
+                      coins=ROBOT_COINS)
 
 
 class Commands:
-    def __init__(self, actor: Actor, auto: Automation) -> None:
+    def __init__(self, actor: Actor, auto: Automation, *, robots_allowed: bool = False) -> None:
         self.actor = actor
         self.auto = auto
+        self.robots_allowed = robots_allowed   # table.robots_allowed
         # user -> (wrong guesses in a row, times locked out, locked until) for VIP passwords
         self.guesses: dict[int, tuple[int, int, float]] = {}
         self.geo_asked: dict[int, float] = {}   # seat -> when it last asked for distances
@@ -161,9 +170,32 @@ class Commands:
         else:
             await self.actor.record(lr.Leave(seat))
             self.geo_asked.pop(seat, None)
-            if not room.seated():   # nobody left in a room that never started: close it now
+            if not room.players():   # nobody (robots aside) in a room that never started
                 await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
                                            "the last player left before the first hand"))
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _c_add_robots(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
+        """The room's creator seats robots in free seats (0 = all), between hands."""
+        room = self.room
+        if not self.robots_allowed:
+            raise RoomError(common_pb2.ERR_DISABLED, "robots are not allowed on this server")
+        s = room.seats[seat]
+        assert s is not None
+        if not room.creator_id or s.user_id != room.creator_id:
+            raise RoomError(common_pb2.ERR_NOT_ROOM_OWNER,
+                            "only the room's creator may add robots")
+        if room.in_hand() or room.closed or room.dismiss is not None:
+            raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "robots are added between hands")
+        count = frame.add_robots.count
+        if count < 0:
+            raise RoomError(common_pb2.ERR_BAD_FRAME, "count must be 0 (every free seat) or more")
+        free = [i for i, x in enumerate(room.seats) if x is None]
+        if not free:
+            raise RoomError(common_pb2.ERR_ROOM_FULL, f"room {room.room_id} is full")
+        for i in free[:count or len(free)]:
+            await self.actor.record(lr.Join(i, reserved.robot_id(room.room_id, i),
+                                            robot_profile(i), robot=True))
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_set_client_seed(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:

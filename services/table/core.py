@@ -178,7 +178,7 @@ class TableCore:
             timers=self._timers(),
             dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
             idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds,
-            ready_seconds=t.ready_seconds)
+            ready_seconds=t.ready_seconds, robots_allowed=t.robots_allowed)
         if register:
             self._register(actor)
         return actor
@@ -270,7 +270,7 @@ class TableCore:
         m.REBUILT.inc()
         await self.settlements.publish(fx.settle)
         if room.closed:  # closed, but the table stopped before cleaning up after it
-            for _, s in room.seated():
+            for _, s in room.players():
                 await self.directory.put_seat(room_id, s.user_id, None)
             await self._closed(room_id)
             return
@@ -278,7 +278,7 @@ class TableCore:
         # this table's first record: its messages sort after anything the old owner sent
         await actor.record(lr.Owner(self.instance, self.boot))
         await self.directory.put_room(room_id, room_summary(room))
-        for user_id in (s.user_id for _, s in room.seated()):
+        for user_id in (s.user_id for _, s in room.players()):
             await self.directory.put_seat(room_id, user_id, room.seat_of(user_id))
         self._register(actor)   # commands reach it from now on (ERR_ROOM_MOVING until then)
         actor.start()

@@ -97,6 +97,10 @@ class Join(Record):
     profile: Profile = Profile()
     session: str = _omit_empty()       # the lobby session it came from ("" unnamed)
     at: float = _with_session()        # that session's login time (wall clock)
+    # a robot the table seated (AddRobots): always ready, entrusted for good; written only
+    # when set, so joins of players keep their bytes (and an older table folds a robot's
+    # join as a player's that never comes online: entrust plays it at its first timeout)
+    robot: bool = field(default=False, metadata={"omit": "empty"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,7 @@ class Room:
         self.base_score = create.base_score or 1
         self.total_hands = create.total_hands or 4
         self.min_hands = create.min_hands
+        self.creator_id = create.creator_id   # who may add robots (0: nobody, an old log)
         self.password = create.password_hash
         self.entrust_cancels = int(self.room_options.get("entrust_cancels", create.entrust_cancels))
         self.play_desc = create.play_desc or self.game
@@ -111,6 +112,10 @@ class Room:
 
     def free_seats(self) -> int:
         return sum(1 for s in self.seats if s is None)
+
+    def players(self) -> list[tuple[int, Seat]]:
+        """The seats of people (not robots)."""
+        return [(i, s) for i, s in self.seated() if not s.robot]
 
     def in_hand(self) -> bool:
         return self.state is not None and not self.state.is_over()
@@ -188,6 +193,8 @@ class Room:
             if has_position(profile.lat, profile.lng):
                 self.positions.setdefault(uid, (profile.lat, profile.lng))
             self.seats[seat] = Seat(uid, profile, self.entrust_cancels)
+            if rec.robot:   # always ready, played by entrust for good
+                self.seats[seat] = Seat(uid, profile, 0, ready=True, entrusted=True, robot=True)
             self._player_changed("join", seat, out)
             out.append(ft.SatDown(seat))
         self._set_session(seat, rec.session, rec.at)
@@ -268,7 +275,7 @@ class Room:
         self.decision += 1
         self.phase_decision = self.decision
         for _, s in self.seated():
-            s.ready = False
+            s.ready = s.robot
         out.append(ft.Changed())
         self._events(self.state.deal_events(), out)
 
@@ -358,7 +365,7 @@ class Room:
             s.total += deltas[i]
             # entrust lasts until the end of the deal; an absent player is entrusted again
             # as soon as the next hand needs him (offline)
-            if s.entrusted and s.online:
+            if s.entrusted and s.online and not s.robot:
                 s.entrusted = s.entrust_offline = False
         self.history.append(deltas)
         hand_dealer = self.dealer

@@ -20,6 +20,7 @@ class Seat:
     total: int = 0
     session: str = ""              # the lobby session that last came online here ("" unknown)
     session_at: float = 0.0        # its login time (wall clock), orders sessions of one user
+    robot: bool = False            # seated by the table (AddRobots): ready and entrusted for good
 
     @property
     def nickname(self) -> str:

@@ -14,6 +14,7 @@ from paiju import frames
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
+from services.common import reserved
 from services.table import facts as ft
 from services.table import geo, variants
 from services.table import logrec as lr
@@ -46,7 +47,7 @@ def player_info(s: Seat, seat: int, for_user: int | None = None) -> common_pb2.P
     return common_pb2.PlayerInfo(
         user_id=s.user_id, online=s.online, ready=s.ready, coins=p.coins + s.total, seat=seat,
         nickname=s.nickname, head_url=p.head_url, sex=p.sex, total_score=s.total,
-        login_address=p.login_address, entrusted=s.entrusted,
+        login_address=p.login_address, entrusted=s.entrusted, robot=s.robot,
         ip=p.ip if for_user == s.user_id else "")
 
 
@@ -144,7 +145,8 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                     reason=_CHANGES[change], seat=seat, user_id=user_id,
                     players=[player_info(s, i) for i, s in players])))
             case ft.SeatMoved(user_id, seat):
-                fx.seats[user_id] = seat
+                if not reserved.is_robot(user_id):   # robots never log in: no seat entry
+                    fx.seats[user_id] = seat
             case ft.SatDown(seat):
                 fx.public += _alerts(room, seat)
             case ft.Entrusted(seat, on, count):
@@ -161,7 +163,8 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                     frame = _event_frame(room, e)
                     if e.event.to is None:
                         fx.public.append(frame)
-                    elif e.ctx.user_ids[e.event.to]:
+                    elif e.ctx.user_ids[e.event.to] and not reserved.is_robot(
+                            e.ctx.user_ids[e.event.to]):   # a robot's hand goes nowhere
                         fx.private.append((e.ctx.user_ids[e.event.to], frame))
             case ft.Committed(hand_no, commitment):
                 fx.public.append(frames.server_frame(lm.HandCommitment(
