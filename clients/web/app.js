@@ -31,6 +31,11 @@ const OVERTAKEN = new Set([
   9892,   // DD_STALE_TOKEN: the out-token was already used
   9895,   // DD_HAND_OVER
 ]);
+// Server features the page is ready for but the lobby does not offer yet (docs/protocol.md
+// "What the server does not do yet"): a dev guest login (`login {nickname, guest: true}`,
+// no token) and the room owner's "fill with robots" (`fill_robots {}`). Their controls
+// stay hidden until these are true.
+const FEATURES = {guestLogin: false, fillRobots: false};
 // Action kinds the table or a dialog offers in pictures: their buttons in the decision bar
 // are kept (keyboard, screen readers, tests) but drawn small.
 const PICTURED = new Set(["discard", "play", "exchange_three", "declare_void", "choose_alone",
@@ -403,6 +408,19 @@ $("dd-clear").onclick = () => { app.selected = []; render(); };
 $("all-moves").onclick = () => {
   const box = $("actions");
   box.className = box.className.includes("show-all") ? "actions" : "actions show-all";
+};
+show("guest-login", FEATURES.guestLogin);
+show("fill-robots", FEATURES.fillRobots);
+$("guest-login").onclick = () => connect({guest: true, nickname: $("nickname").value.trim()});
+$("fill-robots").onclick = () => send("fill_robots", {});
+// Keys: 1-9 press that decision button (shown or not), Escape clears a selection.
+document.onkeydown = (ev) => {
+  const tag = ev.target && ev.target.tagName;
+  if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+  const n = Number(ev.key);
+  const buttons = $("actions").children;
+  if (n >= 1 && n <= buttons.length) buttons[n - 1].onclick();
+  else if (ev.key === "Escape" && app.selected.length) { app.selected = []; render(); }
 };
 $("lang").onclick = () => setLang(i18n.lang === "zh" ? "en" : "zh");
 i18n.listeners.push(() => {
