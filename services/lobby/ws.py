@@ -51,6 +51,7 @@ from services.common.config import ConfigError, LobbyConfig
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
 from services.lobby.client_ip import HEADER, client_ip, parse_networks
+from services.lobby.guest import guest_login
 from services.lobby.session_loop import (
     BadFrame,
     Incoming,
@@ -172,6 +173,7 @@ class WsFront:
         webapp.router.add_get("/ws", self.connect)
         webapp.router.add_get("/healthz", self.healthz)
         webapp.router.add_get("/livez", self.livez)
+        webapp.router.add_post("/guest", self.guest)
         if self.web_root.is_dir():
             webapp.router.add_get("/", self.index)
             webapp.router.add_static("/static/", self.web_root)
@@ -215,6 +217,11 @@ class WsFront:
         if self.app.live:
             return web.Response(text="ok\n")
         return web.Response(status=503, text="not live: nats unreachable for too long\n")
+
+    async def guest(self, request: web.Request) -> web.Response:
+        """Dev guest login (guest.py): a token for a nickname, 404 where it is off."""
+        ip = client_ip(request.remote or "", request.headers.getall(HEADER, ()), self.trusted)
+        return await guest_login(self.app, request, ip)
 
     async def index(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(self.web_root / "index.html")
