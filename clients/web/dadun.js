@@ -4,7 +4,7 @@
 // selection.
 import {el} from "./dom.js";
 import {app, hand} from "./state.js";
-import {t, phaseName} from "./i18n.js";
+import {t, phaseName, tz} from "./i18n.js";
 import {cardEl, sortCards} from "./tiles.js";
 
 export function seatParts(seat) {
@@ -15,7 +15,7 @@ export function seatParts(seat) {
   }
   if (hand.catch[seat]) info.push(`${t("caught")} ${hand.catch[seat]}`);
   if (hand.overOrder[seat]) info.push(`#${hand.overOrder[seat]}`);
-  if (hand.isAlone && hand.aloneSeat === seat) info.push(`${t("alone")} 打独`);
+  if (hand.isAlone && hand.aloneSeat === seat) info.push(`${tz("alone", "打独")}`);
   if (info.length) parts.push(el("div", {cls: "dd-info", text: info.join(" · ")}));
   const play = hand.plays[seat];
   if (play === "pass") parts.push(el("div", {cls: "played pass", text: `${t("pass")}`}));
@@ -30,7 +30,7 @@ export function centerParts() {
   const out = [el("div", {cls: "phase", text: phaseName(hand.phase)}),
     el("div", {cls: "desk-points", text: `${t("desk")} ${hand.deskPoints} ${t("points")}`})];
   if (hand.friendCard) {
-    out.push(el("div", {cls: "friend"}, [el("span", {text: `${t("friend_card")} 朋友牌`}),
+    out.push(el("div", {cls: "friend"}, [el("span", {text: `${tz("friend_card", "朋友牌")}`}),
       cardEl(hand.friendCard, {cls: "sm"})]));
   }
   return out;

@@ -5,7 +5,7 @@
 // are picked in the hand.
 import {$, el, show} from "./dom.js";
 import {app, hand} from "./state.js";
-import {t} from "./i18n.js";
+import {t, tz} from "./i18n.js";
 import {cardEl, sortCards, tileEl} from "./tiles.js";
 
 export const DIALOG_PHASES = new Set(["exchange", "void", "opening", "haidi", "alone", "friend"]);
@@ -36,7 +36,7 @@ export function dialogFor(prompt, answer, helpers) {
   if (phase === "exchange" && kinds.has("exchange_three")) {
     const chosen = helpers.selectedTiles();
     const match = actions.find((a) => sameTiles(a.tiles || [], chosen));
-    open({kind: "exchange", docked: true, title: `${t("exchange_title")} 换三张`,
+    open({kind: "exchange", docked: true, title: `${tz("exchange_title", "换三张")}`,
       text: t("exchange_text"),
       body: [el("div", {cls: "picked"}, chosen.map((x) => tileEl(x, {cls: "md"})))],
       buttons: [
@@ -47,7 +47,7 @@ export function dialogFor(prompt, answer, helpers) {
   if (kinds.has("declare_void")) {
     const counts = {m: 0, p: 0, s: 0};
     for (const x of hand.tiles) counts[x[1]] = (counts[x[1]] || 0) + 1;
-    open({kind: "void", title: `${t("void_title")} 定缺`, text: t("void_text"),
+    open({kind: "void", title: `${tz("void_title", "定缺")}`, text: t("void_text"),
       buttons: actions.filter((a) => a.kind === "declare_void").map((a) => ({
         label: `${SUIT_ZH[a.choice] || a.choice} ${t(a.choice)} (${counts[a.choice] || 0})`,
         cls: `suit-${a.choice}`, onclick: () => answer(a)}))});
@@ -56,28 +56,28 @@ export function dialogFor(prompt, answer, helpers) {
   if (phase === "opening" && kinds.has("hu")) {
     const mine = hand.opening && hand.opening[String(app.seat)];
     const types = mine ? [].concat(mine.types || mine).join(", ") : "";
-    open({kind: "opening", title: `${t("opening_title")} 起手胡`,
+    open({kind: "opening", title: `${tz("opening_title", "起手胡")}`,
       text: t("opening_text") + (types ? ` (${types})` : ""),
-      buttons: actions.map((a) => ({label: a.kind === "hu" ? `${t("declare")} 胡` : `${t("pass")} 过`,
+      buttons: actions.map((a) => ({label: a.kind === "hu" ? `${tz("declare", "胡")}` : `${tz("pass", "过")}`,
         cls: a.kind === "hu" ? "primary" : "", onclick: () => answer(a)}))});
     return true;
   }
   if (kinds.has("haidi")) {
-    open({kind: "haidi", title: `${t("haidi_title")} 海底`, text: t("haidi_text"),
+    open({kind: "haidi", title: `${tz("haidi_title", "海底")}`, text: t("haidi_text"),
       buttons: actions.filter((a) => a.kind === "haidi").map((a) => ({
-        label: a.choice === "yes" ? `${t("take")} 要` : `${t("decline")} 不要`,
+        label: a.choice === "yes" ? `${tz("take", "要")}` : `${tz("decline", "不要")}`,
         cls: a.choice === "yes" ? "primary" : "", onclick: () => answer(a)}))});
     return true;
   }
   if (kinds.has("choose_alone")) {
-    open({kind: "alone", title: `${t("alone_title")} 打独`, text: t("alone_text"),
-      buttons: actions.map((a) => ({label: a.choice === "yes" ? `${t("yes")} 打独` : `${t("no")} 不打`,
+    open({kind: "alone", title: `${tz("alone_title", "打独")}`, text: t("alone_text"),
+      buttons: actions.map((a) => ({label: a.choice === "yes" ? `${tz("alone_yes", "打独")}` : `${tz("alone_no", "不打")}`,
         cls: a.choice === "yes" ? "" : "primary", onclick: () => answer(a)}))});
     return true;
   }
   if (kinds.has("choose_friend_card")) {
     const byCard = new Map(actions.map((a) => [(a.tiles || [])[0], a]));
-    open({kind: "friend", title: `${t("friend_title")} 叫朋友`, text: t("friend_text"),
+    open({kind: "friend", title: `${tz("friend_title", "叫朋友")}`, text: t("friend_text"),
       body: [el("div", {cls: "friend-cards"}, sortCards([...byCard.keys()]).map((c) =>
         cardEl(c, {cls: "md pick", onclick: () => answer(byCard.get(c))})))]});
     return true;

@@ -31,7 +31,7 @@ const EN = {
   phase: "phase", language: "中文", drawn: "drawn", window_on: "claim?",
   cards_left: "cards", caught: "caught", alone: "alone", hu: "won",
   m: "characters", p: "dots", s: "bamboo", game_over: "Room over", all_moves: "all moves",
-  replay_events: "the replay's events",
+  replay_events: "the replay's events", alone_yes: "Yes, alone", alone_no: "No",
 };
 
 const ZH = {
@@ -58,7 +58,7 @@ const ZH = {
   hand_over: "本局结束", draw_game: "流局", phase: "阶段", language: "English", drawn: "摸",
   window_on: "可响应", cards_left: "张", caught: "抓分", alone: "打独", hu: "已胡",
   m: "万", p: "筒", s: "条", game_over: "房间结束", all_moves: "全部操作",
-  replay_events: "回放事件",
+  replay_events: "回放事件", alone_yes: "打独", alone_no: "不打",
 };
 
 // action kinds, phases and payment reasons
@@ -89,6 +89,10 @@ export const i18n = {lang: "en", listeners: []};
 
 export function t(key) {
   return (i18n.lang === "zh" ? ZH[key] : EN[key]) ?? EN[key] ?? key;
+}
+// A label in English followed by its Chinese term ("Birds 扎鸟"), or the Chinese alone.
+export function tz(key, zh) {
+  return i18n.lang === "zh" ? t(key) : `${t(key)} ${zh}`;
 }
 export function term(kind) {
   return (i18n.lang === "zh" ? TERMS_ZH[kind] : TERMS_EN[kind]) || kind;

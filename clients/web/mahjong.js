@@ -2,7 +2,7 @@
 // tiles, the wall and the open claim window in the centre, the own hand at the bottom.
 import {el} from "./dom.js";
 import {app, hand} from "./state.js";
-import {t, term, phaseName} from "./i18n.js";
+import {t, term, phaseName, tz} from "./i18n.js";
 import {sortTiles, tileEl} from "./tiles.js";
 
 export function seatParts(seat) {
@@ -40,7 +40,7 @@ export function centerParts() {
     out.push(el("div", {cls: "claim-tile"}, [tileEl(hand.last.tile, {cls: "md last"})]));
   }
   if (app.birds && app.birds.tiles.length) {
-    out.push(el("div", {cls: "birds"}, [el("span", {text: `${t("birds_title")} 扎鸟`}),
+    out.push(el("div", {cls: "birds"}, [el("span", {text: `${tz("birds_title", "扎鸟")}`}),
       ...app.birds.tiles.map((x) => tileEl(x, {cls: "sm"}))]));
   }
   return out;

@@ -4,8 +4,8 @@
 // Dadun, the score parts. The same data as plain text goes to #settlement (copyable; the
 // node harnesses read it).
 import {$, el, show} from "./dom.js";
-import {app} from "./state.js";
-import {reasonName, t} from "./i18n.js";
+import {app, currentHand} from "./state.js";
+import {reasonName, t, tz} from "./i18n.js";
 import {cardEl, parseTiles, sortCards, tileEl} from "./tiles.js";
 import {seatLabel} from "./table.js";
 
@@ -45,13 +45,15 @@ export function renderSettlement(frame, over, payments, text) {
     extra.push(el("tr", {cls: "parts"}, [el("th", {text: key.replace("_", " ")}), ...seats.map((s) =>
       el("td", {text: String((players.find((p) => (p.seat ?? 0) === s) || {})[key] ?? "")}))]));
   }
-  const winners = (over.wins || []).map((w) => `${seatLabel(w.seat)}: ${(w.patterns || []).join(", ")}` +
-    (w.fan !== undefined ? ` (${w.fan} fan)` : ""));
+  const live = currentHand();
+  const wins = over.wins || (live && live.hus) || [];
+  const winners = wins.map((w) => `${seatLabel(w.seat)}: ${(w.patterns || []).join(", ")}` +
+    (w.fan ? ` (${w.fan} fan)` : w.big_hu ? ` (${w.big_hu} big hu)` : ""));
   $("settlement-title").textContent = `${t("hand_over")} #${frame.hand_no || frame.now || over.hand_no || ""}` +
     (over.end === "wall_exhausted" || frame.draw_game ? ` · ${t("draw_game")}` : "");
   $("settlement-wins").replaceChildren(...winners.map((w) => el("li", {text: w})));
-  const birds = over.birds && over.birds.tiles ? over.birds.tiles : [];
-  $("settlement-birds").replaceChildren(...(birds.length ? [el("span", {text: `${t("birds_title")} 扎鸟 `}),
+  const birds = over.birds && over.birds.tiles ? over.birds.tiles : (app.birds ? app.birds.tiles : []);
+  $("settlement-birds").replaceChildren(...(birds.length ? [el("span", {text: `${tz("birds_title", "扎鸟")}`}),
     ...birds.map((x) => tileEl(x, {cls: "sm"}))] : []));
   $("settlement-table").replaceChildren(el("thead", {}, [head]), el("tbody", {}, [...rows, total, ...extra]));
   const shown = over.all_hands || [];

@@ -38,7 +38,7 @@ const four = (f) => [0, 1, 2, 3].map(f);
 export function newHand(game, fields = {}) {
   hand = {game, family: family(game), handNo: 0, dealer: 0, phase: "", toAct: [],
     // mahjong
-    wall: 0, discards: four(() => []), melds: four(() => []), tiles: [], drawn: null,
+    wall: 0, hus: [], discards: four(() => []), melds: four(() => []), tiles: [], drawn: null,
     won: four(() => false), wonTiles: four(() => []), voids: four(() => null), window: null,
     last: null, scores: four(() => 0), counts: four(() => 13), opening: null, haidi: null,
     exchange: null, exchangeDirection: null,
@@ -80,6 +80,7 @@ export function fromObservation(game, obs) {
     h.exchangeDirection = obs.exchange_direction || null;
     h.haidi = obs.haidi || null;
     h.opening = obs.opening_hu || null;
+    h.hus = (obs.wins || (keep ? keep.hus : [])).map((w) => ({...w}));
     if (keep && keep.last && h.window === null) h.last = keep.last;
     if (h.window) h.last = {seat: h.window.source, tile: h.window.tile};
   } else {
@@ -161,6 +162,7 @@ export function onEvent(kind, b) {
     }
     case "mj_hu":
       hand.won[s] = true;
+      hand.hus.push({seat: s, tile: b.tile, patterns: b.patterns || [], fan: b.fan, big_hu: b.big_hu});
       if (b.tile) hand.wonTiles[s].push(b.tile);
       return true;
     case "mj_void": hand.voids = b.voids || hand.voids; return true;

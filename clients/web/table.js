@@ -4,7 +4,7 @@
 // hand; clicks go to the `actions` callbacks app.js passes in.
 import {$, el, show} from "./dom.js";
 import {app, hand} from "./state.js";
-import {t} from "./i18n.js";
+import {t, tz} from "./i18n.js";
 import * as mahjong from "./mahjong.js";
 import * as dadun from "./dadun.js";
 
@@ -65,9 +65,9 @@ function plate(seat) {
   const dealer = hand && (hand.family === "dadun" ? hand.banker : hand.dealer);
   if (hand && dealer === seat) badges.push(el("span", {cls: "badge dealer", text: hand.family === "dadun" ? t("banker") : t("dealer")}));
   badges.push(el("span", {cls: `badge ${p.online ? "online" : "offline"}`, text: p.online ? t("online") : t("offline")}));
-  if (p.entrusted) badges.push(el("span", {cls: "badge entrusted", text: `${t("entrusted")} 托管`}));
+  if (p.entrusted) badges.push(el("span", {cls: "badge entrusted", text: `${tz("entrusted", "托管")}`}));
   if (!hand && p.ready) badges.push(el("span", {cls: "badge ready", text: t("ready_mark")}));
-  if (hand && hand.family === "mahjong" && hand.won[seat]) badges.push(el("span", {cls: "badge won", text: `${t("hu")} 胡`}));
+  if (hand && hand.family === "mahjong" && hand.won[seat]) badges.push(el("span", {cls: "badge won", text: `${tz("hu", "胡")}`}));
   if (hand && hand.family === "mahjong" && hand.voids[seat]) {
     badges.push(el("span", {cls: "badge void", text: `缺${{m: "万", p: "筒", s: "条"}[hand.voids[seat]] || ""}`}));
   }
