@@ -12,7 +12,7 @@ if [ -x "$BROWSER" ] && { [ -n "${PAIJU_CHROMIUM:-}" ] || fc-list 2>/dev/null | 
   exit 0
 fi
 if [ "$(id -u)" != "0" ]; then
-  echo "install_browser: $BROWSER is missing and this is not root: the browser tests will skip"
+  echo "install_browser: cannot install $PACKAGES (not root): without $BROWSER the browser tests skip"
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -23,7 +23,11 @@ export DEBIAN_FRONTEND=noninteractive
 if apt-get install -y -qq --no-install-recommends $PACKAGES >/tmp/install_browser.log 2>&1 \
    || { apt-get update -qq >>/tmp/install_browser.log 2>&1 \
         && apt-get install -y -qq --no-install-recommends $PACKAGES >>/tmp/install_browser.log 2>&1; }; then
-  echo "install_browser: installed $(chromium --version 2>/dev/null || echo chromium)"
+  if [ -x "$BROWSER" ]; then
+    echo "install_browser: installed $("$BROWSER" --version 2>/dev/null || echo chromium)"
+  else
+    echo "install_browser: installed $PACKAGES, but $BROWSER is still missing: the browser tests will skip"
+  fi
 else
   echo "install_browser: apt-get could not install chromium (see /tmp/install_browser.log): the browser tests will skip"
 fi
