@@ -1,7 +1,8 @@
 """NATS and JetStream helpers: connection with reconnect, stream and KV bucket set-up.
 
-Subjects (ARCHITECTURE.md): ``room.<id>.events`` (public events), ``user.<uid>.inbox``
-(private events), ``session.kick.<uid>`` (one session per user across lobby replicas),
+Subjects (docs/services.md): ``room.<id>.events`` (a room's events, one RoomEvents message
+per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobbies),
+``session.kick.<uid>`` (one session per user across lobby replicas),
 JetStream ``room.<id>.log`` (the room's action log) and ``settle.<room>`` (settlements),
 KV buckets ``tables`` (instances, TTL) and ``rooms`` (room owner leases and summaries).
 """
@@ -33,7 +34,6 @@ TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
 SEATS_BUCKET = "seats"          # user id -> the room and table where that user sits
 ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
-LOBBY_ROOMS = "lobby.rooms"     # RoomChange frames for the lobbies' room lists
 
 
 def room_events(room_id: int) -> str:
@@ -47,10 +47,6 @@ def room_chat(room_id: int) -> str:
 
 def room_log(room_id: int) -> str:
     return f"room.{room_id}.log"
-
-
-def user_inbox(user_id: int) -> str:
-    return f"user.{user_id}.inbox"
 
 
 def session_kick(user_id: int) -> str:
