@@ -395,7 +395,8 @@ def profile(pid: int, seconds: float) -> list[tuple[float, str]]:
             total += int(n)
             for name in {f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")"
                          for f in frames if " (" in f and ("services/" in f or "games/" in f
-                                                           or "paiju/" in f)}:
+                                                           or "paiju/" in f)
+                         and "runner.py" not in f and "__main__.py" not in f}:
                 counts[name] = counts.get(name, 0) + int(n)
     return sorted(((n / total, name) for name, n in counts.items()), reverse=True)[:15] if total else []
 
