@@ -19,7 +19,7 @@ from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus, tls
 from services.common.config import Config
 from services.common.tasks import cancel_and_wait
-from services.lobby import metrics
+from services.lobby import metrics, watching
 from services.lobby.directory import Directory
 from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
@@ -217,11 +217,16 @@ class LobbyApp:
         return await self.forwarder.command(room_id, cmd)
 
     async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
+        if isinstance(session, watching.Watcher):   # a spectator: the public view again
+            return await watching.resnapshot(self, session, room_id)
         return await self.forward(session, kind="snapshot", room_id=room_id)
 
     def lost(self, session: Session, room_id: int) -> None:
         """A session whose room's stream could not be restored: it logs in again and
         resumes its seat (as when its room is still moving at login)."""
+        if isinstance(session, watching.Watcher):   # a spectator's watch just ends
+            watching.lost(session)
+            return
         self.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
 
     def table_addresses(self) -> set[str]:
@@ -240,6 +245,8 @@ class LobbyApp:
         room_id = session.room_id
         self.hub.remove(session)
         await self.streams.leave(session)
+        if session in watching.WATCHING:   # the table counts one watcher less
+            self.spawn(watching.stop(self, session))
         if session.logged_in and room_id and not session.kicked and not session.sent_away:
             task = self.spawn(self._offline(session, room_id))
             self._offlines.add(task)

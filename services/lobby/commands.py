@@ -11,7 +11,7 @@ from typing import Any
 from paiju.frames import error_frame, ok_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus
-from services.lobby import limits, metrics, seating
+from services.lobby import limits, metrics, seating, watching
 from services.lobby.app import LobbyApp
 from services.lobby.errors import Reject
 from services.lobby.login import login
@@ -69,6 +69,7 @@ async def room_list(app: LobbyApp, session: Session, frame: client_pb2.ClientFra
 
 async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     if not session.room_id:
+        watching.refuse_if_watching(app, session)
         raise Reject(common_pb2.ERR_NOT_IN_ROOM, "not in a room")
     await seating.seated_command(app, session, frame)
 
@@ -76,6 +77,7 @@ async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame)
 async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.create_room
     _count_create(app, session)
+    await watching.stop(app, session)   # sitting down ends a watch
     await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
         game=req.game, base_score=req.base_score, total_hands=req.total_hands,
         options_json=req.options_json, password=req.password, min_hands=req.min_hands,
@@ -120,6 +122,7 @@ async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFra
     req = frame.join_room
     limits.take("join_room", (app.limits.joins_per_user, session.user_id))
     await _not_seated_elsewhere(app, session, req.room_id)
+    await watching.stop(app, session)   # sitting down ends a watch
     if req.room_id:
         address = await app.owner_address(req.room_id, fresh=True)
         await _join(app, session, frame, req.room_id, req.password, req.game, address)
@@ -153,6 +156,7 @@ async def quick_start(app: LobbyApp, session: Session, frame: client_pb2.ClientF
 async def chat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.chat
     if not session.room_id:
+        watching.refuse_if_watching(app, session)
         raise Reject(common_pb2.ERR_NOT_IN_ROOM, "chat needs a room")
     if len(req.content) > app.lobby.chat_max_len or len(req.extend) > app.lobby.chat_max_len:
         raise Reject(common_pb2.ERR_TOO_LONG, f"chat longer than {app.lobby.chat_max_len}")
@@ -199,4 +203,6 @@ HANDLERS: dict[str, Handler] = {
     "chat": chat,
     "ask_history_score": history,
     "ask_replay": replay,
+    "watch_room": watching.watch_room,
+    "stop_watching": watching.stop_watching,
 }

@@ -53,6 +53,12 @@ class TableAccess(Protocol):
         """``session`` could not be brought back into the room's order: reconnect it."""
 
 
+def _send(member: Session, frame: Outgoing) -> bool:
+    """A frame for one member of a room's stream: a session, or a watcher (watching.py)
+    with its own ``send``."""
+    return member.send(frame)
+
+
 @dataclass(eq=False)
 class RoomStream:
     """One room at this lobby: its orderer, subscriptions and refill state."""
@@ -89,7 +95,7 @@ class RoomStreams:
             room.joining += 1
             return room
         loop = asyncio.get_running_loop()
-        orderer: RoomOrderer[Session] = RoomOrderer(room_id, Session.send, now=loop.time)
+        orderer: RoomOrderer[Session] = RoomOrderer(room_id, _send, now=loop.time)
         room = self.rooms[room_id] = RoomStream(room_id, orderer, joining=1)
         try:
             room.subs.append(await self.nc.subscribe(bus.room_events(room_id), cb=self._on_events))

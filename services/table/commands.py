@@ -22,6 +22,7 @@ from services.table.automation import Automation
 from services.table.codec import FrameError, action_from_frame, rule_error_code
 from services.table.parts import Actor, Reply
 from services.table.room import Room, RoomError
+from services.table.views import Effects
 
 log = logging.getLogger("paiju.table.room")
 
@@ -33,6 +34,7 @@ PASSWORD_LOCK_SECONDS = 60.0
 PASSWORD_LOCK_MAX_SECONDS = 3600.0
 PASSWORD_GUESSERS = 1000
 GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
+MAX_WATCHERS = 1000         # watchers (观战) of one room
 ROBOT_COINS = 100_000_000   # a robot never runs out of coins (which would close the room)
 ROBOT_NAMES = ("阿福", "小满", "老周", "春妮", "大壮", "阿秀", "小七", "老马", "阿珍", "石头")
 
@@ -47,6 +49,7 @@ class Commands:
         self.actor = actor
         self.auto = auto
         self.robots_allowed = robots_allowed   # table.robots_allowed
+        self.watchers: dict[str, int] = {}      # lobby session (or user) -> user, watching
         # user -> (wrong guesses in a row, times locked out, locked until) for VIP passwords
         self.guesses: dict[int, tuple[int, int, float]] = {}
         self.geo_asked: dict[int, float] = {}   # seat -> when it last asked for distances
@@ -74,6 +77,8 @@ class Commands:
 
     async def _lobby_command(self, cmd: table_pb2.TableCommand) -> Reply:
         room = self.room
+        if cmd.kind in ("watch", "unwatch"):
+            return await self._watch(cmd)
         seat = checks.require_seat(room, cmd.user_id)
         s = room.seats[seat]
         assert s is not None
@@ -99,6 +104,28 @@ class Commands:
             return Reply(frames_=views.snapshot(room, seat, self.auto.seconds_left()))
         raise RoomError(common_pb2.ERR_BAD_FRAME, f"unknown table command kind {cmd.kind!r}")
 
+    async def _watch(self, cmd: table_pb2.TableCommand) -> Reply:
+        """A lobby session starts (again: a resync) or stops watching the room. The count
+        goes to the room's directory entry (RoomInfo.spectators); the reply to a watch is
+        the public snapshot, made at the position the watcher's stream starts after."""
+        room = self.room
+        key = cmd.session_id or f"user:{cmd.user_id}"
+        before = len(self.watchers)
+        if cmd.kind == "unwatch":
+            self.watchers.pop(key, None)
+        else:
+            if room.seat_of(cmd.user_id) is not None:
+                raise RoomError(common_pb2.ERR_ALREADY_IN_ROOM, "you are seated in this room")
+            if key not in self.watchers and len(self.watchers) >= MAX_WATCHERS:
+                raise RoomError(common_pb2.ERR_ROOM_FULL, "too many watchers in this room")
+            self.watchers[key] = cmd.user_id
+        if len(self.watchers) != before:
+            room.spectators = len(self.watchers)
+            await self.actor.publish(Effects(changed=True), self.actor.stream.follow_up((), ()))
+        if cmd.kind == "unwatch":
+            return Reply()
+        return Reply(frames_=views.watch_snapshot(room, self.auto.seconds_left()))
+
     async def _join(self, cmd: table_pb2.TableCommand) -> Reply:
         room = self.room
         seat = self._check_password(cmd)
@@ -111,9 +138,12 @@ class Commands:
         profile = lr.Profile(p.nickname, p.head_url, p.sex, p.coins, p.ip, lat, lng,
                              p.login_address)
         session = cmd.session_id
-        await self.actor.record(lr.Join(seat, cmd.user_id, profile, session,
-                                  cmd.login_at if session else 0.0))
-        return Reply(frames_=views.snapshot(room, seat, self.auto.seconds_left()))
+        fx = await self.actor.record(lr.Join(seat, cmd.user_id, profile, session,
+                                             cmd.login_at if session else 0.0))
+        # the joiner's stream starts after the join's position: the alerts his arrival
+        # raised (public, in the join's own message) come to him with the reply
+        alerts = [f for f in fx.public if f.WhichOneof("payload") == "distance_alert"]
+        return Reply(frames_=[*views.snapshot(room, seat, self.auto.seconds_left()), *alerts])
 
     def _check_password(self, cmd: table_pb2.TableCommand) -> int:
         """``checks.check_join``, with wrong VIP passwords limited per user (brute force)."""

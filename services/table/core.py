@@ -393,9 +393,10 @@ class TableCore:
                                         events=missed or (), resync=missed is None)
         reply: Reply = await actor.submit("command", cmd)
         seat = actor.room.seat_of(cmd.user_id)
+        there = seat is not None or (cmd.kind == "watch" and reply.code == 0)
         out = table_pb2.TableReply(
             request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
-            room_id=cmd.room_id if seat is not None and not actor.room.closed else 0,
+            room_id=cmd.room_id if there and not actor.room.closed else 0,
             seat=-1 if seat is None else seat)
         if reply.position is not None:
             out.ordered = True

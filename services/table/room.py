@@ -74,6 +74,9 @@ class Room:
         self.total_hands = create.total_hands or 4
         self.min_hands = create.min_hands
         self.creator_id = create.creator_id   # who may add robots (0: nobody, an old log)
+        # watchers (观战) as the room's commands count them: not in the log (a rebuilt room
+        # counts again as the lobbies' watchers come back)
+        self.spectators = 0
         self.password = create.password_hash
         self.entrust_cancels = int(self.room_options.get("entrust_cancels", create.entrust_cancels))
         self.play_desc = create.play_desc or self.game

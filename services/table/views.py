@@ -58,7 +58,8 @@ def room_info(room: r.Room, for_user: int | None = None) -> common_pb2.RoomInfo:
         players=[player_info(s, i, for_user) for i, s in room.seated()],
         min_hands=room.min_hands, has_password=bool(room.password),
         game=variants.get(room.game).game_type,
-        options_json=json.dumps({**room.options, **room.room_options}, sort_keys=True))
+        options_json=json.dumps({**room.options, **room.room_options}, sort_keys=True),
+        spectators=room.spectators)
 
 
 def prompt(room: r.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
@@ -89,6 +90,23 @@ def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.Se
     out.append(frames.server_frame(info))
     if room.in_hand() and seat in room.to_act():
         out.append(prompt(room, seat, seconds_left))
+    return out
+
+
+def watch_snapshot(room: r.Room, seconds_left: float) -> list[client_pb2.ServerFrame]:
+    """Frames a watcher (观战) gets: the room (no IP of anyone) as seat -1 and the public
+    view of the running hand, never a concealed tile or card."""
+    out = [frames.server_frame(lm.RoomJoined(room=room_info(room), seat=-1))]
+    commitment = _commitment(room)
+    if commitment is not None:
+        out.append(commitment)
+    if room.state is None:
+        return out
+    seats = InfoSeats(tuple(x.user_id if x else 0 for x in room.seats),
+                      tuple(bool(x and x.entrusted) for x in room.seats), 0)
+    info = variants.get(room.game).codec.game_info(room.state.public_view(), -1, seconds_left,
+                                                   seats)
+    out.append(frames.server_frame(info))
     return out
 
 

@@ -1,0 +1,197 @@
+"""Spectators (观战): a session watching a room it does not sit in (docs/services.md,
+"Spectators").
+
+``WatchRoom {room_id}`` asks the owning table for a ``kind="watch"`` command: the table
+counts the watcher (``RoomInfo.spectators`` in the room list) and answers the public view
+(``RoomJoined`` with seat -1, the hand's public ``MjGameInfo``/``DdGameInfo``), made at a
+position of the room's stream. The session then follows the room's stream (streams.py) as a
+:class:`Watcher`: a member of its own whose user id is -1, so the orderer gives it the
+``frames`` every session gets and never a ``private`` one (no user id is negative). With
+``lobby.spectator_delay`` = N > 0 each frame is held until the room's stream is N log
+positions further on (at most ``MAX_HOLD_SECONDS``): a watcher cannot relay a live game.
+
+A watcher sits nowhere (``session.room_id`` stays 0): every seated command is refused
+``ERR_SPECTATOR``. ``StopWatching``, joining or creating a room, a new watch, or the end of the
+session stop it (``kind="unwatch"`` to the table). One room at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from paiju.frames import error_frame, event_id_of, ok_frame, payload_of
+from paiju.v1 import client_pb2, common_pb2, table_pb2
+from services.lobby.errors import Reject
+from services.lobby.sessions import Outgoing, Session
+
+# services.lobby.app.LobbyApp (which imports this module: no import back, not even for types)
+LobbyApp = Any
+
+log = logging.getLogger("paiju.lobby.watching")
+
+MAX_HOLD_SECONDS = 30.0     # a delayed frame waits at most this long (a quiet room)
+TICK_SECONDS = 1.0          # how often held frames are looked at while some wait
+
+Position = tuple[int, int]
+
+
+class Watcher:
+    """One session's membership of a watched room's stream: public frames only (user id 0),
+    sent to the session at once or ``delay`` log positions late."""
+
+    def __init__(self, session: Session, room_id: int, delay: int,
+                 position: Callable[[], Position | None]) -> None:
+        self.session = session
+        self.watching = room_id
+        self.user_id = -1           # private frames are for user ids; none is negative
+        self.room_id, self.seat = 0, -1   # seated nowhere (streams.py reads these)
+        self.delay = delay
+        self._position = position
+        self.held: deque[tuple[int, float, Outgoing]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def outbox(self):  # type: ignore[no-untyped-def]   # streams.py checks it is open
+        return self.session.outbox
+
+    def _index(self) -> int:
+        position = self._position()
+        return position[0] if position is not None else 0
+
+    def send(self, frame: Outgoing) -> bool:
+        """A frame of the room's stream for this watcher (from the orderer)."""
+        if self.delay <= 0:
+            return self.session.send(frame)
+        self.held.append((self._index(), time.monotonic(), frame))
+        self.release()
+        return True
+
+    def release(self, now: float | None = None) -> None:
+        """Send the held frames the stream has left ``delay`` positions behind, or that
+        waited ``MAX_HOLD_SECONDS``."""
+        now = time.monotonic() if now is None else now
+        current = self._index()
+        held = self.held
+        while held and (held[0][0] + self.delay <= current
+                        or now - held[0][1] >= MAX_HOLD_SECONDS):
+            self.session.send(held.popleft()[2])
+        if held and self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._timer = loop.call_later(TICK_SECONDS, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if not self.session.outbox.closed:
+            self.release()
+
+    def end(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.held.clear()
+
+
+def request_event_id(frame: client_pb2.ClientFrame) -> int:
+    payload = payload_of(frame)
+    return event_id_of(payload) if payload is not None else frame.event_id
+
+
+# the sessions of this process that watch a room
+WATCHING: dict[Session, Watcher] = {}
+
+
+def watcher_of(app: LobbyApp, session: Session) -> Watcher | None:
+    """The session's live watch (a room that closed meanwhile ended it)."""
+    watcher = WATCHING.get(session)
+    if watcher is None:
+        return None
+    room = app.streams.rooms.get(watcher.watching)
+    if room is None or not room.orderer.involves(watcher):
+        WATCHING.pop(session, None)
+        watcher.end()
+        return None
+    return watcher
+
+
+def refuse_if_watching(app: LobbyApp, session: Session) -> None:
+    """A command of a seated player from a watcher: ERR_SPECTATOR."""
+    if watcher_of(app, session) is not None:
+        raise Reject(common_pb2.ERR_SPECTATOR, "spectators cannot act: join the room first")
+
+
+async def watch_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    room_id = frame.watch_room.room_id
+    if room_id <= 0:
+        raise Reject(common_pb2.ERR_BAD_FRAME, "room_id is required")
+    if session.room_id:
+        raise Reject(common_pb2.ERR_ALREADY_IN_ROOM,
+                     f"seated in room {session.room_id}: leave it to watch another")
+    await stop(app, session)
+    address = await app.owner_address(room_id, fresh=True)
+    room = await app.streams.open(room_id)
+    watcher = Watcher(session, room_id, app.lobby.spectator_delay,
+                      lambda: room.orderer.delivered)
+    try:
+        reply = await app.forward(session, kind="watch", room_id=room_id, address=address)
+    except BaseException:
+        await app.streams.release(room_id)
+        raise
+    if reply.code or reply.room_id != room_id or not session.logged_in \
+            or session.outbox.closed:
+        await app.streams.release(room_id)
+        session.send(error_frame(reply.code or common_pb2.ERR_NO_SUCH_ROOM,
+                                 reply.message or f"room {room_id} cannot be watched",
+                                 request_event_id=request_event_id(frame), reply_to=frame.seq))
+        return
+    frames = list(reply.frames)
+    for out in frames:
+        out.reply_to = frame.seq
+    # the room as it stands goes at once; the hand's view waits like every later frame
+    for out in frames:
+        if out.HasField("room_joined"):
+            session.send(out)
+    WATCHING[session] = watcher
+    app.streams.join(watcher, room_id, reply,  # type: ignore[arg-type]
+                     [f for f in frames if not f.HasField("room_joined")])
+    await app.streams.release(room_id)
+
+
+async def stop_watching(app: LobbyApp, session: Session,
+                        frame: client_pb2.ClientFrame) -> None:
+    await stop(app, session)
+    session.send(ok_frame(request_event_id(frame), reply_to=frame.seq))
+
+
+async def stop(app: LobbyApp, session: Session, *, tell: bool = True) -> bool:
+    """End the session's watch, if any (the table is told unless ``tell`` is off)."""
+    watcher = WATCHING.pop(session, None)
+    if watcher is None:
+        return False
+    watcher.end()
+    await app.streams.leave(watcher, watcher.watching)  # type: ignore[arg-type]
+    if tell:
+        try:
+            await app.forward(session, kind="unwatch", room_id=watcher.watching)
+        except Reject as exc:
+            log.info("unwatch not delivered", extra={"room": watcher.watching,
+                                                     "error": exc.message})
+    return True
+
+
+async def resnapshot(app: LobbyApp, watcher: Watcher, room_id: int) -> table_pb2.TableReply:
+    """A watcher's fresh public snapshot after its room's stream could not be refilled."""
+    return await app.forward(watcher.session, kind="watch", room_id=room_id)
+
+
+def lost(watcher: Watcher) -> None:
+    """The watcher could not be brought back in order: its watch ends."""
+    WATCHING.pop(watcher.session, None)
+    watcher.end()
