@@ -91,3 +91,20 @@ class HandEvent(Base):
     event_id: Mapped[int] = mapped_column(Integer)
     frame: Mapped[bytes] = mapped_column(LargeBinary)
     json: Mapped[str] = mapped_column(Text)
+
+
+class AuditEntry(Base):
+    """One operator action from the console (docs/services.md, "Operator actions"): who,
+    what, when, on which target, and how it went. Written once, never changed."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime, index=True)
+    operator: Mapped[str] = mapped_column(String())
+    action: Mapped[str] = mapped_column(String())
+    target_kind: Mapped[str] = mapped_column(String())      # "room" or "user"
+    target_id: Mapped[int] = mapped_column(BigInteger)
+    detail: Mapped[str] = mapped_column(Text, default="")   # JSON of the action's arguments
+    result: Mapped[str] = mapped_column(String(), default="")   # "ok" or why not
+    source: Mapped[str] = mapped_column(String(), default="")   # lobby instance and peer

@@ -20,6 +20,7 @@ from paiju.v1 import lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from services.common.config import Config
 from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
+from services.records.audit import AuditLog, AuditView
 from services.records.consumer import SettleConsumer
 from services.records.db import finish_running, make_engine, migrate
 from services.records.migrate import SchemaGate, migrate_on_start
@@ -31,6 +32,8 @@ log = logging.getLogger("paiju.records")
 DEFAULT_LIST = 100
 MAX_NICKNAME = 64
 MAX_HEAD_URL = 512
+MAX_AUDIT_TEXT = 2000
+AUDIT_TARGETS = ("room", "user")
 
 
 async def _invalid(context: grpc.aio.ServicerContext, message: str) -> None:
@@ -50,8 +53,9 @@ def _player_record(p: PlayerView, created: bool = False) -> records_pb2.PlayerRe
 class RecordsService(records_pb2_grpc.RecordsServicer):
     """paiju.v1.Records over a :class:`RecordsReader`."""
 
-    def __init__(self, reader: RecordsReader) -> None:
+    def __init__(self, reader: RecordsReader, audit: AuditLog | None = None) -> None:
         self.reader = reader
+        self.audit = audit or AuditLog(reader.engine)
 
     async def _require_seated(self, room_id: int, user_id: int,
                               context: grpc.aio.ServicerContext) -> None:
@@ -123,6 +127,37 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
             records_pb2.HandRecord(room_id=h.room_id, hand_no=h.hand_no, game=h.game,
                                    user_ids=h.user_ids, deltas=h.deltas,
                                    settled_at=h.settled_at, final=h.final) for h in hands])
+
+    async def AppendAudit(self, request: records_pb2.AuditRecord,  # noqa: N802
+                          context: grpc.aio.ServicerContext) -> records_pb2.AuditRecord:
+        if not request.operator or not request.action or request.target_kind not in AUDIT_TARGETS:
+            await _invalid(context, "operator and action are required, target_kind is "
+                           f"{' or '.join(AUDIT_TARGETS)}")
+        if request.target_id <= 0:
+            await _invalid(context, f"target_id must be positive, got {request.target_id}")
+        texts = (request.operator, request.action, request.detail_json, request.result,
+                 request.source)
+        if any(len(t) > MAX_AUDIT_TEXT or "\x00" in t for t in texts):
+            await _invalid(context, f"audit fields hold at most {MAX_AUDIT_TEXT} characters "
+                           "and no NUL")
+        entry = await self.audit.append(request.operator, request.action, request.target_kind,
+                                        request.target_id, request.detail_json, request.result,
+                                        request.source)
+        return _audit_record(entry)
+
+    async def ListAudit(self, request: records_pb2.ListAuditRequest,  # noqa: N802
+                        context: grpc.aio.ServicerContext) -> records_pb2.ListAuditReply:
+        if request.limit < 0 or request.target_id < 0:
+            await _invalid(context, "limit and target_id must not be negative")
+        entries = await self.audit.list(request.limit or DEFAULT_LIST, request.target_kind,
+                                        request.target_id)
+        return records_pb2.ListAuditReply(entries=[_audit_record(e) for e in entries])
+
+
+def _audit_record(e: AuditView) -> records_pb2.AuditRecord:
+    return records_pb2.AuditRecord(id=e.id, at=e.at, operator=e.operator, action=e.action,
+                                   target_kind=e.target_kind, target_id=e.target_id,
+                                   detail_json=e.detail, result=e.result, source=e.source)
 
 
 async def start(cfg: Config, *, port: int | None = None,
