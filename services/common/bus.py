@@ -53,6 +53,10 @@ def session_kick(user_id: int) -> str:
     return f"session.kick.{user_id}"
 
 
+# an operator's chat mute of a user, JSON {"user_id", "until"}: every lobby keeps it
+LOBBY_MUTE = "lobby.mute"
+
+
 def settle_subject(room_id: int) -> str:
     return f"settle.{room_id}"
 

@@ -64,6 +64,9 @@ class LobbyConfig:
     # -1 = off, 0 = a free port; its API needs ``Authorization: Bearer <console_token>``
     console_port: int = -1
     console_token: str = ""
+    # the console's write actions (add robots, dismiss, kick, mute; audited in records):
+    # only with this token; empty = the console stays read-only
+    console_admin_token: str = ""
     # SIGTERM: stop accepting, send every client a Reconnect frame, close after this long
     drain_seconds: float = 2.0
     # TLS on the public ports (gRPC Connect and WebSocket): certificate and key (PEM);
@@ -298,6 +301,7 @@ def require_token_secret(cfg: Config) -> None:
 
 
 DEV_CONSOLE_TOKEN = "dev-console-token"   # config/dev.toml's; refused outside dev
+DEV_CONSOLE_ADMIN_TOKEN = "dev-console-admin-token"   # the same for write actions
 
 
 def require_console_token(cfg: Config) -> None:
@@ -313,6 +317,14 @@ def require_console_token(cfg: Config) -> None:
     if cfg.env != "dev" and c.console_token == DEV_CONSOLE_TOKEN:
         raise ConfigError(f"lobby.console_token: the dev token is not allowed in {cfg.env} "
                           "(set PAIJU_LOBBY__CONSOLE_TOKEN to a secret)")
+    admin = c.console_admin_token.strip()
+    if admin and admin == c.console_token.strip():
+        raise ConfigError("lobby.console_admin_token: must differ from lobby.console_token "
+                          "(reading must not grant writing)")
+    if admin and cfg.env != "dev" and admin == DEV_CONSOLE_ADMIN_TOKEN:
+        raise ConfigError(f"lobby.console_admin_token: the dev token is not allowed in "
+                          f"{cfg.env} (set PAIJU_LOBBY__CONSOLE_ADMIN_TOKEN to a secret, or "
+                          "leave it empty: read-only)")
 
 
 def _validate(cfg: Config) -> None:

@@ -25,6 +25,7 @@ from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
 from services.lobby.limits import Admission, Limits, RateLimiter
+from services.lobby.moderation import Mutes
 from services.lobby.records_client import RecordsClient
 from services.lobby.room_changes import RoomChanges
 from services.lobby.rooms import RoomCache
@@ -54,6 +55,7 @@ class LobbyApp:
         self.records = records
         self.cache = RoomCache()
         self.hub = Hub(nc)
+        self.mutes = Mutes(nc)   # operators' chat mutes (moderation.py)
         self.streams = RoomStreams(nc, self)
         self.forwarder = Forwarder(directory, self.cache)
         self.room_changes = RoomChanges(cfg.lobby.room_change_seconds, self._relay_room_change)
@@ -80,6 +82,7 @@ class LobbyApp:
         app = cls(cfg, nc, directory, records)
         try:
             await app.hub.start()
+            await app.mutes.start()
         except BaseException:
             await app.close()
             raise
@@ -124,6 +127,7 @@ class LobbyApp:
         self.room_changes.close()
         await self.streams.stop()
         await self.hub.stop()
+        await self.mutes.stop()
         await self.directory.close()
         await self.records.close()
         await self.nc.drain()

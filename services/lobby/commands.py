@@ -5,6 +5,7 @@ escape, so nothing a client sends can end its session."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -160,6 +161,10 @@ async def chat(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -
         raise Reject(common_pb2.ERR_NOT_IN_ROOM, "chat needs a room")
     if len(req.content) > app.lobby.chat_max_len or len(req.extend) > app.lobby.chat_max_len:
         raise Reject(common_pb2.ERR_TOO_LONG, f"chat longer than {app.lobby.chat_max_len}")
+    muted = app.mutes.left(session.user_id)
+    if muted:
+        raise Reject(common_pb2.ERR_MUTED, f"your chat is muted by an operator for "
+                     f"{math.ceil(muted / 60)} more minute(s)")
     if not app.chat_limit.allow(session.user_id):
         metrics.RATE_LIMITED.labels("chat").inc()
         raise Reject(common_pb2.ERR_RATE_LIMITED,

@@ -94,6 +94,14 @@ class RecordsClient:
         return await self._call(lambda s: s.GetReplay, records_pb2.ReplayRequest(
             room_id=room_id, hand_no=hand_no, user_id=user_id))
 
+    async def append_audit(self, entry: records_pb2.AuditRecord) -> records_pb2.AuditRecord:
+        """One operator action into the audit log (the console's write actions)."""
+        return await self._call(lambda s: s.AppendAudit, entry)
+
+    async def list_audit(self, request: records_pb2.ListAuditRequest,
+                         ) -> records_pb2.ListAuditReply:
+        return await self._call(lambda s: s.ListAudit, request)
+
     async def _call(self, method: Callable[[records_pb2_grpc.RecordsStub], Any], request: Any,
                     not_found: int = common_pb2.ERR_NO_SUCH_ROOM) -> Any:
         """One call, on the next channel in turn (one known to be failing last);

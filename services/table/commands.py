@@ -79,6 +79,15 @@ class Commands:
         room = self.room
         if cmd.kind in ("watch", "unwatch"):
             return await self._watch(cmd)
+        if cmd.kind == "op_add_robots":   # an operator (the console): no seat, any room
+            await self._seat_robots(cmd.frame.add_robots.count)
+            return Reply()
+        if cmd.kind == "op_dismiss":
+            if room.closed:
+                raise RoomError(common_pb2.ERR_NO_SUCH_ROOM, f"room {room.room_id} is closed")
+            doc = "dismissed by an operator" + (f": {cmd.note[:200]}" if cmd.note else "")
+            await self.actor.record(lr.Close(lm.NoticeDismiss.OPERATOR, doc))
+            return Reply()
         seat = checks.require_seat(room, cmd.user_id)
         s = room.seats[seat]
         assert s is not None
@@ -215,9 +224,13 @@ class Commands:
         if not room.creator_id or s.user_id != room.creator_id:
             raise RoomError(common_pb2.ERR_NOT_ROOM_OWNER,
                             "only the room's creator may add robots")
+        await self._seat_robots(frame.add_robots.count)
+        return Reply(frames_=[frames.ok_frame(frame.event_id)])
+
+    async def _seat_robots(self, count: int) -> None:
+        room = self.room
         if room.in_hand() or room.closed or room.dismiss is not None:
             raise RoomError(common_pb2.ERR_HAND_IN_PROGRESS, "robots are added between hands")
-        count = frame.add_robots.count
         if count < 0:
             raise RoomError(common_pb2.ERR_BAD_FRAME, "count must be 0 (every free seat) or more")
         free = [i for i, x in enumerate(room.seats) if x is None]
@@ -226,7 +239,6 @@ class Commands:
         for i in free[:count or len(free)]:
             await self.actor.record(lr.Join(i, reserved.robot_id(room.room_id, i),
                                             robot_profile(i), robot=True))
-        return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
     async def _c_set_client_seed(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         """The seat's entropy for the next hand's deal (docs/fairness.md)."""

@@ -4,7 +4,8 @@ on the public WebSocket port.
 
 ``GET /`` is ``clients/web/console.html`` (with ``/console.js`` and ``/console.css``); the page
 asks for the console token and keeps it in sessionStorage. The JSON API needs
-``Authorization: Bearer <lobby.console_token>`` (401 otherwise) and only reads:
+``Authorization: Bearer <lobby.console_token>`` (401 otherwise) and only reads (the write
+actions, behind ``lobby.console_admin_token`` and audited, are actions.py's):
 
 - ``/api/overview``: this lobby replica (instance, version, uptime, its sessions), live tables,
   rooms by game and by status;
@@ -40,6 +41,7 @@ from aiohttp import web
 from paiju.v1 import common_pb2
 from services.common.config import Config, require_console_token
 from services.lobby.app import LobbyApp
+from services.lobby.console.actions import Actions
 from services.lobby.console.views import ApiError, Views, parse_id
 from services.lobby.errors import Reject, Unavailable
 
@@ -80,11 +82,14 @@ def _version() -> str:
 class Console:
     """The console's aiohttp server. ``port`` is the bound port (-1 while off or closed)."""
 
-    def __init__(self, app: LobbyApp, token: str, web_root: Path = WEB_ROOT) -> None:
+    def __init__(self, app: LobbyApp, token: str, web_root: Path = WEB_ROOT,
+                 admin_token: str = "") -> None:
         self.app = app
         self.web_root = web_root
         self.port = -1
         self.views = Views(app, socket.gethostname(), _version())
+        # write actions (actions.py): only with the admin token, each audited in records
+        self.actions = Actions(app, admin_token, socket.gethostname())
         self._digest = hashlib.sha256(token.encode()).digest()
         self._runner: web.AppRunner | None = None
 
@@ -98,8 +103,16 @@ class Console:
             "/api/overview": self.overview, "/api/tables": self.tables,
             "/api/rooms": self.rooms, "/api/rooms/{room_id}": self.room,
             "/api/users/{user_id}": self.user, "/api/history/{room_id}": self.history}
+        api["/api/audit"] = self.actions.audit_log
         for path, handler in api.items():
             webapp.router.add_get(path, self._json(handler))
+        writes: dict[str, Callable[[web.Request], Awaitable[dict[str, Any]]]] = {
+            "/api/rooms/{room_id}/robots": self.actions.add_robots,
+            "/api/rooms/{room_id}/dismiss": self.actions.dismiss,
+            "/api/users/{user_id}/kick": self.actions.kick,
+            "/api/users/{user_id}/mute": self.actions.mute}
+        for path, handler in writes.items():
+            webapp.router.add_post(path, self._json(handler))
         return webapp
 
     async def start(self, host: str, port: int) -> int:
@@ -142,7 +155,8 @@ class Console:
     async def _api(self, request: web.Request,
                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
                    ) -> web.StreamResponse:
-        if not self.authorized(request.headers.get("Authorization", "")):
+        header = request.headers.get("Authorization", "")
+        if not self.authorized(header) and not self.actions.authorized(header):
             log.info("console request refused", extra={"path": request.path,
                                                         "peer": request.remote or ""})
             return _error(401, "unauthorized",
@@ -224,7 +238,8 @@ async def start_console(app: LobbyApp, cfg: Config) -> Console:
     ``close`` does nothing). ConfigError, before anything binds, when it is on without a
     usable ``lobby.console_token``."""
     require_console_token(cfg)
-    console = Console(app, cfg.lobby.console_token)
+    console = Console(app, cfg.lobby.console_token,
+                      admin_token=cfg.lobby.console_admin_token)
     if cfg.lobby.console_port >= 0:
         await console.start(cfg.lobby.host, cfg.lobby.console_port)
     return console

@@ -1,0 +1,146 @@
+"""The operator console's write actions on a real stack (nats-server, records on SQLite,
+table, lobby with its console): only the admin token may write (the read token gets 403), an
+operator fills a room with robots and dismisses it mid-hand, mutes a player's chat on every
+lobby and lifts it, kicks him, and every action is in the audit log, newest first."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from paiju.v1 import common_pb2, lobby_msgs_pb2
+from services.common.config import load_config
+from services.common.natsd import EmbeddedNats
+from services.lobby.console.http import Console
+from services.lobby.server import start as start_lobby
+from services.records.server import start as start_records
+from services.table.server import start as start_table
+from tests.service.test_lobby import SECRET, code_of
+from tests.service.test_lobby_console import TOKEN, Stack, create_room, until
+
+ADMIN = "console-admin-token-9876543210"
+E = common_pb2
+
+
+@contextlib.asynccontextmanager
+async def admin_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
+    cfg = load_config("test", environ={"NATS_URL": server.url,
+                                       "PAIJU_TABLE__INSTANCE": "table-admin",
+                                       "PAIJU_TABLE__ROBOTS_ALLOWED": "false"})
+    records = await start_records(replace(cfg, records=replace(
+        cfg.records, database_url=f"sqlite+aiosqlite:///{db}")), port=0, metrics_port=-1)
+    cfg = replace(cfg, records=replace(cfg.records, address=f"127.0.0.1:{records.port}"),
+                  lobby=replace(cfg.lobby, token_secret=SECRET, console_port=0,
+                                console_token=TOKEN, console_admin_token=ADMIN))
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    lobby = await start_lobby(cfg, port=0, metrics_port=-1)
+    console: Console = lobby.console
+    http = aiohttp.ClientSession()
+    stack = Stack(cfg, server, lobby, console, http, [], records)
+    try:
+        yield stack
+    finally:
+        await http.close()
+        for client in stack.clients:
+            await client.close()
+        await lobby.stop(0.5)
+        await table.stop(0)
+        await records.stop(0)
+
+
+async def post(stack: Stack, path: str, body: Any, token: str = ADMIN) -> tuple[int, Any]:
+    async with stack.http.post(stack.url(path), json=body,
+                               headers={"Authorization": f"Bearer {token}"}) as response:
+        return response.status, await response.json()
+
+
+async def test_operators_add_robots_dismiss_mute_kick_and_it_is_audited(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    async with admin_stack(fresh_nats, tmp_path / "records.db") as stack:
+        owner = await stack.player(501, "owner")
+        room_id = await create_room(owner, E.XUEZHAN, 1)
+        # the read token reads, it never writes; the admin token does both
+        status, body = await post(stack, f"/api/rooms/{room_id}/robots",
+                                  {"operator": "alice"}, token=TOKEN)
+        assert status == 403 and body["error"] == "forbidden"
+        assert (await post(stack, f"/api/rooms/{room_id}/robots", {"count": 0}))[0] == 400
+        assert (await post(stack, f"/api/rooms/{room_id}/robots",
+                           {"operator": "alice", "count": 10}))[0] == 400
+        assert (await post(stack, "/api/rooms/87654321/robots",
+                           {"operator": "alice"}))[0] == 404
+        # robots are off for players on this table, an operator may still seat them
+        assert code_of(await owner.request(lobby_msgs_pb2.AddRobots())) == E.ERR_DISABLED
+        status, body = await post(stack, f"/api/rooms/{room_id}/robots",
+                                  {"operator": "alice", "count": 0})
+        assert status == 200 and body["ok"] and body["audit_id"] > 0, body
+
+        async def seated() -> Any:
+            _, room, _ = await stack.get(f"/api/rooms/{room_id}")
+            return room and len(room["seats"]) == 4
+        await until(seated)
+        assert code_of(await owner.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+        await owner.until(lambda f: f.HasField("prompt"), 15)
+        status, body = await post(stack, f"/api/rooms/{room_id}/dismiss",
+                                  {"operator": "alice", "reason": "stuck  room"})
+        assert status == 200, body
+        notice = await owner.until(lambda f: f.HasField("notice_dismiss"), 15)
+        assert notice.notice_dismiss.reason == lobby_msgs_pb2.NoticeDismiss.OPERATOR
+        assert "stuck room" in notice.notice_dismiss.doc
+        status, body = await post(stack, f"/api/rooms/{room_id}/dismiss", {"operator": "alice"})
+        assert status == 404
+        # a mute reaches the chat of every lobby (this one through NATS as well)
+        talker = await stack.player(502, "talker")
+        await create_room(talker, E.DADUN, 1)
+        status, body = await post(stack, "/api/users/502/mute",
+                                  {"operator": "bob", "minutes": 5})
+        assert status == 200 and body["until"] > 0
+        refused = await talker.request(lobby_msgs_pb2.Chat(content="hello"))
+        assert code_of(refused) == E.ERR_MUTED and "muted" in refused.ret.message
+        assert (await post(stack, "/api/users/502/mute", {"operator": "bob", "minutes": 0}))[0] \
+            == 200
+        assert code_of(await talker.request(lobby_msgs_pb2.Chat(content="hello"))) == E.OK
+        # a kick ends the user's session wherever it is
+        status, body = await post(stack, "/api/users/502/kick",
+                                  {"operator": "bob", "reason": "spam"})
+        assert status == 200 and body["session_here"], body
+        kicked = await talker.until(lambda f: f.HasField("kick_out"), 10)
+        assert kicked.kick_out.user_id == 502
+        # the audit log: every action, newest first, readable with either token
+        status, audit, _ = await stack.get("/api/audit")
+        assert status == 200, audit
+        actions = [(e["action"], e["operator"], e["target"], e["target_id"], e["result"])
+                   for e in audit["entries"]]
+        assert actions == [
+            ("kick_user", "bob", "user", "502", "ok"), ("mute_user", "bob", "user", "502", "ok"),
+            ("mute_user", "bob", "user", "502", "ok"),
+            ("dismiss_room", "alice", "room", str(room_id), "ok"),
+            ("add_robots", "alice", "room", str(room_id), "ok")], actions
+        assert audit["entries"][3]["detail"] == {"reason": "stuck room"}
+        assert all(e["at"].endswith("Z") and e["source"] for e in audit["entries"])
+        status, rooms, _ = await stack.get(f"/api/audit?target=room&id={room_id}", token=ADMIN)
+        assert status == 200 and len(rooms["entries"]) == 2
+        assert (await stack.get("/api/audit?limit=0"))[0] == 400
+
+
+@pytest.mark.parametrize("admin", ["", TOKEN])
+def test_the_admin_token_is_checked(admin: str) -> None:
+    from services.common.config import ConfigError, require_console_token
+    cfg = load_config("test", environ={"PAIJU_LOBBY__CONSOLE_PORT": "0",
+                                       "PAIJU_LOBBY__CONSOLE_TOKEN": TOKEN,
+                                       "PAIJU_LOBBY__CONSOLE_ADMIN_TOKEN": admin})
+    if admin:
+        with pytest.raises(ConfigError, match="console_admin_token"):
+            require_console_token(cfg)
+    else:
+        require_console_token(cfg)
+    prod = load_config("prod", environ={
+        "PAIJU_LOBBY__CONSOLE_PORT": "8090", "PAIJU_LOBBY__CONSOLE_TOKEN": TOKEN,
+        "PAIJU_LOBBY__CONSOLE_ADMIN_TOKEN": "dev-console-admin-token"})
+    with pytest.raises(ConfigError, match="dev token"):
+        require_console_token(prod)
