@@ -77,17 +77,7 @@ def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.Se
     """Frames a (re)joining player gets: the room, the hand as it sees it, its prompt."""
     s = room.seats[seat]
     assert s is not None
-    out = [frames.server_frame(lm.RoomJoined(room=room_info(room, s.user_id), seat=seat))]
-    commitment = _commitment(room)
-    if commitment is not None:
-        out.append(commitment)
-    if room.state is None:
-        return out
-    seats = InfoSeats(tuple(x.user_id if x else 0 for x in room.seats),
-                      tuple(bool(x and x.entrusted) for x in room.seats), s.cancels_left)
-    info = variants.get(room.game).codec.game_info(room.state.observation(seat), seat,
-                                                   seconds_left, seats)
-    out.append(frames.server_frame(info))
+    out = _view(room, seat, s.user_id, s.cancels_left, seconds_left)
     if room.in_hand() and seat in room.to_act():
         out.append(prompt(room, seat, seconds_left))
     return out
@@ -96,16 +86,23 @@ def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.Se
 def watch_snapshot(room: r.Room, seconds_left: float) -> list[client_pb2.ServerFrame]:
     """Frames a watcher (观战) gets: the room (no IP of anyone) as seat -1 and the public
     view of the running hand, never a concealed tile or card."""
-    out = [frames.server_frame(lm.RoomJoined(room=room_info(room), seat=-1))]
+    return _view(room, None, None, 0, seconds_left)
+
+
+def _view(room: r.Room, seat: int | None, for_user: int | None, cancels_left: int,
+          seconds_left: float) -> list[client_pb2.ServerFrame]:
+    """The room, the commitment, and the hand as ``seat`` sees it (None: the public view)."""
+    at = -1 if seat is None else seat
+    out = [frames.server_frame(lm.RoomJoined(room=room_info(room, for_user), seat=at))]
     commitment = _commitment(room)
     if commitment is not None:
         out.append(commitment)
     if room.state is None:
         return out
     seats = InfoSeats(tuple(x.user_id if x else 0 for x in room.seats),
-                      tuple(bool(x and x.entrusted) for x in room.seats), 0)
-    info = variants.get(room.game).codec.game_info(room.state.public_view(), -1, seconds_left,
-                                                   seats)
+                      tuple(bool(x and x.entrusted) for x in room.seats), cancels_left)
+    view = room.state.public_view() if seat is None else room.state.observation(seat)
+    info = variants.get(room.game).codec.game_info(view, at, seconds_left, seats)
     out.append(frames.server_frame(info))
     return out
 
