@@ -74,6 +74,9 @@ def main() -> None:
         if cfg.lobby.console_port > 0:
             print(f"  operator console http://{cfg.lobby.host}:{cfg.lobby.console_port}/  "
                   f"token {cfg.lobby.console_token} (read-only; lobby.console_token)", flush=True)
+            if cfg.lobby.console_admin_token:
+                print(f"  operator actions (add robots, dismiss, kick, mute; audited): token "
+                      f"{cfg.lobby.console_admin_token} (lobby.console_admin_token)", flush=True)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     except KeyboardInterrupt:
