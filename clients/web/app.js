@@ -31,11 +31,6 @@ const OVERTAKEN = new Set([
   9892,   // DD_STALE_TOKEN: the out-token was already used
   9895,   // DD_HAND_OVER
 ]);
-// Server features the page is ready for but the lobby does not offer yet (docs/protocol.md
-// "What the server does not do yet"): a dev guest login (`login {nickname, guest: true}`,
-// no token) and the room owner's "fill with robots" (`fill_robots {}`). Their controls
-// stay hidden until these are true.
-const FEATURES = {guestLogin: false, fillRobots: false};
 // Action kinds the table or a dialog offers in pictures: their buttons in the decision bar
 // are kept (keyboard, screen readers, tests) but drawn small.
 const PICTURED = new Set(["discard", "play", "exchange_three", "declare_void", "choose_alone",
@@ -70,8 +65,9 @@ const HANDLERS = {
   },
   login_ok(ok) {
     const again = loggedIn(ok.heartbeat_seconds);
-    app.me = Number(ok.player.user_id);
-    status(`user ${app.me} (${ok.player.nickname || "no nickname"})`);
+    app.me = String(ok.player.user_id || "");   // int64 as text: guest ids exceed 2^53
+    const who = app.me.length >= 19 && app.me[0] === "8" ? "guest" : `user ${app.me}`;  // the guest id range
+    status(`${who} (${ok.player.nickname || "no nickname"})`);
     if (again) log("reconnected: your seat is resumed");
     show("login-panel", false);
     show("lobby-panel", true);
@@ -99,10 +95,15 @@ const HANDLERS = {
     else app.rooms.set(r.room_id, r);
     room.renderRooms();
   },
-  room_joined(joined) { room.setRoom(joined.room, joined.seat ?? 0); },
+  room_joined(joined, frame) {
+    if (Number(frame.reply_to) && Number(frame.reply_to) === app.createSeq) {
+      app.ownRoom = String(joined.room.room_id);   // the creator may fill it with robots
+    }
+    room.setRoom(joined.room, joined.seat ?? 0);
+  },
   player_change(p) {
     if (app.room) room.setRoom({...app.room, players: p.players || []}, app.seat);
-    const who = Number(p.user_id) === app.me ? "you" : `${userName(p.user_id)} (seat ${p.seat ?? 0})`;
+    const who = String(p.user_id) === app.me ? "you" : `${userName(p.user_id)} (seat ${p.seat ?? 0})`;
     log(`${who} ${(p.reason || "JOIN").toLowerCase()}`);
   },
   mj_deal(b) { room.startOfHand(b.hand_no); onEvent("mj_deal", b); log(describe("mj_deal", b)); render(); },
@@ -352,6 +353,33 @@ function settle(frame, over) {
   log("hand over: press Ready for the next hand");
 }
 
+// ------------------------------------------------------------------ guest login (dev)
+// POST /guest {nickname} gives a short-lived token for a fresh guest id where the server
+// allows it (docs/protocol.md, "Guest login"); the page then logs in with it like with any
+// token, and reconnects with it.
+async function guestLogin() {
+  const nickname = $("nickname").value.trim();
+  if (!nickname) { error("choose a nickname first"); return; }
+  $("error").hidden = true;
+  let r;
+  let body = {};
+  try {
+    r = await fetch("/guest", {method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({nickname})});
+    body = await r.json();
+  } catch (e) {
+    error(`guest login failed: ${e}`);
+    return;
+  }
+  if (!r.ok) {
+    error(`guest login: ${body.message || r.status}` +
+      (r.status === 404 ? " (use a token below)" : ""));
+    if (r.status === 404) $("token-login").open = true;
+    return;
+  }
+  connect({token: body.token, nickname: body.nickname || nickname});
+}
+
 // ------------------------------------------------------------------ wiring
 conn.hooks = {
   frame: onFrame,
@@ -377,8 +405,10 @@ $("login").onclick = () => {
   $("error").hidden = true;
   connect({token, nickname: $("nickname").value.trim()});
 };
-$("create").onclick = () => send("create_room", {game: $("game").value, base_score: 1,
-  total_hands: Number($("hands").value) || 4, options_json: "{}", password: $("password").value});
+$("create").onclick = () => {
+  app.createSeq = send("create_room", {game: $("game").value, base_score: 1,
+    total_hands: Number($("hands").value) || 4, options_json: "{}", password: $("password").value});
+};
 $("quick").onclick = () => send("join_room", {game: $("game").value});
 $("join").onclick = () => {
   const roomId = Number($("join-id").value);
@@ -390,7 +420,9 @@ $("ready").onclick = () => { $("error").hidden = true; send("ask_ready", {is_rea
 $("next-hand").onclick = () => { show("settlement-panel", false); $("ready").onclick(); };
 $("settlement-close").onclick = () => show("settlement-panel", false);
 $("unready").onclick = () => send("ask_ready", {is_ready: false});
-$("leave").onclick = () => request("ask_exit", {}, (r) => { if (!r.code) room.leaveRoom(); });
+$("leave").onclick = () => request(app.watching ? "stop_watching" : "ask_exit", {}, (r) => {
+  if (!r.code) room.leaveRoom();
+});
 $("chat-send").onclick = room.sendChat;
 $("chat-input").onkeydown = (ev) => { if (ev.key === "Enter") room.sendChat(); };
 $("dismiss-apply").onclick = () => send("ask_dismiss", {});
@@ -409,10 +441,10 @@ $("all-moves").onclick = () => {
   const box = $("actions");
   box.className = box.className.includes("show-all") ? "actions" : "actions show-all";
 };
-show("guest-login", FEATURES.guestLogin);
-show("fill-robots", FEATURES.fillRobots);
-$("guest-login").onclick = () => connect({guest: true, nickname: $("nickname").value.trim()});
-$("fill-robots").onclick = () => send("fill_robots", {});
+$("guest-login").onclick = guestLogin;
+$("fill-robots").onclick = () => request("add_robots", {count: 0}, (r) => {
+  if (!r.code) log("robots are taking the free seats");
+});
 // Keys: 1-9 press that decision button (shown or not), Escape clears a selection.
 document.onkeydown = (ev) => {
   const tag = ev.target && ev.target.tagName;

@@ -25,7 +25,7 @@ export function tiles(v) { return Array.isArray(v) ? v.join(" ") : (v || ""); }
 export function seatName(seat, me) { return seat === me ? "you" : `seat ${seat}`; }
 // A user by nickname as far as we know it: "you", "alice", or "user 1002".
 export function userName(uid) {
-  if (Number(uid) === app.me) return "you";
+  if (String(uid) === app.me) return "you";
   return app.names.get(String(uid)) || `user ${uid || 0}`;
 }
 export function signed(n) { n = Number(n || 0); return n > 0 ? `+${n}` : String(n); }

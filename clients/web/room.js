@@ -20,6 +20,7 @@ export function setRoom(room, seat) {
   const entered = room && (!app.room || app.room.room_id !== room.room_id);
   app.room = room;
   app.seat = room ? seat : -1;
+  app.watching = !!room && seat < 0;   // a spectator (观战): seat -1, public view only
   show("lobby-panel", !room);
   show("room-panel", !!room);
   if (!room) { clearRoomViews(); return; }
@@ -28,15 +29,19 @@ export function setRoom(room, seat) {
   $("room-title").textContent = `Room ${room.room_id} · ${GAMES[room.game] || room.game || "?"} · ` +
     `hand ${room.cur_hand || 0}/${room.total_hands || 0} · ${STATUS[room.status || "ROOM_WAITING"] || room.status}`;
   const items = (room.players || []).map((p) => {
-    const flags = [p.ready && "ready", !p.online && "offline", p.entrusted && "托管"]
+    const flags = [p.robot && "robot", p.ready && "ready", !p.robot && !p.online && "offline",
+      p.entrusted && "托管"]
       .filter(Boolean).join(", ");
-    const you = Number(p.user_id) === app.me ? " (you)" : "";
+    const you = String(p.user_id) === app.me ? " (you)" : "";
     return `seat ${p.seat || 0}: ${p.nickname || p.user_id}${you} score ${p.total_score || 0}` +
       (flags ? ` [${flags}]` : "");
   });
   fill($("players"), items, "li");
-  $("room-panel").className = room.status === "ROOM_PLAYING" || room.status === "ROOM_CHOOSING_ALONE"
-    ? "in-hand" : "";
+  const inHand = room.status === "ROOM_PLAYING" || room.status === "ROOM_CHOOSING_ALONE";
+  $("room-panel").className = [inHand ? "in-hand" : "", app.watching ? "watching" : ""].join(" ");
+  // the creator fills the free seats with robots before the first hand (AddRobots)
+  show("fill-robots", String(room.room_id) === app.ownRoom && !inHand && !(room.cur_hand > 0) &&
+    (room.players || []).length < 4);
   ui.render();
 }
 
@@ -95,12 +100,15 @@ export function renderRooms() {
   for (const r of app.rooms.values()) {
     const tr = document.createElement("tr");
     const names = (r.players || []).map((p) => p.nickname || p.user_id).join(", ");
+    const watchers = r.spectators ? ` · ${r.spectators} 观战` : "";
     const cells = [r.room_id + (r.has_password ? " VIP" : ""), GAMES[r.game] || r.game || "?",
-      `${(r.players || []).length}/4 ${names}`, r.status || "ROOM_WAITING", r.total_hands || 0];
+      `${(r.players || []).length}/4 ${names}`, (STATUS[r.status || "ROOM_WAITING"] || r.status) + watchers,
+      r.total_hands || 0];
     for (const text of cells) tr.appendChild(cell(String(text)));
     const td = document.createElement("td");
     td.appendChild(button("Join", () => send("join_room",
       {room_id: r.room_id, password: $("password").value})));
+    td.appendChild(button("Watch 观战", () => send("watch_room", {room_id: r.room_id})));
     tr.appendChild(td);
     body.appendChild(tr);
   }
@@ -123,7 +131,7 @@ export function renderChat(c) {
 // ------------------------------------------------------------------ dismiss voting (解散)
 export function renderDismissVote(q) {
   const votes = q.votes || [];
-  const mine = votes.find((v) => Number(v.user_id) === app.me);
+  const mine = votes.find((v) => String(v.user_id) === app.me);
   $("dismiss-title").textContent =
     `${q.apply_nickname || userName(q.apply_user_id)} applies to dismiss the room (申请解散)`;
   fill($("dismiss-votes"), votes.map((v) =>

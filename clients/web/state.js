@@ -3,7 +3,7 @@
 // one, authoritative) and moved forward by the public events in between. No rendering here.
 import {parseTiles} from "./tiles.js";
 
-export const app = {me: 0, seat: -1, room: null, rooms: new Map(), deadline: 0, payments: [],
+export const app = {me: "", ownRoom: "", createSeq: 0, seat: -1, room: null, rooms: new Map(), deadline: 0, payments: [],
   names: new Map(), lastRoom: 0, dismissDeadline: 0, prompt: null, selected: [],
   settlement: null, birds: null, seatDeadline: [0, 0, 0, 0]};
 

@@ -64,8 +64,9 @@ function plate(seat) {
   const badges = [];
   const dealer = hand && (hand.family === "dadun" ? hand.banker : hand.dealer);
   if (hand && dealer === seat) badges.push(el("span", {cls: "badge dealer", text: hand.family === "dadun" ? t("banker") : t("dealer")}));
-  badges.push(el("span", {cls: `badge ${p.online ? "online" : "offline"}`, text: p.online ? t("online") : t("offline")}));
-  if (p.entrusted) badges.push(el("span", {cls: "badge entrusted", text: `${tz("entrusted", "托管")}`}));
+  if (p.robot) badges.push(el("span", {cls: "badge robot", text: tz("robot", "机器人")}));
+  else badges.push(el("span", {cls: `badge ${p.online ? "online" : "offline"}`, text: p.online ? t("online") : t("offline")}));
+  if (p.entrusted && !p.robot) badges.push(el("span", {cls: "badge entrusted", text: `${tz("entrusted", "托管")}`}));
   if (!hand && p.ready) badges.push(el("span", {cls: "badge ready", text: t("ready_mark")}));
   if (hand && hand.family === "mahjong" && hand.won[seat]) badges.push(el("span", {cls: "badge won", text: `${tz("hu", "胡")}`}));
   if (hand && hand.family === "mahjong" && hand.voids[seat]) {
@@ -75,7 +76,7 @@ function plate(seat) {
   const score = Number(p.total_score || 0) + running;
   const timer = el("span", {cls: "timer", data: {seat}});
   return el("div", {cls, data: {seat}}, [
-    el("span", {cls: "name", text: p.nickname || `user ${p.user_id}`}),
+    el("span", {cls: "name", text: (p.nickname || `user ${p.user_id}`).replace(/ \(robot\)$/, "")}),
     el("span", {cls: "score", text: score > 0 ? `+${score}` : String(score)}),
     timer, ...badges]);
 }
