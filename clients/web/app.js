@@ -19,6 +19,7 @@ import {sortTiles} from "./tiles.js";
 import * as room from "./room.js";
 import * as history from "./history.js";
 import {wireReplay} from "./replay.js";
+import {checkReveal, clientSeed, onCommitment} from "./fair.js";
 
 // Refusals of an answer to our own prompt that only mean the game moved on before the answer
 // arrived (a window decided early, a turn played by the timer, the hand won meanwhile): for
@@ -54,7 +55,8 @@ const HANDLERS = {
       conn.login = null;   // the token will not get better: no reconnect
     }
     const answered = conn.answers.delete(to);
-    if (answered && OVERTAKEN.has(code)) log(`too late, the game moved on: ${r.message || code}`);
+    if (conn.quiet.delete(to)) { if (code) log(`not taken: ${r.message || code}`); }
+    else if (answered && OVERTAKEN.has(code)) log(`too late, the game moved on: ${r.message || code}`);
     else if (code) {
       error(`error ${code}: ${r.message || ""}`);
       if (answered && app.lastPrompt && !app.prompt) renderPrompt(app.lastPrompt);   // try again
@@ -169,6 +171,24 @@ const HANDLERS = {
   history_score(h) { history.renderHistory(h); },
   replay(r) { history.renderReplay(r); },
   prompt(p) { app.seat = p.seat ?? 0; renderPrompt(p); },
+  // provably fair deals (docs/fairness.md, fair.js): the commitment before the deal, our own
+  // seed for it, and at the hand's end the check that the revealed seed gives the commitment
+  hand_commitment(c) {
+    onCommitment(c);
+    fairLine(`hand ${c.hand_no || ""}: deal committed ${String(c.commitment || "").slice(0, 12)}…`, "");
+    if (app.room && app.seat >= 0 && globalThis.crypto && crypto.getRandomValues) {
+      quietly("set_client_seed", {client_seed: clientSeed(Number(c.hand_no || 0))});
+    }
+  },
+  fair_reveal(r) {
+    const roomId = (app.room && app.room.room_id) || app.lastRoom;
+    if (!(globalThis.crypto && crypto.subtle)) {
+      fairLine(`hand ${r.hand_no || ""}: seed revealed (checking needs https or localhost)`, "");
+      return;
+    }
+    checkReveal(roomId, r).then((v) => { fairLine(v.text, v.ok ? "ok" : "bad"); log(v.text); },
+      (e) => fairLine(`hand ${r.hand_no || ""}: cannot check the deal: ${e}`, "bad"));
+  },
   mj_hand_over(m) { onEvent("mj_hand_over", m); settle(m, JSON.parse(m.details_json || "{}")); },
   dd_small_settlement(m) { settle(m, JSON.parse(m.details_json || "{}")); },
 };
@@ -351,6 +371,19 @@ function settle(frame, over) {
   renderSettlement(frame, {...over, deltas}, payments, lines.join("\n"));
   render();
   log("hand over: press Ready for the next hand");
+}
+
+// A request whose refusal is a note in the log, not an error for the player.
+function quietly(name, body) {
+  const seq = send(name, body);
+  if (seq) conn.quiet.add(seq);
+}
+
+function fairLine(text, state) {
+  const box = $("fair");
+  box.textContent = text;
+  box.className = `fair ${state}`;
+  box.hidden = false;
 }
 
 // ------------------------------------------------------------------ guest login (dev)

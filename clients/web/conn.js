@@ -15,7 +15,7 @@ export const FINAL_LOGIN_CODES = new Set([1003, 1004]);
 const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
 
 export const conn = {ws: null, seq: 0, login: null, loginSeq: 0, kicked: false,
-  reconnectAfter: 0, beat: null, onRet: new Map(), answers: new Set(),
+  reconnectAfter: 0, beat: null, onRet: new Map(), answers: new Set(), quiet: new Set(),
   retry: {attempt: 0, since: 0, timer: null},
   // set by app.js
   hooks: {frame() {}, status() {}, error() {}, closed() {}, loggedOut() {}}};
@@ -46,6 +46,7 @@ function open() {
     if (conn.ws !== ws) return;   // a socket already replaced
     clearInterval(conn.beat);
     conn.answers.clear();
+    conn.quiet.clear();
     conn.onRet.clear();
     conn.hooks.closed();
     if (conn.kicked || !conn.login) {

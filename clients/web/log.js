@@ -67,6 +67,7 @@ export function describe(kind, b) {
     case "dd_use_friend": return `friend card (叫朋友) ${b.friend_card}`;
     case "in_entrust": return `${does(b.seat, "are", "is")} played by entrust (托管)`;
     case "hand_commitment": return `fair deal: hand ${b.hand_no || ""} commitment ${b.commitment || ""}`;
+    case "fair_reveal": return `fair deal: hand ${b.hand_no || ""} server seed ${b.server_seed || ""}`;
     case "game_event": return null;   // the engine's extra events; the prompt says enough
     case "mj_window_opened": case "mj_window_closed": case "mj_candidates": return null;
     case "dd_hint_out": case "dd_hint_alone": return null;

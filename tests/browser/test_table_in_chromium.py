@@ -109,6 +109,9 @@ async def test_a_hand_of_each_game_clicked_in_chromium(browser: Any, web_stack: 
                 "#settlement-table tr.total td").all_inner_texts()]
             assert len(deltas) == 4 and sum(deltas) == 0, deltas
             assert await page.locator("#settlement-table tbody tr").count() >= 2
+            # the deal's fairness, checked in the page (fair.js, WebCrypto)
+            await page.wait_for_function(
+                "document.getElementById('fair').textContent.includes('verified')", timeout=10_000)
             await page.wait_for_selector("#lobby-panel:not([hidden])", timeout=20_000)  # a one-hand room ends
             await page.click("#settlement-close")
             assert not console.errors, console.errors
