@@ -8,7 +8,8 @@ position of the room's stream. The session then follows the room's stream (strea
 :class:`Watcher`: a member of its own whose user id is -1, so the orderer gives it the
 ``frames`` every session gets and never a ``private`` one (no user id is negative). With
 ``lobby.spectator_delay`` = N > 0 each frame is held until the room's stream is N log
-positions further on (at most ``MAX_HOLD_SECONDS``): a watcher cannot relay a live game.
+positions further on (at most ``MAX_HOLD_SECONDS``; all at once when the room has closed):
+a watcher cannot relay a live game.
 
 A watcher sits nowhere (``session.room_id`` stays 0): every seated command is refused
 ``ERR_SPECTATOR``. ``StopWatching``, joining or creating a room, a new watch, or the end of the
@@ -45,13 +46,15 @@ class Watcher:
     sent to the session at once or ``delay`` log positions late."""
 
     def __init__(self, session: Session, room_id: int, delay: int,
-                 position: Callable[[], Position | None]) -> None:
+                 position: Callable[[], Position | None],
+                 closed: Callable[[], bool] = lambda: False) -> None:
         self.session = session
         self.watching = room_id
         self.user_id = -1           # private frames are for user ids; none is negative
         self.room_id, self.seat = 0, -1   # seated nowhere (streams.py reads these)
         self.delay = delay
         self._position = position
+        self._closed = closed       # the room's last message went out: nothing to hide
         self.held: deque[tuple[int, float, Outgoing]] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -77,7 +80,8 @@ class Watcher:
         now = time.monotonic() if now is None else now
         current = self._index()
         held = self.held
-        while held and (held[0][0] + self.delay <= current
+        over = self._closed()
+        while held and (over or held[0][0] + self.delay <= current
                         or now - held[0][1] >= MAX_HOLD_SECONDS):
             self.session.send(held.popleft()[2])
         if held and self._timer is None:
@@ -138,7 +142,7 @@ async def watch_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFr
     address = await app.owner_address(room_id, fresh=True)
     room = await app.streams.open(room_id)
     watcher = Watcher(session, room_id, app.lobby.spectator_delay,
-                      lambda: room.orderer.delivered)
+                      lambda: room.orderer.delivered, lambda: room.orderer.closed)
     try:
         reply = await app.forward(session, kind="watch", room_id=room_id, address=address)
     except BaseException:

@@ -142,3 +142,37 @@ async def test_watching_an_unknown_room_or_while_seated_is_refused(
         assert joined.room_joined.seat == 1
         await spectators_of(me, room_id, 0)
         assert code_of(await other.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+
+
+
+async def test_a_delayed_spectator_sees_the_same_frames_later(fresh_nats: EmbeddedNats) -> None:
+    """With ``lobby.spectator_delay`` = 3 the watcher gets the public frames the player got,
+    in the same order, each once the room is three log positions further on (the room's
+    last ones when it closes)."""
+    async with real_stack(fresh_nats.url, spectator_delay=3) as (_, port), \
+            ws_clients() as clients:
+        me, fan = [await WsClient.open(port, as_json=True) for _ in range(2)]
+        clients += [me, fan]
+        await me.login(501)
+        await fan.login(502)
+        created = await me.request(lobby_msgs_pb2.CreateRoom(game=E.DADUN, total_hands=1))
+        room_id = created.room_joined.room.room_id
+        assert code_of(await me.request(lobby_msgs_pb2.AddRobots())) == E.OK
+        assert (await fan.request(lobby_msgs_pb2.WatchRoom(room_id=room_id))).room_joined
+        assert code_of(await me.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+        _, over = await play_until_hand_over(me, "dadun")
+        started = asyncio.get_running_loop().time()
+        watched = await fan.until(lambda f: hand_over_data(f) is not None, 20)
+        await fan.until(lambda f: f.HasField("notice_dismiss"), 20)
+        assert asyncio.get_running_loop().time() - started < 10   # not the 30 s bound
+        assert hand_over_data(watched) == over
+        await me.until(lambda f: f.HasField("notice_dismiss"), 10)
+        game = {"player_change", "hand_commitment", "fair_reveal", "notice_dismiss"}
+        mine = [bare(f) for f in me.seen if f.WhichOneof("payload") in game
+                or f.WhichOneof("payload").startswith("dd_")]
+        theirs = [bare(f) for f in fan.seen if f.WhichOneof("payload") in game
+                  or f.WhichOneof("payload").startswith("dd_") and not f.HasField("dd_game_info")]
+        missing = [client_pb2.ServerFrame.FromString(b) for b in theirs if b not in mine]
+        assert theirs and not missing, missing[:3]
+        positions = [mine.index(b) for b in theirs]
+        assert positions == sorted(positions), "the watcher's frames keep the room's order"

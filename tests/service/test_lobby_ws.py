@@ -310,8 +310,9 @@ def answer(game: str, spec: Any) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
-    """Arbiter, table and lobby (WebSocket on) for real, records in-test: (lobby, ws port)."""
+async def real_stack(nats_url: str, **lobby: Any) -> AsyncIterator[tuple[str, int]]:
+    """Arbiter, table and lobby (WebSocket on) for real, records in-test: (lobby, ws port);
+    ``lobby`` sets other lobby keys."""
     records = grpc.aio.server()
     records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
     records_port = records.add_insecure_port("127.0.0.1:0")
@@ -321,7 +322,7 @@ async def real_stack(nats_url: str) -> AsyncIterator[tuple[str, int]]:
         "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
         "PAIJU_TABLE__INSTANCE": "table-ws"})
     table = await start_table(cfg, port=0, metrics_port=-1)
-    lobby_cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET, ws_port=0),
+    lobby_cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET, ws_port=0, **lobby),
                         records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
     lobby = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
     try:

@@ -45,3 +45,15 @@ def test_a_delayed_watcher_gets_each_frame_n_positions_late() -> None:
     assert session.sent == ["e2", "e3", "e4", "e5", "e6"]
     watcher.end()
     assert not watcher.held
+
+
+def test_a_closed_room_lets_every_held_frame_go() -> None:
+    session = FakeSession()
+    closed = [False]
+    watcher = watching.Watcher(session, 1, 5, lambda: (3, 0),  # type: ignore[arg-type]
+                               lambda: closed[0])
+    watcher.send("last")
+    assert session.sent == []
+    closed[0] = True
+    watcher.release()
+    assert session.sent == ["last"]
