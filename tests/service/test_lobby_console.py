@@ -91,13 +91,16 @@ async def until(check: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> A
 
 
 @contextlib.asynccontextmanager
-async def console_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
-    cfg = load_config("test", environ={"NATS_URL": server.url, "PAIJU_TABLE__INSTANCE": TABLE})
+async def console_stack(server: EmbeddedNats, db: Path, environ: dict[str, str] | None = None,
+                        **lobby: Any) -> AsyncIterator[Stack]:
+    """``environ``: more PAIJU_* overrides; ``lobby``: more lobby keys."""
+    cfg = load_config("test", environ={"NATS_URL": server.url, "PAIJU_TABLE__INSTANCE": TABLE,
+                                       **(environ or {})})
     records = await start_records(replace(cfg, records=replace(
         cfg.records, database_url=f"sqlite+aiosqlite:///{db}")), port=0, metrics_port=-1)
     cfg = replace(cfg, records=replace(cfg.records, address=f"127.0.0.1:{records.port}"),
                   lobby=replace(cfg.lobby, token_secret=SECRET, console_port=0,
-                                console_token=TOKEN))
+                                console_token=TOKEN, **lobby))
     table = await start_table(cfg, port=0, metrics_port=-1)
     lobby = await start_lobby(cfg, port=0, metrics_port=-1)
     console: Console = lobby.console  # the lobby starts it

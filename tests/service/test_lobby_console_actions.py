@@ -5,53 +5,31 @@ lobby and lifts it, kicks him, and every action is in the audit log, newest firs
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
-from services.lobby.console.http import Console
-from services.lobby.server import start as start_lobby
-from services.records.server import start as start_records
-from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET, code_of
-from tests.service.test_lobby_console import TOKEN, Stack, create_room, until
+from tests.service.test_lobby import code_of
+from tests.service.test_lobby_console import (
+    TOKEN,
+    Stack,
+    console_stack,
+    create_room,
+    until,
+)
 
 ADMIN = "console-admin-token-9876543210"
 E = common_pb2
 
 
-@contextlib.asynccontextmanager
-async def admin_stack(server: EmbeddedNats, db: Path) -> AsyncIterator[Stack]:
-    cfg = load_config("test", environ={"NATS_URL": server.url,
-                                       "PAIJU_TABLE__INSTANCE": "table-admin",
-                                       "PAIJU_TABLE__ROBOTS_ALLOWED": "false"})
-    records = await start_records(replace(cfg, records=replace(
-        cfg.records, database_url=f"sqlite+aiosqlite:///{db}")), port=0, metrics_port=-1)
-    cfg = replace(cfg, records=replace(cfg.records, address=f"127.0.0.1:{records.port}"),
-                  lobby=replace(cfg.lobby, token_secret=SECRET, console_port=0,
-                                console_token=TOKEN, console_admin_token=ADMIN))
-    table = await start_table(cfg, port=0, metrics_port=-1)
-    lobby = await start_lobby(cfg, port=0, metrics_port=-1)
-    console: Console = lobby.console
-    http = aiohttp.ClientSession()
-    stack = Stack(cfg, server, lobby, console, http, [], records)
-    try:
-        yield stack
-    finally:
-        await http.close()
-        for client in stack.clients:
-            await client.close()
-        await lobby.stop(0.5)
-        await table.stop(0)
-        await records.stop(0)
+def admin_stack(server: EmbeddedNats, db: Path) -> Any:
+    """The console's stack with an admin token, robots off for players."""
+    return console_stack(server, db, {"PAIJU_TABLE__ROBOTS_ALLOWED": "false"},
+                         console_admin_token=ADMIN)
 
 
 async def post(stack: Stack, path: str, body: Any, token: str = ADMIN) -> tuple[int, Any]:
