@@ -18,7 +18,6 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from games import registry
 from paiju.v1 import common_pb2
 from services.lobby.app import LobbyApp
 from services.lobby.errors import Reject, Unavailable
@@ -26,7 +25,9 @@ from services.lobby.rooms import PLAYER_FIELDS, RoomEntry, room_entry
 
 PROFILE_TIMEOUT = 3.0        # the records profile in /api/users (optional part of the answer)
 MAX_ID = 2**63 - 1
-GAMES = {spec.name for spec in registry.all()}
+# the games, by the proto enum (the lobby ships without the engines: games/ is the tables')
+GAMES = {common_pb2.Game.Name(v).lower() for v in common_pb2.Game.values()
+         if v != common_pb2.GAME_UNSPECIFIED}
 STATUSES = {common_pb2.RoomStatus.Name(v)[len("ROOM_"):].lower(): v
             for v in common_pb2.RoomStatus.values()}
 # what /api/rooms/{id} shows of each seated player: from the public allow-list only
