@@ -84,9 +84,12 @@ def _int(data: dict[str, Any], name: str, *, minimum: int | None = None,
     return value
 
 
-def _int_list(data: dict[str, Any], name: str, length: int | None = None) -> tuple[int, ...]:
+def _int_list(data: dict[str, Any], name: str, length: int | None = None, *,
+              bound: int = INT63 // 4) -> tuple[int, ...]:
+    """A list of whole numbers within ``bound``: amounts a quarter of int63 (four of them
+    never overflow a sum), user ids the whole int64 range the protos give them."""
     value = data.get(name)
-    if not isinstance(value, list) or not all(_is_int(v, INT63 // 4) for v in value):
+    if not isinstance(value, list) or not all(_is_int(v, bound) for v in value):
         raise MalformedSettlement(f"{name}: expected a list of integers, got {value!r}")
     if length is not None and len(value) != length:
         raise MalformedSettlement(f"{name}: {len(value)} values for {length} seats")
@@ -193,7 +196,7 @@ def parse_settlement(payload: bytes) -> Settlement:
     game = data.get("game")
     if not isinstance(game, str) or not game:
         raise MalformedSettlement(f"game: expected a name, got {game!r}")
-    seats = _int_list(data, "seats")
+    seats = _int_list(data, "seats", bound=INT63)
     if not seats or any(uid <= 0 for uid in seats) or len(set(seats)) != len(seats):
         raise MalformedSettlement(f"seats: expected distinct positive user ids, got {seats!r}")
     deltas = _int_list(data, "totals" if final else "deltas", len(seats))

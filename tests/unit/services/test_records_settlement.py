@@ -88,3 +88,14 @@ def test_malformed_messages_are_rejected_with_a_reason(payload: bytes, fragment:
 def test_final_totals_must_sum_to_zero() -> None:
     with pytest.raises(MalformedSettlement, match="totals"):
         parse_settlement(json.dumps(final_message(1, SEATS, [1, 0, 0, 0], 1)).encode())
+
+
+def test_user_ids_may_use_the_whole_int64_range_amounts_may_not() -> None:
+    # guests and the table's robots have ids high in the int64 range (services/table)
+    seats = [9_000_000_000_000_000_001, 8_000_000_000_000_000_002, 3, 4]
+    parsed = parse_settlement(encode(hand_message(5, 1, seats, [2, -2, 0, 0])))
+    assert parsed.seats == tuple(seats)
+    with pytest.raises(MalformedSettlement, match="seats"):
+        parse_settlement(encode(hand_message(5, 1, [2**63, 2, 3, 4], [2, -2, 0, 0])))
+    with pytest.raises(MalformedSettlement, match="deltas"):
+        parse_settlement(encode(hand_message(5, 1, [1, 2, 3, 4], [2**62, -2**62, 0, 0])))
