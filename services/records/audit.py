@@ -42,13 +42,14 @@ class AuditLog:
     @uncancellable
     async def append(self, operator: str, action: str, target_kind: str, target_id: int,
                      detail: str, result: str, source: str) -> AuditView:
-        values = {"at": utcnow(), "operator": operator, "action": action,
+        at = utcnow()
+        values = {"at": at, "operator": operator, "action": action,
                   "target_kind": target_kind, "target_id": target_id, "detail": detail,
                   "result": result, "source": source}
         async with self.engine.begin() as conn:
             new_id = (await conn.execute(insert(AuditEntry).values(**values)
                                          .returning(AuditEntry.id))).scalar_one()
-        return AuditView(new_id, values["at"].isoformat(timespec="seconds") + "Z", operator,
+        return AuditView(new_id, at.isoformat(timespec="seconds") + "Z", operator,
                          action, target_kind, target_id, detail, result, source)
 
     @uncancellable
