@@ -113,14 +113,13 @@ WATCHING: dict[Session, Watcher] = {}
 
 
 def watcher_of(app: LobbyApp, session: Session) -> Watcher | None:
-    """The session's live watch (a room that closed meanwhile ended it)."""
+    """The session's live watch (a room that closed meanwhile ended it; :func:`stop`
+    forgets it, at the latest when the session ends)."""
     watcher = WATCHING.get(session)
     if watcher is None:
         return None
     room = app.streams.rooms.get(watcher.watching)
     if room is None or not room.orderer.involves(watcher):
-        WATCHING.pop(session, None)
-        watcher.end()
         return None
     return watcher
 
@@ -180,7 +179,7 @@ async def stop(app: LobbyApp, session: Session, *, tell: bool = True) -> bool:
     if watcher is None:
         return False
     watcher.end()
-    await app.streams.leave(watcher, watcher.watching)  # type: ignore[arg-type]
+    await app.streams.leave(watcher)  # type: ignore[arg-type]   # out of its room, forgotten
     if tell:
         try:
             await app.forward(session, kind="unwatch", room_id=watcher.watching)
@@ -196,6 +195,6 @@ async def resnapshot(app: LobbyApp, watcher: Watcher, room_id: int) -> table_pb2
 
 
 def lost(watcher: Watcher) -> None:
-    """The watcher could not be brought back in order: its watch ends."""
-    WATCHING.pop(watcher.session, None)
+    """The watcher could not be brought back in order: its watch ends (the streams take
+    it out of the room; :func:`stop` forgets it)."""
     watcher.end()
