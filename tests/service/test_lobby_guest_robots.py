@@ -45,6 +45,7 @@ async def test_a_guest_fills_a_room_with_robots_and_plays_a_hand(
         created = await me.request(lobby_msgs_pb2.CreateRoom(game=enum, base_score=1,
                                                               total_hands=1))
         assert created.room_joined.room.room_id
+        assert created.room_joined.room.creator_id == uid   # the page shows it the control
         assert code_of(await me.request(lobby_msgs_pb2.AddRobots(count=0))) == E.OK
         assert code_of(await me.request(lobby_msgs_pb2.AddRobots())) == E.ERR_ROOM_FULL
         assert code_of(await me.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
