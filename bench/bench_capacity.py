@@ -463,6 +463,32 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
                   "(the rest is the gRPC, asyncio and NATS client libraries):", "",
                   "| share | function |", "|---:|---|"]
         lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
+    lines += ["", "## What stands in the way of the targets, and what would remove it", "",
+              "The targets (issue: 1,500 tables per server core, server CPU per action at most "
+              "1.5x the bare transport) are not met. Sampled with `py-spy --native` during "
+              "`bench_system`, the lobby spends about half of its busy time in the gRPC library "
+              "and a third in asyncio's loop, its own code (ordering, sessions) about a tenth; "
+              "the table a third in asyncio, a fifth each in the NATS and gRPC clients, a sixth "
+              "in its own code and a tenth in the engines (prompts: legal actions and the "
+              "observation as JSON for every prompt). Per player action the lobby handles about "
+              "ten gRPC messages (the request, the forward and its reply, the answer, and one "
+              "write per frame per player: a frame is one message on the Connect stream), each "
+              "costing far more in grpc.aio than the bare round trip suggests. What would remove "
+              "it, in order of gain:",
+              "",
+              "1. One write per client per room message: a batch frame (`ServerFrames`, "
+              "negotiated at login) so the frames one record causes for a player go out as one "
+              "gRPC message (today 2-4 per player per action).",
+              "2. Prompts without the whole observation: the observation goes with the snapshot "
+              "and events already; a prompt carries only the legal actions (a protocol change "
+              "for clients that read `observation_json`).",
+              "3. The arbiter over one long-lived stream per table (window snapshots one way, "
+              "one decision back per window) instead of a unary call per answer, and no clone "
+              "of the engine to check the decision.",
+              "4. Pipelined fenced appends (`Nats-Expected-Last-Msg-Id` fences on the previous "
+              "record's id, known before its acknowledgement) for the records one action makes.",
+              "5. More than one table and lobby process per box: a table process is one event "
+              "loop, and its p99 grows before the CPU is used up."]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
         lines += ["", "## Sizing", "",
