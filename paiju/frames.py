@@ -54,10 +54,11 @@ def payload_of(frame: client_pb2.ServerFrame | client_pb2.ClientFrame) -> Messag
 
 
 def error_frame(code: int, message: str, *, request_event_id: int = 0,
-                reply_to: int = 0) -> client_pb2.ServerFrame:
-    """A Return frame with a non-zero code: the protocol's error reply."""
-    return server_frame(common_pb2.Return(event_id=request_event_id, code=code, message=message),
-                        reply_to=reply_to)
+                reply_to: int = 0, overtaken: bool = False) -> client_pb2.ServerFrame:
+    """A Return frame with a non-zero code: the protocol's error reply (``overtaken``: it
+    only came too late, the game moved on)."""
+    return server_frame(common_pb2.Return(event_id=request_event_id, code=code, message=message,
+                                          overtaken=overtaken), reply_to=reply_to)
 
 
 def ok_frame(request_event_id: int, *, reply_to: int = 0, message: str = "ok") -> client_pb2.ServerFrame:

@@ -21,17 +21,6 @@ import * as history from "./history.js";
 import {wireReplay} from "./replay.js";
 import {checkReveal, clientSeed, onCommitment} from "./fair.js";
 
-// Refusals of an answer to our own prompt that only mean the game moved on before the answer
-// arrived (a window decided early, a turn played by the timer, the hand won meanwhile): for
-// the player a note, not an error. ErrorCode values of protos/paiju/v1/common.proto.
-const OVERTAKEN = new Set([
-  9690,   // MJ_NOT_YOUR_TURN: the turn was played by the timer or entrust
-  9692,   // MJ_STALE_WINDOW: the response window was already decided
-  9695,   // MJ_HAND_OVER
-  9890,   // DD_NOT_YOUR_TURN: the turn was played by the timer or entrust
-  9892,   // DD_STALE_TOKEN: the out-token was already used
-  9895,   // DD_HAND_OVER
-]);
 // Action kinds the table or a dialog offers in pictures: their buttons in the decision bar
 // are kept (keyboard, screen readers, tests) but drawn small.
 const PICTURED = new Set(["discard", "play", "exchange_three", "declare_void", "choose_alone",
@@ -56,7 +45,8 @@ const HANDLERS = {
     }
     const answered = conn.answers.delete(to);
     if (conn.quiet.delete(to)) { if (code) log(`not taken: ${r.message || code}`); }
-    else if (answered && OVERTAKEN.has(code)) log(`too late, the game moved on: ${r.message || code}`);
+    // the server flags an answer that only came too late (the game moved on): a note
+    else if (answered && r.overtaken) log(`too late, the game moved on: ${r.message || code}`);
     else if (code) {
       error(`error ${code}: ${r.message || ""}`);
       if (answered && app.lastPrompt && !app.prompt) renderPrompt(app.lastPrompt);   // try again

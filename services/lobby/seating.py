@@ -26,7 +26,8 @@ def reply_frames(request: client_pb2.ClientFrame,
     event_id = request_event_id(request)
     if reply.code != 0:
         return [error_frame(reply.code, reply.message or "refused by the table",
-                            request_event_id=event_id, reply_to=request.seq)]
+                            request_event_id=event_id, reply_to=request.seq,
+                            overtaken=reply.overtaken)]
     if not reply.frames:
         return [ok_frame(event_id, reply_to=request.seq)]
     out = list(reply.frames)

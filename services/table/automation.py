@@ -42,6 +42,7 @@ class Automation:
         self.idle_seconds = idle_seconds
         self.entrust_delay = entrust_delay
         self.prompted: dict[int, tuple[Any, ...]] = {}
+        self.prompted_at: dict[int, int] = {}   # seat -> room.decision of its last prompt
         self.acted: dict[int, int] = {}
         self.deadline: float | None = None
         self.deadline_key = -1          # room.timer_key() the deadline belongs to
@@ -204,6 +205,7 @@ class Automation:
             if self.prompted.get(seat) == key:
                 continue
             self.prompted[seat] = key
+            self.prompted_at[seat] = room.decision
             fx.private.append((s.user_id, views.prompt(room, seat, seconds)))
         if fx.private:
             await self.actor.publish(fx, self.actor.stream.follow_up((), fx.private))

@@ -293,6 +293,16 @@ class Commands:
         await self.auto.dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
+    def _overtaken(self, seat: int, reason: str) -> bool:
+        """A refusal that only says the answer came too late: the window or token it names
+        is gone, the hand is over, or the seat's turn was played (timer, entrust) after it
+        was prompted for it."""
+        if reason in ("stale_ref", "hand_over"):
+            return True
+        prompted = self.auto.prompted_at.get(seat)
+        return (reason == "not_your_turn" and prompted is not None
+                and prompted < self.room.decision and seat not in self.room.to_act())
+
     async def _game_action(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
         room = self.room
         code_of = rule_error_code
@@ -301,12 +311,14 @@ class Commands:
         except FrameError as exc:
             return Reply(common_pb2.ERR_BAD_FRAME, str(exc))
         if not room.in_hand():
-            return Reply(code_of(room.game, "hand_over"), "no hand is being played")
+            return Reply(code_of(room.game, "hand_over"), "no hand is being played",
+                         overtaken=True)
         started = time.perf_counter()
         try:
             await self.auto.act(seat, action, "player")
         except RuleError as err:
-            return Reply(code_of(room.game, err.code), str(err))
+            return Reply(code_of(room.game, err.code), str(err),
+                         overtaken=self._overtaken(seat, err.code))
         m.ACTION_SECONDS.labels(room.game).observe(time.perf_counter() - started)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 

@@ -401,4 +401,5 @@ class TableCore:
         if reply.position is not None:
             out.ordered = True
             out.index, out.part = reply.position
+        out.overtaken = reply.overtaken
         return out

@@ -16,11 +16,13 @@ from services.table.views import Effects
 class Reply:
     """What a command answers to its sender."""
 
-    __slots__ = ("code", "message", "frames", "position")
+    __slots__ = ("code", "message", "frames", "position", "overtaken")
 
     def __init__(self, code: int = 0, message: str = "ok",
-                 frames_: list[client_pb2.ServerFrame] | None = None) -> None:
+                 frames_: list[client_pb2.ServerFrame] | None = None, *,
+                 overtaken: bool = False) -> None:
         self.code, self.message, self.frames = code, message, frames_ or []
+        self.overtaken = overtaken   # refused only because the game moved on
         # where the room's stream stood when the reply was made (None: not made by the
         # room, e.g. it had moved away): the lobby delivers it after the messages up to there
         self.position: Position | None = None

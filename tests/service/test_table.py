@@ -118,11 +118,18 @@ async def test_bad_input_gets_codes_and_changes_nothing(stack: dict[str, Any]) -
         g.MahjongAction(kind="exchange_three", tiles=[missing] * 3)))
     assert bad.code in (common_pb2.MJ_ILLEGAL_ACTION, common_pb2.MJ_TILE_NOT_IN_HAND,
                         common_pb2.MJ_BAD_INPUT), bad
+    assert not bad.overtaken   # a wrong answer, not a late one
     # a Dadun frame in a mahjong room, an unknown kind, a frame without payload
     wrong = await link.send(t.room_id, 21, frames.client_frame(g.DdAskOut(token="x")))
     assert wrong.code == common_pb2.ERR_BAD_FRAME
     unknown = await link.send(t.room_id, 21, frames.client_frame(g.MahjongAction(kind="fly")))
     assert unknown.code in (common_pb2.MJ_BAD_INPUT, common_pb2.MJ_ILLEGAL_ACTION)
+    # an answer to a window that is not (any more) open only came too late: flagged, so a
+    # client shows a note, not an error
+    stale = await link.send(t.room_id, 21, frames.client_frame(
+        g.MahjongAction(kind="pass", window_id=987654)))
+    assert stale.code == common_pb2.MJ_STALE_WINDOW and stale.overtaken, stale
+    assert not wrong.overtaken and not unknown.overtaken
     # a stranger
     stranger = await link.send(t.room_id, 99, frames.client_frame(g.MahjongAction(kind="pass")))
     assert stranger.code == common_pb2.ERR_NOT_IN_ROOM

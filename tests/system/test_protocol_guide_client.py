@@ -23,7 +23,6 @@ from services.lobby import tokens
 from tests.system.conftest import SECRET, start_stack, stop_stack
 
 # docs/protocol.md, "Errors": refusals that only mean the game moved on
-OVERTAKEN = {9690, 9692, 9695, 9890, 9892, 9895}
 HANDS = 2
 TRANSCRIPT = os.environ.get("PAIJU_PROTOCOL_TRANSCRIPT", "")   # a file: every frame, for the guide
 
@@ -107,7 +106,7 @@ class GuideClient:
             elif kind == "ret" and body.get("code", 0):
                 code = int(body["code"])
                 to = int(frame.get("reply_to", "0"))
-                if not (to in self.answers and code in OVERTAKEN):
+                if not (to in self.answers and body.get("overtaken")):
                     self.errors.append((code, body.get("message", "")))
             elif kind in ("mj_hand_over", "dd_small_settlement"):
                 self.hands_over += 1

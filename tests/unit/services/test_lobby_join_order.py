@@ -85,3 +85,18 @@ async def test_an_accepted_join_gets_its_answer_then_every_later_event_in_order(
     assert [f.WhichOneof("payload") for f in got] == ["ret", "chat"]
     assert got[0].ret.code == common_pb2.OK and got[0].reply_to == 1
     assert got[1].chat.content == "secret VIP chat 2"
+
+
+def test_a_late_answer_keeps_its_overtaken_flag_on_the_way_to_the_client() -> None:
+    from paiju import frames as pf
+    from paiju.v1 import common_pb2, table_pb2
+    from paiju.v1 import game_msgs_pb2 as g
+    from services.lobby.seating import reply_frames
+
+    request = pf.client_frame(g.MahjongAction(kind="pass", window_id=3))
+    request.seq = 7
+    late, wrong = (reply_frames(request, table_pb2.TableReply(
+        code=common_pb2.MJ_STALE_WINDOW, message="window 3 is closed", overtaken=flag))[0]
+        for flag in (True, False))
+    assert late.ret.overtaken and late.reply_to == 7 and late.ret.code == common_pb2.MJ_STALE_WINDOW
+    assert not wrong.ret.overtaken
