@@ -105,7 +105,8 @@ def _small_settlement(d: Mapping[str, Any], ctx: Mapping[str, Any]) -> g.DdSmall
         room_id=int(ctx.get("room_id", 0)), status=common_pb2.ROOM_HAND_OVER, now=hand_no,
         next=hand_no + 1 if hand_no < total else 0, total=total, name="dadun",
         players=players, is_alone=bool(d.get("is_alone")), data_valid=True,
-        base_score=int(d.get("base_score", ctx.get("base_score", 1))), details_json=details(d))
+        base_score=int(d.get("base_score", ctx.get("base_score", 1))), details_json=details(d),
+        deltas=[int(x) for x in d.get("deltas") or ()])
 
 
 def game_info(obs: Mapping[str, Any], at: int, seconds: float, seats: InfoSeats) -> Message:

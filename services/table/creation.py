@@ -55,4 +55,19 @@ def create_record(room_id: int, req: table_pb2.CreateRoomRequest, game: str,
         total_hands=req.total_hands or 4, min_hands=req.min_hands,
         password_hash=checks.password_hash(room_id, req.password), entrust_cancels=entrust_cancels,
         creator_id=req.creator_id,
-        play_desc=json.dumps(options, sort_keys=True) if options else game)
+        play_desc=describe(game, options, req.total_hands or 4, req.base_score or 1))
+
+
+def describe(game: str, options: Mapping[str, Any], total_hands: int, base_score: int) -> str:
+    """The room's rules for people (RoomInfo.play_desc): "XueZhan (血战到底), 4 hands,
+    base 1, exchange three, turn seconds 12"."""
+    parts = [variants.get(game).spec.title, f"{total_hands} hands", f"base {base_score}"]
+    for key, value in sorted(options.items()):
+        name = key.replace("_", " ")
+        if value is True:
+            parts.append(name)
+        elif value is False:
+            parts.append(f"no {name}")
+        else:
+            parts.append(f"{name} {json.dumps(value, ensure_ascii=False)}".replace('"', ""))
+    return ", ".join(parts)

@@ -47,3 +47,11 @@ def test_a_create_record_for_every_game_makes_a_room_whose_engine_deals() -> Non
         except RuleError as err:  # pragma: no cover - a registry entry without defaults
             raise AssertionError(f"{game.name}: {err}") from None
         assert state.deal_events()
+
+
+def test_a_rooms_rules_read_as_words_not_json() -> None:
+    from services.table.creation import describe
+
+    text = describe("changsha", {"birds": 2, "zhuang_xian": True, "double_kong": False}, 8, 2)
+    assert text == "Changsha (长沙麻将), 8 hands, base 2, birds 2, no double kong, zhuang xian"
+    assert "{" not in text and describe("dadun", {}, 4, 1) == "Dadun (崇仁打盾), 4 hands, base 1"

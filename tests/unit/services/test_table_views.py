@@ -137,3 +137,16 @@ def test_dismiss_frames_name_the_applicant_and_the_votes() -> None:
     log.add(lr.DismissVote(2, False, 40))
     fx = views.effects(log.room, log.add(lr.DismissResult(False)))
     assert not fx.public[0].notice_dismiss.dismissed and not fx.closed
+
+
+def test_a_dadun_settlement_frame_has_per_seat_deltas_like_mahjongs() -> None:
+    log = seated("dadun", total_hands=1)
+    room = log.room
+    for seat in range(4):
+        log.add(lr.Ready(seat, True))
+    log.add(lr.Start(1, 7, 0))
+    rest = views.effects(room, play_rest(log))
+    small = next(f.dd_small_settlement for f in rest.public
+                 if f.WhichOneof("payload") == "dd_small_settlement")
+    hand = rest.settle[0]
+    assert list(small.deltas) == hand["deltas"] and sum(small.deltas) == 0 and len(small.deltas) == 4
