@@ -1,6 +1,8 @@
-// Paiju operator console: a read-only view over the lobby's console API
-// (services/lobby/console.py). Plain JavaScript, no build step. Every string from the server
-// goes into the page as textContent, never as HTML.
+// Paiju operator console: a view over the lobby's console API (services/lobby/console/),
+// read-only with the console token; with the admin token as well, the operator actions
+// (fill a room with robots, dismiss it, kick a user, mute his chat), each audited in records.
+// Plain JavaScript, no build step. Every string from the server goes into the page as
+// textContent, never as HTML.
 "use strict";
 
 (() => {
@@ -285,6 +287,78 @@
       busy = false;
     }
   }
+
+  // -- operator actions (admin token) ------------------------------------------------------
+
+  async function act(path, body, what) {
+    const admin = $("admin-token").value.trim();
+    const operator = $("operator-name").value.trim();
+    if (!admin || !operator) {
+      showError("Operator actions need the admin token and your name.");
+      return;
+    }
+    let answer = null;
+    let response = null;
+    try {
+      response = await fetch(`${location.origin}${path}`, {
+        method: "POST", cache: "no-store",
+        headers: {Authorization: `Bearer ${admin}`, "Content-Type": "application/json"},
+        body: JSON.stringify({operator, ...body})});
+      answer = await response.json().catch(() => null);
+    } catch (err) {
+      showError(`${what}: ${err.message}`);
+      return;
+    }
+    if (!response.ok) {
+      showError(`${what}: ${response.status} ${answer && answer.message ? answer.message : ""}`);
+    } else {
+      showError("");
+      $("action-result").textContent = `${what}: done`;
+    }
+    await showAudit();
+    refresh();
+  }
+
+  function renderAudit(entries) {
+    $("audit").replaceChildren(...entries.map((e) => row([
+      e.at, e.operator, e.action, `${e.target} ${e.target_id}`, e.result,
+      JSON.stringify(e.detail || {}),
+    ])));
+  }
+
+  async function showAudit() {
+    try {
+      renderAudit((await api("/api/audit?limit=50")).entries || []);
+    } catch (err) {
+      if (err.status !== 401) showError(`Audit log: ${err.message}`);
+    }
+  }
+
+  function targetUser() {
+    const text = $("target-user").value.trim();
+    if (!/^[0-9]{1,19}$/.test(text) || /^0+$/.test(text)) {
+      showError("A user id is a positive number.");
+      return "";
+    }
+    return text;
+  }
+
+  $("room-robots").onclick = () => openRoom &&
+    act(`/api/rooms/${encodeURIComponent(openRoom)}/robots`, {count: 0}, `Robots for room ${openRoom}`);
+  $("room-dismiss").onclick = () => openRoom &&
+    act(`/api/rooms/${encodeURIComponent(openRoom)}/dismiss`, {reason: "dismissed by an operator"},
+        `Dismiss room ${openRoom}`);
+  $("user-kick").onclick = () => {
+    const user = targetUser();
+    if (user) act(`/api/users/${user}/kick`, {}, `Kick ${user}`);
+  };
+  $("user-mute").onclick = () => {
+    const user = targetUser();
+    const minutes = Number($("mute-minutes").value || "0");
+    if (user) act(`/api/users/${user}/mute`, {minutes}, `Mute ${user} for ${minutes} min`);
+  };
+  $("audit-refresh").onclick = showAudit;
+  $("admin-form").onsubmit = (ev) => ev.preventDefault();
 
   $("refresh").onclick = refresh;
   $("room-game").onchange = refresh;

@@ -391,6 +391,7 @@ const ops = {
     if (!b) throw new Error(`no button ${c.label} in #${c.id}`);
     b.onclick();
   },
+  click(c) { $(c.id).onclick(); },
   stored() { return {stored: store.get("paiju-console-token") || null}; },
   wait(c) {
     return new Promise((resolve) => {

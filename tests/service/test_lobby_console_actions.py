@@ -122,3 +122,57 @@ def test_the_admin_token_is_checked(admin: str) -> None:
         "PAIJU_LOBBY__CONSOLE_ADMIN_TOKEN": "dev-console-admin-token"})
     with pytest.raises(ConfigError, match="dev token"):
         require_console_token(prod)
+
+
+async def test_an_operator_fills_and_dismisses_a_room_from_the_console_page(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    """The console page itself (clients/web/console.js in node, with its real fetch): the
+    read token shows the room, the admin token and a name fill it with robots and dismiss
+    it, and the audit log on the page shows both."""
+    import asyncio
+    import shutil
+
+    from tests.service.test_lobby_console import HARNESS, WEB_ROOT, Page
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs node to run clients/web/console.js")
+    async with admin_stack(fresh_nats, tmp_path / "records.db") as stack:
+        owner = await stack.player(601, "owner")
+        room_id = await create_room(owner, E.CHANGSHA, 2)
+        harness = tmp_path / "harness.js"
+        harness.write_text(HARNESS)
+        proc = await asyncio.create_subprocess_exec(
+            node, str(harness), str(stack.console.port), str(WEB_ROOT),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        page = Page(proc)
+        try:
+            await page.do("set", id="token", value=TOKEN)
+            await page.do("submit", id="token-form")
+            await page.wait("rooms", rows=1)
+            await page.do("press", id="rooms", row=room_id, label="Open")
+            await page.wait("room-seats", rows=1, contains="owner")
+            await page.do("click", id="room-robots")     # no admin token yet: refused
+            await page.wait("error", contains="admin token", hidden=False)
+            await page.do("set", id="admin-token", value=ADMIN)
+            await page.do("set", id="operator-name", value="alice")
+            await page.do("click", id="room-robots")
+            await page.wait("room-seats", rows=4, contains="robot")
+            await page.wait("audit", rows=1, contains="alice")
+            await page.do("click", id="room-dismiss")
+            audit = await page.wait("audit", rows=2, contains="dismiss")
+            assert str(room_id) in audit["text"] and "robots" in audit["text"]
+
+            async def gone() -> bool:
+                rooms = (await stack.ok("/api/rooms"))["rooms"]
+                return all(r["room_id"] != room_id for r in rooms)
+            await until(gone)
+        finally:
+            if proc.returncode is None:
+                assert proc.stdin is not None
+                proc.stdin.close()
+                try:
+                    await asyncio.wait_for(proc.wait(), 5)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
