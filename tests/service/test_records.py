@@ -220,7 +220,7 @@ async def test_cancelled_calls_never_leave_a_transaction_open(
             break
         try:
             await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(
-                user_id=5000 + i, nickname=f"new{i}"), timeout=0.001 + (i % 10) * 0.002)
+                user_id=5000 + i, nickname=f"new{i}"), timeout=0.0005 + (i % 10) * 0.001)
         except grpc.aio.AioRpcError as exc:
             assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
             cut += 1
