@@ -9,7 +9,7 @@ PROTOS := $(wildcard protos/paiju/v1/*.proto)
 STAMP := $(VENV)/.installed
 PROTO_STAMP := paiju/v1/__init__.py
 
-.PHONY: setup protos run test lint bench chaos clean help lock tools validate deploy check-base-image \
+.PHONY: setup protos run test lint bench chaos capacity clean help lock tools validate deploy check-base-image \
 	pin-base-image $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
 	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES)) $(addprefix changed-,$(SERVICES)) \
 	$(addprefix tests-of-,$(SERVICES))
@@ -110,6 +110,10 @@ bench: setup
 # the chaos suite at full length: a replicated cluster, faults mid-hand, bench/reports/chaos.md
 chaos: setup
 	$(PY) -m bench.bench_chaos --require-postgres $(BENCH_ARGS)
+
+# capacity at human pace: tables ramped until delivery p99 passes 100 ms (bench/reports/capacity.md)
+capacity: setup
+	$(PY) -m bench.bench_capacity $(BENCH_ARGS)
 
 # static pattern rules: plain pattern rules are never searched for .PHONY targets
 # test-<svc>: every test file that imports a module the service's image ships (directly or
