@@ -531,7 +531,8 @@ prompt("xuezhan", [{kind: "pass", ref: "4"}, {kind: "peng", tiles: ["5m", "5m"],
 view("window prompt");
 $("actions").children[0].onclick();
 view("answered");
-feed({seq: "3", reply_to: String(lastSeq()), ret: {code: 9692, message: "window '4' is closed"}});
+feed({seq: "3", reply_to: String(lastSeq()), ret: {code: 9692, message: "window '4' is closed",
+                                                   overtaken: true}});
 view("answer refused as stale");
 $("ready").onclick();
 feed({seq: "4", reply_to: String(lastSeq()), ret: {code: 9692, message: "not an answer"}});
