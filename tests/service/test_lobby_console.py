@@ -419,6 +419,17 @@ class Page:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
 
+    async def close(self) -> None:
+        """End the page's node process: its input closed, killed if it does not exit."""
+        if self.proc.returncode is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 5)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
     async def do(self, op: str, **args: Any) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
@@ -477,14 +488,7 @@ async def test_the_page_renders_the_api_in_node(stack: Stack, tmp_path: Path) ->
         await page.do("submit", id="user-form")
         await page.wait("error", contains="positive number", hidden=False)
     finally:
-        if proc.returncode is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), 5)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await page.close()
 
 
 async def test_the_lobby_runs_its_console_and_closes_it_when_it_stops(

@@ -168,11 +168,4 @@ async def test_an_operator_fills_and_dismisses_a_room_from_the_console_page(
                 return all(r["room_id"] != room_id for r in rooms)
             await until(gone)
         finally:
-            if proc.returncode is None:
-                assert proc.stdin is not None
-                proc.stdin.close()
-                try:
-                    await asyncio.wait_for(proc.wait(), 5)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+            await page.close()
