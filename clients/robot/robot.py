@@ -51,10 +51,11 @@ class RobotStats:
     frames: int = 0
     rooms: list[int] = field(default_factory=list)
     closed_reason: int | None = None
-    received: list[client_pb2.ServerFrame] = field(default_factory=list)
+    received: list[client_pb2.ServerFrame] = field(default_factory=list, repr=False)
     reconnects: int = 0     # times the robot logged in again after its stream ended
     fair_checked: int = 0   # hands whose revealed seeds matched the commitment we saw
     fair_failed: list[str] = field(default_factory=list)
+    overtaken: int = 0      # answers refused only for coming too late (Return.overtaken)
 
 
 def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
@@ -322,7 +323,10 @@ class Robot:
         if self.on_action is not None:
             self.on_action(time.monotonic() - sent)
         if reply.WhichOneof("payload") == "ret" and reply.ret.code:
-            # a stale prompt (the decision moved on) is normal under entrust; record the rest
+            if reply.ret.overtaken:
+                # the decision moved on (a timer, entrust, a faster seat): normal, counted
+                self.stats.overtaken += 1
+                return
             self.stats.errors.append(f"{reply.ret.code} {reply.ret.message}")
             log.info("action refused: %s %s (%s)", reply.ret.code, reply.ret.message,
                      json.dumps(action.to_dict()))

@@ -40,8 +40,8 @@ async def test_robots_finish_hands_settled_once_without_leaks(stack: Stack, game
     results: list[RobotStats] = await asyncio.wait_for(
         run_tables(stack.lobby_address, game, ROOMS, SECRET, hands=HANDS,
                    first_uid=10_000 + 100 * GAMES.index(game)), timeout=400)
-    assert all(not r.errors or all(e.startswith(("969", "989")) for e in r.errors) for r in results), \
-        [r.errors for r in results if r.errors]
+    # answers the game overtook (Return.overtaken) are counted apart, never errors
+    assert all(not r.errors for r in results), [r.errors for r in results if r.errors]
     rooms = {room for r in results for room in r.rooms}
     assert len(rooms) == ROOMS
 
