@@ -124,7 +124,8 @@ class Backoff:
 class LobbySession:
     def __init__(self, address: str | Sequence[str], *, backoff: Backoff | None = None,
                  ca_file: str | None = None, tls: bool = False, keep_frames: bool = True,
-                 on_frame: Callable[[client_pb2.ServerFrame], None] | None = None) -> None:
+                 on_frame: Callable[[client_pb2.ServerFrame], None] | None = None,
+                 batches: bool = True) -> None:
         self.addresses = lobby_addresses(address)
         self.address = self.addresses[0]
         self.backoff = backoff or Backoff()
@@ -142,6 +143,7 @@ class LobbySession:
         self.received: list[client_pb2.ServerFrame] = []
         self.keep_frames = keep_frames      # False: ``received`` stays empty (load tests)
         self.on_frame = on_frame            # called with every frame as it arrives
+        self.batches = batches              # ask for ServerFrame.batch (one message, n frames)
         self.kicked = False                 # a KickOut came: another login replaced us
         self.reconnect_after = 0.0          # the lobby's Reconnect.after_ms, in seconds
         self.reconnects = 0                 # streams taken back by reconnect()
@@ -164,23 +166,27 @@ class LobbySession:
     async def _read(self, call: Any, waiting: dict[int, asyncio.Future[Any]], *,
                     announced: bool, stream: int = 0) -> None:
         try:
-            async for frame in call:
-                if self.keep_frames:
-                    self.received.append(frame)
-                if self.on_frame is not None:
-                    self.on_frame(frame)
-                kind = frame.WhichOneof("payload")
-                if kind == "kick_out":
-                    self.kicked = True
-                elif kind == "reconnect":
-                    self.reconnect_after = frame.reconnect.after_ms / 1000
-                elif kind == "login_ok":
-                    announced = True
-                fut = waiting.pop(frame.reply_to, None) if frame.reply_to else None
-                if fut is not None and not fut.done():
-                    fut.set_result(frame)
-                elif announced:
-                    await self.pushes.put(frame)
+            async for message in call:
+                # a batch (Login.accept_batches) is several frames in one message, in order
+                batch = (message.batch.frames if message.WhichOneof("payload") == "batch"
+                         else (message,))
+                for frame in batch:
+                    if self.keep_frames:
+                        self.received.append(frame)
+                    if self.on_frame is not None:
+                        self.on_frame(frame)
+                    kind = frame.WhichOneof("payload")
+                    if kind == "kick_out":
+                        self.kicked = True
+                    elif kind == "reconnect":
+                        self.reconnect_after = frame.reconnect.after_ms / 1000
+                    elif kind == "login_ok":
+                        announced = True
+                    fut = waiting.pop(frame.reply_to, None) if frame.reply_to else None
+                    if fut is not None and not fut.done():
+                        fut.set_result(frame)
+                    elif announced:
+                        self.pushes.put_nowait(frame)
         except grpc.aio.AioRpcError:
             pass
         finally:
@@ -217,6 +223,7 @@ class LobbySession:
 
     async def login(self, token: str, timeout: float = 15,
                     **fields: Any) -> client_pb2.ServerFrame:
+        fields.setdefault("accept_batches", self.batches)
         return await self.request(lm.Login(token=token, **fields), timeout=timeout)
 
     # ------------------------------------------------------------------ reconnecting

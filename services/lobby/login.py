@@ -97,6 +97,7 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
             room = await _room_info(app, room_id)
             if room is not None:
                 ok.room.CopyFrom(room)
+        session.batches = req.accept_batches   # from here on frames may leave batched
         session.send(server_frame(ok, reply_to=frame.seq))
     finally:
         # the other lobbies hear of this session once its LoginOk is on its way: a kick

@@ -37,6 +37,11 @@ FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             "Round trip of one command on the lobby-table Session stream",
                             ["kind"], buckets=LATENCY_BUCKETS)
 
+BATCHES = Counter("paiju_lobby_batches_total",
+                  "Stream messages that carried several frames at once (ServerFrame.batch)")
+BATCHED_FRAMES = Counter("paiju_lobby_batched_frames_total",
+                         "Server frames that left inside a batch (also in frames_out)")
+
 _FRAMES_OUT_BY_ID: dict[int, Counter] = {}
 
 

@@ -126,6 +126,11 @@ class Outbox:
             await self._wake.wait()
         return self._items.popleft()
 
+    def take(self, most: int) -> list[Outgoing]:
+        """Up to ``most`` frames already queued, without waiting (a batch's rest)."""
+        items = self._items
+        return [items.popleft() for _ in range(min(most, len(items)))]
+
 
 @dataclass(eq=False)
 class Session:
@@ -149,6 +154,9 @@ class Session:
     sent_away: bool = False
     seq: int = 0
     task: asyncio.Task[object] | None = None
+    # the client reads ServerFrame.batch (Login.accept_batches): frames queued together
+    # leave as one stream message
+    batches: bool = False
 
     @property
     def logged_in(self) -> bool:
