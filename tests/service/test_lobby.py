@@ -8,6 +8,7 @@ Shared helpers live here; test_lobby_rooms.py imports them.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -255,20 +256,31 @@ class Client(ConnectStream, FrameReader):
     def __init__(self, address: str) -> None:
         super().__init__(address)
         self.seen: list[client_pb2.ServerFrame] = []
+        self.batches: list[int] = []    # the number of frames in each batch message read
+        self._batched: collections.deque[client_pb2.ServerFrame] = collections.deque()
 
     async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
-        frame = await asyncio.wait_for(self.call.read(), timeout)
-        if frame is grpc.aio.EOF:
-            return None
+        if self._batched:
+            frame = self._batched.popleft()
+        else:
+            frame = await asyncio.wait_for(self.call.read(), timeout)
+            if frame is grpc.aio.EOF:
+                return None
+            if frame.WhichOneof("payload") == "batch":   # Login.accept_batches
+                assert frame.seq == 0 and len(frame.batch.frames) >= 2, frame
+                self.batches.append(len(frame.batch.frames))
+                self._batched.extend(frame.batch.frames)
+                frame = self._batched.popleft()
         assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
         self.seen.append(frame)
         return frame
 
     async def login(self, user_id: int, *, lat: float = 0, lng: float = 0,
-                    nickname: str = "") -> client_pb2.ServerFrame:
+                    nickname: str = "", batches: bool = False) -> client_pb2.ServerFrame:
         token = tokens.mint(user_id, SECRET, 600)
         reply = await self.request(lobby_msgs_pb2.Login(token=token, lat=lat, lng=lng,
-                                                        nickname=nickname))
+                                                        nickname=nickname,
+                                                        accept_batches=batches))
         assert reply.WhichOneof("payload") == "login_ok", reply
         return reply
 
