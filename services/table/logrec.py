@@ -256,19 +256,30 @@ def _value(value: Any) -> Any:
     return value
 
 
+_PLAIN = (int, float, str, bool)
+# a record type -> (name, omit rule) of its fields but ``i``, in declaration order
+_FIELDS: dict[type[Record], tuple[tuple[str, str | None], ...]] = {}
+
+
+def _fields(cls: type[Record]) -> tuple[tuple[str, str | None], ...]:
+    spec = _FIELDS.get(cls)
+    if spec is None:
+        spec = _FIELDS[cls] = tuple((f.name, f.metadata.get("omit"))
+                                    for f in dataclasses.fields(cls) if f.name != "i")
+    return spec
+
+
 def encode(rec: Record) -> dict[str, Any]:
     """The JSON object of a record, as written to the room log (``i`` and ``t`` first)."""
     if rec.i < 0:
         raise LogRecordError(f"a {rec.KIND} record has no log index yet (logrec.stamp)")
     out: dict[str, Any] = {"i": rec.i, "t": rec.KIND}
-    for f in dataclasses.fields(rec):
-        if f.name == "i":
+    for name, omit in _fields(type(rec)):
+        value = getattr(rec, name)
+        if omit is not None and ((omit == "empty" and not value) or (
+                omit == "session" and not getattr(rec, "session", ""))):
             continue
-        value = getattr(rec, f.name)
-        omit = f.metadata.get("omit")
-        if (omit == "empty" and not value) or (omit == "session" and not getattr(rec, "session", "")):
-            continue
-        out[f.name] = _value(value)
+        out[name] = value if type(value) in _PLAIN else _value(value)
     return out
 
 
