@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,14 +63,27 @@ def room_info(room: r.Room, for_user: int | None = None) -> common_pb2.RoomInfo:
         spectators=room.spectators, creator_id=room.creator_id)
 
 
+# json.dumps(obj, ensure_ascii=False) builds this very encoder on every call
+_observation_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def prompt(room: r.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
     """What a seat may do now, and its view of the hand."""
-    assert room.state is not None
-    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
-               for a in room.state.legal_actions(seat)]
+    state = room.state
+    assert state is not None
+    observation = state.observation(seat)
+    listed = observation.get("candidates")
+    if listed is not None:
+        # a mahjong observation lists the seat's legal actions (Action.to_dict, empty
+        # fields left out): the same specs without asking the engine a second time
+        actions = [g.ActionSpec(kind=a["kind"], tiles=a.get("tiles", ()), ref=a.get("ref", ""),
+                                choice=a.get("choice", "")) for a in listed]
+    else:
+        actions = [g.ActionSpec(kind=a.kind, tiles=a.tiles, ref=a.ref, choice=a.choice)
+                   for a in state.legal_actions(seat)]
     return frames.server_frame(g.Prompt(
-        game=room.game, phase=room.state.phase(), actions=actions,
-        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
+        game=room.game, phase=state.phase(), actions=actions,
+        observation_json=_observation_json(observation),
         seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
 
 
@@ -174,8 +188,14 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                     dismissed=False, reason=lm.NoticeDismiss.PLAYER_VOTE,
                     doc="the dismiss request was refused", room_id=room.room_id)))
             case ft.EngineEvents(events):
+                frames_of = _hand_frames.setdefault(room, {})
+                mapping: dict[str, Any] = {}
+                ctx: ft.HandContext | None = None
                 for e in events:
-                    frame = _event_frame(room, e)
+                    if e.ctx is not ctx:   # one context per batch: its mapping once
+                        ctx, mapping = e.ctx, e.ctx.mapping()
+                    frame = _event_frame(room, e, mapping)
+                    frames_of[e.index] = (e, frame)
                     if e.event.to is None:
                         fx.public.append(frame)
                     elif e.ctx.user_ids[e.event.to] and not reserved.is_robot(
@@ -208,20 +228,34 @@ def _alerts(room: r.Room, seat: int) -> list[client_pb2.ServerFrame]:
             for a in geo.alerts(new, others, room.settings.geo_alert_meters)]
 
 
-def _event_frame(room: r.Room, e: ft.HandEvent) -> client_pb2.ServerFrame:
+def _event_frame(room: r.Room, e: ft.HandEvent,
+                 mapping: dict[str, Any] | None = None) -> client_pb2.ServerFrame:
     uid = f"{e.ctx.room_id}:{e.ctx.hand_no}:{e.index}"
-    return event_frame(room.game, e.event, uid, e.ctx.mapping())
+    return event_frame(room.game, e.event, uid, e.ctx.mapping() if mapping is None else mapping)
+
+
+# The frames of the running hand's engine events, made when their record was folded, for
+# the hand's settlement (which replays them all): room -> event index -> (the event, its
+# frame). A frame is reused only for that very event object (a later hand, a rebuilt
+# room: made again); a room's entry goes with its hand's settlement or with the room.
+_hand_frames: weakref.WeakKeyDictionary[r.Room, dict[int, tuple[ft.HandEvent,
+                                                                 client_pb2.ServerFrame]]]
+_hand_frames = weakref.WeakKeyDictionary()
+# json.dumps(obj, ensure_ascii=False, sort_keys=True) builds this very encoder every call
+_event_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 def hand_settlement(room: r.Room, hand: ft.HandEnded) -> dict[str, Any]:
     """The settlement message of a hand (records stores it; its events are the replay)."""
+    made = _hand_frames.pop(room, {})
     events = []
     for e in hand.events:
-        frame = _event_frame(room, e)
+        hit = made.get(e.index)
+        frame = hit[1] if hit is not None and hit[0] is e else _event_frame(room, e)
         events.append({
             "i": e.index, "kind": e.event.kind, "to": e.event.to, "event_id": frame.event_id,
             "frame": base64.b64encode(frame.SerializeToString()).decode(),
-            "json": json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)})
+            "json": _event_json(e.event.to_dict())})
     return {
         "room_id": room.room_id, "hand_no": hand.hand_no, "final": False,
         "game": room.game, "base_score": room.base_score,
