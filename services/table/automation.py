@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from games import fair
-from games.arbitration import Decision, resolve
+from games.arbitration import Decision, Rules, Window, resolve
 from games.engine import Action, RuleError
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import checks, views
@@ -28,6 +28,24 @@ log = logging.getLogger("paiju.table.room")
 MAX_AUTO_STEPS = 2000
 Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
 Bots = Callable[[str, Any, int], Action]
+
+
+def decision_usable(state: Any, window: Window, rules: Rules, decision: Decision,
+                    room_id: int = 0) -> bool:
+    """Whether the arbiter's final decision on ``window`` may be logged: never one the
+    engine would refuse (e.g. from a skewed arbiter); a refusal is logged as a warning.
+
+    The decision the pure function gives for the same window is the one the fallback logs
+    unchecked, so an arbiter that agrees with it needs no trial; any other decision is
+    tried on a clone of the state (a full copy: the trial must not touch the room's)."""
+    if decision == resolve(window, rules):
+        return True
+    try:
+        state.clone().resolve_window(decision)
+    except RuleError as err:
+        log.warning("arbiter decision refused", extra={"room": room_id, "error": str(err)})
+        return False
+    return True
 
 
 class Automation:
@@ -88,13 +106,9 @@ class Automation:
         if window is None or rules is None:
             return
         decision = await self._arbiter(window, rules)
-        if decision is not None and decision.final:
-            try:  # never log a decision the engine would refuse (e.g. a skewed arbiter)
-                state.clone().resolve_window(decision)
-            except RuleError as err:
-                log.warning("arbiter decision refused", extra={"room": self.room.room_id,
-                                                              "error": str(err)})
-                decision = None
+        if decision is not None and decision.final and not decision_usable(
+                state, window, rules, decision, self.room.room_id):
+            decision = None
         if decision is None:  # no (usable) answer in time: the same pure function, here
             m.ARBITER_FALLBACK.inc()
             decision = resolve(window, rules)
