@@ -1,0 +1,168 @@
+"""The table's per-record shortcuts give what the plain way gives, after every record of
+played hands: a prompt's actions taken from the observation's candidates, the engine
+events' frames a hand's settlement reuses, and an arbiter decision accepted without a
+trial on a clone because the pure function gives the same."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from games.arbitration import resolve
+from paiju import frames
+from paiju.v1 import client_pb2
+from paiju.v1 import game_msgs_pb2 as g
+from services.table import automation, views
+from services.table import logrec as lr
+from services.table.room import Room
+from tests.unit.services.test_table_fold import create, profile
+
+GAMES = ("xuezhan", "changsha", "dadun")
+
+
+def plain_prompt(room: Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
+    """A prompt as the table made it before: the engine asked for the legal actions and for
+    the observation, which is encoded by json.dumps."""
+    assert room.state is not None
+    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
+               for a in room.state.legal_actions(seat)]
+    return frames.server_frame(g.Prompt(
+        game=room.game, phase=room.state.phase(), actions=actions,
+        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
+        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
+
+
+def plain_settlement_events(room: Room, settle: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settlement's events made afresh from the room's events of that hand."""
+    events = room.hand_events
+    assert [e.index for e in events] == [x["i"] for x in settle["events"]]
+    out = []
+    for e in events:
+        frame = views._event_frame(room, e)
+        out.append({"i": e.index, "kind": e.event.kind, "to": e.event.to,
+                    "event_id": frame.event_id,
+                    "frame": base64.b64encode(frame.SerializeToString()).decode(),
+                    "json": json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)})
+    return out
+
+
+class Table:
+    """Records folded with their frames (views.apply), as the actor does."""
+
+    def __init__(self, game: str, hands: int) -> None:
+        first = lr.stamp(create(game, hands), 0)
+        self.records: list[lr.Record] = [first]
+        self.room = Room(first)
+        self.settled: list[dict[str, Any]] = []
+        views.apply(self.room, first)
+        for seat, uid in enumerate((11, 12, 13, 14)):
+            self.add(lr.Join(seat, uid, profile(uid)))
+
+    def add(self, rec: lr.Record) -> views.Effects:
+        rec = lr.stamp(rec, len(self.records))
+        self.records.append(rec)
+        fx = views.apply(self.room, rec)
+        for msg in fx.settle:
+            if not msg["final"]:
+                assert msg["events"] == plain_settlement_events(self.room, msg)
+                self.settled.append(msg)
+        return fx
+
+    def check_prompts(self) -> None:
+        room = self.room
+        for seat in room.to_act():
+            assert room.state is not None
+            made = views.prompt(room, seat, 9.5)
+            assert made.SerializeToString() == plain_prompt(room, seat, 9.5).SerializeToString()
+            listed = room.state.observation(seat).get("candidates")
+            if room.game != "dadun":
+                assert listed == [a.to_dict() for a in room.state.legal_actions(seat)]
+
+    def play(self, seed: int) -> None:
+        room = self.room
+        for seat in range(4):
+            self.add(lr.Ready(seat, True))
+        self.add(lr.Start(room.hand_no + 1, seed, room.dealer))
+        for _ in range(3000):
+            if not room.in_hand():
+                return
+            self.check_prompts()
+            assert room.state is not None
+            seat = room.to_act()[0]
+            response = room.is_response(seat)
+            self.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player", response))
+            window, rules = room.pending_window(), room.arbitration_rules()
+            if response and window is not None and rules is not None:
+                decision = resolve(window, rules)
+                if decision.final:
+                    assert automation.decision_usable(room.state, window, rules, decision)
+                    self.add(lr.Resolve(decision))
+        raise AssertionError("the hand did not end")
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_prompts_and_settlements_are_the_plain_ones_after_every_record(game: str) -> None:
+    table = Table(game, hands=3)
+    for seed in (20261202, 7, 99):
+        table.play(seed)
+    assert len(table.settled) == 3 and table.room.closed
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_a_room_rebuilt_in_the_middle_of_a_hand_settles_it_the_same(game: str) -> None:
+    live = Table(game, hands=1)
+    live.play(4242)
+    cut = next(i for i, rec in enumerate(live.records) if isinstance(rec, lr.Start)) + 9
+    first = live.records[0]
+    assert isinstance(first, lr.Create)
+    rebuilt = Room(first)
+    for rec in live.records[:cut]:
+        rebuilt.apply(rec)          # folded without frames: none to reuse for these
+    settle = [msg for rec in live.records[cut:] for msg in views.apply(rebuilt, rec).settle]
+    assert settle[0] == live.settled[0]
+
+
+def test_an_arbiter_decision_like_the_pure_functions_is_taken_without_a_trial() -> None:
+    table = Table("xuezhan", hands=1)
+    room = table.room
+    room_seed = 20261202
+    for seat in range(4):
+        table.add(lr.Ready(seat, True))
+    table.add(lr.Start(1, room_seed, 0))
+    for _ in range(3000):
+        assert room.state is not None and room.in_hand()
+        window, rules = room.pending_window(), room.arbitration_rules()
+        if window is not None and rules is not None:
+            break
+        seat = room.to_act()[0]
+        table.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player",
+                         room.is_response(seat)))
+    assert window is not None and rules is not None and room.state is not None
+    for seat in window.candidates:   # every answer in: the decision is final
+        table.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player", True))
+    window = room.pending_window()
+    assert window is not None
+    decision = resolve(window, rules)
+    assert decision.final
+    state = room.state
+    before = state.serialize()
+
+    def no_clone() -> None:
+        raise AssertionError("cloned")
+
+    object.__setattr__(state, "clone", no_clone)
+    try:
+        assert automation.decision_usable(state, window, rules, decision)
+        # any other decision is tried on a clone, never on the room's state
+        with pytest.raises(AssertionError, match="cloned"):
+            automation.decision_usable(state, window, rules,
+                                       dataclasses.replace(decision, pending=(9,)))
+    finally:
+        del state.clone
+    skewed = dataclasses.replace(decision, window_id=decision.window_id + 1)
+    assert not automation.decision_usable(state, window, rules, skewed)
+    assert state.serialize() == before
