@@ -284,17 +284,23 @@ def _lowest_fill(hand: Hand, fixed: Bounds, total: int, free: bool) -> tuple[int
     """The play of a shape with the lowest free cards: each rank takes its minimum, then
     extra cards come from the lowest ranks outside the shape, and only then from ranks of
     the shape itself (a fourth card on a triple). None if the hand cannot fill it."""
+    ranks = hand.ranks
+    left = total
+    for r, (lo, hi) in fixed.items():   # most shapes fail here: a rank the hand lacks
+        if lo > min(hi, ranks[r]):
+            return None
+        left -= lo
+    if left < 0:
+        return None
     counts = []
     for r in range(NUM_RANKS):
-        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
-        counts.append([lo, min(hi, hand.ranks[r])])
-    left = total - sum(lo for lo, _ in counts)
-    if left < 0 or any(lo > hi for lo, hi in counts):
-        return None
-    for r in sorted(range(NUM_RANKS), key=lambda r: (r in fixed, r)):
-        extra = min(left, counts[r][1] - counts[r][0])
-        counts[r][0] += extra
-        left -= extra
-    if left:
-        return None
+        lo, hi = fixed.get(r, (0, ranks[r] if free else 0))
+        counts.append([lo, min(hi, ranks[r])])
+    if left:   # extra cards: the lowest ranks outside the shape first, then the shape's
+        for r in [r for r in range(NUM_RANKS) if r not in fixed] + sorted(fixed):
+            extra = min(left, counts[r][1] - counts[r][0])
+            counts[r][0] += extra
+            left -= extra
+        if left:
+            return None
     return sum((hand.picks(r, c)[0] for r, (c, _) in enumerate(counts) if c), ())

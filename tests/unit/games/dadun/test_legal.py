@@ -10,7 +10,17 @@ from hypothesis import strategies as st
 
 from games.dadun.cards import SJ, counts_of, full_deck, parse_cards
 from games.dadun.combos import Combo, beats, classify, try_classify
-from games.dadun.legal import has_legal_play, hint_plays, iter_legal_plays, legal_plays
+from games.dadun.legal import (
+    NUM_RANKS,
+    Hand,
+    _lowest_fill,
+    bomb_shapes,
+    has_legal_play,
+    hint_plays,
+    iter_legal_plays,
+    legal_plays,
+    normal_shapes,
+)
 from games.engine import IllegalAction
 from games.rng import Stream
 
@@ -182,3 +192,41 @@ def test_last_play_triple_answers_a_triple_two_only_as_the_whole_hand():
 def test_hint_for_a_leader_starts_with_the_lowest_single():
     hand = parse_cards("4s 4h 5d 6c 7s 8s 9h Kd Kc 2s SJ")
     assert hint_plays(hand, None, 2) == [(parse_cards("4s")[0],), tuple(parse_cards("4s 4h"))]
+
+
+def plain_lowest_fill(hand, fixed, total, free):
+    """legal._lowest_fill as first written (every rank's bounds, then one sorted pass)."""
+    counts = []
+    for r in range(NUM_RANKS):
+        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
+        counts.append([lo, min(hi, hand.ranks[r])])
+    left = total - sum(lo for lo, _ in counts)
+    if left < 0 or any(lo > hi for lo, hi in counts):
+        return None
+    for r in sorted(range(NUM_RANKS), key=lambda r: (r in fixed, r)):
+        extra = min(left, counts[r][1] - counts[r][0])
+        counts[r][0] += extra
+        left -= extra
+    if left:
+        return None
+    return sum((hand.picks(r, c)[0] for r, (c, _) in enumerate(counts) if c), ())
+
+
+def shapes_of(hand, previous):
+    yield from normal_shapes(hand, previous)
+    yield from bomb_shapes(hand)
+    yield {0: (3, 4)}, 3, True                  # a total below the shape's minimum
+    yield {4: (1, 2), 9: (0, 0)}, 6, False      # more cards than the bounds allow
+
+
+@pytest.mark.parametrize("previous_text", [None, *FOLLOW])
+def test_the_lowest_fill_of_every_shape_is_the_plain_one(previous_text):
+    previous = None if previous_text is None else classify(parse_cards(previous_text),
+                                                          len(parse_cards(previous_text)))
+    for seed in range(30):
+        cards = deal(seed)
+        for size in (27, 14, 6, 2):
+            hand = Hand(cards[:size])
+            for bounds, total, free in shapes_of(hand, previous):
+                assert _lowest_fill(hand, bounds, total, free) == \
+                    plain_lowest_fill(hand, bounds, total, free)
