@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.bench_system import process_cpu, stack_pids
+from bench.bench_system import Samples, process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, write_report
 
 GAMES = ("xuezhan", "changsha", "dadun")
@@ -116,6 +116,7 @@ class Worker:
 
     def _robot(self, uid: int, game: str, clock: TableClock, **kw: Any) -> Any:
         from clients.robot.robot import Robot
+        from clients.session import lobby_addresses, rotated
 
         def on_frame(frame: Any) -> None:
             self.stats.frames += 1
@@ -126,7 +127,9 @@ class Worker:
             self.stats.actions += 1
             self.stats.round_trips.append(seconds)
 
-        return Robot(self.address, uid, game, self.secret, think=self.think, keep_frames=False,
+        # robots spread over the lobbies by user id (a table's four may be on different ones)
+        address = rotated(lobby_addresses(self.address), uid)
+        return Robot(address, uid, game, self.secret, think=self.think, keep_frames=False,
                      on_frame=on_frame, on_send=lambda: clock.sent(time.monotonic()),
                      on_action=on_action, **kw)
 
@@ -165,11 +168,12 @@ class Worker:
 
     async def add_idle(self, count: int, first_uid: int) -> int:
         """Players logged in and waiting (no room): heartbeats only."""
-        from clients.session import LobbySession, mint_token
+        from clients.session import LobbySession, lobby_addresses, mint_token, rotated
         from paiju.v1 import lobby_msgs_pb2 as lm
         made = 0
         for i in range(count):
-            s = LobbySession(self.address, keep_frames=False)
+            s = LobbySession(rotated(lobby_addresses(self.address), first_uid + i),
+                             keep_frames=False)
             await s.open()
             reply = await s.login(mint_token(first_uid + i, self.secret), nickname=f"idle{i}")
             if reply.WhichOneof("payload") != "login_ok":
@@ -244,6 +248,8 @@ class Step:
     server_cpu: dict[str, float]    # CPU seconds per process over the window
     generator_cpu: float
     rss: dict[str, float]           # MiB per process at the end of the window
+    # per part: (collections, their pause in s, pauses over 50 ms) over the window
+    gc: dict[str, tuple[int, float, int]] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -324,22 +330,59 @@ class Bench:
                 p.kill()
 
 
-def cpu_of(pids: dict[str, int]) -> dict[str, float]:
-    return {name: process_cpu(pid) for name, pid in pids.items()}
+# a server part -> its processes (``--lobbies`` / ``--tables`` run several of a kind)
+Pids = dict[str, list[int]]
 
 
-def measure(bench: Bench, pids: dict[str, int], tables: int, think: float, warm: float,
-            window: float) -> Step:
+def cpu_of(pids: Pids) -> dict[str, float]:
+    return {name: sum(process_cpu(p) for p in group) for name, group in pids.items()}
+
+
+def gc_of(ports: dict[str, list[int]]) -> dict[str, list[Samples]]:
+    out = {}
+    for name, group in ports.items():
+        try:
+            out[name] = [scrape(p) for p in group]
+        except OSError:
+            out[name] = []
+    return out
+
+
+def gc_delta(before: dict[str, list[Samples]],
+             after: dict[str, list[Samples]]) -> dict[str, tuple[int, float, int]]:
+    """Collections, their summed pause and the pauses over 50 ms, per part, between
+    two scrapes of paiju_gc_pause_seconds (services/common/runner.py)."""
+    out = {}
+    for name in after:
+        count = pause = 0.0
+        long = 0.0
+        for b, a in zip(before.get(name, []), after[name], strict=False):
+            for g in "012":
+                def grew(sample: str, **labels: str) -> float:
+                    return (value(a, sample, generation=g, **labels)  # noqa: B023
+                            - value(b, sample, generation=g, **labels))  # noqa: B023
+                n = grew("paiju_gc_pause_seconds_count")
+                count += n
+                pause += grew("paiju_gc_pause_seconds_sum")
+                long += n - grew("paiju_gc_pause_seconds_bucket", le="0.05")
+        out[name] = (int(count), pause, int(long))
+    return out
+
+
+def measure(bench: Bench, pids: Pids, tables: int, think: float, warm: float,
+            window: float, ports: dict[str, list[int]] | None = None) -> Step:
     bench.grow(tables)
     time.sleep(warm)
     bench.ask("take")                       # forget the warm-up
     before = cpu_of(pids)
+    gc_before = gc_of(ports or {})
     gen_before = sum(s.cpu for s in bench.ask("take"))
     started = time.monotonic()
     time.sleep(window)
     stats = bench.ask("take")
     seconds = time.monotonic() - started
     after = cpu_of(pids)
+    gc_after = gc_of(ports or {})
     trips = [x for s in stats for x in s.round_trips]
     deliveries = [x for s in stats for x in s.deliveries]
     # a table asks one action per think time (answers of a window come together, counted
@@ -353,10 +396,11 @@ def measure(bench: Bench, pids: dict[str, int], tables: int, think: float, warm:
         errors=[e for s in stats for e in s.errors][:5],
         server_cpu={k: after[k] - before[k] for k in pids},
         generator_cpu=sum(s.cpu for s in stats) - gen_before,
-        rss={name: rss_mib(pid) for name, pid in pids.items()})
+        rss={name: sum(rss_mib(p) for p in group) for name, group in pids.items()},
+        gc=gc_delta(gc_before, gc_after))
 
 
-def idle_cost(bench: Bench, pids: dict[str, int], players: int, window: float) -> tuple[float, float, int]:
+def idle_cost(bench: Bench, pids: Pids, players: int, window: float) -> tuple[float, float, int]:
     """Server CPU per second with no one connected, then with ``players`` idle players."""
     before = cpu_of(pids)
     time.sleep(window)
@@ -410,7 +454,9 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     base, loaded, players = idle
     names = ["lobby", "table", "arbiter", "records", "nats-server"]
     cmd = (f"`python -m bench.bench_capacity --think {args.think:g} --procs {procs} "
-           f"--steps {args.steps}`")
+           f"--steps {args.steps}"
+           + (f" --lobbies {args.lobbies}" if args.lobbies != 1 else "")
+           + (f" --tables {args.tables}" if args.tables != 1 else "") + "`")
     lines = [
         "# Capacity at human pace",
         "",
@@ -440,6 +486,18 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     for s in steps:
         lines.append(f"| {s.tables} | " + " | ".join(
             f"{s.cpu_per_action_ms(n):.2f}" for n in names) + " |")
+    lines += ["", "## Garbage collection in the window", "",
+              "Collections of the lobby and table processes (`paiju_gc_pause_seconds`), their "
+              "summed pause, and those over 50 ms (each stops every room or session of its "
+              "process).", "",
+              "| tables | lobby: collections / pause ms / over 50 ms "
+              "| table: collections / pause ms / over 50 ms |", "|---|---|---|"]
+    for s in steps:
+        cells = []
+        for n in ("lobby", "table"):
+            count, pause, long = s.gc.get(n, (0, 0.0, 0))
+            cells.append(f"{count} / {1000 * pause:.0f} / {long}")
+        lines.append(f"| {s.tables} | " + " | ".join(cells) + " |")
     last = steps[-1] if steps else None
     if last is not None:
         total_rss = sum(last.rss.values())
@@ -499,6 +557,21 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     return lines
 
 
+def more_processes(stack: Any, tmp: Path, lobbies: int, tables: int) -> list[Any]:
+    """``lobbies`` more lobby and ``tables`` more table processes beside the stack's own
+    (the same settings, their own ports and instance names), started and SERVING."""
+    from tests.support.procs import make_service
+    out = []
+    for name, base, count in (("table", stack.table, tables), ("lobby", stack.lobby, lobbies)):
+        own = {f"PAIJU_{name.upper()}__PORT", f"PAIJU_{name.upper()}__METRICS_PORT",
+               "PAIJU_TABLE__INSTANCE"}
+        env = {k: v for k, v in base.env.items() if k.startswith("PAIJU_") and k not in own}
+        for i in range(count):
+            out.append(make_service(name, stack.nats.url, tmp, **env,
+                                    PAIJU_TABLE__INSTANCE=f"table-bench-{i + 2}").start())
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short run (2 small steps)")
@@ -510,6 +583,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=2000, help="idle players for the idle cost")
     parser.add_argument("--gc-threshold", default="",
                         help="PAIJU_GC_THRESHOLD for the services (0: Python's defaults)")
+    parser.add_argument("--lobbies", type=int, default=1, help="lobby processes")
+    parser.add_argument("--tables", type=int, default=1, help="table processes")
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -526,26 +601,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         slow["PAIJU_GC_THRESHOLD"] = args.gc_threshold
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), **limits, **slow)
-        bench = Bench(stack.lobby_address, SECRET, procs, args.think, hands=64)
+        extra = more_processes(stack, Path(tmp), args.lobbies - 1, args.tables - 1)
+        lobbies = ",".join([stack.lobby_address,
+                            *(f"127.0.0.1:{p.port}" for p in extra if p.name == "lobby")])
+        bench = Bench(lobbies, SECRET, procs, args.think, hands=64)
         steps: list[Step] = []
         knee: Step | None = None
         hot: tuple[str, float, list[tuple[float, str]]] | None = None
         try:
-            pids = stack_pids(stack)
+            pids = {name: [pid] for name, pid in stack_pids(stack).items()}
+            for proc in extra:
+                assert proc.proc is not None
+                pids[proc.name].append(proc.proc.pid)
+            ports = {name: [svc.metrics_port, *(p.metrics_port for p in extra if p.name == name)]
+                     for name, svc in (("lobby", stack.lobby), ("table", stack.table))}
             idle = idle_cost(bench, pids, args.idle, args.window / 2)
             for n in steps_wanted:
-                step = measure(bench, pids, n, args.think, args.warm, args.window)
+                step = measure(bench, pids, n, args.think, args.warm, args.window, ports)
                 steps.append(step)
                 print(f"{step.tables} tables: {step.rate:.0f} actions/s, delivery p99 "
                       f"{ms(step.delivery_p99)} ms, {step.server_cores:.2f} server cores, "
                       f"{step.verdict()}", flush=True)
                 if step.verdict() != "ok":
                     busiest = max(("lobby", "table"), key=lambda n: step.server_cpu.get(n, 0))
-                    hot = (busiest, 10.0, profile(pids[busiest], 10.0))
+                    hot = (busiest, 10.0, profile(pids[busiest][0], 10.0))
                     break
                 knee = step
         finally:
             bench.stop()
+            for proc in extra:
+                proc.stop()
             stop_stack(stack)
     write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee, hot))
     return 0
