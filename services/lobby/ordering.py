@@ -44,7 +44,8 @@ Position = tuple[int, int]          # (log index, part)
 Member = TypeVar("Member", bound=Hashable)
 
 BUFFER_LIMIT = 512      # early messages kept while a gap is open
-RING_SIZE = 256         # recently delivered messages, for sessions joining behind the stream
+RING_SIZE = 16          # recently delivered messages, for sessions joining behind the stream
+#                         (a join answered a few messages behind; further back: a snapshot)
 HELD_LIMIT = 1024       # replies waiting for the stream to reach them
 QUEUE_LIMIT = 512       # messages queued for one session while its command is on its way
 

@@ -320,7 +320,7 @@ class TableCore:
         room = actor.room
         started = time.perf_counter()
         try:
-            await self.nc.publish(bus.room_events(room.room_id), msg.SerializeToString())
+            await self.nc.publish(bus.room_events(room.room_id), actor.stream.data(msg))
         except Exception as exc:  # e.g. the client's reconnect buffer is full: a reconnecting
             # player gets a snapshot; the room must go on either way
             log.warning("events not published", extra={"room": room.room_id, "error": repr(exc)})

@@ -7,6 +7,10 @@ sees are contiguous), parts 1, 2, ... are later sends at the same record (prompt
 to a command is stamped with the position the room stood at when it was made, and the
 lobby delivers by position. The ring answers a lobby that missed messages
 (``events_since``); when it no longer reaches back that far the lobby asks snapshots.
+
+The ring keeps the messages serialized (the bytes that were published): compact, never
+walked by the garbage collector, and parsed again only for a refill, which is rare (a lobby
+refills a gap it has waited 0.3 s for, so a few dozen records reach back far enough).
 """
 
 from __future__ import annotations
@@ -16,21 +20,31 @@ from collections.abc import Iterable
 
 from paiju.v1 import client_pb2, table_pb2
 
-RING_SIZE = 256
+RING_SIZE = 64
 
 Position = tuple[int, int]
+
+
+class Kept:
+    """A message in the ring: its position and its serialization."""
+
+    __slots__ = ("index", "part", "data")
+
+    def __init__(self, index: int, part: int, data: bytes) -> None:
+        self.index, self.part, self.data = index, part, data
 
 
 class RoomStream:
     """Positions and recent messages of one room (owned by its actor: one writer)."""
 
-    __slots__ = ("room_id", "index", "part", "ring")
+    __slots__ = ("room_id", "index", "part", "ring", "_last")
 
     def __init__(self, room_id: int, index: int = -1, ring_size: int = RING_SIZE) -> None:
         self.room_id = room_id
         self.index = index      # the last record folded (-1: none yet)
         self.part = 0
-        self.ring: deque[table_pb2.RoomEvents] = deque(maxlen=ring_size)
+        self.ring: deque[Kept] = deque(maxlen=ring_size)
+        self._last: tuple[table_pb2.RoomEvents | None, bytes] = (None, b"")
 
     @property
     def position(self) -> Position:
@@ -58,8 +72,15 @@ class RoomStream:
                                    frames=public, closed=closed)
         for user_id, frame in private:
             msg.private.add(user_id=user_id).frame.CopyFrom(frame)
-        self.ring.append(msg)
+        data = msg.SerializeToString()
+        self.ring.append(Kept(self.index, self.part, data))
+        self._last = (msg, data)
         return msg
+
+    def data(self, msg: table_pb2.RoomEvents) -> bytes:
+        """``msg`` serialized: the bytes the ring keeps when it is the last message made."""
+        last, data = self._last
+        return data if last is msg else msg.SerializeToString()
 
     def since(self, index: int, part: int) -> list[table_pb2.RoomEvents] | None:
         """The messages after position ``(index, part)``, oldest first; None when the ring
@@ -76,4 +97,7 @@ class RoomStream:
         else:
             # the ring holds all this table sent; before it, another owner's records
             covered = after[0] >= first.index - 1
-        return [m for m in self.ring if (m.index, m.part) > after] if covered else None
+        if not covered:
+            return None
+        return [table_pb2.RoomEvents.FromString(m.data) for m in self.ring
+                if (m.index, m.part) > after]
