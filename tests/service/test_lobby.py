@@ -255,6 +255,9 @@ class Client(ConnectStream, FrameReader):
 
     def __init__(self, address: str) -> None:
         super().__init__(address)
+        self.start_reading()
+
+    def start_reading(self) -> None:
         self.seen: list[client_pb2.ServerFrame] = []
         self.batches: list[int] = []    # the number of frames in each batch message read
         self._batched: collections.deque[client_pb2.ServerFrame] = collections.deque()

@@ -75,7 +75,7 @@ class ProxiedClient(Client):
             response_deserializer=client_pb2.ServerFrame.FromString,
         )(metadata=((METADATA_KEY, forwarded_for),))
         self.seq = 0
-        self.seen: list[client_pb2.ServerFrame] = []
+        self.start_reading()
 
 
 async def test_grpc_believes_x_forwarded_for_metadata_only_from_a_trusted_proxy(
