@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 from prometheus_client import Counter
 
@@ -15,16 +17,35 @@ DECISIONS = Counter("paiju_arbiter_decisions_total", "Resolve answers by outcome
                     ["action", "final"])
 
 
+def decide(request: arbiter_pb2.ResolveRequest) -> arbiter_pb2.ResolveReply:
+    """The decision for one request (InvalidWindow for a malformed one)."""
+    window, rules = window_from_pb(request)
+    decision = resolve(window, rules)
+    DECISIONS.labels(decision.action, str(decision.final).lower()).inc()
+    return decision_to_pb(decision)
+
+
 class ArbiterService(arbiter_pb2_grpc.ArbiterServicer):
     async def Resolve(self, request: arbiter_pb2.ResolveRequest,  # noqa: N802 (gRPC name)
                       context: grpc.aio.ServicerContext) -> arbiter_pb2.ResolveReply:
         try:
-            window, rules = window_from_pb(request)
-            decision = resolve(window, rules)
+            return decide(request)
         except InvalidWindow as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        DECISIONS.labels(decision.action, str(decision.final).lower()).inc()
-        return decision_to_pb(decision)
+            raise   # abort raises; this only tells the type checker
+
+    async def Decide(self, requests: AsyncIterator[arbiter_pb2.ResolveRequest],  # noqa: N802
+                     context: grpc.aio.ServicerContext,
+                     ) -> AsyncIterator[arbiter_pb2.ResolveReply]:
+        """One table's stream: a reply per request, in order; a bad window is answered
+        with ``error`` and the stream goes on."""
+        async for request in requests:
+            try:
+                reply = decide(request)
+            except InvalidWindow as exc:
+                reply = arbiter_pb2.ResolveReply(window_id=request.window.id, error=str(exc))
+            reply.request_id = request.request_id
+            yield reply
 
 
 async def start(cfg: Config, *, port: int | None = None, metrics_port: int | None = None) -> ServiceHost:

@@ -1,18 +1,67 @@
-"""The arbiter client: ``Resolve`` on the arbiter service, None when it does not answer in
-time (the room then uses the same pure function in-process, games.arbitration)."""
+"""The arbiter client: decisions over one long-lived ``Arbiter.Decide`` stream per table
+process, None when the arbiter does not answer in time (the room then uses the same pure
+function in-process, games.arbitration).
+
+Every room's requests share the stream: a request carries an id, the reader hands each reply
+to the request that waits for it. A stream that fails, or a request that times out (a hung
+arbiter), drops the stream: the requests waiting on it get None at once, and the next one
+opens a new stream (on another arbiter, when the dial names several)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import time
+from collections.abc import AsyncIterator
 
 import grpc
 
 from games.arbitration import Decision, Rules, Window
-from paiju.v1 import arbiter_pb2_grpc
+from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.common import tls
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.config import Config
 from services.table import metrics as m
+
+Reply = arbiter_pb2.ResolveReply | None
+
+
+class _Stream:
+    """One Decide call: its outgoing queue, the requests waiting for a reply, its reader."""
+
+    def __init__(self, stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+        self.out: asyncio.Queue[arbiter_pb2.ResolveRequest | None] = asyncio.Queue()
+        self.waiting: dict[int, asyncio.Future[Reply]] = {}
+        self.call = stub.Decide(self._requests())
+        self.reader = asyncio.create_task(self._read())
+
+    async def _requests(self) -> AsyncIterator[arbiter_pb2.ResolveRequest]:
+        while (request := await self.out.get()) is not None:
+            yield request
+
+    async def _read(self) -> None:
+        try:
+            async for reply in self.call:
+                fut = self.waiting.pop(reply.request_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(reply)
+        except grpc.aio.AioRpcError:
+            pass   # the arbiter went away: the waiting requests fall back below
+        finally:
+            self.fail()
+
+    def fail(self) -> None:
+        """Every waiting request gets None (its room resolves in-process)."""
+        waiting, self.waiting = self.waiting, {}
+        for fut in waiting.values():
+            if not fut.done():
+                fut.set_result(None)
+
+    def close(self) -> None:
+        self.out.put_nowait(None)
+        self.call.cancel()
+        self.reader.cancel()
+        self.fail()
 
 
 class ArbiterClient:
@@ -22,15 +71,40 @@ class ArbiterClient:
         self._channel = tls.channel(cfg, cfg.arbiter.dial, "arbiter",
                                     options=[("grpc.lb_policy_name", "round_robin")])
         self._stub = arbiter_pb2_grpc.ArbiterStub(self._channel)
+        self._stream: _Stream | None = None
+        self._ids = itertools.count(1)
+
+    def _current(self) -> _Stream:
+        s = self._stream
+        if s is None or s.reader.done():
+            s = self._stream = _Stream(self._stub)
+        return s
+
+    def _drop(self, s: _Stream) -> None:
+        if self._stream is s:
+            self._stream = None
+        s.close()
 
     async def resolve(self, window: Window, rules: Rules) -> Decision | None:
         started = time.perf_counter()
+        s = self._current()
+        request = window_to_pb(window, rules)
+        request.request_id = rid = next(self._ids)
+        fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        s.waiting[rid] = fut
+        s.out.put_nowait(request)
         try:
-            reply = await self._stub.Resolve(window_to_pb(window, rules), timeout=self.timeout)
-        except grpc.aio.AioRpcError:
+            async with asyncio.timeout(self.timeout):
+                reply = await fut
+        except TimeoutError:
+            self._drop(s)   # a hung arbiter: the next request opens a new stream
+            return None
+        if reply is None or reply.error:
             return None
         m.ARBITER.observe(time.perf_counter() - started)
         return decision_from_pb(reply)
 
     async def close(self) -> None:
+        if self._stream is not None:
+            self._drop(self._stream)
         await self._channel.close()

@@ -35,11 +35,9 @@ def decision_usable(state: Any, window: Window, rules: Rules, decision: Decision
     """Whether the arbiter's final decision on ``window`` may be logged: never one the
     engine would refuse (e.g. from a skewed arbiter); a refusal is logged as a warning.
 
-    The decision the pure function gives for the same window is the one the fallback logs
-    unchecked, so an arbiter that agrees with it needs no trial; any other decision is
-    tried on a clone of the state (a full copy: the trial must not touch the room's)."""
-    if decision == resolve(window, rules):
-        return True
+    The decision is tried on a clone of the state (the trial must not touch the room's).
+    It is not compared with the pure function's here: the table does not decide windows
+    itself except as the fallback when no arbiter answers."""
     try:
         state.clone().resolve_window(decision)
     except RuleError as err:
@@ -135,8 +133,10 @@ class Automation:
             left = max(0.0, room.dismiss_until - time.time()) if room.dismiss_until else 0.0
             self.dismiss_deadline = time.monotonic() + left   # e.g. restored after a rebuild
         window, rules = room.pending_window(), room.arbitration_rules()
-        if window is not None and rules is not None and resolve(window, rules).final:
-            await self.resolve_window()  # every answer is in (e.g. after a failure or a rebuild)
+        if window is not None and rules is not None \
+                and window.candidates.keys() <= window.responses.keys():
+            # every answer is in (e.g. after a failure or a rebuild): the arbiter decides
+            await self.resolve_window()
         if checks.needs_commitment(room):
             await self.commit_next_hand()
         if checks.can_start(room):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
@@ -63,3 +64,49 @@ async def test_bad_window_is_invalid_argument(stub: arbiter_pb2_grpc.ArbiterStub
         await stub.Resolve(window_to_pb(bad, Rules()))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "hu" in err.value.details()
+
+
+async def test_one_stream_answers_every_request_in_order_and_outlives_a_bad_one(
+        stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    asked = [window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")}),
+             window({1: Response("hu")}),              # seat 1 may not hu: refused
+             window({2: Response("hu")}),
+             window({1: Response("peng")})]
+    call = stub.Decide()
+    for i, w in enumerate(asked, start=1):
+        request = window_to_pb(w, Rules())
+        request.request_id = 100 + i
+        await call.write(request)
+    await call.done_writing()
+    replies = [reply async for reply in call]
+    assert [r.request_id for r in replies] == [101, 102, 103, 104]
+    assert "hu" in replies[1].error
+    for w, reply in zip(asked, replies, strict=True):
+        if not reply.error:
+            assert decision_from_pb(reply) == resolve(w)
+
+
+async def test_the_table_s_client_falls_back_while_the_arbiter_is_down_and_reopens() -> None:
+    from services.table.arbiter_client import ArbiterClient
+    svc = await start(load_config("test", environ={}), port=0, metrics_port=-1)
+    port = svc.port
+    cfg = load_config("test", environ={"PAIJU_ARBITER__PORT": str(port),
+                                       "PAIJU_TABLE__ARBITER_TIMEOUT_SECONDS": "2"})
+    client = ArbiterClient(cfg)
+    try:
+        w = window({2: Response("hu")})
+        # rooms ask at once over the one stream: each gets its own decision
+        ws = [w, window({1: Response("peng")}), window({1: Response("hu")})]
+        got = await asyncio.gather(*(client.resolve(x, Rules()) for x in ws))
+        assert got[:2] == [resolve(ws[0]), resolve(ws[1])] and got[2] is None
+        await svc.stop(0)
+        assert await client.resolve(w, Rules()) is None      # down: the room falls back
+        svc = await start(load_config("test", environ={}), port=port, metrics_port=-1)
+        for _ in range(50):                                  # back: a new stream
+            if (again := await client.resolve(w, Rules())) is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert again == resolve(w)
+    finally:
+        await client.close()
+        await svc.stop(0)
