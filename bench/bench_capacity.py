@@ -400,6 +400,28 @@ def measure(bench: Bench, pids: Pids, tables: int, think: float, warm: float,
         gc=gc_delta(gc_before, gc_after))
 
 
+def idle_while_playing(bench: Bench, pids: Pids, players: int, window: float,
+                       lobby_ports: list[int]) -> tuple[float, float, int, float]:
+    """With the tables of the first step playing (their rooms change the room list all the
+    time): server CPU per second without idle players, then with ``players`` idle ones (they
+    get the room-list pushes), and the room changes relayed per second meanwhile."""
+    def relayed() -> float:
+        return sum(value(scrape(p), "paiju_lobby_room_changes_total", result="relayed")
+                   for p in lobby_ports)
+
+    before = cpu_of(pids)
+    time.sleep(window)
+    base = sum(cpu_of(pids).values()) - sum(before.values())
+    made = bench.idle(players)
+    time.sleep(min(5.0, window))
+    before, changes = cpu_of(pids), relayed()
+    time.sleep(window)
+    loaded = sum(cpu_of(pids).values()) - sum(before.values())
+    rate = (relayed() - changes) / window
+    bench.ask("drop_idle")
+    return base / window, loaded / window, made, rate
+
+
 def idle_cost(bench: Bench, pids: Pids, players: int, window: float) -> tuple[float, float, int]:
     """Server CPU per second with no one connected, then with ``players`` idle players."""
     before = cpu_of(pids)
@@ -450,7 +472,8 @@ def ms(x: float) -> str:
 
 def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Namespace,
            procs: int, knee: Step | None,
-           hot: tuple[str, float, list[tuple[float, str]]] | None = None) -> list[str]:
+           hot: tuple[str, float, list[tuple[float, str]]] | None = None,
+           busy_idle: tuple[float, float, int, float] | None = None) -> list[str]:
     base, loaded, players = idle
     names = ["lobby", "table", "arbiter", "records", "nats-server"]
     cmd = (f"`python -m bench.bench_capacity --think {args.think:g} --procs {procs} "
@@ -512,6 +535,14 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
               f"logged in, waiting and sending a heartbeat every {HEARTBEAT:g} s: "
               f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / max(1, players):.1f} µs "
               "of server CPU per idle player per second."]
+    if busy_idle is not None and steps:
+        b_base, b_loaded, b_players, rate = busy_idle
+        lines += ["", f"While the first step's {steps[0].tables} tables play (their rooms change "
+                  f"the room list: {rate:.0f} room changes relayed per second to the idle "
+                  f"players, coalesced per second): {1000 * b_base:.1f} ms/s without idle players, "
+                  f"{1000 * b_loaded:.1f} ms/s with {b_players}, i.e. "
+                  f"{1e6 * (b_loaded - b_base) / max(1, b_players):.1f} µs per idle player per "
+                  "second."]
     if hot:
         name, pid_seconds, rows = hot
         lines += ["", f"## Where the time goes at the knee: {name}", "",
@@ -608,6 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         steps: list[Step] = []
         knee: Step | None = None
         hot: tuple[str, float, list[tuple[float, str]]] | None = None
+        busy_idle: tuple[float, float, int, float] | None = None
         try:
             pids = {name: [pid] for name, pid in stack_pids(stack).items()}
             for proc in extra:
@@ -619,6 +651,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for n in steps_wanted:
                 step = measure(bench, pids, n, args.think, args.warm, args.window, ports)
                 steps.append(step)
+                if busy_idle is None and args.idle:
+                    busy_idle = idle_while_playing(bench, pids, args.idle, args.window / 2,
+                                                   ports["lobby"])
                 print(f"{step.tables} tables: {step.rate:.0f} actions/s, delivery p99 "
                       f"{ms(step.delivery_p99)} ms, {step.server_cores:.2f} server cores, "
                       f"{step.verdict()}", flush=True)
@@ -632,7 +667,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for proc in extra:
                 proc.stop()
             stop_stack(stack)
-    write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee, hot))
+    write_report(args.out / "capacity.md", report(steps, idle, args, procs, knee, hot,
+                                                      busy_idle))
     return 0
 
 

@@ -298,10 +298,13 @@ class LobbyApp:
                 log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
             await asyncio.sleep(1.0)
 
-    def _relay_room_change(self, change: lobby_msgs_pb2.RoomChange) -> None:
-        relay = Relayed(self.cache.relay_frame(change))   # serialized once for all sessions
+    def _relay_room_change(self, changes: list[lobby_msgs_pb2.RoomChange]) -> None:
+        # serialized once for all sessions; queued together, so a batching client gets them
+        # in one message
+        relays = [Relayed(self.cache.relay_frame(change)) for change in changes]
         for session in self.hub.idle():
-            session.send(relay)
+            for relay in relays:
+                session.send(relay)
 
     # -- connections ------------------------------------------------------------------------
 

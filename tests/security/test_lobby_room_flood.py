@@ -239,25 +239,34 @@ async def test_room_changes_are_coalesced_per_room_for_idle_clients(world: World
 
 
 def test_the_room_change_coalescer_is_bounded() -> None:
-    """Unit check of the state kept: rooms whose last change is older than the interval are
-    forgotten (a loop over new room ids does not grow it for ever)."""
+    """Unit check of the state kept and of the sends: an interval's changes go out together,
+    one per room, the latest; nothing is kept once they are out (a loop over new room ids
+    does not grow it for ever)."""
     from services.lobby.room_changes import RoomChanges
 
     async def run() -> int:
-        sent: list[int] = []
-        coalescer = RoomChanges(0.05, lambda change: sent.append(change.room.room_id))
+        sent: list[list[tuple[int, int]]] = []
+        coalescer = RoomChanges(0.05, lambda changes: sent.append(
+            [(c.room.room_id, c.room.total_hands) for c in changes]))
+
+        def offer(room_id: int, hands: int) -> None:
+            coalescer.offer(lobby_msgs_pb2.RoomChange(
+                room=common_pb2.RoomInfo(room_id=room_id, total_hands=hands)))
+
         for room_id in range(1, 201):
-            change = lobby_msgs_pb2.RoomChange(room=common_pb2.RoomInfo(room_id=room_id))
-            coalescer.offer(change)
-            coalescer.offer(change)          # a second change of the same room: held
+            offer(room_id, 1)
+            offer(room_id, 2)                # a second change of the same room: it wins
+        assert sent == [[(1, 1)]]            # the first of a quiet moment, at once
+        assert len(coalescer) == 200
         await asyncio.sleep(0.2)
-        coalescer.offer(lobby_msgs_pb2.RoomChange(room=common_pb2.RoomInfo(room_id=999)))
-        assert sorted(set(sent)) == list(range(1, 201)) + [999]
-        assert len(sent) == 401
+        assert sent[1] == [(room_id, 2) for room_id in range(1, 201)]   # one send, one each
+        assert len(coalescer) == 0
+        offer(999, 1)                        # quiet again: at once
+        assert sent[2:] == [[(999, 1)]]
         coalescer.close()
         return len(coalescer)
 
-    assert asyncio.run(run()) <= 1
+    assert asyncio.run(run()) == 0
 
 
 async def test_a_dead_table_in_the_directory_is_skipped(world: World) -> None:
