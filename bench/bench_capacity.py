@@ -536,10 +536,13 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
               f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / max(1, players):.1f} µs "
               "of server CPU per idle player per second."]
     if busy_idle is not None and steps:
+        from services.common.config import LobbyConfig
         b_base, b_loaded, b_players, rate = busy_idle
         lines += ["", f"While the first step's {steps[0].tables} tables play (their rooms change "
                   f"the room list: {rate:.0f} room changes relayed per second to the idle "
-                  f"players, coalesced per second): {1000 * b_base:.1f} ms/s without idle players, "
+                  f"players, in one message per player every "
+                  f"{LobbyConfig().room_change_seconds:g} s at most): "
+                  f"{1000 * b_base:.1f} ms/s without idle players, "
                   f"{1000 * b_loaded:.1f} ms/s with {b_players}, i.e. "
                   f"{1e6 * (b_loaded - b_base) / max(1, b_players):.1f} µs per idle player per "
                   "second."]
@@ -553,30 +556,36 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
         lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
     lines += ["", "## What stands in the way of the targets, and what would remove it", "",
               "The targets (issue: 1,500 tables per server core, server CPU per action at most "
-              "1.5x the bare transport) are not met. Sampled with `py-spy --native` during "
-              "`bench_system`, the lobby spends about half of its busy time in the gRPC library "
-              "and a third in asyncio's loop, its own code (ordering, sessions) about a tenth; "
-              "the table a third in asyncio, a fifth each in the NATS and gRPC clients, a sixth "
-              "in its own code and a tenth in the engines (prompts: legal actions and the "
-              "observation as JSON for every prompt). Per player action the lobby handles about "
-              "ten gRPC messages (the request, the forward and its reply, the answer, and one "
-              "write per frame per player: a frame is one message on the Connect stream), each "
-              "costing far more in grpc.aio than the bare round trip suggests. What would remove "
-              "it, in order of gain:",
+              "1.5x the bare transport) are not met. Removed so far: one write per client for "
+              "the frames queued together (`Login.accept_batches`, `ServerFrame.batch`), an "
+              "interval's room-list changes in one go, the arbiter over one `Decide` stream per "
+              "table, short rings of recent room messages kept serialized (rings of 256 parsed "
+              "messages grew the lobby and the table by about 1 MiB/s each at 300 tables, and "
+              "their garbage-collection time with them), and the table's own per-record work "
+              "made 1.3-1.5x cheaper (`bench/reports/table_views.md`). What is left:",
               "",
-              "1. One write per client per room message: a batch frame (`ServerFrames`, "
-              "negotiated at login) so the frames one record causes for a player go out as one "
-              "gRPC message (today 2-4 per player per action).",
-              "2. Prompts without the whole observation: the observation goes with the snapshot "
-              "and events already; a prompt carries only the legal actions (a protocol change "
-              "for clients that read `observation_json`).",
-              "3. The arbiter over one long-lived stream per table (window snapshots one way, "
-              "one decision back per window) instead of a unary call per answer, and no clone "
-              "of the engine to check the decision.",
-              "4. Pipelined fenced appends (`Nats-Expected-Last-Msg-Id` fences on the previous "
-              "record's id, known before its acknowledgement) for the records one action makes.",
-              "5. More than one table and lobby process per box: a table process is one event "
-              "loop, and its p99 grows before the CPU is used up."]
+              "1. **gRPC messages.** grpc.aio hands every completion from its poller thread to "
+              "the event loop through a socket and the GIL: `strace -c -f -p <lobby pid>` during "
+              "`bench_system` counts per player action about five socket writes, two sendmsg "
+              "and five futex waits in the lobby, and py-spy puts about half of the lobby's "
+              "busy samples in grpc.aio's callbacks and that thread. A lobby still handles about "
+              "six gRPC messages per action (the request, the forward to the table and its "
+              "reply, one batched write per player). Removing it: lobby-table commands over NATS "
+              "request/reply (both already hold a NATS connection; a message there costs a "
+              "fraction of a grpc.aio message), gRPC only at the client edge.",
+              "2. **The table's garbage collector.** The GC table above: near the knee the table "
+              "process spends about 2% of its time in collections, and the few over 50 ms are "
+              "the p99 outliers every room of the process sees. Removing it: fewer long-lived "
+              "container objects per room (engine state in flat arrays), or more table "
+              "processes with fewer rooms each (a smaller heap per process).",
+              "3. **Two NATS exchanges per record at the table**: the fenced JetStream append, "
+              "awaited, then the room's message. Pipelined fenced appends "
+              "(`Nats-Expected-Last-Msg-Id` on the previous record) would overlap the records of "
+              "one action.",
+              "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
+              "clients that read `observation_json`).",
+              "5. **The load generator shares the two cores**: its robots use about half a core "
+              "at the knee (the generator column); on a box of its own the server has both."]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
         lines += ["", "## Sizing", "",
@@ -626,7 +635,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     limits = {f"PAIJU_LOBBY__{k}": "1000000" for k in (
         "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
         "MAX_CONNECTIONS")}
-    slow = {"PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
+    from services.common.config import LobbyConfig
+    slow = {"PAIJU_LOBBY__ROOM_CHANGE_SECONDS": str(LobbyConfig().room_change_seconds),
+            "PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
             "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
     if args.gc_threshold:
         slow["PAIJU_GC_THRESHOLD"] = args.gc_threshold

@@ -79,7 +79,7 @@ class LobbyConfig:
     creates_per_user_per_minute: int = 20    # rooms created by one user (quick start too)
     creates_per_ip_per_minute: int = 120     # rooms created from one client IP
     joins_per_user_per_minute: int = 60      # JoinRoom by id and quick start, per user
-    room_change_seconds: float = 1.0         # room-list pushes: one per room per this long
+    room_change_seconds: float = 5.0         # room-list pushes: each room at most once per this long
     # a connection not logged in this long after it opened is closed (on the WebSocket port
     # the HTTP request must also be complete by then)
     login_deadline_seconds: float = 10.0
