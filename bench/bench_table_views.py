@@ -11,8 +11,8 @@ bytes at a hand's end, the check of each window decision the arbiter gives, and 
 Baseline, in the same process: the same pass with the straightforward code the table ran
 before these paths were made cheaper (:mod:`bench.table_views_ref`: each prompt computes the
 legal actions twice and encodes afresh, the record's fields are listed per call, a hand's
-settlement makes its events' frames again, a decision is checked on a full clone of the
-state, a Dadun hint builds every rank's bounds of every shape it tries). The two passes must produce the same bytes for
+settlement makes its events' frames again, a Dadun hint builds every rank's bounds of every
+shape it tries; a window decision is checked on a full clone of the state in both). The two passes must produce the same bytes for
 every record (checked, not timed). Writes bench/reports/table_views.md.
 """
 
