@@ -68,7 +68,7 @@ PANELS: list = [
     ("JetStream append (room log, acknowledged)", "s",
      quantiles("paiju_table_log_append_seconds")),
     ("Event fan-out to NATS", "s", quantiles("paiju_table_fanout_seconds")),
-    ("Arbiter Resolve round trip", "s", quantiles("paiju_table_arbiter_seconds")),
+    ("Arbiter decision round trip", "s", quantiles("paiju_table_arbiter_seconds")),
     ("Arbiter fallback and decisions", "ops", [
         (f"sum(rate(paiju_table_arbiter_fallback_total{RATE}))", "in-process fallback"),
         (f"sum(rate(paiju_table_arbiter_seconds_count{RATE}))", "answered by arbiter"),
@@ -150,6 +150,15 @@ PANELS: list = [
         (f"sum by (result) (rate(paiju_lobby_logins_total{RATE})) * 60", "login {{result}}"),
         (f"sum by (origin) (rate(paiju_lobby_kicks_total{RATE})) * 60", "kick {{origin}}"),
         (f"sum(rate(paiju_lobby_slow_clients_total{RATE})) * 60", "slow clients dropped")]),
+    ("Frames per client write (batching clients) and room-list pushes", "short", [
+        (f"sum(rate(paiju_lobby_frames_out_total{RATE})) / clamp_min(sum(rate("
+         f"paiju_lobby_frames_out_total{RATE})) - sum(rate(paiju_lobby_batched_frames_total"
+         f"{RATE})) + sum(rate(paiju_lobby_batches_total{RATE})), 1e-9)", "frames per write"),
+        (f"sum by (result) (rate(paiju_lobby_room_changes_total{RATE}))",
+         "room changes {{result}} /s")]),
+    ("Process", None, None),
+    ("Garbage-collector pauses by service (a pause stops the whole process)", "s",
+     quantiles("paiju_gc_pause_seconds", "job", (0.5, 0.99))),
 ]
 
 

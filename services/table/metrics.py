@@ -13,7 +13,7 @@ LOG_APPEND = Histogram("paiju_table_log_append_seconds", "JetStream append (ackn
                        buckets=LATENCY_BUCKETS)
 FANOUT = Histogram("paiju_table_fanout_seconds", "Publishing one record's events to NATS",
                    buckets=LATENCY_BUCKETS)
-ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter Resolve round trip",
+ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter decision round trip (Decide stream)",
                     buckets=LATENCY_BUCKETS)
 ARBITER_FALLBACK = Counter("paiju_table_arbiter_fallback_total",
                            "Windows resolved in-process because no arbiter answered in time")
