@@ -504,11 +504,16 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
             f"{ms(s.round_trip_p50)} / {ms(s.round_trip_p99)} | "
             f"{ms(s.delivery_p50)} / {ms(s.delivery_p99)} | {s.server_cores:.2f} | "
             f"{s.cpu_per_action_ms():.2f} | {s.generator_cpu / s.seconds:.2f} | {s.verdict()} |")
-    lines += ["", "## Server CPU per action, by process (ms)", "",
-              "| tables | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    lines += ["", "## Server CPU per action, by process (ms), and RSS", "",
+              "A step that repeats the last one's number of tables measures the same load "
+              "again (`--steps 300,300,300`): what grows from one to the next grows with time.",
+              "",
+              "| tables | " + " | ".join(names) + " | lobby / table RSS MiB |",
+              "|---|" + "---|" * (len(names) + 1)]
     for s in steps:
         lines.append(f"| {s.tables} | " + " | ".join(
-            f"{s.cpu_per_action_ms(n):.2f}" for n in names) + " |")
+            f"{s.cpu_per_action_ms(n):.2f}" for n in names)
+            + f" | {s.rss.get('lobby', 0):.0f} / {s.rss.get('table', 0):.0f} |")
     lines += ["", "## Garbage collection in the window", "",
               "Collections of the lobby and table processes (`paiju_gc_pause_seconds`), their "
               "summed pause, and those over 50 ms (each stops every room or session of its "
