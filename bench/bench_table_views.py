@@ -121,7 +121,7 @@ REFERENCE = Path(
     log_bytes=lambda rec: json.dumps(ref.encode(rec)).encode(),
     apply=ref.apply,
     prompt=ref.prompt,
-    decision_ok=lambda room, d: ref.decision_usable(room.state, d),
+    decision_ok=_decision_ok,   # the same check: a clone of the state in both
     context=ref.before,
 )
 

@@ -1,9 +1,10 @@
 """The reference for bench_table_views: the table's per-record paths as they were before
 they were made cheaper (services/table/views.py prompt, effects' engine events and
-hand_settlement, logrec.encode, the window decision check on a clone, the Dadun hints'
-lowest fill), kept verbatim so the benchmark can time both in one process and check that
-they give the same bytes. :func:`before` puts the shared ones (logrec.encode, which the
-fold's fair deals call too, and the Dadun hints) in place for the reference pass."""
+hand_settlement, logrec.encode, the Dadun hints' lowest fill), kept verbatim so the
+benchmark can time both in one process and check that they give the same bytes. The prompt
+and the lowest fill are the references their unit tests compare with (one copy each, in
+tests/). :func:`before` puts the shared ones (logrec.encode, which the fold's fair deals call
+too, and the Dadun hints) in place for the reference pass."""
 
 from __future__ import annotations
 
@@ -17,10 +18,9 @@ from typing import Any
 from games import fair
 from games.arbitration import Decision
 from games.dadun import legal
-from games.engine import Action, RuleError
+from games.engine import Action
 from paiju import frames
 from paiju.v1 import client_pb2
-from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import reserved
 from services.table import facts as ft
@@ -28,6 +28,10 @@ from services.table import logrec as lr
 from services.table import room as rm
 from services.table import views
 from services.table.codec import event_frame
+from tests.unit.games.dadun.test_legal import plain_lowest_fill as lowest_fill
+from tests.unit.services.test_table_shortcuts import plain_prompt as prompt
+
+__all__ = ["apply", "before", "encode", "hand_settlement", "prompt"]
 
 
 def encode(rec: lr.Record) -> dict[str, Any]:
@@ -53,24 +57,6 @@ def _value(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return value
-
-
-def decision_usable(state: Any, decision: Decision) -> bool:
-    try:
-        state.clone().resolve_window(decision)
-    except RuleError:
-        return False
-    return True
-
-
-def prompt(room: rm.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
-    assert room.state is not None
-    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
-               for a in room.state.legal_actions(seat)]
-    return frames.server_frame(g.Prompt(
-        game=room.game, phase=room.state.phase(), actions=actions,
-        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
-        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
 
 
 def apply(room: rm.Room, rec: lr.Record) -> views.Effects:
@@ -122,24 +108,6 @@ def hand_settlement(room: rm.Room, hand: ft.HandEnded) -> dict[str, Any]:
         "next_dealer": hand.next_dealer,
         "events": events,
     }
-
-
-def lowest_fill(hand: legal.Hand, fixed: legal.Bounds, total: int,
-                free: bool) -> tuple[int, ...] | None:
-    counts = []
-    for r in range(legal.NUM_RANKS):
-        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
-        counts.append([lo, min(hi, hand.ranks[r])])
-    left = total - sum(lo for lo, _ in counts)
-    if left < 0 or any(lo > hi for lo, hi in counts):
-        return None
-    for r in sorted(range(legal.NUM_RANKS), key=lambda r: (r in fixed, r)):
-        extra = min(left, counts[r][1] - counts[r][0])
-        counts[r][0] += extra
-        left -= extra
-    if left:
-        return None
-    return sum((hand.picks(r, c)[0] for r, (c, _) in enumerate(counts) if c), ())
 
 
 @contextmanager
