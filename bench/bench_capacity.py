@@ -354,19 +354,19 @@ def gc_delta(before: dict[str, list[Samples]],
     two scrapes of paiju_gc_pause_seconds (services/common/runner.py)."""
     out = {}
     for name in after:
-        count = pause = 0.0
-        long = 0.0
+        count = pause = long = 0.0
         for b, a in zip(before.get(name, []), after[name], strict=False):
             for g in "012":
-                def grew(sample: str, **labels: str) -> float:
-                    return (value(a, sample, generation=g, **labels)  # noqa: B023
-                            - value(b, sample, generation=g, **labels))  # noqa: B023
-                n = grew("paiju_gc_pause_seconds_count")
+                n = _grew(b, a, "paiju_gc_pause_seconds_count", generation=g)
                 count += n
-                pause += grew("paiju_gc_pause_seconds_sum")
-                long += n - grew("paiju_gc_pause_seconds_bucket", le="0.05")
+                pause += _grew(b, a, "paiju_gc_pause_seconds_sum", generation=g)
+                long += n - _grew(b, a, "paiju_gc_pause_seconds_bucket", generation=g, le="0.05")
         out[name] = (int(count), pause, int(long))
     return out
+
+
+def _grew(before: Samples, after: Samples, sample: str, **labels: str) -> float:
+    return value(after, sample, **labels) - value(before, sample, **labels)
 
 
 def measure(bench: Bench, pids: Pids, tables: int, think: float, warm: float,
