@@ -285,13 +285,15 @@ class Floor:
     bidi: float        # (b) one bidi message round trip, both ends
     append: float      # (e) fenced JetStream append: client + nats-server
     publish: float     # (c3) NATS publish + delivery: client + nats-server
+    request: float     # (c4) NATS request and reply, one in flight: both ends + nats-server
 
     @property
     def hops(self) -> list[tuple[str, float]]:
         return [
             ("client -> lobby and the answer back (the server's half of a round trip)",
              self.bidi / 2),
-            ("lobby -> table and the reply (one round trip on Table.Session)", self.bidi),
+            ("lobby -> table and the reply (a NATS request on the table's command subject: "
+             "both ends + nats-server)", self.request),
             ("the record's fenced append (client + nats-server)", self.append),
             ("the record's message: publish + delivery to the lobby", self.publish),
             ("delivery to four clients (the server's write: a quarter round trip each)",
@@ -306,9 +308,10 @@ class Floor:
 def measure_floor() -> Floor:
     from bench.bench_transport import measure as transport
     ops, figures = asyncio.run(transport(scale=2, rounds=3))
-    f = {k: figures[k] for k in ("b", "e", "c3")}
+    f = {k: figures[k] for k in ("b", "e", "c3", "c4")}
     return Floor(bidi=f["b"].cpu * 1e6, append=(f["e"].cpu + f["e"].server) * 1e6,
-                 publish=(f["c3"].cpu + f["c3"].server) * 1e6)
+                 publish=(f["c3"].cpu + f["c3"].server) * 1e6,
+                 request=(f["c4"].cpu + f["c4"].server) * 1e6)
 
 
 def floor_lines(runs: list[SystemRun], floor: Floor) -> list[str]:

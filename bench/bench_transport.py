@@ -43,6 +43,9 @@ STREAM, SUBJECT = "BENCHLOG", "bench.room.1.log"
 # a room log record of typical size (an "act" record, JSON)
 RECORD = (b'{"i": 17, "t": "act", "seat": 2, "action": {"kind": "discard", "tiles": [14]}, '
           b'"by": "player", "response": false}')
+# a player's command to a table and its reply, as the lobby and the table send them
+COMMAND = table_pb2.TableCommand(request_id=1, room_id=1, user_id=2).SerializeToString()
+REPLY = table_pb2.TableReply(request_id=1, room_id=1, seat=2).SerializeToString()
 
 
 class Arbiter(arbiter_pb2_grpc.ArbiterServicer):
@@ -168,6 +171,18 @@ class Transport:
             await inbox.get()
         await sub.unsubscribe()
 
+    async def request_reply(self, n: int) -> None:
+        """What a lobby's command to a table costs on NATS: a request from one connection,
+        answered from another (services/table/nats_commands.py), one in flight."""
+        async def answer(msg) -> None:  # type: ignore[no-untyped-def]
+            await self.sub.publish(msg.reply, REPLY)
+
+        sub = await self.sub.subscribe("bench.commands", cb=answer)
+        await self.sub.flush()
+        for _ in range(n):
+            await self.pub.request("bench.commands", COMMAND, timeout=5)
+        await sub.unsubscribe()
+
     async def burst(self, n: int) -> None:
         got = [0]
         done = asyncio.Event()
@@ -213,6 +228,8 @@ def operations(t: Transport, scale: int) -> list[Op]:
         Op("c2", "NATS publish -> delivery, one in flight", 500 * scale, t.delivery_latency),
         Op("c3", "NATS publish + delivery, burst to a subscriber", 5000 * scale, t.burst,
            0.005 + 0.014, "cpu"),
+        Op("c4", "NATS request -> reply, one in flight (two connections)", 500 * scale,
+           t.request_reply),
         Op("d", "JetStream acked publish, one in flight", 300 * scale, t.js_ack, 0.3, "wall"),
         Op("e", "JetStream publish + Msg-Id + Expected-Last-Subject-Sequence", 300 * scale,
            t.js_expected, 0.3, "wall"),

@@ -3,6 +3,7 @@
 Subjects (docs/services.md): ``room.<id>.events`` (a room's events, one RoomEvents message
 per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobbies),
 ``session.kick.<uid>`` (one session per user across lobby replicas),
+``table.<address>.commands`` (player commands from a lobby to a table, request/reply),
 JetStream ``room.<id>.log`` (the room's action log) and ``settle.<room>`` (settlements),
 KV buckets ``tables`` (instances, TTL) and ``rooms`` (room owner leases and summaries).
 """
@@ -47,6 +48,13 @@ def room_chat(room_id: int) -> str:
 
 def room_log(room_id: int) -> str:
     return f"room.{room_id}.log"
+
+
+def table_commands(address: str) -> str:
+    """Where a lobby sends player commands to the table at ``address`` (its advertised gRPC
+    address, as the directory names it): core NATS request/reply, one ``TableCommand`` in,
+    one ``TableReply`` back to the lobby's inbox (docs/services.md)."""
+    return f"table.{address.replace('.', '_')}.commands"
 
 
 def session_kick(user_id: int) -> str:

@@ -91,6 +91,10 @@ class LobbyConfig:
     guest_token_seconds: int = 14400
     # spectators (观战) get a room's public messages this many positions late (0 = live)
     spectator_delay: int = 0
+    # how player commands reach the tables: "nats" (request/reply on the table's command
+    # subject, falling back to the gRPC Session stream for a table that does not take
+    # them) or "grpc" (the Session stream only)
+    table_commands: str = "nats"
 
 
 @dataclass(frozen=True)
@@ -341,6 +345,9 @@ def _validate(cfg: Config) -> None:
     if not -1 <= cfg.lobby.console_port <= 65535:
         raise ConfigError(f"lobby.console_port: {cfg.lobby.console_port} is not a TCP port "
                           "(-1 = off)")
+    if cfg.lobby.table_commands not in ("nats", "grpc"):
+        raise ConfigError(f"lobby.table_commands: {cfg.lobby.table_commands!r} is not "
+                          "\"nats\" or \"grpc\"")
     for cidr in cfg.lobby.trusted_proxies:
         try:
             ipaddress.ip_network(cidr.strip(), strict=True)

@@ -57,6 +57,7 @@ class Directory:
         self.seats = seats
         self.timeout = timeout
         self.dial = dial   # address -> channel to that table (None: plaintext)
+        self.nc: Any = None   # commands to tables over NATS when set (table_link.py)
         self.table_cache = TableCache(ttl)
         self._links: dict[str, TableLink] = {}
         self._instances: dict[str, str] = {}   # address -> instance id last listed there
@@ -94,7 +95,7 @@ class Directory:
         link = self._links.get(address)
         if link is None:
             channel = self.dial(address) if self.dial is not None else None
-            link = self._links[address] = TableLink(address, self.timeout, channel)
+            link = self._links[address] = TableLink(address, self.timeout, channel, self.nc)
         return link
 
     @property

@@ -37,6 +37,11 @@ FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             "Round trip of one command on the lobby-table Session stream",
                             ["kind"], buckets=LATENCY_BUCKETS)
 
+TABLE_COMMANDS = Counter("paiju_lobby_table_commands_total",
+                         "Commands answered by a table, by transport (nats: the table's command "
+                         "subject; grpc: the Session stream, a table that does not take them "
+                         "over NATS)", ["transport"])
+
 BATCHES = Counter("paiju_lobby_batches_total",
                   "Stream messages that carried several frames at once (ServerFrame.batch)")
 BATCHED_FRAMES = Counter("paiju_lobby_batched_frames_total",

@@ -1,7 +1,15 @@
-"""The lobby's connection to one table instance: a channel, the unary stub and one
-long-lived ``Table.Session`` stream shared by every session of this lobby, multiplexed by
-request id. A broken stream fails its pending requests with ``Unavailable`` and is opened
-again on the next command."""
+"""The lobby's connection to one table instance: player commands as core NATS requests to
+the table's command subject (``table.<address>.commands``, services/table/nats_commands.py),
+and a gRPC channel for the unary calls (CreateRoom) and for one long-lived
+``Table.Session`` stream shared by every session of this lobby, multiplexed by request id.
+
+Commands go over NATS when the link has a NATS connection: at human pace a gRPC message
+costs two wake-ups on each side (grpc.aio's poller thread, then the event loop), a NATS
+message one, and the reply arrives on the connection that brings the room's events. A
+table with nobody on its subject (an older version during a rolling update, or one that just
+died) gets the command on the Session stream instead: a dead table's stream then fails at
+once, as before. A broken stream fails its pending requests with ``Unavailable`` and is
+opened again on the next command."""
 
 from __future__ import annotations
 
@@ -12,8 +20,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+import nats.errors
+from google.protobuf.message import DecodeError
 
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
 from services.lobby.errors import Reject, Unavailable, Unreachable
@@ -34,11 +45,13 @@ class TableLink:
     bidi Session stream shared by every session of this lobby."""
 
     def __init__(self, address: str, timeout: float = 5.0,
-                 channel: grpc.aio.Channel | None = None) -> None:
+                 channel: grpc.aio.Channel | None = None, nc: Any = None) -> None:
         self.address = address
         self.timeout = timeout
         self.channel = channel or grpc.aio.insecure_channel(address, options=KEEPALIVE)
         self.stub = table_pb2_grpc.TableStub(self.channel)
+        self.nc = nc          # None: commands on the Session stream only
+        self.subject = bus.table_commands(address)
         self._next_id = 0
         self._pending: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
         self._outgoing: asyncio.Queue[table_pb2.TableCommand | None] | None = None
@@ -57,6 +70,10 @@ class TableLink:
         A table that died fails fast: its broken stream fails what is pending at once, and a
         new stream to an address nobody listens on fails as soon as the dial is refused."""
         timeout = self.timeout if timeout is None else timeout
+        if self.nc is not None:
+            reply = await self._request(cmd, timeout)
+            if reply is not None:
+                return reply
         self._ensure_stream()
         assert self._outgoing is not None
         if len(self._pending) >= MAX_IN_FLIGHT or self._outgoing.full():
@@ -77,6 +94,35 @@ class TableLink:
             self._busy -= 1
             self._pending.pop(cmd.request_id, None)
         metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
+        metrics.TABLE_COMMANDS.labels("grpc").inc()
+        return reply
+
+    async def _request(self, cmd: table_pb2.TableCommand,
+                       timeout: float) -> table_pb2.TableReply | None:
+        """The command as a NATS request; None when nobody takes the table's commands there
+        (the caller tries the Session stream)."""
+        if self._busy >= MAX_IN_FLIGHT:
+            raise Unavailable(f"table {self.address}: {MAX_IN_FLIGHT} commands on their way")
+        self._next_id += 1
+        cmd.request_id = self._next_id
+        started = time.perf_counter()
+        self._busy += 1
+        try:
+            msg = await self.nc.request(self.subject, cmd.SerializeToString(), timeout=timeout)
+        except nats.errors.NoRespondersError:
+            return None
+        except (TimeoutError, nats.errors.TimeoutError):
+            raise Unavailable(f"table {self.address} did not answer in {timeout:g}s") from None
+        except nats.errors.Error as exc:   # the lobby's NATS connection is away
+            raise Unavailable(f"table {self.address}: {exc!r}") from None
+        finally:
+            self._busy -= 1
+        try:
+            reply = table_pb2.TableReply.FromString(msg.data)
+        except DecodeError:
+            raise Unavailable(f"table {self.address}: an undecodable reply") from None
+        metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
+        metrics.TABLE_COMMANDS.labels("nats").inc()
         return reply
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:

@@ -38,6 +38,7 @@ from services.table.arbiter_client import ArbiterClient
 from services.table.directory import DirectoryWriter
 from services.table.dirview import DirectoryView
 from services.table.lease import Lease
+from services.table.nats_commands import CommandSubscription
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
 from services.table.roomlog import APPEND_RETRY_SECONDS, LogFenced, LogUnavailable, RoomLog
@@ -103,6 +104,7 @@ class TableCore:
         # their commands are answered ERR_ROOM_MOVING, and the lobby retries
         self.moving: set[int] = set()
         self._rebuilds = asyncio.Semaphore(REBUILD_CONCURRENCY)
+        self.commands = CommandSubscription(self)   # the lobbies' commands over NATS
 
     # ------------------------------------------------------------------ start / stop
     async def start(self) -> None:
@@ -116,6 +118,7 @@ class TableCore:
         self.settlements = SettlementOutbox(self.js)
         self.arbiter = ArbiterClient(self.cfg)
         await self.adoption.subscribe()
+        await self.commands.start()
         await self.lease.register()
         await self.view.resync()
         self.view.start()
@@ -146,6 +149,7 @@ class TableCore:
                 await asyncio.sleep(1.0)
 
     async def stop(self) -> None:
+        await self.commands.stop()
         await self.lease.stop()
         await cancel_and_wait(*self.view.tasks)
         for actor in list(self.rooms.values()):
@@ -377,6 +381,16 @@ class TableCore:
             log.exception("retrying pending writes failed")
 
     # ------------------------------------------------------------------ commands
+    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        """:meth:`command` for a transport (the gRPC Session stream, the NATS command
+        subject): a failure is logged and answered ERR_INTERNAL, its details never sent."""
+        try:
+            return await self.command(cmd)
+        except Exception:
+            log.exception("command failed", extra={"room": cmd.room_id})
+            return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_INTERNAL,
+                                        message="internal error; please retry")
+
     async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
         actor = self.rooms.get(cmd.room_id)
         if actor is None:

@@ -61,13 +61,7 @@ class TableService(table_pb2_grpc.TableServicer):
         pending: set[asyncio.Task[None]] = set()
 
         async def run(cmd: table_pb2.TableCommand) -> None:
-            try:
-                await out.put(await self.core.command(cmd))
-            except Exception:  # details go to the log, never to a client
-                log.exception("command failed", extra={"room": cmd.room_id})
-                await out.put(table_pb2.TableReply(request_id=cmd.request_id,
-                                                   code=common_pb2.ERR_INTERNAL,
-                                                   message="internal error; please retry"))
+            await out.put(await self.core.answer(cmd))
 
         async def read() -> None:
             try:

@@ -101,6 +101,7 @@ ROOM = 12345678
 # bucket, and chat on room.<id>.chat.
 USER_INBOX, LOBBY_ROOMS, ROOM_CHAT = "user.7.inbox", "lobby.rooms", f"room.{ROOM}.chat"
 ADOPT_A, ADOPT_B = "table.table-a.adopt", "table.table-b.adopt"   # table.<instance>.adopt
+COMMANDS = bus.table_commands("10.0.0.7:50052")    # table.<address>.commands
 MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     "table": {
         ("publish", bus.room_log(ROOM)): True,
@@ -122,6 +123,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.CONSUMER.CREATE.KV_rooms"): True,
         ("publish", ADOPT_B): True,                 # a draining table hands over a room
         ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it
+        ("publish", COMMANDS): False,               # they speak for players: lobbies only
+        ("subscribe", COMMANDS): True,              # players' commands (answered as replies)
         # start-up never changes a stream (an operator's replicas stand)
         ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
         ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
@@ -192,6 +195,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", ADOPT_A): False,
         ("subscribe", ADOPT_A): False,
         ("subscribe", "table.*.adopt"): False,
+        ("publish", COMMANDS): True,                # players' commands to the room's table
+        ("subscribe", COMMANDS): False,             # nor reads another lobby's
         ("publish", "$JS.API.STREAM.UPDATE.KV_rooms"): False,
     },
     "records": {
@@ -223,6 +228,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", bus.settle_subject(ROOM)): False,
         ("publish", ADOPT_A): False,
         ("subscribe", ADOPT_A): False,
+        ("publish", COMMANDS): False,
+        ("subscribe", COMMANDS): False,
         ("publish", "$JS.API.STREAM.DELETE.SETTLE"): False,
         ("publish", "$JS.API.STREAM.PURGE.SETTLE"): False,
     },
@@ -652,6 +659,33 @@ async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) ->
     finally:
         await asker.close()
         await owner.close()
+
+
+async def test_a_lobby_command_reaches_its_table_and_the_reply_only_that_lobby(
+        authed_nats: AuthedNats) -> None:
+    """Player commands are core NATS requests on the table's ``table.<address>.commands``
+    (services/table/nats_commands.py): the lobby user may send them, the table user may
+    only answer them, as a reply to the asking lobby's inbox; a table cannot send one."""
+    subject = bus.table_commands("127.0.0.1:50052")
+    lobby = await nats.connect(authed_nats.url("lobby"), allow_reconnect=False,
+                               inbox_prefix=bus.inbox_prefix("lobby"))
+    table = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
+                               inbox_prefix=bus.inbox_prefix("table"))
+    try:
+        async def answer(msg: Any) -> None:
+            await msg.respond(b"reply:" + msg.data)
+
+        await table.subscribe(subject, cb=answer)
+        await bus.sync(table)
+        reply = await lobby.request(subject, b"cmd", timeout=10)
+        assert reply.data == b"reply:cmd"
+        await table.publish(subject, b"forged")      # not the table's to send: refused
+        await bus.sync(table)
+        refused = authed_nats.violations()
+        assert len(refused) == 1 and "commands" in refused[0], refused
+    finally:
+        await lobby.close()
+        await table.close()
 
 
 # ------------------------------------------------------------------ the prod cluster

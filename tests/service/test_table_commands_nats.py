@@ -1,0 +1,160 @@
+"""Player commands over core NATS (services/table/nats_commands.py, services/lobby/table_link.py)
+on a real nats-server: the table's subscription answers each command in a task of its own,
+the lobby's link sends them as requests, falls back to the gRPC Session stream only for a
+table that does not take them over NATS, and turns silence and garbage into Unavailable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats
+import pytest
+from prometheus_client import REGISTRY
+
+from paiju.v1 import common_pb2, table_pb2
+from services.common import bus
+from services.common.natsd import EmbeddedNats
+from services.lobby.errors import Unavailable
+from services.lobby.table_link import TableLink
+from services.table.nats_commands import CommandSubscription
+
+ADDRESS = "127.0.0.1:50999"
+
+
+class Core:
+    """What the subscription needs of a TableCore: a connection, an address, and answers
+    (room 2's wait until released; room 3's raise, as a bug would)."""
+
+    def __init__(self, nc: Any) -> None:
+        self.nc = nc
+        self.address = ADDRESS
+        self.release = asyncio.Event()
+        self.seen: list[int] = []
+
+    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        self.seen.append(cmd.room_id)
+        if cmd.room_id == 2:
+            await self.release.wait()
+        return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id, seat=1,
+                                    message=f"{cmd.kind} for {cmd.user_id}")
+
+
+class Stream:
+    """The gRPC Session stream of a table that answers every command with ``message``
+    "by grpc" (a fake channel: the fallback's path, not gRPC itself, is under test here)."""
+
+    def __init__(self) -> None:
+        self.commands: list[table_pb2.TableCommand] = []
+
+    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
+        def call(requests: AsyncIterator[table_pb2.TableCommand], **kw: Any) -> Any:
+            return self._replies(requests)
+        return call
+
+    async def _replies(self, requests: AsyncIterator[table_pb2.TableCommand],
+                       ) -> AsyncIterator[table_pb2.TableReply]:
+        async for cmd in requests:
+            self.commands.append(cmd)
+            yield table_pb2.TableReply(request_id=cmd.request_id, message="by grpc")
+
+    def unary_unary(self, *args: Any, **kwargs: Any) -> Any:
+        return lambda *a, **kw: None
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+async def ncs(nats_server: EmbeddedNats) -> AsyncIterator[tuple[Any, Any]]:
+    table = await nats.connect(nats_server.url)
+    lobby = await nats.connect(nats_server.url)
+    yield table, lobby
+    await table.close()
+    await lobby.close()
+
+
+def sent(transport: str) -> float:
+    return REGISTRY.get_sample_value("paiju_lobby_table_commands_total",
+                                     {"transport": transport}) or 0.0
+
+
+async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
+        ncs: tuple[Any, Any]) -> None:
+    table_nc, lobby_nc = ncs
+    core = Core(table_nc)
+    sub = CommandSubscription(core)
+    await sub.start()
+    await bus.sync(table_nc)
+    grpc = Stream()
+    link = TableLink(ADDRESS, 5.0, channel=grpc, nc=lobby_nc)  # type: ignore[arg-type]
+    before = sent("nats")
+    slow = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2, kind="ready")))
+    await asyncio.sleep(0.05)
+    reply = await asyncio.wait_for(
+        link.command(table_pb2.TableCommand(room_id=1, user_id=7, kind="game_action")), 5)
+    assert (reply.room_id, reply.seat, reply.message) == (1, 1, "game_action for 7")
+    assert not slow.done()                       # room 2 still waits; room 1 was answered
+    core.release.set()
+    assert (await asyncio.wait_for(slow, 5)).room_id == 2
+    assert grpc.commands == [] and sent("nats") - before == 2
+    assert link.idle
+    await sub.stop()
+    await link.close()
+
+
+async def test_a_table_without_the_subject_gets_the_command_on_the_session_stream(
+        ncs: tuple[Any, Any]) -> None:
+    _, lobby_nc = ncs
+    grpc = Stream()
+    link = TableLink(ADDRESS, 5.0, channel=grpc, nc=lobby_nc)  # type: ignore[arg-type]
+    before = sent("grpc")
+    reply = await asyncio.wait_for(link.command(table_pb2.TableCommand(room_id=4)), 5)
+    assert reply.message == "by grpc" and [c.room_id for c in grpc.commands] == [4]
+    assert sent("grpc") - before == 1
+    await link.close()
+
+
+async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
+        ncs: tuple[Any, Any]) -> None:
+    table_nc, lobby_nc = ncs
+    subject = bus.table_commands(ADDRESS)
+    link = TableLink(ADDRESS, 5.0, channel=Stream(), nc=lobby_nc)  # type: ignore[arg-type]
+
+    async def garbage(msg: Any) -> None:
+        await msg.respond(b"\xff\xff\xff")
+
+    sub = await table_nc.subscribe(subject, cb=garbage)
+    await bus.sync(table_nc)
+    with pytest.raises(Unavailable) as bad:
+        await link.command(table_pb2.TableCommand(room_id=1))
+    assert bad.value.code == common_pb2.ERR_UNAVAILABLE and "undecodable" in bad.value.message
+    await sub.unsubscribe()
+
+    silent = await table_nc.subscribe(subject)     # takes the requests, never answers
+    await bus.sync(table_nc)
+    with pytest.raises(Unavailable) as quiet:
+        await link.command(table_pb2.TableCommand(room_id=1), timeout=0.3)
+    assert "did not answer in 0.3s" in quiet.value.message
+    await silent.unsubscribe()
+
+    # the table's side: a payload that is not a TableCommand gets no answer (and no crash)
+    core = Core(table_nc)
+    commands = CommandSubscription(core)
+    await commands.start()
+    await bus.sync(table_nc)
+    with pytest.raises(nats.errors.TimeoutError):
+        await lobby_nc.request(subject, b"\xff\xff\xff", timeout=0.3)
+    reply = table_pb2.TableReply.FromString(
+        (await lobby_nc.request(subject, table_pb2.TableCommand(room_id=5).SerializeToString(),
+                                timeout=5)).data)
+    assert reply.room_id == 5 and core.seen == [5]
+    await commands.stop()
+    await link.close()
+
+
+def test_the_subject_is_one_token_per_address() -> None:
+    """``table.*.commands`` in the NATS permissions must match every address: its dots go."""
+    assert bus.table_commands("10.0.0.7:50052") == "table.10_0_0_7:50052.commands"
+    assert bus.table_commands("table-0.table.paiju.svc:50052").count(".") == 2
