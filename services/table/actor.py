@@ -34,6 +34,7 @@ INBOX_SIZE = 256
 
 Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]
 Publish = Callable[["RoomActor", Effects, table_pb2.RoomEvents], Awaitable[None]]
+Early = Callable[[Reply], Awaitable[None]]
 
 
 class RoomActor:
@@ -56,6 +57,7 @@ class RoomActor:
         self.commands = Commands(self, self.auto, robots_allowed=robots_allowed)
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
+        self._early: dict[asyncio.Future[Reply], Early] = {}   # see submit
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> None:
@@ -70,6 +72,7 @@ class RoomActor:
             _, _, fut = self.inbox.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_result(self._gone())
+        self._early.clear()
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
         await cancel_and_wait(self._timer, self._task)
 
@@ -93,13 +96,22 @@ class RoomActor:
             return False
         return True
 
-    async def submit(self, kind: str, payload: Any) -> Reply:
+    async def submit(self, kind: str, payload: Any, early: Early | None = None) -> Reply:
+        """The item's reply. ``early`` is awaited by the room's task with that reply as soon
+        as it is made, before the automation that follows the item: a transport sends it
+        from there, so the reply leaves in the same write as the events the item caused
+        (the caller's own wake-up comes after the client library's flush)."""
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         try:
             self.inbox.put_nowait((kind, payload, fut))
         except asyncio.QueueFull:
             return Reply(common_pb2.ERR_UNAVAILABLE, "the room is busy, try again")
-        return await fut
+        if early is not None:
+            self._early[fut] = early
+        try:
+            return await fut
+        finally:
+            self._early.pop(fut, None)
 
     async def _run(self) -> None:
         await self._follow_up()
@@ -121,6 +133,12 @@ class RoomActor:
             reply.position = self.stream.position
             if fut is not None and not fut.done():
                 fut.set_result(reply)
+                early = self._early.pop(fut, None)
+                if early is not None:
+                    try:
+                        await early(reply)
+                    except Exception:
+                        log.exception("early reply failed", extra={"room": self.room.room_id})
             await self._follow_up()
 
     async def _follow_up(self) -> None:

@@ -38,7 +38,7 @@ from services.table.arbiter_client import ArbiterClient
 from services.table.directory import DirectoryWriter
 from services.table.dirview import DirectoryView
 from services.table.lease import Lease
-from services.table.nats_commands import CommandSubscription
+from services.table.nats_commands import CommandSubscription, SendReply
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
 from services.table.roomlog import APPEND_RETRY_SECONDS, LogFenced, LogUnavailable, RoomLog
@@ -73,6 +73,22 @@ def room_summary(room: Room) -> dict[str, Any]:
     info = json_format.MessageToDict(views.room_info(room), preserving_proto_field_name=True)
     return {"game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
             "has_password": bool(room.password), "room": info}
+
+
+def table_reply(room: Room, cmd: table_pb2.TableCommand, reply: Reply) -> table_pb2.TableReply:
+    """A room's reply to a command as the lobby gets it: where the user sits now, and the
+    position of the room's stream the reply was made at."""
+    seat = room.seat_of(cmd.user_id)
+    there = seat is not None or (cmd.kind == "watch" and reply.code == 0)
+    out = table_pb2.TableReply(
+        request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
+        room_id=cmd.room_id if there and not room.closed else 0,
+        seat=-1 if seat is None else seat)
+    if reply.position is not None:
+        out.ordered = True
+        out.index, out.part = reply.position
+    out.overtaken = reply.overtaken
+    return out
 
 
 class TableCore:
@@ -381,17 +397,21 @@ class TableCore:
             log.exception("retrying pending writes failed")
 
     # ------------------------------------------------------------------ commands
-    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    async def answer(self, cmd: table_pb2.TableCommand,
+                     early: SendReply | None = None) -> table_pb2.TableReply:
         """:meth:`command` for a transport (the gRPC Session stream, the NATS command
         subject): a failure is logged and answered ERR_INTERNAL, its details never sent."""
         try:
-            return await self.command(cmd)
+            return await self.command(cmd, early)
         except Exception:
             log.exception("command failed", extra={"room": cmd.room_id})
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_INTERNAL,
                                         message="internal error; please retry")
 
-    async def command(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    async def command(self, cmd: table_pb2.TableCommand,
+                      early: SendReply | None = None) -> table_pb2.TableReply:
+        """The reply to ``cmd``. When the room's task makes it, ``early`` (if any) is awaited
+        with it there (RoomActor.submit); the same reply is returned either way."""
         actor = self.rooms.get(cmd.room_id)
         if actor is None:
             if cmd.room_id in self.moving or self.view.owner(cmd.room_id) == self.instance:
@@ -405,15 +425,12 @@ class TableCore:
             return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id,
                                         seat=-1, ordered=True, index=index, part=part,
                                         events=missed or (), resync=missed is None)
-        reply: Reply = await actor.submit("command", cmd)
-        seat = actor.room.seat_of(cmd.user_id)
-        there = seat is not None or (cmd.kind == "watch" and reply.code == 0)
-        out = table_pb2.TableReply(
-            request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
-            room_id=cmd.room_id if there and not actor.room.closed else 0,
-            seat=-1 if seat is None else seat)
-        if reply.position is not None:
-            out.ordered = True
-            out.index, out.part = reply.position
-        out.overtaken = reply.overtaken
-        return out
+        made: list[table_pb2.TableReply] = []
+
+        async def send_early(reply: Reply) -> None:
+            made.append(table_reply(actor.room, cmd, reply))
+            assert early is not None
+            await early(made[0])
+
+        reply: Reply = await actor.submit("command", cmd, send_early if early else None)
+        return made[0] if made else table_reply(actor.room, cmd, reply)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
@@ -32,11 +33,15 @@ log = logging.getLogger("paiju.table.commands")
 STOP_SECONDS = 5.0
 
 
+SendReply = Callable[[table_pb2.TableReply], Awaitable[None]]
+
+
 class Answers(Protocol):
     nc: Any
     address: str
 
-    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply: ...
+    async def answer(self, cmd: table_pb2.TableCommand,
+                     early: SendReply | None = None) -> table_pb2.TableReply: ...
 
 
 class CommandSubscription:
@@ -80,8 +85,18 @@ class CommandSubscription:
         task.add_done_callback(self._answering.discard)
 
     async def _answer(self, cmd: table_pb2.TableCommand, reply_to: str) -> None:
-        reply = await self.core.answer(cmd)
-        try:
-            await self.core.nc.publish(reply_to, reply.SerializeToString())
-        except Exception as exc:  # NATS away: the lobby's request times out and retries
-            log.warning("command reply not sent", extra={"room": cmd.room_id, "error": repr(exc)})
+        sent = False
+
+        async def send(reply: table_pb2.TableReply) -> None:
+            nonlocal sent
+            sent = True
+            try:
+                await self.core.nc.publish(reply_to, reply.SerializeToString())
+            except Exception as exc:  # NATS away: the lobby's request times out and retries
+                log.warning("command reply not sent",
+                            extra={"room": cmd.room_id, "error": repr(exc)})
+
+        # sent from the room's task where it can be (with the events it caused), else here
+        reply = await self.core.answer(cmd, send)
+        if not sent:
+            await send(reply)

@@ -33,12 +33,16 @@ class Core:
         self.release = asyncio.Event()
         self.seen: list[int] = []
 
-    async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+    async def answer(self, cmd: table_pb2.TableCommand,
+                     early: Any = None) -> table_pb2.TableReply:
         self.seen.append(cmd.room_id)
         if cmd.room_id == 2:
             await self.release.wait()
-        return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id, seat=1,
-                                    message=f"{cmd.kind} for {cmd.user_id}")
+        reply = table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id, seat=1,
+                                     message=f"{cmd.kind} for {cmd.user_id}")
+        if early is not None and cmd.room_id == 6:   # sent from the room's task
+            await early(reply)
+        return reply
 
 
 class Stream:
@@ -150,6 +154,16 @@ async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
         (await lobby_nc.request(subject, table_pb2.TableCommand(room_id=5).SerializeToString(),
                                 timeout=5)).data)
     assert reply.room_id == 5 and core.seen == [5]
+    # a reply the room's task sent early is not sent again
+    replies = await lobby_nc.subscribe("_INBOX.early")
+    await bus.sync(lobby_nc)
+    await lobby_nc.publish(subject, table_pb2.TableCommand(room_id=6).SerializeToString(),
+                           reply="_INBOX.early")
+    first = await replies.next_msg(timeout=5)
+    assert table_pb2.TableReply.FromString(first.data).room_id == 6
+    await bus.sync(table_nc)
+    await bus.sync(lobby_nc)
+    assert replies.pending_msgs == 0, "the reply went out twice"
     await commands.stop()
     await link.close()
 

@@ -340,3 +340,31 @@ async def test_no_ready_timer_before_the_first_hand() -> None:
     await asyncio.sleep(0.5)
     assert room.hand_no == 0 and not any(r["t"] == "ready" for r in log.records)
     await actor.stop()
+
+
+async def test_an_early_reply_leaves_after_the_items_events_and_before_what_follows() -> None:
+    """``submit(..., early)``: the room's task hands the reply over right after the events
+    the command caused and before the automation that follows it (here: the last ready
+    starts the hand), so a transport sends it in the same write as those events."""
+    room, actor, _ = await seated_room(SLOW)
+    sent: list[tuple[str, tuple[int, int]]] = []
+
+    async def publish(actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
+        sent.append(("events", (msg.index, msg.part)))
+
+    async def early(reply: Any) -> None:
+        sent.append(("reply", reply.position))
+
+    actor._publish = publish
+    for uid in (1, 2, 3):
+        await actor.submit("command", command(uid, lm.AskReady(is_ready=True)))
+    sent.clear()
+    reply = await actor.submit("command", command(4, lm.AskReady(is_ready=True)), early)
+    assert reply.code == 0
+    assert await eventually(lambda: room.in_hand())
+    kinds = [kind for kind, _ in sent]
+    at = kinds.index("reply")
+    assert kinds.count("reply") == 1 and at >= 1, sent
+    assert sent[at][1] == sent[at - 1][1], "the reply stands where its events ended"
+    assert kinds[at + 1:] and set(kinds[at + 1:]) == {"events"}, "the hand starts after it"
+    await actor.stop()
