@@ -110,21 +110,25 @@ def _count_vectors(bounds: list[tuple[int, int]], total: int) -> list[list[int]]
         lo_rest[r] = lo_rest[r + 1] + bounds[r][0]
         hi_rest[r] = hi_rest[r + 1] + bounds[r][1]
     out: list[list[int]] = []
-    vector = [0] * NUM_RANKS
-
-    def walk(r: int, left: int) -> None:
-        if r == NUM_RANKS:
-            out.append(vector.copy())
-            return
-        lo, hi = bounds[r]
-        for c in range(max(lo, left - hi_rest[r + 1]), min(hi, left - lo_rest[r + 1]) + 1):
-            vector[r] = c
-            walk(r + 1, left - c)
-        vector[r] = 0
-
     if lo_rest[0] <= total <= hi_rest[0]:
-        walk(0, total)
+        _walk(0, total, bounds, lo_rest, hi_rest, [0] * NUM_RANKS, out)
     return out
+
+
+def _walk(r: int, left: int, bounds: list[tuple[int, int]], lo_rest: list[int],
+          hi_rest: list[int], vector: list[int], out: list[list[int]]) -> None:
+    """Every count vector from rank ``r`` on that sums to ``left`` within ``bounds``, into
+    ``out``. A module function, not a closure: a recursive closure is a reference cycle
+    (function -> cell -> function) that keeps everything it captured alive until the next
+    garbage collection, which made most of the table's collection time."""
+    if r == NUM_RANKS:
+        out.append(vector.copy())
+        return
+    lo, hi = bounds[r]
+    for c in range(max(lo, left - hi_rest[r + 1]), min(hi, left - lo_rest[r + 1]) + 1):
+        vector[r] = c
+        _walk(r + 1, left - c, bounds, lo_rest, hi_rest, vector, out)
+    vector[r] = 0
 
 
 def normal_shapes(hand: Hand, previous: Combo | None) -> Iterator[tuple[Bounds, int, bool]]:
