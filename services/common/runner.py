@@ -35,7 +35,13 @@ def main(name: str, start: Starter) -> None:
         svc = await start(cfg)
         tune_gc()
         time_gc()
-        await run_until_signalled(svc)
+        freezing = asyncio.ensure_future(freeze_gc(
+            float(os.environ.get("PAIJU_GC_FREEZE_SECONDS", FREEZE_SECONDS)),
+            float(os.environ.get("PAIJU_GC_FULL_SECONDS", FULL_SECONDS))))
+        try:
+            await run_until_signalled(svc)
+        finally:
+            freezing.cancel()
 
     asyncio.run(serve())
 
@@ -52,6 +58,34 @@ def tune_gc() -> None:
     gc.freeze()
     _, second, third = gc.get_threshold()
     gc.set_threshold(threshold, second, third)
+
+
+# what survived this long leaves the collector's view (gc.freeze); everything is collected
+# once every FULL_SECONDS
+FREEZE_SECONDS = 10.0
+FULL_SECONDS = 300.0
+
+
+async def freeze_gc(every: float, full_every: float) -> None:
+    """Keep the long-lived heap (rooms, sessions) out of the collector's automatic passes:
+    every ``every`` seconds what is tracked is frozen (gc.freeze), so a full collection
+    walks only what was made since, instead of every room of the process (at 900 tables a
+    full pass of the table's heap stopped every room for 100-200 ms, the p99 outliers of
+    bench/reports/capacity.md). Objects frozen are still freed by reference counting the
+    moment they are dropped; only garbage in reference cycles waits, for the full
+    collection every ``full_every`` seconds (unfreeze, collect, freeze again): the engines
+    and rooms make none per action (tests/unit/games/test_no_reference_cycles.py), a closed
+    room's parts some. ``every`` <= 0 turns this off."""
+    if every <= 0:
+        return
+    last_full = time.monotonic()
+    while True:
+        await asyncio.sleep(every)
+        if time.monotonic() - last_full >= full_every:
+            gc.unfreeze()
+            gc.collect()
+            last_full = time.monotonic()
+        gc.freeze()
 
 
 def time_gc() -> None:
