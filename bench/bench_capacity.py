@@ -470,6 +470,52 @@ def ms(x: float) -> str:
     return "n/a" if x != x else f"{1000 * x:.1f}"
 
 
+OBSTACLES = ["## What stands in the way of the targets, and what would remove it", "",
+              "The targets (issue: 1,500 tables per server core, server CPU per action at most "
+              "1.5x the bare transport) are not met. Removed so far: one write per client for "
+              "the frames queued together (`Login.accept_batches`, `ServerFrame.batch`), an "
+              "interval's room-list changes in one go, the arbiter over one `Decide` stream per "
+              "table, short rings of recent room messages kept serialized (rings of 256 parsed "
+              "messages grew the lobby and the table by about 1 MiB/s each at 300 tables, and "
+              "their garbage-collection time with them), and the table's own per-record work "
+              "made 1.3-1.5x cheaper (`bench/reports/table_views.md`), and the lobby's "
+              "commands to tables moved from the gRPC Session stream to core NATS request/reply, "
+              "their replies leaving the table in the same write as the events they caused "
+              "(server CPU per action down by about a fifth, the knee from 600-700 tables to "
+              "about 800; `lobby.table_commands = \"grpc\"` runs the old path for a comparison), "
+              "and the garbage collector's pauses cut (item 3). "
+              "What is left:",
+              "",
+              "1. **gRPC at the client edge.** About half of the lobby's busy samples are "
+              "grpc.aio's callbacks and its poller thread: every message from or to a player "
+              "wakes that thread, then the event loop, through a socket and the GIL. Per action "
+              "the lobby handles one client read and one batched write per player of the table, "
+              "the least a stream per player allows. Removing it takes a client edge without "
+              "grpc.aio's thread hand-off (e.g. the WebSocket front, aiohttp on the event loop "
+              "alone: not measured here), or a gRPC edge outside Python.",
+              "2. **The NATS client's socket writes at the table** (py-spy: about a sixth of the "
+              "table's busy samples in its flusher's send): one write per awaited append, one for "
+              "what follows it. A room's records cannot be appended without waiting for the "
+              "previous acknowledgement: the fence (`Nats-Expected-Last-Subject-Sequence`) needs "
+              "its sequence, and JetStream's `Nats-Expected-Last-Msg-Id` checks the last message "
+              "of the whole stream, not of the room's subject (one stream holds every room). A "
+              "flush window across rooms (one write per millisecond instead of one per wake-up) "
+              "would need a change in nats-py's flusher.",
+              "3. **The table's garbage collector.** Dadun's candidate generation left a "
+              "reference cycle behind on every call (a recursive closure), and every full pass "
+              "walked the rooms' whole long-lived heap; now the engines make no cycles "
+              "(`tests/unit/games/test_no_reference_cycles.py`) and each service freezes its "
+              "heap out of the passes every 10 s, with one full collection every 5 minutes "
+              "(`services/common/runner.freeze_gc`). The GC table above still shows a few "
+              "pauses over 50 ms near the knee (the 5-minute pass among them). Removing the "
+              "rest: fewer container objects per room (engine state in flat arrays), or more "
+              "table processes with smaller heaps, on more cores.",
+              "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
+              "clients that read `observation_json`).",
+              "5. **The load generator shares the two cores**: its robots use about half a core "
+              "at the knee (the generator column); on a box of its own the server has both."]
+
+
 def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Namespace,
            procs: int, knee: Step | None,
            hot: tuple[str, float, list[tuple[float, str]]] | None = None,
@@ -479,7 +525,8 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     cmd = (f"`python -m bench.bench_capacity --think {args.think:g} --procs {procs} "
            f"--steps {args.steps}"
            + (f" --lobbies {args.lobbies}" if args.lobbies != 1 else "")
-           + (f" --tables {args.tables}" if args.tables != 1 else "") + "`")
+           + (f" --tables {args.tables}" if args.tables != 1 else "")
+           + (f" --idle {args.idle}" if args.idle != 2000 else "") + "`")
     lines = [
         "# Capacity at human pace",
         "",
@@ -535,12 +582,15 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
         lines += [f"| all | {total_rss:.0f} |", "",
                   f"Per connected player: {1024 * total_rss / max(1, last.players):.0f} KiB of "
                   f"server RSS (all processes, {last.players} players in {last.tables} rooms)."]
-    lines += ["", "## Idle players", "",
-              f"Server CPU with nobody connected: {1000 * base:.1f} ms/s; with {players} players "
-              f"logged in, waiting and sending a heartbeat every {HEARTBEAT:g} s: "
-              f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / max(1, players):.1f} µs "
-              "of server CPU per idle player per second."]
-    if busy_idle is not None and steps:
+    lines += ["", "## Idle players", ""]
+    if not players:
+        lines += ["Not measured in this run (`--idle 0`)."]
+    else:
+        lines += [f"Server CPU with nobody connected: {1000 * base:.1f} ms/s; with {players} "
+                  f"players logged in, waiting and sending a heartbeat every {HEARTBEAT:g} s: "
+                  f"{1000 * loaded:.1f} ms/s, i.e. {1e6 * (loaded - base) / players:.1f} µs "
+                  "of server CPU per idle player per second."]
+    if busy_idle is not None and steps and players:
         from services.common.config import LobbyConfig
         b_base, b_loaded, b_players, rate = busy_idle
         lines += ["", f"While the first step's {steps[0].tables} tables play (their rooms change "
@@ -559,38 +609,7 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
                   "(the rest is the gRPC, asyncio and NATS client libraries):", "",
                   "| share | function |", "|---:|---|"]
         lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
-    lines += ["", "## What stands in the way of the targets, and what would remove it", "",
-              "The targets (issue: 1,500 tables per server core, server CPU per action at most "
-              "1.5x the bare transport) are not met. Removed so far: one write per client for "
-              "the frames queued together (`Login.accept_batches`, `ServerFrame.batch`), an "
-              "interval's room-list changes in one go, the arbiter over one `Decide` stream per "
-              "table, short rings of recent room messages kept serialized (rings of 256 parsed "
-              "messages grew the lobby and the table by about 1 MiB/s each at 300 tables, and "
-              "their garbage-collection time with them), and the table's own per-record work "
-              "made 1.3-1.5x cheaper (`bench/reports/table_views.md`). What is left:",
-              "",
-              "1. **gRPC messages.** grpc.aio hands every completion from its poller thread to "
-              "the event loop through a socket and the GIL: `strace -c -f -p <lobby pid>` during "
-              "`bench_system` counts per player action about five socket writes, two sendmsg "
-              "and five futex waits in the lobby, and py-spy puts about half of the lobby's "
-              "busy samples in grpc.aio's callbacks and that thread. A lobby still handles about "
-              "six gRPC messages per action (the request, the forward to the table and its "
-              "reply, one batched write per player). Removing it: lobby-table commands over NATS "
-              "request/reply (both already hold a NATS connection; a message there costs a "
-              "fraction of a grpc.aio message), gRPC only at the client edge.",
-              "2. **The table's garbage collector.** The GC table above: near the knee the table "
-              "process spends about 2% of its time in collections, and the few over 50 ms are "
-              "the p99 outliers every room of the process sees. Removing it: fewer long-lived "
-              "container objects per room (engine state in flat arrays), or more table "
-              "processes with fewer rooms each (a smaller heap per process).",
-              "3. **Two NATS exchanges per record at the table**: the fenced JetStream append, "
-              "awaited, then the room's message. Pipelined fenced appends "
-              "(`Nats-Expected-Last-Msg-Id` on the previous record) would overlap the records of "
-              "one action.",
-              "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
-              "clients that read `observation_json`).",
-              "5. **The load generator shares the two cores**: its robots use about half a core "
-              "at the knee (the generator column); on a box of its own the server has both."]
+    lines += ["", *OBSTACLES]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
         lines += ["", "## Sizing", "",

@@ -323,10 +323,20 @@ def floor_lines(runs: list[SystemRun], floor: Floor) -> list[str]:
     lines += [f"| **floor** | **{floor.total:.0f}** |", "",
               "| game | server CPU per player action µs (lobby, table, arbiter, records, "
               "nats-server) | floor µs | ratio |", "|---|---:|---:|---:|"]
+    grpc_floor = floor.total - floor.request + floor.bidi
     for r in runs:
         server = sum(v for k, v in r.cpu.items() if not k.startswith("robots")) * 1e6 / max(r.actions, 1)
         lines.append(f"| {r.game} | {server:.0f} | {floor.total:.0f} | "
                      f"{server / floor.total:.1f}x |")
+    worst = max((sum(v for k, v in r.cpu.items() if not k.startswith("robots")) * 1e6
+                 / max(r.actions, 1) for r in runs), default=0.0)
+    lines += ["", "Measured alone (one in flight, both ends in one process) a NATS request costs "
+              f"more than a bidi round trip ({floor.request:.0f} against {floor.bidi:.0f} µs), "
+              "so the floor with the lobby's old hop, the `Table.Session` stream, would be "
+              f"{grpc_floor:.0f} µs, and the worst game's ratio against it "
+              f"{worst / grpc_floor:.1f}x. In the system the command's NATS messages share their "
+              "wake-ups and writes with the room's events, which is why the whole stack costs "
+              "less with them (bench/reports/capacity.md)."]
     return lines
 
 
