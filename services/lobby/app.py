@@ -77,9 +77,8 @@ class LobbyApp:
         nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
         # mutual TLS as the lobby to tables and records when internal TLS is on
         directory = Directory(ttl=cfg.table.lease_ttl_seconds,
-                              dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE))
-        if cfg.lobby.table_commands == "nats":
-            directory.nc = nc
+                              dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE),
+                              nc=nc if cfg.lobby.table_commands == "nats" else None)
         records = RecordsClient(cfg.records.dial, cfg=cfg)
         app = cls(cfg, nc, directory, records)
         try:

@@ -51,13 +51,13 @@ class Directory:
 
     def __init__(self, tables: KeyValue | None = None, rooms: KeyValue | None = None,
                  seats: KeyValue | None = None, timeout: float = 5.0,
-                 dial: Dial | None = None, *, ttl: float = TABLES_TTL) -> None:
+                 dial: Dial | None = None, *, ttl: float = TABLES_TTL, nc: Any = None) -> None:
         self.tables = tables
         self.rooms = rooms
         self.seats = seats
         self.timeout = timeout
         self.dial = dial   # address -> channel to that table (None: plaintext)
-        self.nc: Any = None   # commands to tables over NATS when set (table_link.py)
+        self.nc = nc       # commands to tables over NATS when set (table_link.py)
         self.table_cache = TableCache(ttl)
         self._links: dict[str, TableLink] = {}
         self._instances: dict[str, str] = {}   # address -> instance id last listed there

@@ -34,7 +34,7 @@ REFILLS = Counter("paiju_lobby_room_refills_total",
                   "Refills of a room's event stream from its table (asked; failed; resync: "
                   "the table could not, snapshots were asked)", ["result"])
 FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
-                            "Round trip of one command on the lobby-table Session stream",
+                            "Round trip of one command from the lobby to a table (either transport)",
                             ["kind"], buckets=LATENCY_BUCKETS)
 
 TABLE_COMMANDS = Counter("paiju_lobby_table_commands_total",

@@ -65,10 +65,11 @@ class TableLink:
 
     async def command(self, cmd: table_pb2.TableCommand,
                       timeout: float | None = None) -> table_pb2.TableReply:
-        """Send one command on the Session stream and wait for its reply (``timeout``
-        seconds, default the link's); Unavailable when the stream breaks or no answer comes.
-        A table that died fails fast: its broken stream fails what is pending at once, and a
-        new stream to an address nobody listens on fails as soon as the dial is refused."""
+        """Send one command and wait for its reply (``timeout`` seconds, default the link's):
+        as a NATS request when the link has a connection and the table takes them there,
+        else on the Session stream; Unavailable when no answer comes. A command sent to a
+        table that died fails fast (no responders, then a refused dial or a broken stream);
+        one already on its way over NATS when the table dies waits for ``timeout``."""
         timeout = self.timeout if timeout is None else timeout
         if self.nc is not None:
             reply = await self._request(cmd, timeout)
@@ -93,9 +94,7 @@ class TableLink:
         finally:
             self._busy -= 1
             self._pending.pop(cmd.request_id, None)
-        metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
-        metrics.TABLE_COMMANDS.labels("grpc").inc()
-        return reply
+        return _answered(cmd, reply, started, "grpc")
 
     async def _request(self, cmd: table_pb2.TableCommand,
                        timeout: float) -> table_pb2.TableReply | None:
@@ -121,9 +120,7 @@ class TableLink:
             reply = table_pb2.TableReply.FromString(msg.data)
         except DecodeError:
             raise Unavailable(f"table {self.address}: an undecodable reply") from None
-        metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
-        metrics.TABLE_COMMANDS.labels("nats").inc()
-        return reply
+        return _answered(cmd, reply, started, "nats")
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
         self._busy += 1
@@ -180,3 +177,11 @@ async def _drain(queue: asyncio.Queue[table_pb2.TableCommand | None],
                  ) -> AsyncIterator[table_pb2.TableCommand]:
     while (cmd := await queue.get()) is not None:
         yield cmd
+
+
+def _answered(cmd: table_pb2.TableCommand, reply: table_pb2.TableReply, started: float,
+              transport: str) -> table_pb2.TableReply:
+    """``reply``, counted: its round trip by command kind, the command by transport."""
+    metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
+    metrics.TABLE_COMMANDS.labels(transport).inc()
+    return reply

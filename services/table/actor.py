@@ -72,7 +72,6 @@ class RoomActor:
             _, _, fut = self.inbox.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_result(self._gone())
-        self._early.clear()
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
         await cancel_and_wait(self._timer, self._task)
 

@@ -475,6 +475,13 @@ FENCE = {"table": "room.{}.events", "lobby": "session.kick.{}",
          "records": "$JS.ACK.SETTLE.records.{}"}
 
 
+async def connect_as(server: AuthedNats, user: str, inbox_of: str = "") -> Any:
+    """A connection as service ``user`` with the inbox prefix of service ``inbox_of`` (the
+    user by default), as services/common/bus.connect makes it; no reconnects."""
+    return await nats.connect(server.url(user), allow_reconnect=False,
+                              inbox_prefix=bus.inbox_prefix(inbox_of or user))
+
+
 @dataclass
 class Probe:
     """What a user's connection really gets through, watched by ``admin`` (who may do
@@ -492,8 +499,7 @@ class Probe:
 
     @classmethod
     async def connect(cls, server: AuthedNats, user: str) -> Probe:
-        probe = cls(user, await nats.connect(server.url(user), allow_reconnect=False,
-                                             inbox_prefix=bus.inbox_prefix(user)),
+        probe = cls(user, await connect_as(server, user),
                     await nats.connect(server.url("admin"), allow_reconnect=False))
         probe.spy = await probe.admin.subscribe(">")
         first = FENCE[user].format(0)
@@ -575,7 +581,7 @@ async def test_nats_server_enforces_the_matrix_and_refuses_anonymous_clients(
 
 async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
         authed_nats: AuthedNats) -> None:
-    table = await nats.connect(authed_nats.url("table"), inbox_prefix=bus.inbox_prefix("table"))
+    table = await connect_as(authed_nats, "table")
     lobby = await Probe.connect(authed_nats, "lobby")
     try:
         js = table.jetstream()
@@ -603,9 +609,8 @@ async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
 
 
 async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: AuthedNats) -> None:
-    table = await nats.connect(authed_nats.url("table"), inbox_prefix=bus.inbox_prefix("table"))
-    records = await nats.connect(authed_nats.url("records"),
-                                 inbox_prefix=bus.inbox_prefix("records"))
+    table = await connect_as(authed_nats, "table")
+    records = await connect_as(authed_nats, "records")
     lobby = await Probe.connect(authed_nats, "lobby")
     try:
         await bus.ensure_streams(table.jetstream())
@@ -633,10 +638,8 @@ async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) ->
     asking table's inbox as a reply, once. Publishing to that inbox unasked is refused."""
     from services.table.adoption import adopt_subject
 
-    asker = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
-                               inbox_prefix=bus.inbox_prefix("table-a"))
-    owner = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
-                               inbox_prefix=bus.inbox_prefix("table-b"))
+    asker = await connect_as(authed_nats, "table", "table-a")
+    owner = await connect_as(authed_nats, "table", "table-b")
     try:
         async def answer(msg: Any) -> None:
             await owner.publish("_INBOX_table.unasked", b"forged")   # not a reply: refused
@@ -661,16 +664,14 @@ async def test_a_table_answers_an_adopt_request_once(authed_nats: AuthedNats) ->
         await owner.close()
 
 
-async def test_a_lobby_command_reaches_its_table_and_the_reply_only_that_lobby(
+async def test_a_lobby_command_reaches_its_table_which_may_only_answer_it(
         authed_nats: AuthedNats) -> None:
     """Player commands are core NATS requests on the table's ``table.<address>.commands``
     (services/table/nats_commands.py): the lobby user may send them, the table user may
     only answer them, as a reply to the asking lobby's inbox; a table cannot send one."""
     subject = bus.table_commands("127.0.0.1:50052")
-    lobby = await nats.connect(authed_nats.url("lobby"), allow_reconnect=False,
-                               inbox_prefix=bus.inbox_prefix("lobby"))
-    table = await nats.connect(authed_nats.url("table"), allow_reconnect=False,
-                               inbox_prefix=bus.inbox_prefix("table"))
+    lobby = await connect_as(authed_nats, "lobby")
+    table = await connect_as(authed_nats, "table")
     try:
         async def answer(msg: Any) -> None:
             await msg.respond(b"reply:" + msg.data)
