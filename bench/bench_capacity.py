@@ -507,9 +507,10 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "(`tests/unit/games/test_no_reference_cycles.py`) and each service freezes its "
               "heap out of the passes every 10 s, with one full collection every 5 minutes "
               "(`services/common/runner.freeze_gc`). The GC table above still shows a few "
-              "pauses over 50 ms near the knee (the 5-minute pass among them). Removing the "
-              "rest: fewer container objects per room (engine state in flat arrays), or more "
-              "table processes with smaller heaps, on more cores.",
+              "pauses over 50 ms near the knee (the 5-minute full pass may be one: the "
+              "histogram does not tell it apart). Removing the rest: fewer container objects "
+              "per room (engine state in flat arrays), or more table processes with smaller "
+              "heaps, on more cores.",
               "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
               "clients that read `observation_json`).",
               "5. **The load generator shares the two cores**: its robots use about half a core "
