@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, func, or_, select
+from sqlalchemy import ColumnElement, Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.records.db import uncancellable
@@ -118,7 +118,7 @@ class RecordsReader:
             if hand is None:
                 return None
             seat = hand.seats.index(user_id) if user_id in hand.seats else None
-            visible = HandEvent.to_seat.is_(None)
+            visible: ColumnElement[bool] = HandEvent.to_seat.is_(None)
             if seat is not None:
                 visible = or_(visible, HandEvent.to_seat == seat)
             rows = (await conn.execute(select(HandEvent).where(

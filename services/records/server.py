@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import NoReturn
 
 import grpc
 from sqlalchemy import text
 
 from paiju.v1 import lobby_msgs_pb2, records_pb2, records_pb2_grpc
+from services.common.aborting import abort
 from services.common.config import Config
 from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
@@ -36,12 +38,12 @@ MAX_AUDIT_TEXT = 2000
 AUDIT_TARGETS = ("room", "user")
 
 
-async def _invalid(context: grpc.aio.ServicerContext, message: str) -> None:
-    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+async def _invalid(context: grpc.aio.ServicerContext, message: str) -> NoReturn:
+    await abort(context, grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
-async def _not_found(context: grpc.aio.ServicerContext, message: str) -> None:
-    await context.abort(grpc.StatusCode.NOT_FOUND, message)
+async def _not_found(context: grpc.aio.ServicerContext, message: str) -> NoReturn:
+    await abort(context, grpc.StatusCode.NOT_FOUND, message)
 
 
 def _player_record(p: PlayerView, created: bool = False) -> records_pb2.PlayerRecord:

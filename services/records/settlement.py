@@ -12,7 +12,7 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 INT32 = 2**31 - 1
 INT63 = 2**63 - 1
@@ -69,7 +69,7 @@ class Settlement:
         return f"{self.room_id}:final" if self.final else f"{self.room_id}:{self.hand_no}"
 
 
-def _is_int(value: Any, bound: int) -> bool:
+def _is_int(value: Any, bound: int) -> TypeGuard[int]:
     """An integer (not a bool) that fits the column: |value| <= bound."""
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= bound
 
@@ -130,7 +130,8 @@ def _payment_ledger(payments: Any, seats: tuple[int, ...],
         if not isinstance(p, dict):
             return None
         payer, payee, amount = p.get("payer"), p.get("payee"), p.get("amount")
-        if not all(_is_int(v, INT63 // 4) for v in (payer, payee, amount)):
+        bound = INT63 // 4
+        if not (_is_int(payer, bound) and _is_int(payee, bound) and _is_int(amount, bound)):
             return None
         if not (0 <= payer < len(seats) and 0 <= payee < len(seats)) or amount <= 0:
             return None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -66,12 +66,12 @@ class SettlementWriter:
 
     async def _write_hand_rows(self, conn: AsyncConnection, s: Settlement) -> None:
         if s.ledger:
-            await conn.execute(LedgerEntry.__table__.insert(), [
+            await conn.execute(insert(LedgerEntry), [
                 {"room_id": s.room_id, "hand_no": s.hand_no, "user_id": line.user_id,
                  "seat": line.seat, "delta": line.delta, "reason": line.reason,
                  "counterparty_user_id": line.counterparty_user_id} for line in s.ledger])
         if s.events:
-            await conn.execute(HandEvent.__table__.insert(), [
+            await conn.execute(insert(HandEvent), [
                 {"room_id": s.room_id, "hand_no": s.hand_no, "idx": e.idx, "to_seat": e.to_seat,
                  "kind": e.kind, "event_id": e.event_id, "frame": e.frame, "json": e.json}
                 for e in s.events])
