@@ -21,7 +21,7 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None, every: float = 1.0) 
         for task in pending:
             task.cancel()
         _, pending = await asyncio.wait(pending, timeout=every)
-    for task in tasks:  # their results and errors are not wanted: mark them retrieved
-        if task is not None and not task.cancelled():
+    for given in tasks:  # their results and errors are not wanted: mark them retrieved
+        if given is not None and not given.cancelled():
             with contextlib.suppress(BaseException):
-                task.exception()
+                given.exception()
