@@ -121,4 +121,4 @@ class Closed:
 
 
 Fact = (Changed | PlayerChanged | SeatMoved | SatDown | Entrusted | DismissAsked
-        | DismissRefused | EngineEvents | HandEnded | Closed)
+        | DismissRefused | EngineEvents | HandEnded | Committed | Closed)

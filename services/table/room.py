@@ -84,7 +84,7 @@ class Room:
         # the position each user first sat down with in this room: it stays his for the
         # room's life, even after leaving and joining again (probing from made-up places)
         self.positions: dict[int, tuple[float, float]] = {}
-        self.status: int = common_pb2.ROOM_WAITING
+        self.status: common_pb2.RoomStatus = common_pb2.ROOM_WAITING
         self.hand_no = 0
         self.dealer = 0
         self.seed: int | bytes = 0
@@ -345,7 +345,7 @@ class Room:
         if self.phase() != phase_before:
             self.phase_decision = self.decision
 
-    def _current_status(self) -> int:
+    def _current_status(self) -> common_pb2.RoomStatus:
         if self.closed:
             return common_pb2.ROOM_FINISHED
         if self.in_hand():

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
+from services.common.aborting import abort
 from services.common.config import Config
 from services.common.health import nats_connected, watch_service
 from services.common.server import ServiceHost, start_service
@@ -43,7 +44,7 @@ class TableService(table_pb2_grpc.TableServicer):
                       context: grpc.aio.ServicerContext) -> common_pb2.RoomInfo:
         actor = self.core.rooms.get(request.room_id)
         if actor is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"room {request.room_id} is not here")
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"room {request.room_id} is not here")
         return views.room_info(actor.room)
 
     async def ListRooms(self, request: table_pb2.ListRoomsRequest,  # noqa: N802

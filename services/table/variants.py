@@ -19,7 +19,7 @@ from services.table.wire import GameCodec
 
 @dataclass(frozen=True, slots=True)
 class TableGame:
-    game_type: int          # paiju.v1.Game
+    game_type: common_pb2.Game
     spec: GameSpec          # engine, bots, timers, options
     codec: GameCodec
     errors: tuple[range, ...]   # the game's ErrorCode ranges (the seed's convention)
@@ -42,7 +42,7 @@ _GAMES = (
     TableGame(common_pb2.DADUN, registry.by_type(common_pb2.DADUN), codec_dadun,
               (range(9890, 9900),)),
 )
-_BY_TYPE = {g.game_type: g for g in _GAMES}
+_BY_TYPE: dict[int, TableGame] = {g.game_type: g for g in _GAMES}
 _BY_NAME = {g.name: g for g in _GAMES}
 
 

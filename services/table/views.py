@@ -8,7 +8,7 @@ import base64
 import json
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from games import fair
 from paiju import frames
@@ -212,8 +212,11 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                         server_seed=fact.fair["server_seed"],
                         client_seeds=fact.fair["client_seeds"], fair_version=fair.VERSION)))
             case ft.Closed(reason, doc):
+                # The fact holds the enum's number (the `close` log record stores it as a
+                # JSON int); protoc's stubs type the field by the enum's nominal class.
                 fx.public.append(frames.server_frame(lm.NoticeDismiss(
-                    dismissed=True, reason=reason, doc=doc, room_id=room.room_id)))
+                    dismissed=True, reason=cast(lm.NoticeDismiss.Reason, reason), doc=doc,
+                    room_id=room.room_id)))
                 if room.hand_no > 0:
                     fx.settle.append(final_settlement(room, fact))
                 fx.closed = True
