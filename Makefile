@@ -101,7 +101,7 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check games services clients paiju/frames.py tests bench scripts deploy
-	$(VENV)/bin/mypy games
+	$(VENV)/bin/mypy games services clients
 
 bench: setup
 	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n $(BENCH_ARGS) || exit 1; done
