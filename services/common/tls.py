@@ -12,17 +12,47 @@ refused, since it has no identity.
 
 The lobby's public ports (players) use a server certificate only (``lobby.public_cert_file``
 and ``lobby.public_key_file``): players have no client certificate.
+
+Renewal: the gRPC servers' certificates are read again when their files change
+(:class:`CertificateFiles`, through gRPC's dynamic server credentials), so a certificate
+that cert-manager renews is served from the next handshake on, without a restart; open
+connections are not touched. A pair that does not load (a key that does not match its
+certificate, a file half written) is refused and the previous one stays in use. Channels
+to other services present the certificate read when the channel was made (gRPC Python has
+no reloading channel credentials). ``paiju_tls_certificate_expiry_seconds`` says how long
+each certificate in use has left.
 """
 
 from __future__ import annotations
 
+import calendar
+import logging
+import os
+import ssl
+import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
+from prometheus_client import Gauge
 
 from services.common.config import Config, ConfigError
+
+log = logging.getLogger("paiju.tls")
+
+CERT_EXPIRY = Gauge(
+    "paiju_tls_certificate_expiry_seconds",
+    "Seconds until a certificate this process uses expires (use: server = the internal one its "
+    "gRPC port serves, client = the oldest its channels to other services were made with, "
+    "public = the lobby's public one)", ["use"])
+CERT_RELOADS = Gauge("paiju_tls_certificate_reloads", "Certificates read again after their files "
+                     "changed, since start (refused = a changed pair that did not load)",
+                     ["use", "result"])
+# How often at most the files are looked at (a stat of each per check): handshakes and
+# scrapes ask, and renewals are rare.
+RELOAD_CHECK_SECONDS = 1.0
 
 # Who may call each service's gRPC methods (health checks excepted).
 CALLERS: dict[str, frozenset[str]] = {
@@ -31,6 +61,170 @@ CALLERS: dict[str, frozenset[str]] = {
     "arbiter": frozenset({"table"}),
 }
 OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
+
+
+def _tlv(der: bytes, pos: int) -> tuple[int, int, int]:
+    """One DER element at ``pos``: its tag, where its content starts and where it ends."""
+    tag, length = der[pos], der[pos + 1]
+    pos += 2
+    if length & 0x80:
+        size = length & 0x7F
+        length = int.from_bytes(der[pos:pos + size], "big")
+        pos += size
+    if pos + length > len(der):
+        raise ValueError("truncated DER")
+    return tag, pos, pos + length
+
+
+def not_after(pem: bytes) -> float:
+    """The end of validity (Unix time) of the first certificate of a PEM file. The standard
+    library has no public certificate parser and the images ship no ``cryptography``, so
+    this walks the DER to TBSCertificate.validity.notAfter (RFC 5280 4.1)."""
+    text = pem.decode("ascii", "replace")
+    start = text.find("-----BEGIN CERTIFICATE-----")
+    end = text.find("-----END CERTIFICATE-----", start)
+    if start < 0 or end < 0:
+        raise ValueError("no PEM certificate")
+    der = ssl.PEM_cert_to_DER_cert(text[start:end + len("-----END CERTIFICATE-----")])
+    _, pos, _ = _tlv(der, 0)                      # Certificate
+    _, pos, _ = _tlv(der, pos)                    # TBSCertificate
+    if der[pos] == 0xA0:                          # [0] version, when present
+        pos = _tlv(der, pos)[2]
+    for _ in range(3):                            # serialNumber, signature, issuer
+        pos = _tlv(der, pos)[2]
+    _, pos, _ = _tlv(der, pos)                    # validity
+    pos = _tlv(der, pos)[2]                       # notBefore
+    tag, s, e = _tlv(der, pos)                    # notAfter
+    stamp = der[s:e].decode("ascii")
+    if tag == 0x17:                               # UTCTime YYMMDDHHMMSSZ
+        year = int(stamp[:2])
+        stamp = f"{1900 + year if year >= 50 else 2000 + year}{stamp[2:]}"
+    elif tag != 0x18:                             # GeneralizedTime YYYYMMDDHHMMSSZ
+        raise ValueError(f"unexpected time tag {tag:#x}")
+    return float(calendar.timegm(time.strptime(stamp, "%Y%m%d%H%M%SZ")))
+
+
+def _stamp(paths: Sequence[str]) -> tuple[tuple[int, int, int], ...] | None:
+    """What changes when a file is replaced: the kubelet swaps a symlink to a new directory
+    (new inode), an editor or ``cp`` rewrites in place (new mtime, often a new size)."""
+    try:
+        stats = [os.stat(p) for p in paths]
+    except OSError:
+        return None
+    return tuple((s.st_ino, s.st_mtime_ns, s.st_size) for s in stats)
+
+
+class CertificateFiles:
+    """A certificate chain and its key (and, for mutual TLS, the CA that verifies peers),
+    read from files and read again when they change.
+
+    :meth:`refresh` looks at the files at most every ``check_seconds``; a changed set is
+    loaded only if the key matches the certificate (``ssl`` loads the pair) and the files
+    did not change while they were read, otherwise the previous set stays and the next
+    check tries again. Thread-safe: gRPC calls :meth:`fetch` from its own threads."""
+
+    def __init__(self, cert_file: str, key_file: str, ca_file: str = "", *, use: str,
+                 check_seconds: float = RELOAD_CHECK_SECONDS) -> None:
+        self.paths = tuple(p for p in (cert_file, key_file, ca_file) if p)
+        self.cert_file, self.key_file, self.ca_file = cert_file, key_file, ca_file
+        self.use = use
+        self.check_seconds = check_seconds
+        self._lock = threading.Lock()
+        self.generation = 0          # bumped at each reload
+        self._served = 0             # the generation gRPC was last given
+        self._stamp = _stamp(self.paths)
+        self.cert, self.key, self.ca = self._load()
+        self.not_after = not_after(self.cert)
+        self._checked = time.monotonic()
+
+    def _load(self) -> tuple[bytes, bytes, bytes | None]:
+        cert = _read(self.cert_file, "certificate")
+        key = _read(self.key_file, "key")
+        ca = _read(self.ca_file, "ca") if self.ca_file else None
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.cert_file, self.key_file)
+            if ca is not None:
+                ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+                    cadata=ca.decode("ascii"))
+            not_after(cert)
+        except (ssl.SSLError, ValueError, UnicodeDecodeError, IndexError) as exc:
+            raise ConfigError(f"{self.cert_file} / {self.key_file}: not a usable pair: {exc}") \
+                from None
+        if (cert, key) != (_read(self.cert_file, "certificate"), _read(self.key_file, "key")):
+            raise ConfigError(f"{self.cert_file}: changed while it was read")
+        return cert, key, ca
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Reads the files again if they changed since the last load; True if a new set is
+        now in use."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._checked < self.check_seconds:
+                return False
+            self._checked = now
+            stamp = _stamp(self.paths)
+            if stamp is None or stamp == self._stamp:
+                return False
+            try:
+                cert, key, ca = self._load()
+            except ConfigError as exc:   # e.g. the key written, its certificate not yet
+                CERT_RELOADS.labels(self.use, "refused").inc()
+                log.warning("changed certificate not loaded, keeping the previous one",
+                            extra={"use": self.use, "error": str(exc)})
+                return False
+            self._stamp = stamp
+            self.cert, self.key, self.ca = cert, key, ca
+            self.not_after = not_after(cert)
+            self.generation += 1
+            CERT_RELOADS.labels(self.use, "loaded").inc()
+            log.info("certificate reloaded", extra={
+                "use": self.use, "file": self.cert_file,
+                "not_after": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.not_after))})
+            return True
+
+    def seconds_left(self) -> float:
+        self.refresh()
+        return self.not_after - time.time()
+
+    def server_configuration(self) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration([(self.key, self.cert)],
+                                                         root_certificates=self.ca)
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """gRPC's certificate configuration fetcher, called before each handshake: the new
+        set when it changed since gRPC last took one, else None (keep the current one)."""
+        try:
+            self.refresh()
+            with self._lock:
+                if self._served == self.generation:
+                    return None
+                self._served = self.generation
+                return self.server_configuration()
+        except Exception:  # an exception here would fail the handshake: keep serving
+            log.exception("certificate fetch failed")
+            return None
+
+    def server_credentials(self, *, require_client_auth: bool) -> grpc.ServerCredentials:
+        self._served = self.generation
+        return grpc.dynamic_ssl_server_credentials(
+            self.server_configuration(), self.fetch,
+            require_client_authentication=require_client_auth)
+
+    def export_expiry(self) -> None:
+        """``paiju_tls_certificate_expiry_seconds{use}`` follows these files (read at scrape
+        time, which also picks up a renewal when no handshake came)."""
+        CERT_EXPIRY.labels(self.use).set_function(self.seconds_left)
+
+
+_client_not_after: float | None = None   # the oldest certificate a channel was made with
+
+
+def _note_client_certificate(cert: bytes) -> None:
+    global _client_not_after
+    expires = not_after(cert)
+    if _client_not_after is None or expires < _client_not_after:
+        _client_not_after = expires
+        CERT_EXPIRY.labels("client").set_function(lambda: expires - time.time())
 
 
 def _read(path: str, key: str) -> bytes:
@@ -54,19 +248,24 @@ def _identity_files(cfg: Config) -> tuple[bytes, bytes, bytes]:
 
 def server_credentials(cfg: Config, service: str) -> grpc.ServerCredentials | None:
     """Credentials of a service's gRPC port: the lobby's public certificate (no client
-    certificate asked), mutual TLS for the internal services, or None (plaintext)."""
+    certificate asked), mutual TLS for the internal services, or None (plaintext).
+    Both are re-read when their files change (:class:`CertificateFiles`)."""
     if service == "lobby":
         c = cfg.lobby
         if not c.public_cert_file:
             return None
-        cert = _read(c.public_cert_file, "lobby.public_cert_file")
-        key = _read(c.public_key_file, "lobby.public_key_file")
-        return grpc.ssl_server_credentials([(key, cert)])
+        _read(c.public_cert_file, "lobby.public_cert_file")
+        _read(c.public_key_file, "lobby.public_key_file")
+        files = CertificateFiles(c.public_cert_file, c.public_key_file, use="public")
+        files.export_expiry()
+        return files.server_credentials(require_client_auth=False)
     if not internal_enabled(cfg):
         return None
-    cert, key, ca = _identity_files(cfg)
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
-                                       require_client_auth=True)
+    _identity_files(cfg)   # each file named and readable, with the setting's name if not
+    t = cfg.tls
+    files = CertificateFiles(t.cert_file, t.key_file, t.ca_file, use="server")
+    files.export_expiry()
+    return files.server_credentials(require_client_auth=True)
 
 
 def channel(cfg: Config, target: str, service: str,
@@ -77,6 +276,7 @@ def channel(cfg: Config, target: str, service: str,
     if not internal_enabled(cfg):
         return grpc.aio.insecure_channel(target, options=list(options))
     cert, key, ca = _identity_files(cfg)
+    _note_client_certificate(cert)
     creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
                                          certificate_chain=cert)
     return grpc.aio.secure_channel(

@@ -47,6 +47,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 
 from paiju.v1 import client_pb2
+from services.common import tls
 from services.common.config import ConfigError, LobbyConfig
 from services.lobby import metrics
 from services.lobby.app import LobbyApp
@@ -92,19 +93,42 @@ HTTP_LOG.addFilter(_ClientFaults())
 
 def server_ssl(c: LobbyConfig) -> ssl.SSLContext | None:
     """The TLS context of the public WebSocket port (``lobby.public_cert_file`` and
-    ``public_key_file``); None (plaintext) when no certificate is configured."""
+    ``public_key_file``); None (plaintext) when no certificate is configured. A renewed
+    certificate is picked up at the next handshake (``tls.CertificateFiles``)."""
     if not c.public_cert_file:
         return None
     if not c.public_key_file:
         raise ConfigError("lobby.public_key_file: required with lobby.public_cert_file")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
+    current: ssl.SSLContext          # the context new handshakes get, and its generation
+    generation: int
+
+    def load() -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(c.public_cert_file, c.public_key_file)
-    except (OSError, ssl.SSLError) as exc:
+        context.sni_callback = renew
+        return context
+
+    def renew(conn: ssl.SSLObject | ssl.SSLSocket, server_name: str | None,
+              _: ssl.SSLContext) -> None:
+        # called at each ClientHello: a renewed certificate (files changed and the pair
+        # loads) serves this handshake and the next ones; open connections keep theirs
+        nonlocal current, generation
+        if files.refresh() or generation != files.generation:
+            try:
+                current, generation = load(), files.generation
+            except (OSError, ssl.SSLError) as exc:
+                log.warning("renewed public certificate not loaded", extra={"error": str(exc)})
+        conn.context = current
+
+    try:
+        files = tls.CertificateFiles(c.public_cert_file, c.public_key_file, use="public")
+        current, generation = load(), files.generation
+    except (OSError, ssl.SSLError, ConfigError) as exc:
         raise ConfigError(f"lobby.public_cert_file / public_key_file: cannot load "
                           f"{c.public_cert_file!r}: {exc}") from None
-    return context
+    files.export_expiry()
+    return current
 
 
 def decode_text(text: str) -> Incoming:

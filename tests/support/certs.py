@@ -57,7 +57,7 @@ class Authority:
     def ca_file(self) -> Path:
         return self.pem.cert
 
-    def issue(self, service: str, *extra_dns: str) -> Pem:
+    def issue(self, service: str, *extra_dns: str, days: float = 1) -> Pem:
         key = _key()
         now = datetime.datetime.now(datetime.UTC)
         names = [x509.DNSName(n) for n in (service, *extra_dns, "localhost")]
@@ -65,7 +65,7 @@ class Authority:
                 .issuer_name(self.cert.subject).public_key(key.public_key())
                 .serial_number(x509.random_serial_number())
                 .not_valid_before(now - datetime.timedelta(minutes=5))
-                .not_valid_after(now + datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=days))
                 .add_extension(x509.SubjectAlternativeName(
                     [*names, x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                     critical=False)

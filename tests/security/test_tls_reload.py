@@ -1,0 +1,213 @@
+"""Issue 24: a service's TLS certificate is renewed under it without a restart. A real arbiter
+process with internal mutual TLS; its certificate and key files are replaced, as cert-manager
+and the kubelet do (a new file renamed over the old one): the next handshake gets the new
+certificate, a stream opened before the swap keeps answering, and
+``paiju_tls_certificate_expiry_seconds`` follows. A pair that does not match is refused
+and the previous certificate stays served."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import ssl
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
+from services.common import tls
+from services.common.natsd import EmbeddedNats, free_port
+from tests.support.procs import make_service
+
+pytest.importorskip("cryptography")
+
+from cryptography import x509  # noqa: E402 - needs cryptography
+
+from tests.support.certs import Authority, Pem, tls_env  # noqa: E402 - needs cryptography
+
+DAY = 86400.0
+
+
+def served_certificate(address: str, ca: Authority, client: Pem) -> x509.Certificate:
+    """The certificate a new TLS connection to ``address`` is given (a plain ``ssl`` client
+    with ALPN h2, as gRPC's, and a client certificate, which the server requires)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile=str(ca.ca_file))
+    ctx.load_cert_chain(str(client.cert), str(client.key))
+    ctx.set_alpn_protocols(["h2"])
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as raw, \
+            ctx.wrap_socket(raw, server_hostname="arbiter") as conn:
+        der = conn.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der)
+
+
+def replace(src: Path, dst: Path) -> None:
+    """Write a new file beside ``dst`` and rename it over (the reader sees the old or the new
+    file, never half of one)."""
+    tmp = dst.with_name(f".{dst.name}.new")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def expiry_metric(metrics_port: int, use: str) -> float:
+    body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
+    prefix = f'paiju_tls_certificate_expiry_seconds{{use="{use}"}} '
+    for line in body.decode().splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix):])
+    raise AssertionError(f"no {prefix.strip()} in /metrics")
+
+
+def reloads_metric(metrics_port: int, result: str) -> float:
+    body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
+    prefix = f'paiju_tls_certificate_reloads{{result="{result}",use="server"}} '
+    for line in body.decode().splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix):])
+    return 0.0
+
+
+async def wait_for(check, timeout: float = 10.0):  # noqa: ANN001, ANN201 - a predicate
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await asyncio.to_thread(check)
+        if got or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.2)
+
+
+async def test_a_renewed_certificate_is_served_without_a_restart(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    ca = Authority(tmp_path / "ca")
+    first, second = ca.issue("arbiter", days=2), ca.issue("arbiter", days=60)
+    caller = ca.issue("table")
+    live = tmp_path / "live"
+    live.mkdir()
+    cert, key = live / "tls.crt", live / "tls.key"
+    replace(first.cert, cert)
+    replace(first.key, key)
+    probe = free_port()
+    arbiter = make_service("arbiter", fresh_nats.url, tmp_path,
+                           **tls_env(ca, Pem(cert, key), probe))
+    arbiter.health_address = f"127.0.0.1:{probe}"
+    arbiter.start()
+    creds = grpc.ssl_channel_credentials(root_certificates=ca.ca_file.read_bytes(),
+                                         private_key=caller.key.read_bytes(),
+                                         certificate_chain=caller.cert.read_bytes())
+    first_serial = x509.load_pem_x509_certificate(first.cert.read_bytes()).serial_number
+    second_serial = x509.load_pem_x509_certificate(second.cert.read_bytes()).serial_number
+    try:
+        assert served_certificate(arbiter.address, ca, caller).serial_number == first_serial
+        assert 1.9 * DAY < expiry_metric(arbiter.metrics_port, "server") <= 2 * DAY
+
+        async with grpc.aio.secure_channel(
+                arbiter.address, creds,
+                options=[("grpc.ssl_target_name_override", "arbiter")]) as channel:
+            # a long-lived stream opened on the first certificate (as a table's Decide stream)
+            stream = arbiter_pb2_grpc.ArbiterStub(channel).Decide()
+            await stream.write(arbiter_pb2.ResolveRequest(request_id=1))
+            reply = await asyncio.wait_for(stream.read(), 10)
+            assert reply.request_id == 1
+
+            # renewal: the key first, then the certificate (a reader may see the new key
+            # beside the old certificate for a moment: that pair is refused, not served)
+            replace(second.key, key)
+            refused = await wait_for(lambda: reloads_metric(arbiter.metrics_port, "refused") >= 1)
+            assert refused, "a key that does not match its certificate was not refused"
+            assert served_certificate(arbiter.address, ca, caller).serial_number == first_serial
+            replace(second.cert, cert)
+
+            swapped = await wait_for(lambda: served_certificate(
+                arbiter.address, ca, caller).serial_number == second_serial)
+            assert swapped, "the new certificate is not served"
+            assert 59 * DAY < expiry_metric(arbiter.metrics_port, "server") <= 60 * DAY
+            assert reloads_metric(arbiter.metrics_port, "loaded") == 1
+
+            # the stream and the connection opened before the swap keep working
+            await stream.write(arbiter_pb2.ResolveRequest(request_id=2))
+            reply = await asyncio.wait_for(stream.read(), 10)
+            assert reply.request_id == 2
+            await stream.done_writing()
+            checked = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=5)
+            assert checked.status == health_pb2.HealthCheckResponse.SERVING
+        # and a new channel handshakes against the new certificate
+        async with grpc.aio.secure_channel(
+                arbiter.address, creds,
+                options=[("grpc.ssl_target_name_override", "arbiter")]) as channel:
+            checked = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=5)
+            assert checked.status == health_pb2.HealthCheckResponse.SERVING
+        assert arbiter.proc is not None and arbiter.proc.poll() is None   # never restarted
+    finally:
+        arbiter.stop()
+
+
+def test_not_after_reads_the_certificate_end_of_validity(tmp_path: Path) -> None:
+    """The standard-library DER walk agrees with ``cryptography`` (UTCTime certificates,
+    and GeneralizedTime past 2049)."""
+    ca = Authority(tmp_path / "ca")
+    for days in (1, 90, 365 * 40):
+        pem = ca.issue("table", days=days)
+        expected = x509.load_pem_x509_certificate(pem.cert.read_bytes()).not_valid_after_utc
+        assert tls.not_after(pem.cert.read_bytes()) == expected.timestamp()
+    with pytest.raises(ValueError):
+        tls.not_after(b"not a certificate")
+
+
+async def test_the_lobby_websocket_port_serves_a_renewed_public_certificate(
+        tmp_path: Path) -> None:
+    """The public WebSocket port's context (``ws.server_ssl``) behind a real TLS listener:
+    a renewed certificate is given to the next handshake, an open connection keeps its own."""
+    from services.common.config import LobbyConfig
+    from services.lobby.ws import server_ssl
+
+    ca = Authority(tmp_path / "ca")
+    first, second = ca.issue("lobby", days=2), ca.issue("lobby", days=60)
+    cert, key = tmp_path / "public.crt", tmp_path / "public.key"
+    replace(first.cert, cert)
+    replace(first.key, key)
+    context = server_ssl(LobbyConfig(public_cert_file=str(cert), public_key_file=str(key)))
+    assert context is not None
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(100):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    client_ctx = ssl.create_default_context(cafile=str(ca.ca_file))
+
+    async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ctx,
+                                                       server_hostname="lobby")
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        return reader, writer, x509.load_der_x509_certificate(der).serial_number
+
+    serial = {pem: x509.load_pem_x509_certificate(pem.cert.read_bytes()).serial_number
+              for pem in (first, second)}
+    try:
+        reader, writer, got = await connect()
+        assert got == serial[first]
+        replace(second.key, key)
+        replace(second.cert, cert)
+        await asyncio.sleep(tls.RELOAD_CHECK_SECONDS + 0.1)
+        r2, w2, got = await connect()
+        assert got == serial[second]
+        w2.close()
+        writer.write(b"still here")          # the connection made before the renewal
+        assert await asyncio.wait_for(reader.readexactly(10), 5) == b"still here"
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
