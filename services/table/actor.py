@@ -31,6 +31,10 @@ from services.table.views import Effects
 log = logging.getLogger("paiju.table.room")
 
 INBOX_SIZE = 256
+# How long past its decision timer a room in a hand may go without a record before it
+# counts as stuck (paiju_table_rooms_stuck): a timeout plays within a second or so, a log
+# append retries for up to 8 s through a leader election.
+STUCK_GRACE_SECONDS = 30.0
 
 Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]
 Publish = Callable[["RoomActor", Effects, table_pb2.RoomEvents], Awaitable[None]]
@@ -58,6 +62,7 @@ class RoomActor:
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._early: dict[asyncio.Future[Reply], Early] = {}   # see submit
+        self.progressed = time.monotonic()   # when the room last recorded something
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> None:
@@ -148,6 +153,16 @@ class RoomActor:
             log.exception("room automation failed", extra={"room": self.room.room_id})
             self.auto.failed()
 
+    def stuck(self, now: float, grace: float = STUCK_GRACE_SECONDS) -> bool:
+        """In a hand, and nothing recorded for longer than the current decision's timer plus
+        ``grace``: by then the timer should have played for the late seats (entrust), so the
+        room's task, timer or log appends are not getting through. A dismiss vote (its own
+        deadline) and a room handed away do not count."""
+        room = self.room
+        if self.paused or room.closed or room.dismiss is not None or not room.in_hand():
+            return False
+        return now - self.progressed > room.decision_seconds(self.auto.timers) + grace
+
     # ------------------------------------------------------------------ records
     async def record(self, rec: lr.Record) -> Effects:
         """Append to the log (durable first), fold into the room, publish the effects."""
@@ -159,6 +174,7 @@ class RoomActor:
                                           self.log_seq)
         m.LOG_APPEND.observe(time.perf_counter() - started)
         self.next_index += 1
+        self.progressed = time.monotonic()
         fx = views.apply(self.room, rec)
         await self._publish(self, fx, self.stream.record(rec.i, fx.public, fx.private,
                                                          fx.closed))

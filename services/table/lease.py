@@ -13,6 +13,7 @@ from typing import Any
 
 from services.common import bus
 from services.common.tasks import cancel_and_wait
+from services.table import metrics as m
 from services.table.host import TableHost
 
 log = logging.getLogger("paiju.table.lease")
@@ -66,6 +67,8 @@ class Lease:
             except Exception as exc:  # NATS down: keep trying, rooms keep playing
                 self.beating_since = None
                 log.warning("heartbeat failed", extra={"error": repr(exc)})
+            now = time.monotonic()
+            m.ROOMS_STUCK.set(sum(1 for actor in list(core.rooms.values()) if actor.stuck(now)))
             if core.has_pending() and (self._retrying is None or self._retrying.done()):
                 # in a task of its own: slow retries never delay the lease above
                 self._retrying = asyncio.create_task(core.retry_pending())

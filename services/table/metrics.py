@@ -5,6 +5,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from services.common.metrics import LATENCY_BUCKETS
 
 ROOMS = Gauge("paiju_table_rooms", "Rooms owned by this table instance")
+ROOMS_STUCK = Gauge("paiju_table_rooms_stuck",
+                    "Rooms in a hand with nothing recorded for longer than their decision timer "
+                    "plus 30 s (RoomActor.stuck), counted at each heartbeat")
 HANDS = Counter("paiju_table_hands_total", "Hands finished", ["game"])
 ACTION_SECONDS = Histogram("paiju_table_action_seconds",
                            "Player action: received to applied, logged and fanned out",

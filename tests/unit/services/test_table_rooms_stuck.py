@@ -1,0 +1,48 @@
+"""Issue 24: ``paiju_table_rooms_stuck`` counts rooms in a hand that recorded nothing for
+longer than their decision timer plus a grace (RoomActor.stuck). Real room actors with a
+1-second timer: one whose timer plays goes on and is never stuck; one whose timer task is
+stopped (as a wedged room's would be) is stuck once its timer and the grace are past."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from paiju.v1 import common_pb2
+from services.table.actor import STUCK_GRACE_SECONDS
+from tests.unit.services.test_table_room_timers import TABLE_NOW, started
+
+GRACE = 0.5   # instead of STUCK_GRACE_SECONDS, to see it on the real clock
+
+
+async def test_a_room_whose_timer_plays_is_not_stuck_and_one_whose_timer_died_is() -> None:
+    room, actor, _ = await started(common_pb2.DADUN, "dadun", {"alone_seconds": 1})
+    try:
+        assert room.decision_seconds(TABLE_NOW) == 1.0
+        now = time.monotonic()
+        assert not actor.stuck(now)
+        assert not actor.stuck(now + 1 + STUCK_GRACE_SECONDS - 0.5)
+        assert actor.stuck(now + 1 + STUCK_GRACE_SECONDS + 0.5)
+        # the timer plays for the late seats: records keep coming, never stuck
+        index = actor.next_index
+        for _ in range(25):
+            await asyncio.sleep(0.1)
+            assert not actor.stuck(time.monotonic(), GRACE)
+        assert actor.next_index > index, "the timer played nothing"
+        # the timer task dies: nothing records any more, stuck after timer + grace
+        assert actor._timer is not None
+        actor._timer.cancel()
+        stopped = time.monotonic()
+        while not actor.stuck(time.monotonic(), GRACE) and time.monotonic() - stopped < 5:
+            await asyncio.sleep(0.05)
+        assert actor.stuck(time.monotonic(), GRACE)
+        assert time.monotonic() - actor.progressed > room.decision_seconds(TABLE_NOW) + GRACE
+        # a dismiss vote has its own deadline: not stuck meanwhile
+        room.dismiss = object()  # type: ignore[assignment]
+        assert not actor.stuck(time.monotonic(), GRACE)
+        room.dismiss = None
+        # a room handed to another table is not this table's to report
+        actor.paused = True
+        assert not actor.stuck(time.monotonic(), GRACE)
+    finally:
+        await actor.stop()
