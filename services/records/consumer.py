@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from datetime import UTC
+from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -25,7 +27,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 
 from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
 from services.common.metrics import LATENCY_BUCKETS
-from services.records.settlement import MalformedSettlement, parse_settlement
+from services.records.settlement import MalformedSettlement, Settlement, parse_settlement
 from services.records.store import SettlementWriter
 
 log = logging.getLogger("paiju.records.consumer")
@@ -45,6 +47,23 @@ FAILURES = Counter("paiju_records_write_failures_total",
                    "Settlement writes that failed and were left for redelivery")
 WRITE_SECONDS = Histogram("paiju_records_write_seconds",
                           "Time to write one settlement transaction", buckets=LATENCY_BUCKETS)
+# The SLO "hands settle within 5 s of their end" (docs/slo.md) is read from this one: the
+# 5 s bucket must stay.
+SETTLE_DELAY = Histogram("paiju_records_settlement_delay_seconds",
+                         "From a hand's end (the table's publish) to its settlement written",
+                         buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800))
+
+
+def hand_ended(msg: Any, settlement: Settlement) -> float:
+    """When the hand ended, as well as can be told (Unix time): JetStream's timestamp of the
+    table's publish (nanoseconds), unless the settlement waited in the table's outbox, when
+    its ``settled_at`` (the first attempt, to the second) is the earlier and truer one."""
+    settled = settlement.settled_at.replace(tzinfo=UTC).timestamp()
+    try:
+        stored = float(msg.metadata.timestamp.timestamp())
+    except Exception:  # not a JetStream delivery (no metadata): settled_at alone
+        return settled
+    return stored if stored < settled + 1 else settled
 
 
 def consumer_config(ack_wait: float = ACK_WAIT_SECONDS) -> ConsumerConfig:
@@ -81,6 +100,8 @@ async def handle(msg: Msg, writer: SettlementWriter) -> str:
         return "retry"
     WRITE_SECONDS.observe(time.perf_counter() - started)
     (WRITTEN if written else DUPLICATES).inc()
+    if written:
+        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement)))
     await msg.ack()
     log.debug("settlement %s", "written" if written else "duplicate",
               extra={"key": settlement.key})
