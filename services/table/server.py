@@ -1,7 +1,9 @@
 """The table service's gRPC adapter: CreateRoom, GetRoom, ListRooms (unary, rare) and
-Session (one long-lived stream per lobby, multiplexing player commands), in front of
-:class:`services.table.core.TableCore`; ``start`` wires the process. The contract is in
-docs/services.md and docs/ordered-events.md.
+Session (one long-lived stream per lobby, multiplexing player commands: the path a lobby
+takes when nobody answers its commands on NATS, services/table/nats_commands.py, or when
+``lobby.table_commands`` is "grpc"), in front of :class:`services.table.core.TableCore`;
+``start`` wires the process. The contract is in docs/services.md and
+docs/ordered-events.md; the whole picture in docs/architecture.md.
 """
 
 from __future__ import annotations
