@@ -58,7 +58,8 @@ export function describe(kind, b) {
       `${b.payment.amount || 0} (${b.payment.reason || ""})`;
     case "mj_opening_hu": return `${s(b.seat)} opening win (起手胡): ${(b.types || []).join(", ")} ${tiles(b.shown)}`;
     case "mj_haidi": return `${s(b.seat)} haidi (海底) ${b.step || ""} ${b.tile || ""}`;
-    case "mj_birds": return `birds (扎鸟): ${tiles(b.tiles)}`;
+    case "mj_birds": return b.dice && b.dice.length ? `birds (扎鸟), dice: ${b.dice.join(" ")}`
+      : `birds (扎鸟): ${tiles(b.tiles)}`;
     case "dd_assign": return `your cards: ${(b.cards || []).join(" ")}`;
     case "dd_use_out": return b.is_skip ? `${does(b.seat, "pass", "passes")}`
       : `${does(b.seat, "play")} ${tiles(b.cards)}`;

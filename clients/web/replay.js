@@ -45,7 +45,7 @@ function toFrame(kind, d, game) {
     case "hu": return ["mj_hu", {seat, tile: d.tile}];
     case "payment": return ["mj_payment", {payment: d}];
     case "void_declared": return ["mj_void", {voids: d.voids}];
-    case "birds": return ["mj_birds", {tiles: d.tiles, hits: d.hits}];
+    case "birds": return ["mj_birds", {tiles: d.tiles || [], hits: d.hits, dice: d.dice || []}];
     case "turn": return ["game_event", {game, kind: "turn", json: JSON.stringify(d)}];
     default: return null;
   }

@@ -76,7 +76,8 @@ def event_message(kind: str, d: Mapping[str, Any], to: int | None,
         return g.MjOpeningHu(seat=seat(d.get("seat")), types=list(d.get("types", ())),
                              shown=tiles(d.get("tiles") or d.get("shown")))
     if kind == "birds":
-        return g.MjBirds(tiles=tiles(d.get("tiles")), hits=[int(h) for h in d.get("hits", ())])
+        return g.MjBirds(tiles=tiles(d.get("tiles")), hits=[int(h) for h in d.get("hits", ())],
+                         dice=[int(p) for p in d.get("dice", ())])
     if kind == "hand_over":
         return g.MjHandOver(
             hand_no=int(ctx.get("hand_no", 0)), deltas=[int(x) for x in d.get("deltas", ())],

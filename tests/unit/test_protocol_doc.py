@@ -93,7 +93,7 @@ def test_mj_birds_hits_count_birds_per_seat() -> None:
         assert len(b.hits) == 4 and sum(b.hits) == len(b.tiles) > 0
 
 
-def test_an_opening_win_with_dice_sends_birds_without_tiles_or_dice() -> None:
+def test_an_opening_win_with_dice_sends_its_dice_and_no_tiles() -> None:
     for seed in range(200):
         dice = [(e, f) for e, f in play("changsha", seed, {"opening_hu_birds": "two_dice"})
                 if payload(f) == "mj_birds" and "dice" in e.data]
@@ -103,8 +103,8 @@ def test_an_opening_win_with_dice_sends_birds_without_tiles_or_dice() -> None:
         pytest.fail("no opening win with dice in 200 hands")
     event, frame = dice[0]
     assert list(frame.mj_birds.tiles) == [] and sum(frame.mj_birds.hits) == 2
-    assert len(event.data["dice"]) == 2       # the engine's event (a replay's json) has them
-    assert "dice" not in {f.name for f in frame.mj_birds.DESCRIPTOR.fields}
+    assert list(frame.mj_birds.dice) == event.data["dice"]
+    assert len(frame.mj_birds.dice) == 2 and all(1 <= p <= 6 for p in frame.mj_birds.dice)
 
 
 def test_mj_hand_over_details_json_keys() -> None:
