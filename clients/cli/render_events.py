@@ -110,8 +110,10 @@ def _mj_haidi(m: g.MjHaidi, me: int) -> str:
 
 
 def _mj_birds(m: g.MjBirds, me: int) -> str:
-    hits = ", ".join(seat_name(h, me) for h in m.hits)
-    return f"birds (扎鸟) {' '.join(m.tiles)}; hits {hits or '-'}"
+    """``hits`` counts the birds on each seat, seat 0 first (not a seat per bird)."""
+    drawn = f"dice {' '.join(str(p) for p in m.dice)}" if m.dice else " ".join(m.tiles)
+    hits = ", ".join(f"{seat_name(seat, me)} x{n}" for seat, n in enumerate(m.hits) if n)
+    return f"birds (扎鸟) {drawn}; hits {hits or '-'}"
 
 
 def _dd_assign(m: g.DdAssign, me: int) -> str:

@@ -200,6 +200,15 @@ def test_private_own_tiles_and_draws_are_shown_public_draws_are_not() -> None:
     assert render.event_line(cards, 0) == "your cards (发牌, 2): 3s SJ"
 
 
+def test_birds_name_each_seat_hit_with_its_count() -> None:
+    tiles = frames.server_frame(g.MjBirds(tiles=["1m", "5m", "9s"], hits=[2, 0, 1, 0]))
+    assert render.event_line(tiles, 2) == "birds (扎鸟) 1m 5m 9s; hits seat 0 x2, you x1"
+    dice = frames.server_frame(g.MjBirds(dice=[3, 6], hits=[0, 1, 0, 1]))
+    assert render.event_line(dice, 0) == "birds (扎鸟) dice 3 6; hits seat 1 x1, seat 3 x1"
+    none = frames.server_frame(g.MjBirds(tiles=["2p"], hits=[0, 0, 0, 0]))
+    assert render.event_line(none, 0) == "birds (扎鸟) 2p; hits -"
+
+
 def test_platform_notices_read_plainly() -> None:
     err = frames.error_frame(common_pb2.MJ_ILLEGAL_ACTION, "not your turn")
     assert render.event_line(err) == "error 9691: not your turn"
