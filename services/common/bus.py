@@ -4,8 +4,10 @@ Subjects (docs/services.md): ``room.<id>.events`` (a room's events, one RoomEven
 per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobbies),
 ``session.kick.<uid>`` (one session per user across lobby replicas),
 ``table.<address>.commands`` (player commands from a lobby to a table, request/reply),
-JetStream ``room.<id>.log`` (the room's action log) and ``settle.<room>`` (settlements),
-KV buckets ``tables`` (instances, TTL) and ``rooms`` (room owner leases and summaries).
+``lobby.mute`` (operators' chat mutes), JetStream ``room.<id>.log`` (the room's action log)
+and ``settle.<room>`` (settlements), KV buckets ``tables`` (instances, TTL), ``rooms`` (room
+owners and summaries), ``seats`` (where each user sits) and ``room_ids`` (every id given
+out). The whole picture: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""lobby: login, sessions, rooms, matchmaking, chat, geo, dismiss voting; the front door."""
+"""lobby: the players' front door (login, sessions, the room list, quick start, chat,
+spectators, the operator console); room commands go to the table that owns the room."""
