@@ -11,21 +11,29 @@ filtered by the dashboard's namespace variable (one environment per namespace).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "dashboards" / "paiju.json"
+_SLO_SPEC = importlib.util.spec_from_file_location(
+    "paiju_slo", Path(__file__).resolve().parents[1] / "prometheus" / "slo.py")
+assert _SLO_SPEC is not None and _SLO_SPEC.loader is not None
+slo = importlib.util.module_from_spec(_SLO_SPEC)
+_SLO_SPEC.loader.exec_module(slo)   # the SLOs (docs/slo.md) and their recording rules
 DS = {"type": "prometheus", "uid": "${datasource}"}
 RATE = "[$__rate_interval]"
 # Stream RPCs are timed over their whole life: keep them out of latency quantiles.
 UNARY = 'method!~".*/(Connect|Session|Watch)"'
 NAMESPACE = 'namespace=~"$namespace"'
 SERVICES = 'lobby|table|arbiter|records'
-# A series name: the services' paiju_*, Prometheus' up, kube-state-metrics' kube_*, and the
-# NATS exporter's nats_* (deploy/prometheus/alerts.yml lists the sources).
-SELECTOR = re.compile(r'\b(paiju_\w+|kube_\w+|nats_\w+|up)\b(\{[^}]*\})?(?!\s*\()')
+# A series name: the services' paiju_* and process_* (prometheus_client's process
+# collector), the SLO recording rules' paiju:*, Prometheus' up, kube-state-metrics' kube_*,
+# and the NATS exporter's nats_* (deploy/prometheus/alerts.yml lists the sources).
+SELECTOR = re.compile(
+    r'\b(paiju_\w+|paiju:[\w:]+|process_\w+|kube_\w+|nats_\w+|up)\b(\{[^}]*\})?(?!\s*\()')
 
 
 def scoped(expr: str) -> str:
@@ -48,7 +56,32 @@ def quantiles(metric: str, by: str = "", qs: tuple[float, ...] = (0.5, 0.95, 0.9
 
 
 # (title, unit, [(expr, legend)]) per panel; None starts a new row, named by the next item.
+# docs/runbooks.md names panels by their titles (a test checks that they exist).
 PANELS: list = [
+    ("Service levels (docs/slo.md) and what players feel", None, None),
+    ("SLO error ratio over 1 h (budget: 0.1% over 30 days)", "percentunit", [
+        ("max by (namespace, slo) (paiju:slo_errors:ratio_rate1h)", "{{namespace}} {{slo}} 1h"),
+        ("max by (namespace, slo) (paiju:slo_errors:ratio_rate5m)", "{{namespace}} {{slo}} 5m")]),
+    ("SLO budget burn rate over 1 h (page at 14.4, ticket at 3 over 1 d)", "short", [
+        (f'max by (namespace) (paiju:slo_errors:ratio_rate1h{{slo="{s.name}"}}) / '
+         f"{1 - s.objective:.6g}", f"{{{{namespace}}}} {s.name}") for s in slo.SLOS]),
+    ("Rooms stuck mid-hand by table pod", "short", [
+        ("sum by (namespace, pod) (paiju_table_rooms_stuck)", "{{namespace}} {{pod}}")]),
+    ("Settlement delay from the hand's end", "s",
+     quantiles("paiju_records_settlement_delay_seconds", "", (0.5, 0.99, 0.999))),
+    ("Login attempts by result (share of all)", "percentunit", [
+        (f"sum by (namespace, result) (rate(paiju_lobby_logins_total{RATE})) / ignoring (result) "
+         f"group_left sum by (namespace) (rate(paiju_lobby_logins_total{RATE}))",
+         "{{namespace}} {{result}}")]),
+    ("Open sessions now and 10 minutes before", "short", [
+        ("sum by (namespace) (paiju_lobby_sessions)", "{{namespace}} now"),
+        ("sum by (namespace) (paiju_lobby_sessions offset 10m)", "{{namespace}} 10 min before")]),
+    ("gRPC server-side errors by service and method", "reqps", [
+        (f'sum by (namespace, service, method, code) (rate(paiju_grpc_requests_total{{code=~"'
+         f'{slo.SERVER_FAULTS}"}}{RATE}))', "{{namespace}} {{service}} {{method}} {{code}}")]),
+    ("Certificates: days left by pod and use", "short", [
+        ("min by (namespace, pod, use) (paiju_tls_certificate_expiry_seconds) / 86400",
+         "{{namespace}} {{pod}} {{use}}")]),
     ("gRPC", None, None),
     ("Requests by method and code", "reqps", [
         (f"sum by (service, method, code) (rate(paiju_grpc_requests_total{RATE}))",
@@ -162,6 +195,14 @@ PANELS: list = [
     ("Process", None, None),
     ("Garbage-collector pauses by service (a pause stops the whole process)", "s",
      quantiles("paiju_gc_pause_seconds", "job", (0.5, 0.99))),
+    ("CPU per pod (cores)", "short", [
+        (f'sum by (namespace, pod) (rate(process_cpu_seconds_total{{job=~"{SERVICES}"}}{RATE}))',
+         "{{namespace}} {{pod}}")]),
+    ("Memory (RSS) per pod, and its limit", "bytes", [
+        (f'max by (namespace, pod) (process_resident_memory_bytes{{job=~"{SERVICES}"}})',
+         "{{namespace}} {{pod}} RSS"),
+        (f'max by (namespace, pod) (kube_pod_container_resource_limits{{resource="memory", '
+         f'container=~"{SERVICES}"}})', "{{namespace}} {{pod}} limit")]),
 ]
 
 
