@@ -13,6 +13,7 @@ action and returns the events it caused.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from games.dadun.cards import card_name, format_cards
 from games.dadun.model import Deal
@@ -53,7 +54,7 @@ def apply_alone(deal: Deal, seat: int, action: Action) -> list[Event]:
         deal.phase = "friend"
         return events
     deal.alone_seat = seat
-    data: dict = {"seat": seat, "is_alone": True}
+    data: dict[str, Any] = {"seat": seat, "is_alone": True}
     if deal.options["alone_open_hands"]:
         data["all_hands"] = [format_cards(h) for h in deal.hands]
     deal.phase = "play"

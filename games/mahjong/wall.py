@@ -3,7 +3,8 @@ and birds (扎鸟) from the back. There is no dead wall: every tile can be drawn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from games.fair import Seed, stream
 
@@ -63,7 +64,7 @@ class Wall:
         return {"tiles": list(self.tiles), "front": self.front, "back": self.back}
 
     @classmethod
-    def from_dict(cls, data: dict) -> Wall:
+    def from_dict(cls, data: Mapping[str, Any]) -> Wall:
         return cls(data["tiles"], data["front"], data["back"])
 
 

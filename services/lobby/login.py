@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
@@ -107,7 +108,7 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         await _resume(app, session, frame, room_id, seat or {})
 
 
-def _own_info(session: Session, seat: dict | None) -> common_pb2.PlayerInfo:
+def _own_info(session: Session, seat: dict[str, Any] | None) -> common_pb2.PlayerInfo:
     p = session.profile
     return common_pb2.PlayerInfo(
         user_id=p.user_id, online=True, coins=p.coins, nickname=p.nickname,
@@ -127,7 +128,7 @@ async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
 
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
-                  room_id: int, seat: dict) -> None:
+                  room_id: int, seat: dict[str, Any]) -> None:
     """Reconnect into a seat: the room's stream from the snapshot's position on, then online
     at the table."""
     address = str(seat.get("address") or "")
