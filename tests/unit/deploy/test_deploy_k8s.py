@@ -618,8 +618,8 @@ def test_prod_autoscales_lobby_on_cpu_and_sessions_and_arbiter_on_cpu() -> None:
         assert budget["maxUnavailable"] == 1
     (pods,) = [m for m in scaled["lobby"]["spec"]["metrics"] if m["type"] == "Pods"]
     assert pods["pods"]["metric"]["name"] in SERIES
-    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "adapter-rules.yaml").read_text())
-    exposed = [r["name"]["as"] for r in rules["rules"]]
+    values = yaml.safe_load((ROOT / "deploy" / "prometheus" / "adapter-values.yaml").read_text())
+    exposed = [r["name"]["as"] for r in values["rules"]["custom"]]   # test_deploy_adapter.py
     assert pods["pods"]["metric"]["name"] in exposed
     readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
     assert "paiju_table_rooms" in readme.split("### Scaling", 1)[1].split("\n## ", 1)[0]
