@@ -13,6 +13,8 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -108,3 +110,49 @@ class AuditEntry(Base):
     detail: Mapped[str] = mapped_column(Text, default="")   # JSON of the action's arguments
     result: Mapped[str] = mapped_column(String(), default="")   # "ok" or why not
     source: Mapped[str] = mapped_column(String(), default="")   # lobby instance and peer
+
+
+class RatingSeason(Base):
+    """A season of a game's ratings (migration 0003): an operator starts the next one, and
+    the seasonal ratings start afresh. Season 1 needs no row; season 0 is all-time."""
+
+    __tablename__ = "rating_seasons"
+
+    game: Mapped[str] = mapped_column(String(), primary_key=True)
+    season: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    started_by: Mapped[str] = mapped_column(String(), default="")
+
+
+class PlayerRating(Base):
+    """A player's rating in a game and season (0: all-time): the model's mu and sigma, the
+    leaderboard score ``mu - 3 sigma`` and how many hands made it."""
+
+    __tablename__ = "ratings"
+    __table_args__ = (Index("ix_ratings_board", "game", "season", "score"),)
+
+    game: Mapped[str] = mapped_column(String(), primary_key=True)
+    season: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    score: Mapped[float] = mapped_column(Float)
+    hands: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class RatingChange(Base):
+    """A rating after one hand: one row per player, game, season and hand, written in the
+    hand's transaction (so exactly once, as the hand)."""
+
+    __tablename__ = "rating_history"
+
+    game: Mapped[str] = mapped_column(String(), primary_key=True)
+    season: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    user_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    room_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hand_no: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    score: Mapped[float] = mapped_column(Float)
+    at: Mapped[datetime] = mapped_column(DateTime)

@@ -2,16 +2,17 @@
 
 The hand row is inserted first with ``ON CONFLICT (room_id, hand_no) DO NOTHING``: when it
 inserts nothing the settlement was already written (a redelivery or a republish) and the
-transaction writes nothing else. Otherwise the ledger, the replay events and the players'
-coins are written in the same transaction. Works the same on SQLite and PostgreSQL (on
-PostgreSQL a concurrent writer of the same hand waits for the first one, then does nothing).
+transaction writes nothing else. Otherwise the ledger, the replay events, the players'
+coins and their ratings (services/records/ratings.py) are written in the same transaction.
+Works the same on SQLite and PostgreSQL (on PostgreSQL a concurrent writer of the same hand
+waits for the first one, then does nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,6 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from services.records.db import uncancellable
 from services.records.models import Hand, HandEvent, LedgerEntry, Player
 from services.records.settlement import Settlement
+
+if TYPE_CHECKING:   # services.records.ratings imports this module
+    from services.records.ratings import RatingBook
 
 # Coins of a player row created by records (first login in dev, or first settlement of a
 # user records has never seen). A decision of this service, see docs in the report.
@@ -48,9 +52,14 @@ def _hand_values(s: Settlement) -> dict[str, Any]:
 class SettlementWriter:
     """Writes settlements into the records schema."""
 
-    def __init__(self, engine: AsyncEngine, *, start_coins: int = START_COINS) -> None:
+    def __init__(self, engine: AsyncEngine, *, start_coins: int = START_COINS,
+                 ratings: RatingBook | None = None) -> None:
+        from services.records.ratings import RatingBook
+
         self.engine = engine
         self.start_coins = start_coins
+        # every hand rates its players in its own transaction (services/records/ratings.py)
+        self.ratings = ratings or RatingBook(engine)
 
     @uncancellable
     async def write(self, s: Settlement) -> bool:
@@ -76,6 +85,7 @@ class SettlementWriter:
                  "kind": e.kind, "event_id": e.event_id, "frame": e.frame, "json": e.json}
                 for e in s.events])
         await self._move_coins(conn, s)
+        await self.ratings.apply(conn, s)
 
     async def _move_coins(self, conn: AsyncConnection, s: Settlement) -> None:
         """players.coins += delta per seat; a user never seen gets a row with start coins.

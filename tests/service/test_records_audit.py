@@ -69,6 +69,6 @@ async def test_a_database_of_the_previous_release_migrates_to_the_audit_log(
             await conn.run_sync(to("head"))
             assert (await conn.execute(text("SELECT nickname FROM players"))).scalar() == "old"
             assert (await conn.execute(text("SELECT count(*) FROM audit_log"))).scalar() == 0
-        assert m.code_head() == "0002"
+        assert m.code_head() >= "0002"   # (0003: ratings)
     finally:
         await engine.dispose()
