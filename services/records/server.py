@@ -17,6 +17,7 @@ from typing import NoReturn
 import grpc
 from sqlalchemy import text
 
+from games import registry
 from paiju.v1 import lobby_msgs_pb2, records_pb2, records_pb2_grpc
 from services.common.aborting import abort
 from services.common.config import Config
@@ -26,6 +27,7 @@ from services.records.audit import AuditLog, AuditView
 from services.records.consumer import SettleConsumer
 from services.records.db import finish_running, make_engine, migrate
 from services.records.migrate import SchemaGate, migrate_on_start
+from services.records.ratings import RatingBook, RatingView
 from services.records.reads import PlayerView, RecordsReader
 from services.records.store import SettlementWriter
 
@@ -36,6 +38,7 @@ MAX_NICKNAME = 64
 MAX_HEAD_URL = 512
 MAX_AUDIT_TEXT = 2000
 AUDIT_TARGETS = ("room", "user")
+RATED_GAMES = tuple(spec.name for spec in registry.all())
 
 
 async def _invalid(context: grpc.aio.ServicerContext, message: str) -> NoReturn:
@@ -55,9 +58,11 @@ def _player_record(p: PlayerView, created: bool = False) -> records_pb2.PlayerRe
 class RecordsService(records_pb2_grpc.RecordsServicer):
     """paiju.v1.Records over a :class:`RecordsReader`."""
 
-    def __init__(self, reader: RecordsReader, audit: AuditLog | None = None) -> None:
+    def __init__(self, reader: RecordsReader, audit: AuditLog | None = None,
+                 ratings: RatingBook | None = None) -> None:
         self.reader = reader
         self.audit = audit or AuditLog(reader.engine)
+        self.ratings = ratings or RatingBook(reader.engine)
 
     async def _require_seated(self, room_id: int, user_id: int,
                               context: grpc.aio.ServicerContext) -> None:
@@ -154,6 +159,76 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
         entries = await self.audit.list(request.limit or DEFAULT_LIST, request.target_kind,
                                         request.target_id)
         return records_pb2.ListAuditReply(entries=[_audit_record(e) for e in entries])
+
+
+    # -- ratings (services/records/ratings.py) -------------------------------------------------
+
+    async def _scope(self, scope: records_pb2.RatingScope,
+                     context: grpc.aio.ServicerContext) -> tuple[str, int | None]:
+        if scope.game not in RATED_GAMES:
+            await _invalid(context, f"unknown game {scope.game!r}; known: "
+                           f"{', '.join(RATED_GAMES)}")
+        if scope.season < 0:
+            await _invalid(context, f"season must not be negative, got {scope.season}")
+        return scope.game, None if scope.current_season else scope.season
+
+    async def _limit(self, limit: int, context: grpc.aio.ServicerContext) -> int:
+        if limit < 0:
+            await _invalid(context, f"limit must not be negative, got {limit}")
+        return limit or DEFAULT_LIST
+
+    async def GetRating(self, request: records_pb2.RatingRequest,  # noqa: N802
+                        context: grpc.aio.ServicerContext) -> records_pb2.RatingRecord:
+        if request.user_id <= 0:
+            await _invalid(context, f"user_id must be positive, got {request.user_id}")
+        game, season = await self._scope(request.scope, context)
+        view = await self.ratings.rating(request.user_id, game, season)
+        if view is None:
+            await _not_found(context, f"player {request.user_id} has no rated {game} hand "
+                             "in that season")
+        return _rating_record(view)
+
+    async def ListLeaderboard(self, request: records_pb2.LeaderboardRequest,  # noqa: N802
+                              context: grpc.aio.ServicerContext,
+                              ) -> records_pb2.LeaderboardReply:
+        game, season = await self._scope(request.scope, context)
+        limit = await self._limit(request.limit, context)
+        if request.offset < 0:
+            await _invalid(context, f"offset must not be negative, got {request.offset}")
+        number, total, entries = await self.ratings.leaderboard(game, season, limit,
+                                                                request.offset)
+        return records_pb2.LeaderboardReply(game=game, season=number, total=total,
+                                             entries=[_rating_record(e) for e in entries])
+
+    async def ListRatingHistory(self, request: records_pb2.RatingHistoryRequest,  # noqa: N802
+                                context: grpc.aio.ServicerContext,
+                                ) -> records_pb2.RatingHistoryReply:
+        if request.user_id <= 0:
+            await _invalid(context, f"user_id must be positive, got {request.user_id}")
+        game, season = await self._scope(request.scope, context)
+        limit = await self._limit(request.limit, context)
+        steps = await self.ratings.history(request.user_id, game, season, limit)
+        return records_pb2.RatingHistoryReply(steps=[
+            records_pb2.RatingStep(room_id=s.room_id, hand_no=s.hand_no, mu=s.mu,
+                                   sigma=s.sigma, score=s.score, at=s.at) for s in steps])
+
+    async def StartSeason(self, request: records_pb2.StartSeasonRequest,  # noqa: N802
+                          context: grpc.aio.ServicerContext) -> records_pb2.SeasonRecord:
+        if request.game not in RATED_GAMES:
+            await _invalid(context, f"unknown game {request.game!r}; known: "
+                           f"{', '.join(RATED_GAMES)}")
+        if not request.operator or len(request.operator) > MAX_AUDIT_TEXT \
+                or "\x00" in request.operator:
+            await _invalid(context, "operator is required (at most "
+                           f"{MAX_AUDIT_TEXT} characters, no NUL)")
+        season = await self.ratings.start_season(request.game, request.operator)
+        return records_pb2.SeasonRecord(game=season.game, season=season.season,
+                                        started_at=season.started_at)
+
+
+def _rating_record(r: RatingView) -> records_pb2.RatingRecord:
+    return records_pb2.RatingRecord(user_id=r.user_id, game=r.game, season=r.season, mu=r.mu,
+                                    sigma=r.sigma, score=r.score, hands=r.hands, rank=r.rank)
 
 
 def _audit_record(e: AuditView) -> records_pb2.AuditRecord:
