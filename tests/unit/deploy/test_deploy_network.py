@@ -284,3 +284,113 @@ def test_the_readme_tells_operators_what_to_set() -> None:
 def test_every_overlay_namespace_is_covered() -> None:
     assert set(NAMESPACES) == set(OVERLAYS)
     assert Path(K8S / "base" / "networkpolicy.yaml").exists()
+
+
+# ------------------------------------------------------------------ egress
+# Destinations outside the namespace's pods: the cluster DNS, a database in another namespace,
+# and addresses outside the cluster (a managed PostgreSQL, the Kubernetes API, the internet).
+DNS = 53
+
+
+def egress_world(namespace: str, objs: list[dict]) -> dict[str, Peer]:
+    world = peers(namespace, objs)
+    world["records-migrate"] = Peer("records-migrate", namespace, tuple(sorted({
+        **load_all(K8S / "migrate" / "job.yaml")[0]["spec"]["template"]["metadata"]["labels"],
+    }.items())))
+    world["kube-dns"] = Peer("kube-dns", "kube-system", (("k8s-app", "kube-dns"),))
+    world["db-elsewhere"] = Peer("db-elsewhere", "databases", (("cnpg.io/cluster", "paiju"),))
+    world["kube-api"] = Peer("kube-api", None)      # 10.96.0.1:443, the API server
+    return world
+
+
+def destination_matches(entry: dict, policy_ns: str, dst: Peer) -> bool:
+    """An egress ``to`` entry against a destination: pods by namespace and pod selectors
+    (as for ingress), addresses outside the cluster by ipBlock (every address is inside
+    0.0.0.0/0; a pod's own IP is not matched by ipBlock, as most CNIs do)."""
+    if "ipBlock" in entry:
+        assert entry["ipBlock"]["cidr"] == "0.0.0.0/0" and not entry["ipBlock"].get("except")
+        return dst.namespace is None
+    return source_matches(entry, policy_ns, dst)
+
+
+def egress_allowed(objs: list[dict], src: Peer, dst: Peer, port: int, protocol: str) -> bool:
+    """Kubernetes NetworkPolicy egress semantics: open unless a policy of the source's
+    namespace selects the source for Egress; then allowed if one of their rules allows it."""
+    policies = [o for o in objs if o["kind"] == "NetworkPolicy"
+                and o["metadata"]["namespace"] == src.namespace
+                and selects(o["spec"]["podSelector"], src.label_map)
+                and "Egress" in o["spec"].get("policyTypes", [])]
+    if not policies:
+        return True
+    for policy in policies:
+        for rule in policy["spec"].get("egress", []):
+            tos = rule.get("to")
+            if tos is not None and not any(
+                    destination_matches(e, policy["metadata"]["namespace"], dst) for e in tos):
+                continue
+            ports = rule.get("ports")
+            if ports is None or any(p.get("protocol", "TCP") == protocol and p["port"] == port
+                                    for p in ports):
+                return True
+    return False
+
+
+PAIJU_PODS = (*SERVICES, "records-migrate")
+
+
+def expected_egress() -> dict[str, set[tuple[str, int, str]]]:
+    """source -> the (destination, port, protocol) it may reach; everything else refused."""
+    lobby, table, arbiter, records = (PROD[s] for s in SERVICES)
+    dns = {("kube-dns", DNS, "UDP"), ("kube-dns", DNS, "TCP")}
+    # PostgreSQL may be anywhere: any pod of any namespace, any address outside, on 5432
+    postgres = {(d, POSTGRES, "TCP") for d in (
+        "lobby", "table", "arbiter", "records", "records-migrate", "nats", "nats-box",
+        "postgres", "other", "prometheus", "elsewhere", "kube-dns", "db-elsewhere",
+        "internet", "kube-api")}
+    return {
+        "lobby": dns | {("table", table["port"], "TCP"), ("records", records["port"], "TCP"),
+                        ("nats", NATS_CLIENT, "TCP")},
+        "table": dns | {("arbiter", arbiter["port"], "TCP"), ("nats", NATS_CLIENT, "TCP")},
+        "arbiter": dns,
+        "records": dns | postgres | {("nats", NATS_CLIENT, "TCP")},
+        "records-migrate": dns | postgres,
+    }
+
+
+def test_egress_matrix(overlay: tuple[str, list[dict]]) -> None:
+    """Each Paiju pod reaches what its code dials and nothing else (no other service's port,
+    no metrics, no NATS route or monitor port, no Kubernetes API, nothing outside but
+    PostgreSQL); pods that are not Paiju's (NATS, nats-box, a database) keep their egress."""
+    name, objs = overlay
+    world = egress_world(NAMESPACES[name], objs)
+    want = expected_egress()
+    lobby = PROD["lobby"]
+    ports = sorted({p for _, p, _ in set().union(*want.values())}
+                   | {PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
+                   | {lobby["ws_port"], CONSOLE_PORT, PROBE_PORT, NATS_ROUTES, NATS_MONITOR,
+                      NATS_EXPORTER, 443, 80, 22})
+    wrong = []
+    for src in world.values():
+        if src.namespace != NAMESPACES[name]:
+            continue
+        for dst in world.values():
+            for number in ports:
+                for protocol in ("TCP", "UDP"):
+                    ok = egress_allowed(objs, src, dst, number, protocol)
+                    should = ((dst.name, number, protocol) in want[src.name]
+                              if src.name in want else True)
+                    if ok != should:
+                        wrong.append(f"{src.name} -> {dst.name}:{number}/{protocol} "
+                                     f"{'allowed' if ok else 'refused'}")
+    assert not wrong, "\n".join(wrong)
+    assert set(want) == set(PAIJU_PODS)
+
+
+def test_egress_is_denied_by_default_for_paiju_pods_only(overlay) -> None:
+    _, objs = overlay
+    deny = find(objs, "NetworkPolicy", "default-deny-egress")["spec"]
+    assert deny["podSelector"] == {"matchLabels": {"app.kubernetes.io/part-of": "paiju"}}
+    assert deny["policyTypes"] == ["Egress"] and "egress" not in deny
+    for svc in SERVICES:   # every service's pods carry the label the default denial selects
+        labels = find(objs, "Deployment", svc)["spec"]["template"]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/part-of"] == "paiju", svc
