@@ -541,24 +541,28 @@ def test_prod_disruption_budgets_leave_a_replica_of_each_service() -> None:
         assert down == 1 and replicas - down >= 1, f"{svc}: one pod at a time, one left"
 
 
-def test_prod_spreads_every_service_over_nodes_and_zones_as_a_rule() -> None:
-    """Hard spreading (DoNotSchedule) on host and zone for every service with more than one
-    replica, counting only the pods of one ReplicaSet (a rollout is not held back)."""
+def test_prod_spreads_every_service_over_nodes_as_a_rule_and_zones_as_a_preference() -> None:
+    """Hosts: DoNotSchedule, counting only nodes a pod may go to (nodeTaintsPolicy Honor: a
+    node that is down or cordoned does not hold replacements Pending). Zones: ScheduleAnyway
+    (issue 24: with DoNotSchedule a lost zone left the replacements Pending). Only the pods
+    of one ReplicaSet count (a rollout is not held back)."""
     objs = render(K8S / "overlays" / "prod")
     for svc in SERVICES:
-        spread = find(objs, "Deployment", svc)["spec"]["template"]["spec"][
-            "topologySpreadConstraints"]
-        keys = {s["topologyKey"] for s in spread}
-        assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}, svc
-        for s in spread:
+        spread = {s["topologyKey"]: s for s in find(objs, "Deployment", svc)["spec"][
+            "template"]["spec"]["topologySpreadConstraints"]}
+        assert set(spread) == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}, svc
+        for s in spread.values():
             assert s["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
-            assert s["whenUnsatisfiable"] == "DoNotSchedule" and s["maxSkew"] == 1, svc
-            assert s["matchLabelKeys"] == ["pod-template-hash"], svc
+            assert s["maxSkew"] == 1 and s["matchLabelKeys"] == ["pod-template-hash"], svc
+        host, zone = spread["kubernetes.io/hostname"], spread["topology.kubernetes.io/zone"]
+        assert host["whenUnsatisfiable"] == "DoNotSchedule", svc
+        assert host["nodeTaintsPolicy"] == "Honor", svc
+        assert zone["whenUnsatisfiable"] == "ScheduleAnyway", svc
 
 
 def test_every_service_with_replicas_spreads_over_hosts_as_a_rule(overlay) -> None:
-    """Wherever a service runs more than one pod: DoNotSchedule on the host (prod: on the
-    zone too; test clusters have no zone labels, so there the zone is a preference)."""
+    """Wherever a service runs more than one pod: DoNotSchedule on the host, the zone a
+    preference (no overlay may leave replacements Pending for a lost zone)."""
     name, objs = overlay
     scaled = hpas(objs)
     for svc in SERVICES:
@@ -571,8 +575,13 @@ def test_every_service_with_replicas_spreads_over_hosts_as_a_rule(overlay) -> No
         host = spread["kubernetes.io/hostname"]
         assert host["whenUnsatisfiable"] == "DoNotSchedule", (name, svc)
         assert host["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": svc}
+        assert host.get("nodeTaintsPolicy") == "Honor", (name, svc)
         zone = spread["topology.kubernetes.io/zone"]["whenUnsatisfiable"]
-        assert zone == ("DoNotSchedule" if name == "prod" else "ScheduleAnyway"), (name, svc)
+        assert zone == "ScheduleAnyway", (name, svc)
+    for dep in (o for o in objs if o["kind"] == "Deployment"):
+        for s in dep["spec"]["template"]["spec"].get("topologySpreadConstraints", []):
+            assert s["topologyKey"] != "topology.kubernetes.io/zone" \
+                or s["whenUnsatisfiable"] == "ScheduleAnyway", dep["metadata"]["name"]
 
 
 def test_no_pod_gets_a_service_account_token(overlay) -> None:
@@ -581,6 +590,49 @@ def test_no_pod_gets_a_service_account_token(overlay) -> None:
         if o["kind"] in ("Deployment", "Job"):
             pod = o["spec"]["template"]["spec"]
             assert pod["automountServiceAccountToken"] is False, o["metadata"]["name"]
+
+
+def test_each_workload_runs_as_its_own_service_account_without_a_token(overlay) -> None:
+    """A ServiceAccount per service (and one for the migration Job), with no token mounted
+    and no Role bound anywhere in the repository: never the namespace's "default"."""
+    name, objs = overlay
+    migrate = migrate_job_objs(NAMESPACES[name])
+    accounts = {o["metadata"]["name"]: o for o in objs + migrate if o["kind"] == "ServiceAccount"}
+    workloads = [o for o in objs + migrate if o["kind"] in ("Deployment", "Job")]
+    used = [o["spec"]["template"]["spec"]["serviceAccountName"] for o in workloads]
+    assert sorted(used) == sorted({*SERVICES, "records-migrate"}), "one account each"
+    for workload, account in zip(workloads, used, strict=True):
+        sa = accounts[account]
+        assert sa["automountServiceAccountToken"] is False, account
+        assert sa["metadata"]["namespace"] == workload["metadata"]["namespace"]
+        assert sa["metadata"]["labels"]["app.kubernetes.io/name"] == \
+            workload["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]
+    for path in (ROOT / "deploy").rglob("*.yaml"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^kind: (Cluster)?RoleBinding", text, re.M), path
+
+
+def test_nats_and_the_table_run_at_priority_classes_defined_once_per_cluster() -> None:
+    """PriorityClasses (cluster-scoped, deploy/k8s/cluster, applied once per cluster): NATS
+    above the table, both above ordinary workloads and below the system classes; the prod
+    table and the prod NATS servers name them."""
+    classes = {o["metadata"]["name"]: o for o in render(K8S / "cluster")}
+    assert set(classes) == {"paiju-nats", "paiju-table"}
+    for pc in classes.values():
+        assert pc["kind"] == "PriorityClass" and pc["globalDefault"] is False
+        assert 0 < pc["value"] < 1_000_000_000 and "namespace" not in pc["metadata"]
+    assert classes["paiju-nats"]["value"] > classes["paiju-table"]["value"]
+    prod = render(K8S / "overlays" / "prod")
+    for dep in (o for o in prod if o["kind"] == "Deployment"):
+        want = "paiju-table" if dep["metadata"]["name"] == "table" else None
+        assert dep["spec"]["template"]["spec"].get("priorityClassName") == want
+    assert nats_values("prod")["podTemplate"]["merge"]["spec"]["priorityClassName"] == \
+        "paiju-nats"
+    for validator_version in SCHEMA_VERSIONS:
+        validator = pytest.importorskip("kubernetes_validate",
+                                        reason="kubernetes-validate is not installed")
+        for pc in classes.values():
+            validator.validate(pc, validator_version, strict=True)
 
 
 def test_prod_requests_are_per_service() -> None:
@@ -659,8 +711,10 @@ def test_a_release_names_every_image_by_digest_without_editing_tracked_files(
     for svc in SERVICES:
         assert container(app, svc)["image"] == images[svc]
     assert {o["metadata"]["namespace"] for o in app} == {NAMESPACES[env]}
-    (job,) = render(out / "migrate")
-    assert job["kind"] == "Job" and job["metadata"]["namespace"] == NAMESPACES[env]
+    migrate = render(out / "migrate")
+    assert sorted(o["kind"] for o in migrate) == ["Job", "ServiceAccount"]
+    (job,) = [o for o in migrate if o["kind"] == "Job"]
+    assert {o["metadata"]["namespace"] for o in migrate} == {NAMESPACES[env]}
     (c,) = containers(job)
     assert c["image"] == images["records"]
     assert c["command"] == ["python", "-m", "services.records.migrate"]
@@ -705,9 +759,11 @@ def test_make_deploy_migrates_then_rolls_out(tmp_path: Path) -> None:
 def test_the_migration_job_is_valid_and_alone_holds_the_migration_role() -> None:
     validator = pytest.importorskip("kubernetes_validate",
                                     reason="kubernetes-validate is not installed")
-    (job,) = migrate_job_objs()
+    objs = migrate_job_objs()
+    (job,) = [o for o in objs if o["kind"] == "Job"]
     for version in SCHEMA_VERSIONS:
-        validator.validate(job, version, strict=True)
+        for obj in objs:
+            validator.validate(obj, version, strict=True)
     spec = job["spec"]
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     assert spec["backoffLimit"] >= 1 and spec["activeDeadlineSeconds"] >= 600

@@ -47,7 +47,7 @@ def need(name: str) -> str:
 
 
 # ------------------------------------------------------------------ kustomize
-KUSTOMIZATIONS = [*(f"overlays/{o}" for o in OVERLAYS), "monitoring", "migrate"]
+KUSTOMIZATIONS = [*(f"overlays/{o}" for o in OVERLAYS), "monitoring", "migrate", "cluster"]
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None,
@@ -86,6 +86,8 @@ def checkov(*args: str) -> subprocess.CompletedProcess:
 
 def test_checkov_passes_on_every_release_with_the_agreed_baseline(tmp_path: Path) -> None:
     manifests = release_manifests(tmp_path)
+    (manifests / "cluster.yaml").write_text(   # applied once per cluster (PriorityClasses)
+        yaml.safe_dump_all(render(K8S / "cluster"), sort_keys=False), encoding="utf-8")
     run = checkov("-d", str(manifests), "--framework", "kubernetes")
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "Passed checks" in run.stdout

@@ -378,10 +378,10 @@ NATS_POD_LABELS = {"app.kubernetes.io/name": "nats", "app.kubernetes.io/instance
                    "app.kubernetes.io/component": "nats"}
 
 
-def test_prod_nats_is_a_three_server_jetstream_cluster_one_server_per_node() -> None:
+def test_prod_nats_is_a_three_server_jetstream_cluster_one_server_per_zone() -> None:
     """R3 needs three servers that do not fail together: file storage on a volume of each
-    (not memory), never two servers on one node, spread over zones where there are any, and
-    a disruption budget that drains one at a time."""
+    (not memory), never two servers in one zone (so never on one node either: a required
+    rule, issue 24), and a disruption budget that drains one at a time."""
     prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
     config = prod["config"]
     assert config["cluster"]["enabled"] is True and config["cluster"]["replicas"] == 3
@@ -391,10 +391,11 @@ def test_prod_nats_is_a_three_server_jetstream_cluster_one_server_per_node() -> 
     assert js["fileStore"]["pvc"]["size"]
     (rule,) = prod["podTemplate"]["merge"]["spec"]["affinity"]["podAntiAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]
-    assert rule["topologyKey"] == "kubernetes.io/hostname"
+    assert rule["topologyKey"] == "topology.kubernetes.io/zone"
     assert rule["labelSelector"] == {"matchLabels": NATS_POD_LABELS}
-    spread = prod["podTemplate"]["topologySpreadConstraints"]
-    assert set(spread) == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    # no preference beside the rule that could be read as allowing two servers in a zone
+    for spread in prod["podTemplate"].get("topologySpreadConstraints", {}).values():
+        assert spread["whenUnsatisfiable"] == "DoNotSchedule"
     assert prod["podDisruptionBudget"]["enabled"] is True
     # the NetworkPolicy "nats" selects these very pods
     policy = next(d for d in load_all(K8S / "base" / "networkpolicy.yaml")
