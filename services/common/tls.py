@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 
 from services.common.config import Config, ConfigError
 
@@ -47,9 +47,9 @@ CERT_EXPIRY = Gauge(
     "Seconds until a certificate this process uses expires (use: server = the internal one its "
     "gRPC port serves, client = the oldest its channels to other services were made with, "
     "public = the lobby's public one)", ["use"])
-CERT_RELOADS = Gauge("paiju_tls_certificate_reloads", "Certificates read again after their files "
-                     "changed, since start (refused = a changed pair that did not load)",
-                     ["use", "result"])
+CERT_RELOADS = Counter("paiju_tls_certificate_reloads_total", "Certificates read again after "
+                       "their files changed (refused: a changed pair that did not load)",
+                       ["use", "result"])
 # How often at most the files are looked at (a stat of each per check): handshakes and
 # scrapes ask, and renewals are rare.
 RELOAD_CHECK_SECONDS = 1.0

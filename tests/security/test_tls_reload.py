@@ -68,7 +68,7 @@ def expiry_metric(metrics_port: int, use: str) -> float:
 
 def reloads_metric(metrics_port: int, result: str) -> float:
     body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
-    prefix = f'paiju_tls_certificate_reloads{{result="{result}",use="server"}} '
+    prefix = f'paiju_tls_certificate_reloads_total{{result="{result}",use="server"}} '
     for line in body.decode().splitlines():
         if line.startswith(prefix):
             return float(line[len(prefix):])
