@@ -39,8 +39,9 @@ different tickets; players of one ticket are one party and exempt):
   last ``encounter_window`` seconds (a day): a pair of strangers is seated together at
   most that many times per window. Parties never count: friends are not strangers.
 
-**Bounds.** Tickets per pool (``max_pool``), players per party, the scan of each anchor, and
-the encounter memory (pairs older than the window are forgotten at every pass) are bounded.
+**Bounds.** Tickets per pool (``max_pool``), players per party, the scan of each anchor, the
+encounter memory (pairs older than the window are forgotten at every pass) and the waits
+kept for :meth:`Matcher.estimated_wait` are bounded; an empty pool is dropped.
 Bad input is refused with a :class:`MatchError` (a stable ``code`` and a message); nothing
 is partly applied.
 """
@@ -58,6 +59,8 @@ from services.common.geo import has_position, haversine_m
 MAX_PARTY = 3
 MAX_KEY_TEXT = 64           # rule set and region keys
 DAY_SECONDS = 86_400.0
+RECENT_WAITS = 64           # matched tickets' waits kept per queue key, for the estimate
+WAIT_KEYS = 4096            # queue keys whose recent waits are kept (the latest used)
 INF = math.inf
 
 
@@ -286,6 +289,7 @@ class Matcher:
         self._pools: dict[QueueKey, _Pool] = {}
         self._by_ticket: dict[str, _Entry] = {}
         self._queued_users: dict[int, str] = {}         # user id -> ticket id
+        self._waits: dict[QueueKey, deque[float]] = {}
         self._seq = 0
         self.encounters = Encounters(self.config.encounter_window)
 
@@ -368,6 +372,15 @@ class Matcher:
             return len(pool.entries) if pool else 0
         return len(self._by_ticket)
 
+    def estimated_wait(self, key: QueueKey) -> float | None:
+        """What a new ticket of this pool may expect to wait: the median wait of the last
+        :data:`RECENT_WAITS` tickets it matched (None before the first table)."""
+        recent = self._waits.get(key)
+        if not recent:
+            return None
+        waits = sorted(recent)
+        return waits[len(waits) // 2]
+
     def note_table(self, groups: Iterable[Sequence[int]], at: float) -> None:
         """Players seated together elsewhere (a room they joined by hand): each group a
         party, every pair across groups counts as strangers who met at ``at``."""
@@ -403,7 +416,12 @@ class Matcher:
                 if robots_after is None or waited < robots_after:
                     continue
                 robots = pool.seats - filled
+            waits = self._waits.pop(pool.key, None) or deque(maxlen=RECENT_WAITS)
+            self._waits[pool.key] = waits                  # the latest used goes last
+            if len(self._waits) > WAIT_KEYS:
+                del self._waits[next(iter(self._waits))]
             for entry in chosen:
+                waits.append(now - entry.ticket.enqueued_at)
                 pool.remove(entry)
                 del self._by_ticket[entry.ticket.ticket_id]
                 for uid in entry.uids:

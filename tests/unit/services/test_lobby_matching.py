@@ -91,6 +91,17 @@ def test_parties_sit_together_and_fill_exactly_the_seats() -> None:
     assert m.waiting() == 1
 
 
+def test_the_estimated_wait_is_the_median_of_recent_waits() -> None:
+    m = Matcher(cfg())
+    key = QueueKey("xuezhan", "", 1, "", False)
+    assert m.estimated_wait(key) is None
+    for i, at in enumerate([0.0, 2.0, 3.0, 9.0]):
+        m.enqueue(ticket(f"t{i}", at=at))
+    m.run(10.0)
+    assert m.estimated_wait(key) == 8.0                  # waits 10, 8, 7, 1
+    assert m.estimated_wait(QueueKey("xuezhan", "", 2, "", False)) is None
+
+
 def test_pools_never_mix() -> None:
     m = Matcher(cfg())
     for i in range(4):
