@@ -32,7 +32,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bench.common import REPORTS, machine, write_report
@@ -49,6 +49,7 @@ CANCEL_SHARE = 0.03            # tickets whose player gives up...
 PATIENCE_MEAN = 60.0           # ...after this long on average (exponential)
 PARTY_2, PARTY_3 = 0.06, 0.02  # share of tickets that are parties of two, of three
 K_CHECKPOINTS = (1, 2, 5, 10, 20)
+FAST_STEPS = "0:3,5:6,10:12,20:inf"   # a faster widening, beside the matcher's default
 DELTAS = (6, 1, -2, -5)        # points by place (what the placement is read from)
 
 
@@ -121,6 +122,7 @@ def pct(values: Sequence[float], q: float) -> float:
 @dataclass
 class Result:
     rate_per_min: float
+    steps: str = "default"                 # the tolerance schedule's label
     tickets: int = 0
     skipped: int = 0                       # arrivals with no idle player to draw
     cancelled: int = 0
@@ -155,7 +157,7 @@ def simulate(rate_per_min: float, players: int, tickets: int, tick: float, seed:
     members: dict[str, tuple[int, ...]] = {}
     met: dict[tuple[int, int], list[float]] = defaultdict(list)
     matcher = Matcher(config)
-    result = Result(rate_per_min)
+    result = Result(rate_per_min, _steps_label(config))
     rate = rate_per_min / 60.0
     now, next_tick, seq = 0.0, tick, 0
 
@@ -254,6 +256,30 @@ def simulate(rate_per_min: float, players: int, tickets: int, tick: float, seed:
     return result
 
 
+def burst(players: int, seed: int, config: MatchConfig) -> tuple[int, int, float, int]:
+    """Every player of the population queues at once (ratings drawn around 25 with sd 4);
+    passes every second until one makes no table. (tickets, matched, matcher CPU s,
+    passes)."""
+    rng = random.Random(seed)
+    pop = population(players, rng)
+    matcher = Matcher(config)
+    tickets = [Ticket(f"b{i}", (Player(i + 1, rng.gauss(25.0, 4.0), 3.0, pop.ip[i], pop.lat[i],
+                                       pop.lng[i]),), GAME, "std", 1, 0.0, ranked=True)
+               for i in range(players)]
+    start = time.process_time()
+    for t in tickets:
+        matcher.enqueue(t)
+    matched, passes, now = 0, 0, 0.0
+    while True:
+        passes += 1
+        made = matcher.run(now)
+        matched += sum(len(m.tickets) for m in made)
+        if not made and now > config.tolerance_steps[-1][0]:
+            break
+        now += 1.0
+    return players, matched, time.process_time() - start, passes
+
+
 def _recent(met: dict[tuple[int, int], list[float]], match: Match, window: float,
             ) -> dict[tuple[int, int], int]:
     """Earlier meetings within the window of the pairs at this table (smaller id first)."""
@@ -268,8 +294,23 @@ def _recent(met: dict[tuple[int, int], list[float]], match: Match, window: float
     return out
 
 
+def _steps_label(config: MatchConfig) -> str:
+    return ",".join(f"{t:g}:{w:g}" for t, w in config.tolerance_steps)
+
+
+def _describe(steps: tuple[tuple[float, float], ...]) -> str:
+    return ", ".join(f"{w:g} after {t:g} s" for t, w in steps)
+
+
+def parse_steps(text: str) -> tuple[tuple[float, float], ...]:
+    """"0:3,10:6,20:12,40:inf" -> ((0, 3), (10, 6), (20, 12), (40, inf))."""
+    return tuple((float(t), float(w)) for t, w in (part.split(":") for part in text.split(",")))
+
+
 def report_lines(results: Sequence[Result], args: argparse.Namespace, cmd: str,
-                 config: MatchConfig) -> list[str]:
+                 config: MatchConfig,
+                 schedules: Sequence[tuple[str, tuple[tuple[float, float], ...]]],
+                 ) -> list[str]:
     total_matched = sum(r.matched_tickets for r in results)
     total_cpu = sum(r.matcher_cpu for r in results)
     lines = [
@@ -277,8 +318,8 @@ def report_lines(results: Sequence[Result], args: argparse.Namespace, cmd: str,
         f"`{cmd}` on {machine()}; seed {args.seed}. {args.players:,} players, "
         f"{args.tickets:,} arrivals per rate, a matcher pass every {args.tick:g} s of "
         "simulated time; tolerance steps "
-        + ", ".join(f"{w:g} after {t:g} s" for t, w in config.tolerance_steps)
-        + f" (rating points, mu); robots off; strangers at most "
+        + " and ".join(f"`{label}` ({_describe(steps)})" for label, steps in schedules)
+        + " (rating points of mu allowed after so long a wait); robots off; strangers at most "
         f"{config.stranger_tables_per_day} tables per day; geo alert "
         f"{config.geo_alert_meters:g} m (config `lobby.geo_alert_meters`). Hands take "
         f"{HAND_SECONDS:g} s; {CANCEL_SHARE:.0%} of tickets give up after "
@@ -286,13 +327,13 @@ def report_lines(results: Sequence[Result], args: argparse.Namespace, cmd: str,
         "three. Simulated times are exact for the seed; CPU figures move between runs (two "
         "cores shared with other work).", "",
         "## Time to a table, spread, constraints", "",
-        "| tickets/min | tickets (no idle player) | tables | wait p50 (s) | wait p99 (s) | wait max (s) "
+        "| tolerance | tickets/min | tickets (no idle player) | tables | wait p50 (s) | wait p99 (s) | wait max (s) "
         "| mu spread p50 / p90 | skill spread: tables / random | violations "
         "| cancelled (matched) | left waiting |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(
-            f"| {r.rate_per_min:,.0f} | {r.tickets:,} ({r.skipped:,}) | {r.tables:,} | "
+            f"| {r.steps} | {r.rate_per_min:,.0f} | {r.tickets:,} ({r.skipped:,}) | {r.tables:,} | "
             f"{pct(r.waits, 0.5):.0f} | {pct(r.waits, 0.99):.0f} | {max(r.waits, default=0):.0f} | "
             f"{pct(r.spreads, 0.5):.2f} / {pct(r.spreads, 0.9):.2f} | "
             f"{statistics.fmean(r.skill_spreads):.2f} / "
@@ -311,14 +352,14 @@ def report_lines(results: Sequence[Result], args: argparse.Namespace, cmd: str,
               "Spearman rank correlation of mu to the hidden skill, over the players who "
               "reached K hands, at their K-th hand; and over every player who played, at the "
               "end.", "",
-              "| tickets/min | " + " | ".join(f"K={k}" for k in K_CHECKPOINTS)
+              "| tolerance | tickets/min | " + " | ".join(f"K={k}" for k in K_CHECKPOINTS)
               + " | at the end |",
-              "|---:|" + "---:|" * (len(K_CHECKPOINTS) + 1)]
+              "|---|---:|" + "---:|" * (len(K_CHECKPOINTS) + 1)]
     for r in results:
         cells = [f"{r.correlation[k][1]:.2f} ({r.correlation[k][0]:,})"
                  if k in r.correlation else "-" for k in K_CHECKPOINTS]
         n, rho = r.final_correlation
-        lines.append(f"| {r.rate_per_min:,.0f} | " + " | ".join(cells)
+        lines.append(f"| {r.steps} | {r.rate_per_min:,.0f} | " + " | ".join(cells)
                      + f" | {rho:.2f} ({n:,}) |")
     lines += ["", "(players in brackets). A hand's luck has twice the spread of skill "
               f"(sd {LUCK:g}), as in mahjong, so few hands say little.", "",
@@ -326,11 +367,11 @@ def report_lines(results: Sequence[Result], args: argparse.Namespace, cmd: str,
               "CPU seconds inside `Matcher.enqueue`, `cancel` and `run` (process time, one "
               "thread), all passes included; the simulation and the rating updates are not "
               "counted.", "",
-              "| tickets/min | passes | matcher CPU (s) | tickets matched per CPU second |",
-              "|---:|---:|---:|---:|"]
+              "| tolerance | tickets/min | passes | matcher CPU (s) | tickets matched per CPU "
+              "second |", "|---|---:|---:|---:|---:|"]
     for r in results:
         per = r.matched_tickets / r.matcher_cpu if r.matcher_cpu else float("nan")
-        lines.append(f"| {r.rate_per_min:,.0f} | {r.passes:,} | {r.matcher_cpu:.2f} | "
+        lines.append(f"| {r.steps} | {r.rate_per_min:,.0f} | {r.passes:,} | {r.matcher_cpu:.2f} | "
                      f"{per:,.0f} |")
     lines += ["", f"All rates: {total_matched:,} tickets matched in {total_cpu:.2f} CPU s, "
               f"**{total_matched / total_cpu:,.0f} tickets per second on one core** (target "
@@ -347,6 +388,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rates", default=None,
                         help="tickets per minute (default 200,1000,3000)")
     parser.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
+    parser.add_argument("--steps", default=None,
+                        help="tolerance schedules separated by ';', each 'after:width,...' "
+                        f"(default: the matcher's, then {FAST_STEPS})")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
@@ -354,16 +398,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.tickets = args.tickets or (10_000 if args.quick else 200_000)
     args.rates = args.rates or ("200,500" if args.quick else "200,1000,3000")
     rates = [float(r) for r in args.rates.split(",")]
-    config = MatchConfig(geo_alert_meters=float(load_config("dev").lobby.geo_alert_meters))
     given = list(sys.argv[1:] if argv is None else argv)
     cmd = " ".join(["python -m bench.bench_matchmaking", *given])
+    alert = float(load_config("dev").lobby.geo_alert_meters)
+    base = MatchConfig(geo_alert_meters=alert)
+    texts = args.steps.split(";") if args.steps else [_steps_label(base), FAST_STEPS]
+    schedules = [(text, parse_steps(text)) for text in texts]
     results = []
-    for rate in rates:
-        started = time.perf_counter()
-        results.append(simulate(rate, args.players, args.tickets, args.tick, args.seed,
-                                config))
-        print(f"rate {rate:g}/min: {time.perf_counter() - started:.1f} s", flush=True)
-    write_report(args.out / REPORT, report_lines(results, args, cmd, config))
+    for text, steps in schedules:
+        config = replace(base, tolerance_steps=steps)
+        for rate in rates:
+            started = time.perf_counter()
+            results.append(simulate(rate, args.players, args.tickets, args.tick, args.seed,
+                                    config))
+            print(f"{text} at {rate:g}/min: {time.perf_counter() - started:.1f} s",
+                  flush=True)
+    lines = report_lines(results, args, cmd, base, schedules)
+    queued, matched, cpu, passes = burst(args.players, args.seed, base)
+    lines += ["## A burst", "",
+              f"All {queued:,} players queue at the same instant (one pool, ratings around 25 "
+              f"with sd 4, the matcher's default schedule), passes every second until none "
+              f"makes a table: {matched:,} matched in {passes} passes, {cpu:.2f} CPU s "
+              f"(enqueue included): **{matched / cpu:,.0f} tickets per second** with the "
+              "whole population waiting in one pool.", ""]
+    write_report(args.out / REPORT, lines)
 
 
 if __name__ == "__main__":
