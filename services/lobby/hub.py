@@ -6,6 +6,15 @@ A login names its token's generation (tokens.py, 0 without one) in ``session.kic
 every lobby remembers the newest generation of each user it heard of (:class:`Generations`),
 refuses a login with an older one, and a session of a newer generation is never kicked by
 an older one: its lobby announces it again, which kicks the older session wherever it is.
+
+The announcement also names the token (a digest, ``tokens.token_id``). When a user's session
+is replaced by a login with another token, every lobby that heard both revokes the older
+token until it expires (:class:`Revocations`): a kicked session's token, captured or not,
+no longer logs in anywhere, whatever its generation. A login with the same token (a
+reconnect) revokes nothing. A lobby started after the replacement did not hear it: if it
+lets the revoked token in, the announcement of that login is refused by the lobbies that
+know, which announce the current session again (as for an older generation), so the
+late one kicks it and learns.
 """
 
 from __future__ import annotations
@@ -70,12 +79,53 @@ class Generations:
         return len(self._newest)
 
 
+class Revocations:
+    """Tokens replaced by a newer login of their user with another token, by token id, kept
+    until they expire; and the token of each user's newest login this lobby heard of."""
+
+    def __init__(self) -> None:
+        self._current: dict[int, tuple[str, float]] = {}   # uid -> (token id, expiry)
+        self._revoked: dict[str, float] = {}               # token id -> its expiry
+        self._next_sweep = 0.0
+
+    def revoked(self, token_id: str, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        expiry = self._revoked.get(token_id)
+        return expiry is not None and expiry > now
+
+    def note(self, user_id: int, token_id: str, expiry: float,
+             now: float | None = None) -> None:
+        """``token_id`` is the user's newest login: the token of the login before it, if
+        another one, is revoked until its own expiry."""
+        now = time.time() if now is None else now
+        self._sweep(now)
+        if not token_id or expiry <= now or self.revoked(token_id, now):
+            return
+        known = self._current.get(user_id)
+        if known is not None and known[0] != token_id and known[1] > now:
+            self._revoked[known[0]] = known[1]
+        self._current[user_id] = (token_id, expiry)
+
+    def _sweep(self, now: float) -> None:
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + 60.0
+        for uid in [u for u, (_, expiry) in self._current.items() if expiry <= now]:
+            del self._current[uid]
+        for tid in [t for t, expiry in self._revoked.items() if expiry <= now]:
+            del self._revoked[tid]
+
+    def __len__(self) -> int:
+        return len(self._revoked)
+
+
 class Hub:
     def __init__(self, nc: Client) -> None:
         self.nc = nc
         self.sessions: set[Session] = set()
         self.by_user: dict[int, Session] = {}
         self.generations = Generations()
+        self.revocations = Revocations()
         self._subs: list[Any] = []
 
     async def start(self) -> None:
@@ -95,6 +145,7 @@ class Hub:
         :meth:`announce` then tells the other lobbies."""
         uid = session.user_id
         self.generations.note(uid, session.gen, session.token_expiry)
+        self.revocations.note(uid, session.token_id, session.token_expiry)
         older = self.by_user.get(uid)
         if older is not None and older is not session:
             self.kick(older, "local")
@@ -103,7 +154,8 @@ class Hub:
     async def announce(self, session: Session) -> None:
         """Tell every lobby that ``session`` is the user's newest (session.kick.<uid>)."""
         payload = {"session_id": session.session_id, "login_at": session.login_at,
-                   "gen": session.gen, "expiry": session.token_expiry}
+                   "gen": session.gen, "expiry": session.token_expiry,
+                   "token_id": session.token_id}
         await self.nc.publish(bus.session_kick(session.user_id), json.dumps(payload).encode())
 
     def remove(self, session: Session) -> None:
@@ -135,20 +187,32 @@ class Hub:
             newer_at = float(data.get("login_at", time.time()))
             newer_gen = int(data.get("gen") or 0)
             expiry = float(data.get("expiry") or 0)
+            newer_token = str(data.get("token_id") or "")
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("bad kick message", extra={"subject": msg.subject})
             return
         if uid is None:
             return
         self.generations.note(uid, newer_gen, expiry)
+        stale = bool(newer_token) and self.revocations.revoked(newer_token)
+        self.revocations.note(uid, newer_token, expiry)   # nothing if the token is revoked
         session = self.by_user.get(uid)
         if session is None or session.session_id == newer_id or session.kicked:
             return
-        if newer_gen < session.gen:
+        if stale and session.token_id != newer_token:
+            # a revoked token got in on a lobby that had not heard of its replacement:
+            # this session stands, and saying so again kicks that one there
+            log.info("revoked token logged in elsewhere: announcing the current session",
+                     extra={"user": uid})
+            await self.announce(session)
+        elif newer_gen < session.gen:
             # a login with an older token got in somewhere (a lobby that had not heard of
             # ours): this session stands, and saying so again kicks the other one
             log.info("older token generation logged in elsewhere: announcing the newer",
                      extra={"user": uid, "gen": session.gen, "other_gen": newer_gen})
             await self.announce(session)
-        elif newer_gen > session.gen or session.login_at <= newer_at:
+        elif (newer_gen > session.gen or session.login_at <= newer_at
+              or self.revocations.revoked(session.token_id)):
+            # a newer generation, a later login, or a login that revoked this session's
+            # token (even one that logged in before it, on a lobby that knew)
             self.kick(session, "remote")

@@ -36,6 +36,9 @@ def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> tokens.Claims:
     claims = tokens.claims(login.token, secret)
     if reserved.is_robot(claims.user_id):   # a table's robots never log in
         raise tokens.BadToken("robot user ids cannot log in")
+    if app.hub.revocations.revoked(tokens.token_id(login.token)):
+        raise Superseded("token revoked by a newer sign-in (its session was replaced by "
+                         "one with another token): sign in again")
     newest = app.hub.generations.newest(claims.user_id)
     if claims.gen < newest:
         raise Superseded(f"token revoked by a newer sign-in (generation {claims.gen} < "
@@ -76,7 +79,9 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         user_id=user_id, nickname=record.nickname, head_url=record.head_url, sex=record.sex,
         coins=record.coins, ip=session.peer_ip, lat=req.lat, lng=req.lng,
         login_address=req.login_address)
-    if claims.gen < app.hub.generations.newest(user_id):   # a newer sign-in meanwhile
+    token_id = "" if app.lobby.legacy_md5 else tokens.token_id(req.token)
+    if claims.gen < app.hub.generations.newest(user_id) \
+            or app.hub.revocations.revoked(token_id):   # a newer sign-in meanwhile
         metrics.LOGINS.labels("superseded").inc()
         session.send(error_frame(common_pb2.ERR_BAD_TOKEN, "token revoked by a newer sign-in: "
                                  "sign in again", request_event_id=frame.event_id or 1002,
@@ -86,6 +91,7 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
     session.user_id = user_id
     session.login_at = time.time()
     session.gen, session.token_expiry = claims.gen, float(claims.expiry)
+    session.token_id = token_id
     app.hub.bind(session)
     metrics.LOGINS.labels("ok").inc()
     try:

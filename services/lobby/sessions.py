@@ -146,6 +146,7 @@ class Session:
     login_at: float = 0.0
     gen: int = 0                  # the login token's generation (tokens.py; 0: none)
     token_expiry: float = 0.0     # the login token's expiry (wall-clock seconds)
+    token_id: str = ""            # tokens.token_id of the login token ("": legacy md5 login)
     last_seen: float = field(default_factory=time.monotonic)
     kicked: bool = False
     # told to reconnect (a drain, a room still moving): the player is coming back, so his

@@ -97,6 +97,12 @@ def claims(token: str, secret: str, *, now: float | None = None) -> Claims:
     return Claims(user_id, expiry, gen)
 
 
+def token_id(token: str) -> str:
+    """A token's identity for revocation (hub.Revocations): a digest, never the token, so
+    announcing or logging it gives nobody a credential."""
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
 def verify(token: str, secret: str, *, now: float | None = None) -> int:
     """The user id of a valid token; BadToken (shape, signature) or TokenExpired otherwise."""
     return claims(token, secret, now=now).user_id
