@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy import Row, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.records.db import uncancellable
@@ -114,24 +114,24 @@ class RatingBook:
                                        PlayerRating.season.in_(seasons),
                                        PlayerRating.user_id.in_(uids))
             .order_by(PlayerRating.season, PlayerRating.user_id).with_for_update())).all()
-        moved = 0
-        history = []
+        changes, history = [], []
         for season in seasons:
             before = {r.user_id: Rating(r.mu, r.sigma) for r in rows if r.season == season}
             after = self.rater.update(before, hand)
             for uid in uids:
                 new = after[uid]
-                await conn.execute(update(PlayerRating).where(
-                    PlayerRating.game == s.game, PlayerRating.season == season,
-                    PlayerRating.user_id == uid).values(
-                    mu=new.mu, sigma=new.sigma, score=new.score,
-                    hands=PlayerRating.hands + 1, updated_at=now))
+                changes.append({"k_season": season, "k_user": uid, "mu": new.mu,
+                                "sigma": new.sigma, "score": new.score})
                 history.append({"game": s.game, "season": season, "user_id": uid,
                                 "room_id": s.room_id, "hand_no": s.hand_no, "mu": new.mu,
                                 "sigma": new.sigma, "score": new.score, "at": s.settled_at})
-                moved += 1
+        # one statement for all rows (executemany); mu, sigma and score from each row's values
+        await conn.execute(update(PlayerRating).where(
+            PlayerRating.game == s.game, PlayerRating.season == bindparam("k_season"),
+            PlayerRating.user_id == bindparam("k_user"))
+            .values(hands=PlayerRating.hands + 1, updated_at=now), changes)
         await conn.execute(insert(RatingChange), history)
-        return moved
+        return len(changes)
 
     # -- reads --------------------------------------------------------------------------------
 
