@@ -167,6 +167,9 @@ class TlsConfig:
     # with internal TLS on: a plaintext port that answers health checks only (the kubelet's
     # gRPC probes cannot present a certificate); -1 = off
     probe_port: int = -1
+    # prod refuses to start without internal TLS (require_internal_tls); true is the explicit
+    # opt-out (e.g. a service mesh does mutual TLS instead), logged at every start
+    allow_plaintext_in_prod: bool = False
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,23 @@ def require_token_secret(cfg: Config) -> None:
                           "(set PAIJU_LOBBY__TOKEN_SECRET to a long random secret)")
     if len(secret) < MIN_PROD_SECRET:
         raise ConfigError(f"lobby.token_secret: at least {MIN_PROD_SECRET} characters in prod")
+
+
+def require_internal_tls(cfg: Config) -> bool:
+    """Fail closed: in prod a service refuses to start without internal mutual TLS
+    (``tls.ca_file``, with ``cert_file`` and ``key_file``): without it table, records and
+    arbiter would serve every inter-service call (Table.Session, Records.GetReplay, ...) to
+    any caller without an identity, and the lobby and the table would dial them in
+    plaintext. ``tls.allow_plaintext_in_prod = true`` is the explicit opt-out; True means it
+    is in force (the caller logs it), False that there is nothing to say."""
+    if cfg.env != "prod" or cfg.tls.ca_file:
+        return False
+    if cfg.tls.allow_plaintext_in_prod:
+        return True
+    raise ConfigError("tls.ca_file, tls.cert_file, tls.key_file: internal mutual TLS is "
+                      "required in prod (PAIJU_TLS__CA_FILE, ..._CERT_FILE, ..._KEY_FILE; "
+                      "deploy/README.md, TLS); to run without it on purpose set "
+                      "PAIJU_TLS__ALLOW_PLAINTEXT_IN_PROD=true")
 
 
 DEV_CONSOLE_TOKEN = "dev-console-token"   # config/dev.toml's; refused outside dev

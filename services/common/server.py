@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from services.common import tls
-from services.common.config import Config
+from services.common.config import Config, require_internal_tls
 from services.common.metrics import MetricsInterceptor
 
 log = logging.getLogger("paiju.server")
@@ -83,7 +83,12 @@ async def start_service(
 ) -> ServiceHost:
     """Create, register and start a gRPC server. ``register`` adds the servicers and returns
     their full service names (for health and reflection). Port 0 picks a free port.
-    ``serving=False`` leaves health NOT_SERVING until the caller has finished starting."""
+    ``serving=False`` leaves health NOT_SERVING until the caller has finished starting.
+    In prod, refuses (ConfigError) to start without internal TLS unless explicitly allowed."""
+    if cfg is not None and require_internal_tls(cfg):
+        log.warning("internal TLS is OFF in prod: inter-service calls are plaintext and "
+                    "unauthenticated (explicit opt-out tls.allow_plaintext_in_prod)",
+                    extra={"service": name, "opt_out": "PAIJU_TLS__ALLOW_PLAINTEXT_IN_PROD"})
     credentials = tls.server_credentials(cfg, name) if cfg is not None else None
     checks = tls.interceptors(cfg, name) if cfg is not None else []
     server = grpc.aio.server(

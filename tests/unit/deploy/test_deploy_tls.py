@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from services.common import tls
-from services.common.config import load_config
+from services.common.config import load_config, require_internal_tls
 from tests.unit.deploy.test_deploy_k8s import (
     K8S,
     NAMESPACES,
@@ -107,6 +107,8 @@ def test_prod_turns_internal_mutual_tls_on_for_every_service(prod) -> None:
         env = pod_environment(prod, c)
         cfg = load_config(environ=env)
         assert tls.internal_enabled(cfg), f"{svc}: internal TLS is off"
+        # the prod start-up check passes, and not by the plaintext opt-out
+        assert require_internal_tls(cfg) is False and not cfg.tls.allow_plaintext_in_prod
         for field, key in TLS_KEYS.items():
             secret, file = secret_of_file(prod, svc, getattr(cfg.tls, field))
             assert (secret, file) == (f"paiju-{svc}-tls", key), f"{svc}: tls.{field}"
