@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -47,6 +48,13 @@ class LobbyConfig:
     port: int = 50051
     metrics_port: int = 9101
     token_secret: str = ""
+    # signing key rotation (services/lobby/tokens.py, Keyring): the id of token_secret (empty:
+    # its tokens carry no key id), and the previous key, accepted until token_previous_until
+    # (Unix seconds: the overlap in which tokens it signed stay valid)
+    token_key_id: str = ""
+    token_previous_secret: str = ""
+    token_previous_key_id: str = ""
+    token_previous_until: float = 0.0
     legacy_md5: bool = False
     heartbeat_seconds: int = 15
     offline_after_seconds: int = 45
@@ -294,7 +302,15 @@ MIN_PROD_SECRET = 16
 def require_token_secret(cfg: Config) -> None:
     """The lobby refuses to start in prod without a login token secret of its own: the
     public dev secret (anyone could mint a token for any user with it) or a short one is
-    refused."""
+    refused. Everywhere: key ids of the rotation well formed and apart."""
+    c = cfg.lobby
+    for key in ("token_key_id", "token_previous_key_id"):
+        value = getattr(c, key)
+        if value and not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", value):   # tokens.KEY_ID
+            raise ConfigError(f"lobby.{key}: 1-32 of A-Z a-z 0-9 _ -, got {value!r}")
+    if c.token_previous_secret and c.token_previous_key_id == c.token_key_id \
+            and c.token_key_id:
+        raise ConfigError("lobby.token_previous_key_id: must differ from token_key_id")
     if cfg.env != "prod":
         return
     secret = cfg.lobby.token_secret
@@ -305,6 +321,11 @@ def require_token_secret(cfg: Config) -> None:
                           "(set PAIJU_LOBBY__TOKEN_SECRET to a long random secret)")
     if len(secret) < MIN_PROD_SECRET:
         raise ConfigError(f"lobby.token_secret: at least {MIN_PROD_SECRET} characters in prod")
+    previous = cfg.lobby.token_previous_secret
+    if previous and (previous == DEV_TOKEN_SECRET or len(previous) < MIN_PROD_SECRET
+                     or previous == secret):
+        raise ConfigError("lobby.token_previous_secret: a long random secret in prod, not the "
+                          "dev one, and not the current token_secret")
 
 
 def require_internal_tls(cfg: Config) -> bool:

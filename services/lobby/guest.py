@@ -72,7 +72,7 @@ async def guest_login(app: LobbyApp, request: web.Request, ip: str) -> web.Respo
         await app.records.profile(user_id, nickname, create=True)
     except Reject as exc:
         return _error(503, "unavailable", exc.message)
-    token = tokens.mint(user_id, c.token_secret, ttl=c.guest_token_seconds)
+    token = tokens.mint(user_id, c.token_secret, ttl=c.guest_token_seconds, key_id=c.token_key_id)
     log.info("guest login", extra={"user": user_id})
     # int64 as a string, as in proto3 JSON: a browser's numbers cannot hold it exactly
     return web.json_response({"token": token, "user_id": str(user_id), "nickname": nickname,

@@ -10,6 +10,7 @@ from typing import Any
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import reserved
+from services.common.config import LobbyConfig
 from services.lobby import limits, metrics, seating, tokens
 from services.lobby.app import RESUME_AGAIN_MS, LobbyApp
 from services.lobby.errors import Reject
@@ -18,6 +19,13 @@ from services.lobby.sessions import Session
 
 log = logging.getLogger("paiju.lobby.login")
 
+
+
+def keyring(c: LobbyConfig) -> tokens.Keyring:
+    """The signing keys this lobby accepts (lobby.token_*: the current key and, during a
+    rotation, the previous one until token_previous_until)."""
+    return tokens.Keyring(c.token_secret, c.token_key_id, c.token_previous_secret,
+                          c.token_previous_key_id, c.token_previous_until)
 
 
 class Superseded(tokens.BadToken):
@@ -33,7 +41,7 @@ def check_token(app: LobbyApp, login: lobby_msgs_pb2.Login) -> tokens.Claims:
         if reserved.is_robot(user_id):
             raise tokens.BadToken("robot user ids cannot log in")
         return tokens.Claims(user_id, 0)
-    claims = tokens.claims(login.token, secret)
+    claims = tokens.claims(login.token, keyring(app.lobby))
     if reserved.is_robot(claims.user_id):   # a table's robots never log in
         raise tokens.BadToken("robot user ids cannot log in")
     if app.hub.revocations.revoked(tokens.token_id(login.token)):

@@ -40,6 +40,9 @@ FAKE_SECRETS = {
     "paiju-nats": {f"{user}-password": f"prod-{user}-nats"
                    for user in ("lobby", "table", "records", "admin")},
 }
+# The optional keys of paiju-secrets the lobby reads while its token signing key rotates.
+ROTATION_KEYS = {"token-key-id", "token-previous-secret", "token-previous-key-id",
+                 "token-previous-until"}
 # The services that speak NATS, each with its own NATS user (deploy/k8s/nats/values-auth.yaml).
 NATS_CLIENTS = ("lobby", "table", "records")
 # The Helm values of the NATS release "nats" installed beside each overlay (deploy/README.md).
@@ -214,8 +217,11 @@ def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
         else:
             sref = ref["secretKeyRef"]
             secret = secrets.get(sref["name"])
-            env[item["name"]] = (base64.b64decode(secret["data"][sref["key"]]).decode()
-                                 if secret else FAKE_SECRETS[sref["name"]][sref["key"]])
+            data = ({k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+                    if secret else FAKE_SECRETS[sref["name"]])
+            if sref["key"] not in data and sref.get("optional"):
+                continue   # an optional key the Secret does not hold: the variable is unset
+            env[item["name"]] = data[sref["key"]]
     return env
 
 
@@ -383,19 +389,25 @@ def test_secrets_in_git_only_outside_prod(overlay) -> None:
     name, objs = overlay
     secrets = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Secret"}
     referenced: dict[str, set[str]] = {}
+    optional: dict[str, set[str]] = {}
     for svc in SERVICES:
         for item in container(objs, svc).get("env", []):
             if "secretKeyRef" in item.get("valueFrom", {}):
                 ref = item["valueFrom"]["secretKeyRef"]
-                referenced.setdefault(ref["name"], set()).add(ref["key"])
+                into = optional if ref.get("optional") else referenced
+                into.setdefault(ref["name"], set()).add(ref["key"])
+                if ref.get("optional"):
+                    assert svc == "lobby", f"{svc}: the token keys are the lobby's only"
     # admin-password is for the NATS servers and nats-box (the Helm values), no Deployment
     assert referenced == {"paiju-secrets": set(FAKE_SECRETS["paiju-secrets"]),
                           "paiju-nats": {f"{svc}-password" for svc in NATS_CLIENTS}}
+    assert optional == {"paiju-secrets": ROTATION_KEYS}   # set during a key rotation only
     if name == "prod":
         assert not secrets, "production secrets must not be in git"
         readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
         for secret, keys in FAKE_SECRETS.items():
             assert all(key in readme for key in {secret, *keys}), "document how to create them"
+        assert all(key in readme for key in ROTATION_KEYS), "document the rotation"
     else:   # test also has the migration Job's role (../migrate), which no Deployment reads
         expected = {s: set(keys) for s, keys in FAKE_SECRETS.items()}
         if name == "test":
