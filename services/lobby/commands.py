@@ -9,8 +9,9 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from games import registry
 from paiju.frames import error_frame, ok_frame, server_frame
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
 from services.lobby import limits, metrics, seating, watching
 from services.lobby.app import LobbyApp
@@ -200,6 +201,47 @@ async def replay(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame)
     session.send(server_frame(result, reply_to=frame.seq))
 
 
+LEADERBOARD_DEFAULT, LEADERBOARD_MAX = 20, 100
+RATED_GAMES = tuple(spec.name for spec in registry.all())
+
+
+def _rating_scope(game: str, season: int, current: bool) -> records_pb2.RatingScope:
+    if game not in RATED_GAMES:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, f"unknown game {game!r}; known: "
+                     f"{', '.join(RATED_GAMES)}")
+    if season < 0:
+        raise Reject(common_pb2.ERR_BAD_FRAME, f"season must not be negative, got {season}")
+    return records_pb2.RatingScope(game=game, season=season, current_season=current)
+
+
+def _rating_info(r: records_pb2.RatingRecord) -> lobby_msgs_pb2.RatingInfo:
+    return lobby_msgs_pb2.RatingInfo(user_id=r.user_id, game=r.game, season=r.season,
+                                     rated=True, mu=r.mu, sigma=r.sigma, score=r.score,
+                                     hands=r.hands, rank=r.rank)
+
+
+async def rating(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    """The asker's own rating (nobody else's: the leaderboard shows the others)."""
+    req = frame.ask_rating
+    scope = _rating_scope(req.game, req.season, req.current_season)
+    found = await app.records.rating(session.user_id, scope)
+    info = _rating_info(found) if found is not None else lobby_msgs_pb2.RatingInfo(
+        user_id=session.user_id, game=req.game, season=req.season, rated=False)
+    session.send(server_frame(info, reply_to=frame.seq))
+
+
+async def leaderboard(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    req = frame.ask_leaderboard
+    scope = _rating_scope(req.game, req.season, req.current_season)
+    if not 0 <= req.limit <= LEADERBOARD_MAX or req.offset < 0:
+        raise Reject(common_pb2.ERR_BAD_FRAME, f"limit is 0..{LEADERBOARD_MAX} and offset "
+                     f">= 0, got {req.limit}, {req.offset}")
+    board = await app.records.leaderboard(scope, req.limit or LEADERBOARD_DEFAULT, req.offset)
+    session.send(server_frame(lobby_msgs_pb2.Leaderboard(
+        game=board.game, season=board.season, total=board.total,
+        entries=[_rating_info(e) for e in board.entries]), reply_to=frame.seq))
+
+
 HANDLERS: dict[str, Handler] = {
     "heartbeat": heartbeat,
     "ask_room_list": room_list,
@@ -208,6 +250,8 @@ HANDLERS: dict[str, Handler] = {
     "chat": chat,
     "ask_history_score": history,
     "ask_replay": replay,
+    "ask_rating": rating,
+    "ask_leaderboard": leaderboard,
     "watch_room": watching.watch_room,
     "stop_watching": watching.stop_watching,
 }

@@ -1,4 +1,4 @@
-"""The lobby's client of the records service: profiles, history scores, replays.
+"""The lobby's client of the records service: profiles, history scores, replays, ratings.
 
 Records runs as several replicas. The dial address (``records.address``) may be:
 
@@ -93,6 +93,23 @@ class RecordsClient:
     async def replay(self, room_id: int, hand_no: int, user_id: int) -> lobby_msgs_pb2.Replay:
         return await self._call(lambda s: s.GetReplay, records_pb2.ReplayRequest(
             room_id=room_id, hand_no=hand_no, user_id=user_id))
+
+    async def rating(self, user_id: int, scope: records_pb2.RatingScope,
+                     ) -> records_pb2.RatingRecord | None:
+        """A player's rating and rank in a game and season; None before his first rated
+        hand there."""
+        try:
+            return await self._call(lambda s: s.GetRating, records_pb2.RatingRequest(
+                user_id=user_id, scope=scope))
+        except Reject as exc:
+            if exc.code != common_pb2.ERR_NO_SUCH_ROOM:   # (NOT_FOUND: not rated yet)
+                raise
+            return None
+
+    async def leaderboard(self, scope: records_pb2.RatingScope, limit: int, offset: int,
+                          ) -> records_pb2.LeaderboardReply:
+        return await self._call(lambda s: s.ListLeaderboard, records_pb2.LeaderboardRequest(
+            scope=scope, limit=limit, offset=offset))
 
     async def append_audit(self, entry: records_pb2.AuditRecord) -> records_pb2.AuditRecord:
         """One operator action into the audit log (the console's write actions)."""
