@@ -27,6 +27,8 @@ from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 
+TOP_LIMIT = 10   # rows of the leaderboard that ``top`` shows
+
 
 @dataclass
 class Options:
@@ -225,6 +227,13 @@ class CliApp:
             return lm.JoinRoom(room_id=int(a[0]), password=a[1] if len(a) > 1 else "")
         if cmd.name == "quick":
             return lm.JoinRoom(room_id=0, game=GAMES[a[0]])
+        if cmd.name in ("rating", "top"):
+            now = a[1] == "now"
+            season = 0 if now else int(a[1])
+            if cmd.name == "rating":
+                return lm.AskRating(game=a[0], season=season, current_season=now)
+            return lm.AskLeaderboard(game=a[0], season=season, current_season=now,
+                                     limit=TOP_LIMIT)
         if cmd.name == "chat":
             return lm.Chat(content=a[0])
         if cmd.name == "vote":
@@ -244,6 +253,11 @@ class CliApp:
                 self.out(f"  {item.src_uid} - {item.dest_uid}: {item.distance}{ip}")
             if not frame.use_geo.items:
                 self.out("  nobody else in the room")
+        elif kind == "rating_info":
+            self.out(render.rating_line(frame.rating_info))
+        elif kind == "leaderboard":
+            for line in render.leaderboard_lines(frame.leaderboard):
+                self.out(line)
         elif kind == "history_score":
             for item in frame.history_score.items:
                 self.out(f"  {item.user_id}: {' '.join(f'{s:+d}' for s in item.scores) or '-'}"

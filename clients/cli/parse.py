@@ -19,6 +19,8 @@ COMMANDS = {
     "geo": "geo                    distances between the room's players",
     "chat": "chat <text>            say something to the room",
     "history": "history                the room's scores per hand (战绩)",
+    "rating": "rating [game] [season|now] your rating and rank (all-time by default)",
+    "top": "top [game] [season|now] the leaderboard's first ten",
     "dismiss": "dismiss                ask to dismiss the room (申请解散)",
     "vote": "vote yes|no            answer a dismiss request",
     "entrust-cancel": "entrust-cancel         take your seat back from entrust (取消托管)",
@@ -65,6 +67,8 @@ def parse_command(line: str, default_game: str = "xuezhan") -> Command | None:
         return Command(name, (text,))
     if name in ("create", "quick"):
         return _game_command(name, args, default_game)
+    if name in ("rating", "top"):
+        return _rating_command(name, args, default_game)
     if name == "join" and (not args or not _positive(args[0])):
         raise InputError("join needs a room id, e.g. 'join 123456'")
     if name == "vote" and (len(args) != 1 or args[0].lower() not in ("yes", "no")):
@@ -85,6 +89,20 @@ def _game_command(name: str, args: tuple[str, ...], default_game: str) -> Comman
     if args and not _positive(args[0]):
         raise InputError("the number of hands must be a positive number")
     return Command(name, (game, *args[:1]))
+
+
+def _rating_command(name: str, args: tuple[str, ...], default_game: str) -> Command:
+    """``rating|top [game] [season|now]``: always (game, season) with season "0" (all-time)
+    when none is typed, a number, or "now" (the running season)."""
+    game = default_game
+    if args and not _decimal(args[0]) and args[0].lower() != "now":
+        game, args = args[0].lower(), args[1:]
+        if game not in GAMES:
+            raise InputError(f"unknown game '{game}': {' | '.join(GAMES)}")
+    season = args[0].lower() if args else "0"
+    if len(args) > 1 or not (season == "now" or _decimal(season)):
+        raise InputError(f"{name} [game] [season|now], e.g. '{name} xuezhan now'")
+    return Command(name, (game, season))
 
 
 def _decimal(text: str) -> bool:

@@ -17,6 +17,7 @@ from clients.cli.render_events import TERMS, event_line, payment_text, seat_name
 from games import registry
 from paiju.v1 import common_pb2
 from paiju.v1 import game_msgs_pb2 as g
+from paiju.v1 import lobby_msgs_pb2 as lm
 
 __all__ = ["action_label", "action_lines", "error_line", "event_line", "observation_lines",
            "prompt_lines", "room_lines", "room_list_lines", "settlement_lines", "seat_name"]
@@ -241,3 +242,28 @@ def room_list_lines(rooms: Iterable[common_pb2.RoomInfo]) -> list[str]:
 
 def error_line(ret: common_pb2.Return) -> str:
     return f"error {ret.code}: {ret.message}"
+
+
+def _season_name(season: int) -> str:
+    return "all-time" if season == 0 else f"season {season}"
+
+
+def rating_line(r: lm.RatingInfo) -> str:
+    """``xuezhan, all-time: 27.8 ± 8.3 (score 3.0), rank 1, 5 hands``."""
+    where = f"{r.game}, {_season_name(r.season)}"
+    if not r.rated:
+        return f"{where}: not rated yet (play a hand)"
+    return (f"{where}: {r.mu:.1f} ± {r.sigma:.1f} (score {r.score:.1f}), rank {r.rank}, "
+            f"{r.hands} hand{'s' if r.hands != 1 else ''}")
+
+
+def leaderboard_lines(board: lm.Leaderboard) -> list[str]:
+    """The title, then one line per player: rank, user id, score, mu ± sigma, hands."""
+    lines = [f"{board.game} leaderboard, {_season_name(board.season)} "
+             f"({board.total} player{'s' if board.total != 1 else ''}):"]
+    for e in board.entries:
+        lines.append(f"  {e.rank:>4}. {e.user_id:<12} {e.score:6.1f}  "
+                     f"({e.mu:.1f} ± {e.sigma:.1f}, {e.hands} hands)")
+    if not board.entries:
+        lines.append("  nobody rated yet")
+    return lines
