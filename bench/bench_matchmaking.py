@@ -2,10 +2,11 @@
 
 A population of players (20,000 by default) with a hidden true skill (normal, sd 1) asks
 for XueZhan tables as a Poisson stream at several rates; a party of two or three now and
-then. Every ``--tick`` simulated seconds the matcher (services/lobby/matching.py, default
-settings: tolerance 3 / 6 / 12 / any rating points after 0 / 10 / 20 / 40 s, no robots,
-strangers at most 3 tables a day, the project's geo alert distance) makes its pass; each
-table plays one hand whose placement is drawn from the hidden skills plus luck, and
+then. Every ``--tick`` simulated seconds the matcher (services/lobby/matching.py:
+tolerance 3 / 6 / 12 / any rating points after 0 / 5 / 10 / 20 s, its default, then after
+0 / 10 / 20 / 40 s, issue 23's example; no robots, strangers at most 3 tables a day, the
+project's geo alert distance) makes its pass; each table plays one hand whose placement is
+drawn from the hidden skills plus luck, and
 records' rating code (services/records/rating.py: the same placement from the hand's points
 and the same Plackett-Luce update) rates it. Players are busy for a hand, then idle again;
 the stream draws the next ticket's players from the idle ones. Some tickets are cancelled
@@ -49,7 +50,7 @@ CANCEL_SHARE = 0.03            # tickets whose player gives up...
 PATIENCE_MEAN = 60.0           # ...after this long on average (exponential)
 PARTY_2, PARTY_3 = 0.06, 0.02  # share of tickets that are parties of two, of three
 K_CHECKPOINTS = (1, 2, 5, 10, 20)
-FAST_STEPS = "0:3,5:6,10:12,20:inf"   # a faster widening, beside the matcher's default
+SLOW_STEPS = "0:3,10:6,20:12,40:inf"   # issue 23's example: a slower widening
 DELTAS = (6, 1, -2, -5)        # points by place (what the placement is read from)
 
 
@@ -397,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
     parser.add_argument("--steps", default=None,
                         help="tolerance schedules separated by ';', each 'after:width,...' "
-                        f"(default: the matcher's, then {FAST_STEPS})")
+                        f"(default: the matcher's, then {SLOW_STEPS})")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
@@ -409,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cmd = " ".join(["python -m bench.bench_matchmaking", *given])
     alert = float(load_config("dev").lobby.geo_alert_meters)
     base = MatchConfig(geo_alert_meters=alert)
-    texts = args.steps.split(";") if args.steps else [_steps_label(base), FAST_STEPS]
+    texts = args.steps.split(";") if args.steps else [_steps_label(base), SLOW_STEPS]
     schedules = [(text, parse_steps(text)) for text in texts]
     results = []
     for text, steps in schedules:

@@ -18,8 +18,8 @@ yet matched is the *anchor* of a table built around it: the ticket whose mean ra
 widens the table's spread (highest minus lowest ticket rating) least is added next, nearest
 first on either side, until the game's seats are filled. The table is accepted when its
 spread is within the anchor's *tolerance*, which widens with the anchor's waiting time in
-configured steps (``tolerance_steps``: e.g. 3 rating points at once, 6 after 10 s, 12 after
-20 s, any after 40 s). The anchor is the table's longest-waiting ticket, so a table is
+configured steps (``tolerance_steps``: by default 3 rating points at once, 6 after 5 s, 12
+after 10 s, any after 20 s). The anchor is the table's longest-waiting ticket, so a table is
 never wider than what its oldest ticket has earned, and a newcomer may join a table whose
 range was earned by someone who waited. Nearest-first is greedy, not a global optimum: it
 keeps a pass linear in the pool (each anchor looks at most ``scan_limit`` tickets).
@@ -160,8 +160,10 @@ class MatchConfig:
     the first at 0 s, both increasing (``math.inf``: any spread)."""
 
     games: Mapping[str, GameQueue] = field(default_factory=default_games)
+    # 3 points of mu at once, then wider fast: the time-to-table target of issue 23 (p99
+    # under 15 s at 200 tickets a minute, bench/reports/matchmaking.md)
     tolerance_steps: tuple[tuple[float, float], ...] = (
-        (0.0, 3.0), (10.0, 6.0), (20.0, 12.0), (40.0, INF))
+        (0.0, 3.0), (5.0, 6.0), (10.0, 12.0), (20.0, INF))
     robot_fill_after: float | None = None
     geo_alert_meters: float = 100.0
     stranger_tables_per_day: int = 3
