@@ -84,7 +84,11 @@ def _number(x: float) -> str:
 def recording_group(slo: Slo) -> dict:
     return {"name": f"paiju-slo-{slo.name}-records", "rules": [
         {"record": record_name(w),
-         "expr": f"({slo.errors.format(w=w)})\n/\n({slo.total.format(w=w)})\n",
+         # "or 0 * total": a namespace with events but no bad one has no error series at all
+         # (a counter's label value exists from its first increment): its ratio is 0, not
+         # missing
+         "expr": f"(\n  ({slo.errors.format(w=w)})\n  or\n  0 * ({slo.total.format(w=w)})\n)\n"
+                 f"/\n({slo.total.format(w=w)})\n",
          "labels": {"slo": slo.name}}
         for w in WINDOWS]}
 
