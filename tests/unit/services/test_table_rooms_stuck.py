@@ -46,3 +46,52 @@ async def test_a_room_whose_timer_plays_is_not_stuck_and_one_whose_timer_died_is
         assert not actor.stuck(time.monotonic(), GRACE)
     finally:
         await actor.stop()
+
+
+async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
+    """The table's heartbeat (Lease) counts its stuck rooms into paiju_table_rooms_stuck,
+    whether or not its directory write succeeds."""
+    from types import SimpleNamespace
+
+    from prometheus_client import REGISTRY
+
+    from services.table.lease import Lease
+
+    class Room:
+        def __init__(self, stuck: bool) -> None:
+            self.is_stuck = stuck
+
+        def stuck(self, now: float) -> bool:
+            return self.is_stuck
+
+    rooms = {1: Room(True), 2: Room(False), 3: Room(True)}
+    core = SimpleNamespace(cfg=SimpleNamespace(table=SimpleNamespace(lease_ttl_seconds=1.0)),
+                           rooms=rooms, has_pending=lambda: False)
+
+    async def nothing() -> None:
+        return None
+
+    async def refused() -> None:
+        raise ConnectionError("NATS is away")
+
+    lease = Lease(core, scan=nothing)  # type: ignore[arg-type]
+    lease.register = refused           # type: ignore[method-assign]
+    lease.start()
+    try:
+        def gauge() -> float | None:
+            return REGISTRY.get_sample_value("paiju_table_rooms_stuck")
+
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            if gauge() == 2:
+                break
+        assert gauge() == 2
+        rooms[1].is_stuck = False
+        del rooms[3]
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            if gauge() == 0:
+                break
+        assert gauge() == 0
+    finally:
+        await lease.stop()
