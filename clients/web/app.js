@@ -18,6 +18,7 @@ import {sortedHand} from "./dadun.js";
 import {sortTiles} from "./tiles.js";
 import * as room from "./room.js";
 import * as history from "./history.js";
+import * as ratings from "./ratings.js";
 import {wireReplay} from "./replay.js";
 import {checkReveal, clientSeed, onCommitment} from "./fair.js";
 
@@ -64,6 +65,7 @@ const HANDLERS = {
     show("login-panel", false);
     show("lobby-panel", true);
     show("history-panel", true);
+    show("ratings-panel", true);
     if (ok.room) room.setRoom(ok.room, ok.player.seat ?? 0);   // seat 0 is omitted in JSON
     else if (app.room) { log(`room ${app.room.room_id} ended while you were away`); room.setRoom(null, -1); }
     send("ask_room_list", {});
@@ -160,6 +162,8 @@ const HANDLERS = {
   use_geo(g) { room.renderGeo(g); },
   history_score(h) { history.renderHistory(h); },
   replay(r) { history.renderReplay(r); },
+  rating_info(r) { ratings.renderRating(r); },
+  leaderboard(b) { ratings.renderLeaderboard(b); },
   prompt(p) { app.seat = p.seat ?? 0; renderPrompt(p); },
   // provably fair deals (docs/fairness.md, fair.js): the commitment before the deal, our own
   // seed for it, and at the hand's end the check that the revealed seed gives the commitment
@@ -456,6 +460,8 @@ $("ask-geo").onclick = () => send("ask_geo", {});
 $("alerts-hide").onclick = () => show("alerts", false);
 $("error").onclick = () => show("error", false);
 $("history-ask").onclick = history.askHistory;
+$("rating-ask").onclick = ratings.askRating;
+$("leaderboard-ask").onclick = ratings.askLeaderboard;
 $("dd-hint").onclick = ddHint;
 $("dd-play").onclick = ddPlay;
 $("dd-pass").onclick = ddPass;
