@@ -215,6 +215,8 @@ def _rating_scope(game: str, season: int, current: bool) -> records_pb2.RatingSc
 
 
 def _rating_info(r: records_pb2.RatingRecord) -> lobby_msgs_pb2.RatingInfo:
+    if not r.hands:     # not rated in that game and season yet
+        return lobby_msgs_pb2.RatingInfo(user_id=r.user_id, game=r.game, season=r.season)
     return lobby_msgs_pb2.RatingInfo(user_id=r.user_id, game=r.game, season=r.season,
                                      rated=True, mu=r.mu, sigma=r.sigma, score=r.score,
                                      hands=r.hands, rank=r.rank)
@@ -225,9 +227,7 @@ async def rating(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame)
     req = frame.ask_rating
     scope = _rating_scope(req.game, req.season, req.current_season)
     found = await app.records.rating(session.user_id, scope)
-    info = _rating_info(found) if found is not None else lobby_msgs_pb2.RatingInfo(
-        user_id=session.user_id, game=req.game, season=req.season, rated=False)
-    session.send(server_frame(info, reply_to=frame.seq))
+    session.send(server_frame(_rating_info(found), reply_to=frame.seq))
 
 
 async def leaderboard(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:

@@ -95,21 +95,21 @@ class RecordsClient:
             room_id=room_id, hand_no=hand_no, user_id=user_id))
 
     async def rating(self, user_id: int, scope: records_pb2.RatingScope,
-                     ) -> records_pb2.RatingRecord | None:
-        """A player's rating and rank in a game and season; None before his first rated
-        hand there."""
-        try:
-            return await self._call(lambda s: s.GetRating, records_pb2.RatingRequest(
-                user_id=user_id, scope=scope))
-        except Reject as exc:
-            if exc.code != common_pb2.ERR_NO_SUCH_ROOM:   # (NOT_FOUND: not rated yet)
-                raise
-            return None
+                     ) -> records_pb2.RatingRecord:
+        """A player's rating and rank in a game and season (hands 0 before his first rated
+        hand there)."""
+        return await self._call(lambda s: s.GetRating, records_pb2.RatingRequest(
+            user_id=user_id, scope=scope))
 
     async def leaderboard(self, scope: records_pb2.RatingScope, limit: int, offset: int,
                           ) -> records_pb2.LeaderboardReply:
         return await self._call(lambda s: s.ListLeaderboard, records_pb2.LeaderboardRequest(
             scope=scope, limit=limit, offset=offset))
+
+    async def start_season(self, game: str, operator: str) -> records_pb2.SeasonRecord:
+        """An operator starts the game's next rating season."""
+        return await self._call(lambda s: s.StartSeason, records_pb2.StartSeasonRequest(
+            game=game, operator=operator))
 
     async def append_audit(self, entry: records_pb2.AuditRecord) -> records_pb2.AuditRecord:
         """One operator action into the audit log (the console's write actions)."""

@@ -37,7 +37,7 @@ DEFAULT_LIST = 100
 MAX_NICKNAME = 64
 MAX_HEAD_URL = 512
 MAX_AUDIT_TEXT = 2000
-AUDIT_TARGETS = ("room", "user")
+AUDIT_TARGETS = ("room", "user", "game")   # a game: its enum number (StartSeason)
 RATED_GAMES = tuple(spec.name for spec in registry.all())
 
 
@@ -183,9 +183,9 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
             await _invalid(context, f"user_id must be positive, got {request.user_id}")
         game, season = await self._scope(request.scope, context)
         view = await self.ratings.rating(request.user_id, game, season)
-        if view is None:
-            await _not_found(context, f"player {request.user_id} has no rated {game} hand "
-                             "in that season")
+        if view is None:    # not rated there yet: hands 0, rank 0, the season it means
+            number = await self.ratings.current_season(game) if season is None else season
+            return records_pb2.RatingRecord(user_id=request.user_id, game=game, season=number)
         return _rating_record(view)
 
     async def ListLeaderboard(self, request: records_pb2.LeaderboardRequest,  # noqa: N802

@@ -1,7 +1,7 @@
 """Ratings over records' gRPC API, with a real records process (SQLite) and a real
 nats-server: settlements published on JetStream (one twice) rate their players once; a
 player's rating and rank, the leaderboard, the history and a new season are served; bad
-requests get INVALID_ARGUMENT, a player never rated NOT_FOUND."""
+requests get INVALID_ARGUMENT, a player not rated in a season hands 0 and rank 0."""
 
 from __future__ import annotations
 
@@ -58,9 +58,8 @@ async def test_ratings_are_served_after_settlements(
     assert (season.game, season.season) == ("xuezhan", 2) and season.started_at.endswith("Z")
     fresh = await stub.ListLeaderboard(records_pb2.LeaderboardRequest(scope=CURRENT))
     assert (fresh.season, fresh.total) == (2, 0)
-    with pytest.raises(grpc.aio.AioRpcError) as missing:
-        await stub.GetRating(records_pb2.RatingRequest(user_id=4001, scope=CURRENT))
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    unrated = await stub.GetRating(records_pb2.RatingRequest(user_id=4001, scope=CURRENT))
+    assert unrated == records_pb2.RatingRecord(user_id=4001, game="xuezhan", season=2)
     again = await stub.GetRating(records_pb2.RatingRequest(user_id=4001, scope=ALL_TIME))
     assert again == me
 

@@ -11,7 +11,10 @@ read-only), each written to the audit log in records (who, what, when, target, r
   entrust while he is away);
 - ``POST /api/users/{uid}/mute`` ``{"operator", "minutes"}``: his chat is refused
   (``ERR_MUTED``) on every lobby for that long (0 lifts a mute; at most 7 days);
-- ``GET /api/audit[?limit=&target=room|user&id=]``: the audit log, newest first (read token
+- ``POST /api/games/{game}/season`` ``{"operator"}``: start the game's next rating season
+  (records' ``StartSeason``: the seasonal ratings start afresh; all-time ones stay), audited
+  on target ``game`` with the game's ``paiju.v1.Game`` number;
+- ``GET /api/audit[?limit=&target=room|user|game&id=]``: the audit log, newest first (read token
   or admin token).
 
 An action is done first, then audited with its outcome; when records cannot take the entry
@@ -31,6 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
+from games import registry
 from paiju.frames import client_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
@@ -181,6 +185,19 @@ class Actions:
                                   {"minutes": minutes}, "ok")
         return {"ok": True, "audit_id": audit, "until": int(until) if minutes else 0}
 
+    async def start_season(self, request: web.Request) -> dict[str, Any]:
+        name = request.match_info["game"]
+        spec = next((s for s in registry.all() if s.name == name), None)
+        if spec is None:
+            raise ApiError(404, "not_found", f"no game {name[:40]!r}; known: "
+                           f"{', '.join(s.name for s in registry.all())}")
+        _, operator = await self._body(request)
+        season = await self.app.records.start_season(spec.name, operator)
+        audit = await self._audit(request, operator, "start_season", "game", spec.game_type,
+                                  {"game": spec.name, "season": season.season}, "ok")
+        return {"ok": True, "audit_id": audit, "game": spec.name, "season": season.season,
+                "started_at": season.started_at}
+
     async def audit_log(self, request: web.Request) -> dict[str, Any]:
         """Readable with either token (the middleware checked one)."""
         query = request.query
@@ -188,8 +205,8 @@ class Actions:
         if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= 1000:
             raise ApiError(400, "bad_request", "limit must be 1..1000")
         target = query.get("target", "")
-        if target not in ("", "room", "user"):
-            raise ApiError(400, "bad_request", "target must be room or user")
+        if target not in ("", "room", "user", "game"):
+            raise ApiError(400, "bad_request", "target must be room, user or game")
         target_id = parse_id(query["id"], "id") if query.get("id") else 0
         reply = await self.app.records.list_audit(records_pb2.ListAuditRequest(
             limit=int(limit), target_kind=target, target_id=target_id))

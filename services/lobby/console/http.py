@@ -110,7 +110,8 @@ class Console:
             "/api/rooms/{room_id}/robots": self.actions.add_robots,
             "/api/rooms/{room_id}/dismiss": self.actions.dismiss,
             "/api/users/{user_id}/kick": self.actions.kick,
-            "/api/users/{user_id}/mute": self.actions.mute}
+            "/api/users/{user_id}/mute": self.actions.mute,
+            "/api/games/{game}/season": self.actions.start_season}
         for path, handler in writes.items():
             webapp.router.add_post(path, self._json(handler))
         return webapp
