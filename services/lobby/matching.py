@@ -40,8 +40,9 @@ different tickets; players of one ticket are one party and exempt):
   most that many times per window. Parties never count: friends are not strangers.
 
 **Bounds.** Tickets per pool (``max_pool``), players per party, the scan of each anchor, the
-encounter memory (pairs older than the window are forgotten at every pass) and the waits
-kept for :meth:`Matcher.estimated_wait` are bounded; an empty pool is dropped.
+encounter memory (pairs older than the window are forgotten at every pass; past
+``max_encounters`` meetings the oldest go early, counted in ``encounters.forgotten``) and
+the waits kept for :meth:`Matcher.estimated_wait` are bounded; an empty pool is dropped.
 Bad input is refused with a :class:`MatchError` (a stable ``code`` and a message); nothing
 is partly applied.
 """
@@ -170,6 +171,7 @@ class MatchConfig:
     encounter_window: float = DAY_SECONDS
     max_pool: int = 100_000
     scan_limit: int = 64
+    max_encounters: int = 2_000_000     # meetings remembered (about 180 bytes each: 0.36 GB)
 
     def __post_init__(self) -> None:
         steps = self.tolerance_steps
@@ -187,7 +189,7 @@ class MatchConfig:
                 or not self.encounter_window > 0:
             raise MatchError("bad_config", "geo_alert_meters and stranger_tables_per_day "
                              "must be >= 0, encounter_window > 0")
-        if self.max_pool < 1 or self.scan_limit < 1:
+        if self.max_pool < 1 or self.scan_limit < 1 or self.max_encounters < 1:
             raise MatchError("bad_config", "max_pool and scan_limit must be positive")
         for name, queue in self.games.items():
             if not 2 <= queue.seats <= 10:
@@ -245,10 +247,14 @@ class _Pool:
 
 class Encounters:
     """How often pairs of strangers sat together in the last ``window`` seconds. Bounded:
-    what is older than the window is forgotten by :meth:`expire`."""
+    what is older than the window is forgotten by :meth:`expire`, and beyond ``limit``
+    meetings the oldest go early (counted in :attr:`forgotten`: the one case where a pair
+    could meet once more than allowed; the bench reports how many a day's traffic holds)."""
 
-    def __init__(self, window: float) -> None:
+    def __init__(self, window: float, limit: int = 2_000_000) -> None:
         self.window = window
+        self.limit = limit
+        self.forgotten = 0
         self._counts: dict[tuple[int, int], int] = {}
         self._log: deque[tuple[float, tuple[int, int]]] = deque()
 
@@ -267,17 +273,23 @@ class Encounters:
                         pair = (a, b) if a < b else (b, a)
                         self._counts[pair] = self._counts.get(pair, 0) + 1
                         self._log.append((at, pair))
+        while len(self._log) > self.limit:
+            self._forget()
+            self.forgotten += 1
 
     def expire(self, now: float) -> None:
         cutoff = now - self.window
-        log, counts = self._log, self._counts
+        log = self._log
         while log and log[0][0] <= cutoff:
-            _, pair = log.popleft()
-            left = counts[pair] - 1
-            if left:
-                counts[pair] = left
-            else:
-                del counts[pair]
+            self._forget()
+
+    def _forget(self) -> None:
+        _, pair = self._log.popleft()
+        left = self._counts[pair] - 1
+        if left:
+            self._counts[pair] = left
+        else:
+            del self._counts[pair]
 
     def __len__(self) -> int:
         return len(self._log)
@@ -293,7 +305,8 @@ class Matcher:
         self._queued_users: dict[int, str] = {}         # user id -> ticket id
         self._waits: dict[QueueKey, deque[float]] = {}
         self._seq = 0
-        self.encounters = Encounters(self.config.encounter_window)
+        self.encounters = Encounters(self.config.encounter_window,
+                                     self.config.max_encounters)
 
     # -- tickets -----------------------------------------------------------------------------
 

@@ -185,6 +185,17 @@ def test_strangers_who_met_n_times_today_wait_for_other_tables() -> None:
     assert sorted(table.user_ids) == [1, 2, 3, 4]
 
 
+def test_past_the_limit_the_oldest_meetings_are_forgotten_and_counted() -> None:
+    m = Matcher(cfg(max_encounters=4, stranger_tables_per_day=1))
+    m.note_table([(1,), (2,)], at=0.0)                  # 1 meeting
+    m.note_table([(3,), (4,), (5,)], at=1.0)            # 3 more: at the limit
+    assert (len(m.encounters), m.encounters.forgotten) == (4, 0)
+    m.note_table([(6,), (7,)], at=2.0)
+    assert (len(m.encounters), m.encounters.forgotten) == (4, 1)
+    assert m.encounters.count(1, 2) == 0 and m.encounters.count(6, 7) == 1
+    assert m.encounters.count(3, 5) == 1
+
+
 def test_noted_tables_count_as_meetings_but_parties_do_not() -> None:
     m = Matcher(cfg(stranger_tables_per_day=1))
     m.note_table([(1, 2), (3,), (4,)], at=0.0)
@@ -247,6 +258,7 @@ def test_a_full_pool_refuses() -> None:
     {"tolerance_steps": ()}, {"tolerance_steps": ((5.0, 1.0),)},
     {"tolerance_steps": ((0.0, 5.0), (10.0, 1.0))}, {"tolerance_steps": ((0.0, -1.0),)},
     {"robot_fill_after": -1.0}, {"stranger_tables_per_day": -1}, {"max_pool": 0},
+    {"max_encounters": 0},
     {"games": {"x": GameQueue(1)}},
 ])
 def test_bad_settings_are_refused(kw: dict[str, object]) -> None:
