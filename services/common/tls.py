@@ -18,9 +18,10 @@ Renewal: the gRPC servers' certificates are read again when their files change
 that cert-manager renews is served from the next handshake on, without a restart; open
 connections are not touched. A pair that does not load (a key that does not match its
 certificate, a file half written) is refused and the previous one stays in use. Channels
-to other services present the certificate read when the channel was made (gRPC Python has
-no reloading channel credentials). ``paiju_tls_certificate_expiry_seconds`` says how long
-each certificate in use has left.
+to other services present the renewed certificate from their next call on
+(:class:`ReloadingChannel`: gRPC Python has no reloading channel credentials, so a new
+channel per certificate; streams already open stay on theirs).
+``paiju_tls_certificate_expiry_seconds`` says how long each certificate in use has left.
 """
 
 from __future__ import annotations
@@ -216,15 +217,111 @@ class CertificateFiles:
         CERT_EXPIRY.labels(self.use).set_function(self.seconds_left)
 
 
-_client_not_after: float | None = None   # the oldest certificate a channel was made with
+# This process's own certificate as its channels present it, one set of files per process
+# (tls.cert_file, key_file, ca_file), shared by every channel.
+_client_files: dict[tuple[str, str, str], CertificateFiles] = {}
 
 
-def _note_client_certificate(cert: bytes) -> None:
-    global _client_not_after
-    expires = not_after(cert)
-    if _client_not_after is None or expires < _client_not_after:
-        _client_not_after = expires
-        CERT_EXPIRY.labels("client").set_function(lambda: expires - time.time())
+def _client_identity(cfg: Config) -> CertificateFiles:
+    t = cfg.tls
+    key = (t.cert_file, t.key_file, t.ca_file)
+    files = _client_files.get(key)
+    if files is None:
+        files = _client_files[key] = CertificateFiles(*key, use="client")
+        files.export_expiry()
+    return files
+
+
+class _Call:
+    """A multi-callable of a :class:`ReloadingChannel` (what a stub holds): each call goes
+    to the channel's current underlying channel."""
+
+    def __init__(self, owner: ReloadingChannel, kind: str, method: str,
+                 kwargs: dict[str, Any]) -> None:
+        self._owner, self._kind, self._method, self._kwargs = owner, kind, method, kwargs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        channel = self._owner.current()
+        return getattr(channel, self._kind)(self._method, **self._kwargs)(*args, **kwargs)
+
+
+def _kwargs(request_serializer: Any, response_deserializer: Any,
+            registered: Any) -> dict[str, Any]:
+    return {"request_serializer": request_serializer,
+            "response_deserializer": response_deserializer, "_registered_method": registered}
+
+
+class ReloadingChannel(grpc.aio.Channel):
+    """A channel to an internal service that presents this service's certificate as the
+    files have it now: when they change (a renewal), the next calls go over a new channel
+    made with the new certificate; calls and streams already open stay on the channel they
+    started on, kept until :meth:`close` (one per renewal). gRPC Python has no reloading
+    channel credentials, hence a channel per certificate."""
+
+    def __init__(self, files: CertificateFiles, target: str, service: str,
+                 options: Sequence[tuple[str, Any]]) -> None:
+        self._files, self._target = files, target
+        self._options = [*options, ("grpc.ssl_target_name_override", service)]
+        self._generation = files.generation
+        self._channel = self._make()
+        self._retired: list[grpc.aio.Channel] = []
+
+    def _make(self) -> grpc.aio.Channel:
+        f = self._files
+        creds = grpc.ssl_channel_credentials(root_certificates=f.ca, private_key=f.key,
+                                             certificate_chain=f.cert)
+        return grpc.aio.secure_channel(self._target, creds, options=self._options)
+
+    def current(self) -> grpc.aio.Channel:
+        """The channel new calls take (a new one once the certificate files changed)."""
+        self._files.refresh()   # at most one look at the files a second
+        if self._generation != self._files.generation:
+            self._retired.append(self._channel)
+            self._generation = self._files.generation
+            self._channel = self._make()
+            log.info("channel renewed with the reloaded certificate",
+                     extra={"target": self._target})
+        return self._channel
+
+    def unary_unary(self, method: str, request_serializer: Any = None,
+                    response_deserializer: Any = None, _registered_method: Any = False) -> Any:
+        return _Call(self, "unary_unary", method,
+                     _kwargs(request_serializer, response_deserializer, _registered_method))
+
+    def unary_stream(self, method: str, request_serializer: Any = None,
+                     response_deserializer: Any = None, _registered_method: Any = False) -> Any:
+        return _Call(self, "unary_stream", method,
+                     _kwargs(request_serializer, response_deserializer, _registered_method))
+
+    def stream_unary(self, method: str, request_serializer: Any = None,
+                     response_deserializer: Any = None, _registered_method: Any = False) -> Any:
+        return _Call(self, "stream_unary", method,
+                     _kwargs(request_serializer, response_deserializer, _registered_method))
+
+    def stream_stream(self, method: str, request_serializer: Any = None,
+                      response_deserializer: Any = None, _registered_method: Any = False) -> Any:
+        return _Call(self, "stream_stream", method,
+                     _kwargs(request_serializer, response_deserializer, _registered_method))
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self._channel.get_state(try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        await self._channel.wait_for_state_change(last_observed_state)
+
+    async def channel_ready(self) -> None:
+        await self.current().channel_ready()
+
+    async def close(self, grace: float | None = None) -> None:
+        for channel in (*self._retired, self._channel):
+            await channel.close(grace)
+        self._retired.clear()
+
+    async def __aenter__(self) -> ReloadingChannel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close(None)
 
 
 def _read(path: str, key: str) -> bytes:
@@ -272,15 +369,12 @@ def channel(cfg: Config, target: str, service: str,
             options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A channel to an internal ``service`` at ``target``: mutual TLS with this service's
     certificate when internal TLS is on (the peer must present ``service``'s certificate,
-    whatever address it is dialled at), else plaintext."""
+    whatever address it is dialled at; a renewed certificate is presented from the next
+    call on: :class:`ReloadingChannel`), else plaintext."""
     if not internal_enabled(cfg):
         return grpc.aio.insecure_channel(target, options=list(options))
-    cert, key, ca = _identity_files(cfg)
-    _note_client_certificate(cert)
-    creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
-                                         certificate_chain=cert)
-    return grpc.aio.secure_channel(
-        target, creds, options=[*options, ("grpc.ssl_target_name_override", service)])
+    _identity_files(cfg)   # each file named and readable, with the setting's name if not
+    return ReloadingChannel(_client_identity(cfg), target, service, options)
 
 
 def caller_names(auth_context: dict[str, Iterable[bytes]]) -> set[str]:

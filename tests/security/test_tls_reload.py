@@ -201,13 +201,81 @@ async def test_the_lobby_websocket_port_serves_a_renewed_public_certificate(
         assert got == serial[first]
         replace(second.key, key)
         replace(second.cert, cert)
-        await asyncio.sleep(tls.RELOAD_CHECK_SECONDS + 0.1)
-        r2, w2, got = await connect()
+        deadline = asyncio.get_running_loop().time() + 10   # files are looked at once a second
+        while True:
+            _, w2, got = await connect()
+            w2.close()
+            if got == serial[second] or asyncio.get_running_loop().time() > deadline:
+                break
+            assert got == serial[first]
+            await asyncio.sleep(0.2)
         assert got == serial[second]
-        w2.close()
         writer.write(b"still here")          # the connection made before the renewal
         assert await asyncio.wait_for(reader.readexactly(10), 5) == b"still here"
         writer.close()
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_channel_presents_the_renewed_client_certificate_from_its_next_call(
+        tmp_path: Path) -> None:
+    """tls.channel (the lobby's to tables and records, the table's to arbiters): after the
+    service's own certificate files change, its next call handshakes with the new
+    certificate, through the same stub; a stream opened before keeps going on the old one.
+    A real mutual-TLS server on loopback tells which client certificate it was shown."""
+    from dataclasses import replace as dc_replace
+
+    from services.common.config import load_config
+
+    ca = Authority(tmp_path / "ca")
+    server_pem = ca.issue("arbiter")
+    first, second = ca.issue("table", days=2), ca.issue("table", days=60)
+    cert, key = tmp_path / "client.crt", tmp_path / "client.key"
+    replace(first.cert, cert)
+    replace(first.key, key)
+
+    async def who(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        (pem,) = context.auth_context()["x509_pem_cert"]
+        return str(x509.load_pem_x509_certificate(pem).serial_number).encode()
+
+    async def echo(requests, context):  # noqa: ANN001, ANN202 - a raw bytes stream
+        async for item in requests:
+            yield item
+
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("test.Peer", {
+        "Who": grpc.unary_unary_rpc_method_handler(who),
+        "Echo": grpc.stream_stream_rpc_method_handler(echo)})])
+    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials(
+        [(server_pem.key.read_bytes(), server_pem.cert.read_bytes())],
+        root_certificates=ca.ca_file.read_bytes(), require_client_auth=True))
+    await server.start()
+    base = load_config("test", environ={})
+    cfg = dc_replace(base, tls=dc_replace(base.tls, cert_file=str(cert), key_file=str(key),
+                                          ca_file=str(ca.ca_file)))
+    serial = {pem: x509.load_pem_x509_certificate(pem.cert.read_bytes()).serial_number
+              for pem in (first, second)}
+    channel = tls.channel(cfg, f"127.0.0.1:{port}", "arbiter")
+    try:
+        ask = channel.unary_unary("/test.Peer/Who")          # held once, as a stub holds it
+        assert int(await ask(b"", timeout=5)) == serial[first]
+        stream = channel.stream_stream("/test.Peer/Echo")()
+        await stream.write(b"before")
+        assert await asyncio.wait_for(stream.read(), 5) == b"before"
+
+        replace(second.key, key)
+        replace(second.cert, cert)
+        await asyncio.sleep(tls.RELOAD_CHECK_SECONDS + 0.1)
+        assert int(await ask(b"", timeout=5)) == serial[second]
+        await stream.write(b"after")                         # the stream opened before
+        assert await asyncio.wait_for(stream.read(), 5) == b"after"
+        await stream.done_writing()
+        from prometheus_client import REGISTRY
+
+        left = REGISTRY.get_sample_value("paiju_tls_certificate_expiry_seconds",
+                                         {"use": "client"})
+        assert left is not None and 59 * DAY < left <= 60 * DAY
+    finally:
+        await channel.close()
+        await server.stop(0)
