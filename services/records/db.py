@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import event, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
 SUPPORTED = ("sqlite", "postgresql")
@@ -48,6 +50,20 @@ async def finish_running(timeout: float = 10.0) -> None:
     is disposed of."""
     if _running:
         await asyncio.wait(set(_running), timeout=timeout)
+
+
+_INSERTS: dict[str, Callable[..., Any]] = {"sqlite": sqlite.insert,
+                                           "postgresql": postgresql.insert}
+
+
+def utcnow() -> datetime:
+    """Naive UTC, as every time column stores it."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def insert_ignore(conn: AsyncConnection, model: type, index: list[str]) -> Any:
+    """``INSERT ... ON CONFLICT (index) DO NOTHING`` in the connection's dialect."""
+    return _INSERTS[conn.dialect.name](model).on_conflict_do_nothing(index_elements=index)
 
 
 class DatabaseConfigError(ValueError):

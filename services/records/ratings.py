@@ -28,11 +28,10 @@ from typing import Any
 from sqlalchemy import Row, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from services.records.db import uncancellable
+from services.records.db import insert_ignore, uncancellable, utcnow
 from services.records.models import PlayerRating, RatingChange, RatingSeason
 from services.records.rating import Rater, Rating, placement
 from services.records.settlement import Settlement
-from services.records.store import insert_ignore, utcnow
 
 ALL_TIME = 0
 FIRST_SEASON = 1

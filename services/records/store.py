@@ -10,37 +10,21 @@ waits for the first one, then does nothing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import insert, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from services.records.db import uncancellable
+from services.records.db import insert_ignore, uncancellable, utcnow
 from services.records.models import Hand, HandEvent, LedgerEntry, Player
+from services.records.ratings import RatingBook
 from services.records.settlement import Settlement
 
-if TYPE_CHECKING:   # services.records.ratings imports this module
-    from services.records.ratings import RatingBook
+__all__ = ["START_COINS", "SettlementWriter", "insert_ignore", "utcnow"]
 
 # Coins of a player row created by records (first login in dev, or first settlement of a
 # user records has never seen). A decision of this service, see docs in the report.
 START_COINS = 100_000
-
-_INSERTS: dict[str, Callable[..., Any]] = {"sqlite": sqlite.insert,
-                                           "postgresql": postgresql.insert}
-
-
-def utcnow() -> datetime:
-    """Naive UTC, as every time column stores it."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def insert_ignore(conn: AsyncConnection, model: type, index: list[str]) -> Any:
-    """``INSERT ... ON CONFLICT (index) DO NOTHING`` in the connection's dialect."""
-    return _INSERTS[conn.dialect.name](model).on_conflict_do_nothing(index_elements=index)
 
 
 def _hand_values(s: Settlement) -> dict[str, Any]:
@@ -54,8 +38,6 @@ class SettlementWriter:
 
     def __init__(self, engine: AsyncEngine, *, start_coins: int = START_COINS,
                  ratings: RatingBook | None = None) -> None:
-        from services.records.ratings import RatingBook
-
         self.engine = engine
         self.start_coins = start_coins
         # every hand rates its players in its own transaction (services/records/ratings.py)
