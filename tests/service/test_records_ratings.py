@@ -6,6 +6,7 @@ concurrent writers lose no update; leaderboards, ranks, history and seasons."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.reserved import robot_id
 from services.records.db import make_engine, migrate
-from services.records.rating import Rater, placement
+from services.records.rating import Rater, Rating, placement
 from services.records.ratings import ALL_TIME, RatingBook
 from services.records.settlement import Settlement, parse_settlement
 from services.records.store import SettlementWriter
@@ -116,6 +117,38 @@ class RatingsContract:
         got = await book.rating(1002, "xuezhan")
         assert got is not None and got.hands == 8
         assert (got.mu, got.sigma) == pytest.approx((expected.mu, expected.sigma))
+
+    async def test_redeliveries_in_any_order_rate_each_hand_once(
+            self, writer: SettlementWriter, book: RatingBook) -> None:
+        """Random hands, each delivered one to three times in a shuffled stream: the ratings
+        are those of the pure model applied once per hand, in first-delivery order."""
+        rng = random.Random(23)
+        players = list(range(7001, 7009))
+        hands = []
+        for i in range(12):
+            seats = rng.sample(players, 4)
+            deltas = [rng.randint(-5, 5) for _ in range(3)]
+            hands.append(hand_message(300600 + i % 3, 1 + i // 3, seats,
+                                      [*deltas, -sum(deltas)]))
+        stream = [h for h in hands for _ in range(rng.randint(1, 3))]
+        rng.shuffle(stream)
+        rater, seen = Rater(), set()
+        expected: dict[int, Rating] = {}
+        for message in stream:
+            written = await writer.write(settle(message))
+            key = (message["room_id"], message["hand_no"])
+            assert written is (key not in seen)
+            if key in seen:
+                continue
+            seen.add(key)
+            placed = placement("xuezhan", message["seats"], message["deltas"], {})
+            if placed is not None:
+                expected.update(rater.update(
+                    {u: expected.get(u, rater.initial) for u in placed.user_ids}, placed))
+        for uid, want in expected.items():
+            got = await book.rating(uid, "xuezhan")
+            assert got is not None and (got.mu, got.sigma) == pytest.approx((want.mu,
+                                                                             want.sigma))
 
     async def test_robots_and_empty_hands_are_not_rated(
             self, engine: AsyncEngine, writer: SettlementWriter) -> None:
