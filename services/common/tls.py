@@ -134,6 +134,7 @@ class CertificateFiles:
         self.generation = 0          # bumped at each reload
         self._served = 0             # the generation gRPC was last given
         self._stamp = _stamp(self.paths)
+        self._refused: tuple[tuple[int, int, int], ...] | None = None   # said once
         self.cert, self.key, self.ca = self._load()
         self.not_after = not_after(self.cert)
         self._checked = time.monotonic()
@@ -164,11 +165,12 @@ class CertificateFiles:
                 return False
             self._checked = now
             stamp = _stamp(self.paths)
-            if stamp is None or stamp == self._stamp:
+            if stamp is None or stamp == self._stamp or stamp == self._refused:
                 return False
             try:
                 cert, key, ca = self._load()
             except ConfigError as exc:   # e.g. the key written, its certificate not yet
+                self._refused = stamp     # tried again once the files change again
                 CERT_RELOADS.labels(self.use, "refused").inc()
                 log.warning("changed certificate not loaded, keeping the previous one",
                             extra={"use": self.use, "error": str(exc)})

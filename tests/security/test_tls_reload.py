@@ -279,3 +279,45 @@ async def test_a_channel_presents_the_renewed_client_certificate_from_its_next_c
     finally:
         await channel.close()
         await server.stop(0)
+
+
+def test_a_kubelet_style_secret_update_is_seen(tmp_path: Path) -> None:
+    """The kubelet updates a mounted Secret by pointing the ``..data`` symlink at a new
+    timestamped directory (the files themselves are symlinks through it): the files'
+    targets change, which CertificateFiles notices; a half-written pair never loads."""
+    ca = Authority(tmp_path / "ca")
+    first, second = ca.issue("table", days=2), ca.issue("table", days=60)
+    mount = tmp_path / "mount"
+    mount.mkdir()
+
+    def publish(pem: Pem, name: str) -> None:
+        version = mount / name
+        version.mkdir()
+        shutil.copyfile(pem.cert, version / "tls.crt")
+        shutil.copyfile(pem.key, version / "tls.key")
+        shutil.copyfile(ca.ca_file, version / "ca.crt")
+        link = mount / "..data_tmp"
+        link.symlink_to(name)
+        os.replace(link, mount / "..data")        # the atomic swap the kubelet does
+
+    publish(first, "..2026_12_01")
+    for f in ("tls.crt", "tls.key", "ca.crt"):
+        (mount / f).symlink_to(Path("..data") / f)
+    files = tls.CertificateFiles(str(mount / "tls.crt"), str(mount / "tls.key"),
+                                 str(mount / "ca.crt"), use="server", check_seconds=0)
+    assert files.cert == first.cert.read_bytes() and not files.refresh()
+    publish(second, "..2026_12_02")
+    assert files.refresh() and files.cert == second.cert.read_bytes()
+    assert 59 * DAY < files.not_after - time.time() <= 60 * DAY
+    # a version whose key is not its certificate's is refused, the current pair stays
+    version = mount / "..2026_12_03"
+    version.mkdir()
+    shutil.copyfile(first.cert, version / "tls.crt")
+    shutil.copyfile(second.key, version / "tls.key")
+    shutil.copyfile(ca.ca_file, version / "ca.crt")
+    (mount / "..data_tmp").symlink_to("..2026_12_03")
+    os.replace(mount / "..data_tmp", mount / "..data")
+    refused = tls.CERT_RELOADS.labels("server", "refused")._value.get()
+    assert not files.refresh() and files.cert == second.cert.read_bytes()
+    assert not files.refresh()                    # said once per version, not every look
+    assert tls.CERT_RELOADS.labels("server", "refused")._value.get() == refused + 1
