@@ -9,34 +9,36 @@ PROTOS := $(wildcard protos/paiju/v1/*.proto)
 STAMP := $(VENV)/.installed
 PROTO_STAMP := paiju/v1/__init__.py
 
-.PHONY: setup protos run test lint bench chaos capacity clean help lock tools validate deploy check-base-image \
-	pin-base-image $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
+.PHONY: setup protos run test lint bench chaos capacity clean help lock tools validate deploy \
+	images image-tools base-image image-test $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
 	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES)) $(addprefix changed-,$(SERVICES)) \
 	$(addprefix tests-of-,$(SERVICES))
 
 BENCH_ARGS ?=
-# container images: <registry>/paiju-<svc>:<tag>, the tag being the commit by default. A tag
-# is never pushed twice (push-<svc>); deployments name images by digest (make deploy).
-IMAGE_REGISTRY ?= paiju
+# container images (deploy/images.py, buildah and podman; deploy/README.md): built locally as
+# localhost/paiju-<target>:<tag>, the tag being the commit by default; pushed to
+# IMAGE_REGISTRY by tag once, then named by digest everywhere (dist/<svc>/image.txt).
+IMAGE_REGISTRY ?=
 IMAGE_TAG ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo local)
-IMAGE = $(IMAGE_REGISTRY)/paiju-$*:$(IMAGE_TAG)
-# the base image by digest (deploy/docker/base-image.txt: its one line that is not a comment)
-BASE_IMAGE := $(shell grep -v '^[[:space:]]*\#' deploy/docker/base-image.txt | grep -m1 .)
-PLACEHOLDER_DIGEST := sha256:0000000000000000000000000000000000000000000000000000000000000000
-# file dates inside the image: the commit's time, so two builds of a commit get equal layers
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGES_PY = $(PYTHON) deploy/images.py
+# PIN=1: make base-image writes the new package lists and digests (after a review)
+PIN ?=
+# plain HTTP to the registry (one on loopback)
+INSECURE_REGISTRY ?=
 # validation tools (make tools): their own virtualenv and npm prefix, inside .venv
 TOOLS := $(VENV)/tools
 # make deploy ENV=dev|test|prod [IMAGES="lobby=<ref>@sha256:... ..."] [DRY_RUN=1]
 ENV ?=
 IMAGES ?=
 DRY_RUN ?=
+DIST ?= dist
+RELEASE_OUT ?=
 
 help:
 	@echo "make run    - set up everything, start NATS, the four services and robot tables"
 	@echo "make test   - set up everything and run the whole test suite"
 	@echo "make lint | bench | protos | setup | test-<svc> | build-<svc> | clean"
-	@echo "make image-<svc> | push-<svc> [IMAGE_REGISTRY=... IMAGE_TAG=...] - container image"
+	@echo "make images | image-<svc> | push-<svc> IMAGE_REGISTRY=... | base-image [PIN=1] | image-test"
 	@echo "make deploy ENV=dev|test|prod [IMAGES=...] - migrate, then roll out images by digest"
 	@echo "make lock | tools | validate | changed-<svc> BASE=<commit> | tests-of-<svc>"
 
@@ -138,45 +140,34 @@ $(addprefix build-,$(SERVICES)): build-%: setup
 	$(PIP) wheel --quiet --no-deps -w dist/$* .
 	@echo "built dist/$*/ (image: make image-$*)"
 
-# The base image must be pinned by a real digest, the same in base-image.txt and in the
-# Dockerfile's ARG default (deploy/docker/base-image.txt says how to pin it).
-check-base-image:
-	@case "$(BASE_IMAGE)" in \
-	  *@$(PLACEHOLDER_DIGEST)) echo "deploy/docker/base-image.txt: the base image digest is the placeholder; pin it: make pin-base-image (needs Docker and Docker Hub)" >&2; exit 1 ;; \
-	  *@sha256:????????????????????????????????????????????????????????????????) ;; \
-	  *) echo "deploy/docker/base-image.txt: '$(BASE_IMAGE)' is not an image by sha256 digest" >&2; exit 1 ;; \
-	esac
-	@grep -qxF 'ARG BASE_IMAGE=$(BASE_IMAGE)' deploy/docker/Dockerfile || \
-	  { echo "deploy/docker/Dockerfile: ARG BASE_IMAGE differs from deploy/docker/base-image.txt" >&2; exit 1; }
+# Container images (deploy/images.py; deploy/README.md): the tools from Debian when missing
+# (as root), the project's own Debian bases from their pinned package lists, one image per
+# service and NATS, each digest and size printed; SBOMs read from the images.
+image-tools:
+	$(IMAGES_PY) tools
 
-pin-base-image:
-	docker pull docker.io/library/python:3.11-slim
-	@ref=$$(docker image inspect --format '{{index .RepoDigests 0}}' docker.io/library/python:3.11-slim) && \
-	  ref="docker.io/library/python:3.11-slim@$${ref#*@}" && \
-	  sed -i "s|^docker.io/library/python:3.11-slim@sha256:.*|$$ref|" deploy/docker/base-image.txt && \
-	  sed -i "s|^ARG BASE_IMAGE=.*|ARG BASE_IMAGE=$$ref|" deploy/docker/Dockerfile && echo "pinned $$ref"
+base-image:
+	$(IMAGES_PY) base $(if $(PIN),--pin)
 
-# image-<svc>: BuildKit, file dates from the commit (rewrite-timestamp), the inputs' digest as
-# a label (deploy/inputs.py digest: base image, lock files, the service's sources).
-$(addprefix image-,$(SERVICES)): image-%: check-base-image
-	mkdir -p dist/$*
-	docker buildx build -f deploy/docker/Dockerfile --build-arg SERVICE=$* \
-	  --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
-	  --label org.opencontainers.image.revision=$$(git rev-parse HEAD) \
-	  --label org.paiju.inputs=$$($(PYTHON) deploy/inputs.py digest $*) \
-	  --output type=docker,name=$(IMAGE),rewrite-timestamp=true --iidfile dist/$*/image-id .
+images:
+	$(IMAGES_PY) build --tag $(IMAGE_TAG)
+	$(IMAGES_PY) sbom --tag $(IMAGE_TAG)
 
-# push-<svc> expects a registry login (Jenkins does it with its credential). Tags are
-# immutable: a tag already in the registry is not pushed again (a re-run of a build keeps
-# what was pushed, and tested, first). The digest is recorded in dist/<svc>/image.txt as
-# <registry>/paiju-<svc>@sha256:..., which make deploy reads.
+$(addprefix image-,$(SERVICES)): image-%:
+	$(IMAGES_PY) build --tag $(IMAGE_TAG) $*
+	$(IMAGES_PY) sbom --tag $(IMAGE_TAG) $*
+
+# push-<svc>: by tag, once (a tag already in the registry is not pushed again); the digest
+# read back from the registry goes to dist/<svc>/image.txt, which make deploy reads.
 $(addprefix push-,$(SERVICES)): push-%:
-	mkdir -p dist/$*
-	@if docker buildx imagetools inspect $(IMAGE) >/dev/null 2>&1; then \
-	  echo "$(IMAGE) is already in the registry: tags are immutable, not pushed again"; \
-	else docker push $(IMAGE); fi
-	digest=$$(docker buildx imagetools inspect --format '{{.Manifest.Digest}}' $(IMAGE)) && \
-	  echo "$(IMAGE_REGISTRY)/paiju-$*@$$digest" > dist/$*/image.txt && cat dist/$*/image.txt
+	@test -n "$(IMAGE_REGISTRY)" || { echo "make push-$* IMAGE_REGISTRY=<host[:port][/path]>" >&2; exit 1; }
+	$(IMAGES_PY) push $* --registry $(IMAGE_REGISTRY) --tag $(IMAGE_TAG) --dist $(DIST) \
+	  $(if $(INSECURE_REGISTRY),--insecure)
+
+# The images built and run: sizes, contents, SBOMs, a clean rebuild's digests, a push to a
+# registry on loopback, and the cluster from its images (tests/image; part of make test).
+image-test: setup
+	$(PY) -m pytest -q -m image tests/image
 
 # make deploy ENV=<env>: the migration Job, then the services, by digest (deploy/promote.py
 # writes build/release/<env>/ from the overlay and the digests: dist/<svc>/image.txt of this
@@ -184,7 +175,7 @@ $(addprefix push-,$(SERVICES)): push-%:
 deploy:
 	@test -n "$(ENV)" || { echo "make deploy ENV=dev|test|prod" >&2; exit 1; }
 	$(PYTHON) deploy/promote.py --env $(ENV) $(if $(DRY_RUN),--dry-run) \
-	  $(foreach i,$(IMAGES),--image $(i)) --from-dist dist
+	  $(foreach i,$(IMAGES),--image $(i)) --from-dist $(DIST) $(if $(RELEASE_OUT),--out $(RELEASE_OUT))
 
 clean:
 	rm -rf $(VENV) paiju/v1 dist build *.egg-info .pytest_cache .hypothesis var

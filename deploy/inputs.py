@@ -12,6 +12,12 @@ images carry the rule engines of ``games/`` whole.
                                                    # (git diff <base>...HEAD) is an input
     python deploy/inputs.py ship <svc> <dir>       # copy what the container runs (build stage)
     python deploy/inputs.py digest <svc>           # sha256 of every input (an image label)
+    python deploy/inputs.py requirements <layer>   # the lock's entries of one package layer
+
+Python packages reach an image in two layers, both cut from ``requirements/runtime.txt``
+(hashes and all): ``common``, what every service imports (one layer, shared by every
+image), then the service's own (``lobby``: the WebSocket front; ``records``: SQL), each
+the closure of its roots in ``PACKAGE_ROOTS`` through the lock's "via" notes.
 
 The Jenkins job of each service uses all three (deploy/jenkins/vars/paijuService.groovy,
 through ``make test-<svc>`` and ``make changed-<svc>``); tests/unit/deploy/test_deploy_jenkins.py
@@ -35,11 +41,26 @@ PACKAGES = ("services", "games", "clients", "paiju", "tests")
 WHOLE = {"table": ("games",), "arbiter": ("games",),
          "records": ("services/records/migrations",), "lobby": ("clients/web",)}
 EXTRA = {"records": ("services/records/alembic.ini",)}
+# The distributions each package layer starts from (the rest is their dependencies, read
+# from the lock). The service layers add to ``common``; a service without one has ``()``.
+# tests/unit/deploy/test_deploy_build.py checks that every third-party module a service's
+# shipped code imports comes from its layers; asyncpg and aiosqlite are SQLAlchemy's drivers,
+# named by database URL rather than imported.
+PACKAGE_ROOTS: dict[str, tuple[str, ...]] = {
+    "common": ("grpcio", "grpcio-health-checking", "grpcio-reflection", "protobuf",
+               "nats-py", "prometheus-client"),
+    "lobby": ("aiohttp",),
+    "table": (),
+    "arbiter": (),
+    "records": ("sqlalchemy", "asyncpg", "aiosqlite", "alembic", "openskill"),
+}
 # What every image build reads besides the Python modules.
 BUILD_FILES = (
     "deploy/docker/Dockerfile",
     "deploy/docker/healthcheck.py",
+    "deploy/docker/entry.py",
     "deploy/docker/base-image.txt",
+    "deploy/docker/base",
     "requirements/runtime.txt",
     "requirements/build.txt",
     "scripts/gen_protos.sh",
@@ -148,7 +169,8 @@ def ship(service: str, dest: Path) -> list[str]:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, target)
-    shutil.copy2(ROOT / "deploy" / "docker" / "healthcheck.py", dest / "healthcheck.py")
+    for name in ("healthcheck.py", "entry.py"):
+        shutil.copy2(ROOT / "deploy" / "docker" / name, dest / name)
     return sorted(set(chosen))
 
 
@@ -163,6 +185,8 @@ def tests(service: str) -> list[str]:
     shipped = {ROOT / p for p in service_modules(service)}
     out = []
     for test in sorted((ROOT / "tests").rglob("test_*.py")):
+        if test.is_relative_to(ROOT / "tests" / "image"):   # the image's own stage builds it
+            continue
         reached = closure([_module_name(test)])
         if reached & shipped:
             out.append(_rel(test))
@@ -179,7 +203,7 @@ def digest(service: str) -> str:
     base = ROOT / "deploy" / "docker" / "base-image.txt"
     lines = [line for line in base.read_text(encoding="utf-8").splitlines()
              if line.strip() and not line.lstrip().startswith("#")]
-    total.update(f"base {lines[0] if lines else ''}\n".encode())
+    total.update("".join(f"base {line}\n" for line in lines).encode())
     paths: set[Path] = set()
     for rel in files(service):
         path = ROOT / rel
@@ -190,6 +214,74 @@ def digest(service: str) -> str:
     for path in sorted(paths):
         total.update(f"{_rel(path)} {hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return total.hexdigest()
+
+
+def lock_entries(path: Path | None = None) -> dict[str, tuple[str, list[str]]]:
+    """The lock file's packages: normalised name -> (its entry's text, hashes and all; the
+    names of the packages it is there for, from the "via" notes)."""
+    path = path or ROOT / "requirements" / "runtime.txt"
+    entries: dict[str, tuple[str, list[str]]] = {}
+    name, text, via, in_via = "", [], [], False
+    for line in path.read_text(encoding="utf-8").splitlines() + [""]:
+        if line and not line[0].isspace() and not line.startswith("#"):
+            if name:
+                entries[name] = ("\n".join(text), via)
+            name, text, via, in_via = _norm(line.split("==")[0]), [line], [], False
+        elif line.strip().startswith("--hash") and name:
+            text.append(line)
+        elif line.strip().startswith("# via"):
+            rest = line.strip()[len("# via"):].strip()
+            via, in_via = ([rest] if rest else []), not rest
+        elif in_via and line.strip().startswith("#"):
+            via.append(line.strip().lstrip("#").strip())
+        elif not line.strip():
+            in_via = False
+    if name:
+        entries[name] = ("\n".join(text), via)
+    for key, (entry, parents) in entries.items():   # the last hash line has no "\"
+        entries[key] = (entry.rstrip(" \\"), [_norm(p.split(" ")[0]) for p in parents])
+    return entries
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def layer_packages(layer: str, path: Path | None = None) -> list[str]:
+    """The lock's packages in a package layer: the closure of its roots (for a service,
+    minus what ``common`` already has)."""
+    if layer not in PACKAGE_ROOTS:
+        raise SystemExit(f"unknown package layer {layer!r}: one of {', '.join(PACKAGE_ROOTS)}")
+    entries = lock_entries(path)
+    needs: dict[str, set[str]] = {name: set() for name in entries}
+    for name, (_, parents) in entries.items():
+        for parent in parents:
+            if parent in needs:
+                needs[parent].add(name)
+
+    def closure_of(roots: tuple[str, ...]) -> set[str]:
+        seen: set[str] = set()
+        todo = [_norm(r) for r in roots]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            if name not in entries:
+                raise SystemExit(f"{name} is a package layer root but not in the lock")
+            seen.add(name)
+            todo.extend(needs[name])
+        return seen
+
+    common = closure_of(PACKAGE_ROOTS["common"])
+    if layer == "common":
+        return sorted(common)
+    return sorted(closure_of(PACKAGE_ROOTS[layer]) - common)
+
+
+def requirements(layer: str, path: Path | None = None) -> str:
+    """The lock entries of a layer, as a requirements file pip installs with hashes."""
+    entries = lock_entries(path)
+    return "".join(entries[name][0] + "\n" for name in layer_packages(layer, path))
 
 
 def _module_name(path: Path) -> str:
@@ -213,11 +305,14 @@ def changed_since(base: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] not in ("files", "tests", "changed", "ship", "digest"):
+    if len(argv) < 2 or argv[0] not in ("files", "tests", "changed", "ship", "digest",
+                                        "requirements"):
         print(__doc__, file=sys.stderr)
         return 2
     what, service = argv[0], argv[1]
-    if what == "files":
+    if what == "requirements":
+        sys.stdout.write(requirements(service))
+    elif what == "files":
         print("\n".join(files(service)))
     elif what == "tests":
         print("\n".join(tests(service)))

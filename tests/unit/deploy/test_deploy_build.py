@@ -8,7 +8,6 @@ import fnmatch
 import importlib.util
 import json
 import re
-import shlex
 import socket
 import subprocess
 import sys
@@ -40,100 +39,170 @@ def instructions() -> list[tuple[str, str]]:
     return out
 
 
-def final_stage() -> list[tuple[str, str]]:
-    steps = instructions()
-    start = max(i for i, (word, _) in enumerate(steps) if word == "FROM")
-    return steps[start:]
-
-
-# ------------------------------------------------------------------ Dockerfile
-BASE_FILE = DOCKER / "base-image.txt"
-DIGEST_REF = re.compile(r"^docker\.io/library/python:3\.11-slim@sha256:[0-9a-f]{64}$")
-
-
-def base_image() -> str:
-    (line,) = [x.strip() for x in BASE_FILE.read_text(encoding="utf-8").splitlines()
-               if x.strip() and not x.lstrip().startswith("#")]
-    return line
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    out: list[list[tuple[str, str]]] = []
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """The Dockerfile's stages by name (FROM ... AS <name>)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    current = None
     for word, args in instructions():
         if word == "FROM":
-            out.append([])
-        if out:
-            out[-1].append((word, args))
+            current = args.split()[-1] if " AS " in f" {args.upper()} " else args
+            out[current] = []
+        if current is not None:
+            out[current].append((word, args))
     return out
 
 
-def test_cmd_runs_the_selected_service_as_pid_1() -> None:
-    (cmd,) = [args for word, args in final_stage() if word == "CMD"]
-    argv = json.loads(cmd)
-    assert argv[:2] == ["sh", "-c"]
-    assert shlex.split(argv[2]) == ["exec", "python", "-m", "services.$SERVICE"]
+# ------------------------------------------------------------------ Dockerfile
+sys.path.insert(0, str(ROOT / "deploy"))
+import images as image_tool  # noqa: E402  (deploy/images.py)
 
 
-def test_service_is_a_build_argument_checked_against_the_makefile() -> None:
-    build, final = stages()
-    assert ("ARG", "SERVICE") in build and ("ARG", "SERVICE") in final
-    assert any(w == "ENV" and "SERVICE=${SERVICE}" in args for w, args in final)
-    check = next(args for w, args in build if w == "RUN" and "$SERVICE" in args)
-    allowed = re.search(r"case \"\$SERVICE\" in\s+([\w|]+)\)", check).group(1).split("|")
+def test_a_service_image_runs_its_service_through_the_entry_as_pid_1() -> None:
+    service = stages()["service"]
+    (entry,) = [args for word, args in service if word == "ENTRYPOINT"]
+    assert json.loads(entry) == ["python3", "/app/entry.py"]     # exec form: PID 1, SIGTERM
+    assert not [args for word, args in service if word == "CMD"]
+    assert any(w == "ENV" and "SERVICE=${SERVICE}" in args for w, args in service)
+    for bad in ("", "nope"):
+        run = subprocess.run([sys.executable, str(DOCKER / "entry.py")], env={"SERVICE": bad},
+                             capture_output=True, text=True, timeout=30)
+        assert run.returncode != 0 and "is not a Paiju service" in run.stderr
+
+
+def test_the_services_are_the_same_everywhere() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert sorted(allowed) == sorted(re.search(r"^SERVICES := (.+)$", makefile, re.M)
-                                     .group(1).split())
+    listed = re.search(r"^SERVICES := (.+)$", makefile, re.M).group(1).split()
+    entry = (DOCKER / "entry.py").read_text(encoding="utf-8")
+    assert tuple(listed) == image_tool.SERVICES == SERVICES
+    assert f"SERVICES = {SERVICES!r}".replace("'", '"') in entry
+    build = " ".join(args for w, args in stages()["build"] if w == "RUN")
+    assert "for svc in lobby table arbiter records;" in build
 
 
-def test_base_image_is_python_311_slim_by_digest_in_one_place() -> None:
-    """Both stages start from ${BASE_IMAGE}, whose default is the line of base-image.txt:
-    python:3.11-slim by sha256 digest. The all-zero digest is the documented placeholder
-    that make check-base-image refuses (test_check_base_image_...)."""
+def test_the_bases_are_pinned_by_digest_in_one_place_with_their_package_lists() -> None:
+    """base-image.txt names both bases by digest (no placeholder), the Dockerfile's ARG
+    defaults are the same lines, and each base's package list is committed."""
+    pins = image_tool.read_pins()
     steps = instructions()
-    assert [args for w, args in steps if w == "FROM"] == ["${BASE_IMAGE} AS build", "${BASE_IMAGE}"]
-    (arg,) = [args for w, args in steps if w == "ARG" and args.startswith("BASE_IMAGE=")]
-    assert arg == f"BASE_IMAGE={base_image()}"
-    assert DIGEST_REF.match(base_image()), base_image()
-    assert steps[0] == ("ARG", arg), "the ARG before the first FROM (global scope)"
+    args = {a.split("=")[0]: a.split("=", 1)[1] for w, a in steps[:2] if w == "ARG"}
+    assert args == {"BASE_IMAGE": pins["base"], "BUILDER_IMAGE": pins["builder"]}
+    for kind in ("base", "builder"):
+        assert re.fullmatch(r"localhost/paiju-" + kind + r"@sha256:[0-9a-f]{64}", pins[kind])
+        assert not pins[kind].endswith("0" * 64), "the placeholder digest"
+        names = dict(line.split("=", 1) for line in image_tool.committed_packages(kind))
+        assert "python3.11-minimal" in names and "libstdc++6" in names, kind
+    base, builder = (dict(line.split("=", 1) for line in image_tool.committed_packages(k))
+                     for k in ("base", "builder"))
+    for package in ("python3.11-minimal", "libpython3.11-stdlib", "libc6"):
+        assert base[package] == builder[package], f"{package}: build and run on one Python"
+    assert "bash" not in base and "apt" not in base and "python3-pip" not in base
+    assert int(pins["epoch"]) > 0
+    froms = [a for w, a in steps if w == "FROM"]
+    assert froms == ["${BUILDER_IMAGE} AS build", "${BASE_IMAGE} AS nats",
+                     "${BASE_IMAGE} AS service"]
 
 
-def test_image_is_non_root_generates_protos_and_exposes_the_prod_ports() -> None:
-    (user,) = [args for w, args in final_stage() if w == "USER"]
-    assert user.split(":")[0] not in ("0", "root")
-    runs = " ".join(args for w, args in instructions() if w == "RUN")
+def test_pins_are_written_and_read_back_and_a_moved_archive_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "base-image.txt").write_text(image_tool.PIN_FILE.read_text())
+    (tmp_path / "Dockerfile").write_text(image_tool.DOCKERFILE.read_text())
+    monkeypatch.setattr(image_tool, "PIN_FILE", tmp_path / "base-image.txt")
+    monkeypatch.setattr(image_tool, "DOCKERFILE", tmp_path / "Dockerfile")
+    pins = {"epoch": "1", "base": "localhost/paiju-base@sha256:" + "a" * 64,
+            "builder": "localhost/paiju-builder@sha256:" + "b" * 64}
+    image_tool.write_pins(pins)
+    assert image_tool.read_pins() == pins
+    assert f"ARG BASE_IMAGE={pins['base']}" in (tmp_path / "Dockerfile").read_text()
+    changed = image_tool.diff_packages(["libc6=1", "tzdata=2024a", "gone=1"],
+                                       ["libc6=1", "tzdata=2025b", "new=2"])
+    assert changed == ["gone: 1 -> (none)", "new: (none) -> 2", "tzdata: 2024a -> 2025b"]
+    (tmp_path / "base-image.txt").write_text("epoch 1\nbase x\n")
+    with pytest.raises(SystemExit, match="no 'builder' line"):
+        image_tool.read_pins()
+
+
+def test_a_public_base_must_be_named_by_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BASE_IMAGE", "docker.io/library/python:3.11-slim")
+    with pytest.raises(SystemExit, match="not an image by digest"):
+        image_tool.bases(allow_drift=False)
+    public = "docker.io/library/python:3.11-slim@sha256:" + "c" * 64
+    monkeypatch.setenv("BASE_IMAGE", public)
+    assert image_tool.bases(allow_drift=False) == {"base": public, "builder": public}
+
+
+def test_images_run_as_10001_and_expose_only_their_own_prod_ports() -> None:
+    for name in ("nats", "service"):
+        (user,) = [args for w, args in stages()[name] if w == "USER"]
+        assert user == "10001:10001"
+    runs = " ".join(args for w, args in stages()["build"] if w == "RUN")
     assert "scripts/gen_protos.sh" in runs
-    exposed = {int(p) for w, args in final_stage() if w == "EXPOSE" for p in args.split()}
-    assert exposed == ({PROD[s][k] for s in SERVICES for k in ("port", "metrics_port")}
-                       | {PROD["lobby"]["ws_port"]})
+    assert ("EXPOSE", "${PORTS}") in stages()["service"]
+    for svc in SERVICES:
+        wanted = {PROD[svc]["port"], PROD[svc]["metrics_port"]}
+        wanted |= {PROD["lobby"]["ws_port"]} if svc == "lobby" else set()
+        assert set(image_tool.PORTS[svc]) == wanted, svc
 
 
 def test_every_package_comes_from_a_lock_file_with_hashes_as_wheels() -> None:
-    """pip runs only as ``--require-hashes --only-binary=:all: -r requirements/<lock>``: no
-    version resolved at build time, no package compiled from source; the runtime stage runs
-    no pip and no package manager at all."""
-    build, final = stages()
-    for w, args in build + final:
-        if w != "RUN":
-            continue
-        for command in re.split(r"&&|;", args):
-            words = command.split()
-            if "install" in words and any(x.endswith("pip") for x in words):
-                assert {"--require-hashes", "--only-binary=:all:", "-r"} <= set(words), command
-                lock = words[words.index("-r") + 1]
-                assert lock in ("requirements/runtime.txt", "requirements/build.txt"), lock
-            assert not {"apt-get", "apk", "yum"} & set(words), command
-    assert not any(w == "RUN" and "pip" in args for w, args in final)
+    """pip runs only as ``--require-hashes --only-binary=:all: --no-deps -r <lock subset>``:
+    no version resolved at build time, nothing compiled from source; no stage that ships
+    runs pip, apt or anything at all."""
+    for name, steps in stages().items():
+        for w, args in steps:
+            if w != "RUN":
+                continue
+            assert name == "build", f"the {name} stage runs a command"
+            for command in re.split(r"&&|;", args):
+                words = command.split()
+                if "install" in words and "pip" in words:
+                    assert {"--require-hashes", "--only-binary=:all:", "--no-deps",
+                            "-r"} <= set(words), command
+                    lock = words[words.index("-r") + 1]
+                    assert lock in ('"/tmp/$layer.txt"', "requirements/build.txt"), lock
+                assert not {"apt-get", "apk", "yum"} & set(words), command
+    runs = " ".join(args for w, args in stages()["build"] if w == "RUN")
+    assert 'python3 deploy/inputs.py requirements "$layer"' in runs
 
 
-def test_the_runtime_stage_copies_the_runtime_venv_and_the_shipped_app_only() -> None:
-    build, final = stages()
-    copies = [args for w, args in final if w == "COPY"]
-    assert copies == ["--from=build /opt/venv /opt/venv",
-                      "--from=build --chown=root:root /app /app"]
-    runs = " ".join(args for w, args in build if w == "RUN")
-    assert "python deploy/inputs.py ship \"$SERVICE\" /app" in runs
-    # protoc lives in /opt/codegen, which the runtime stage never copies
-    assert "/opt/codegen/bin/pip install" in runs and "PYTHON=/opt/codegen/bin/python" in runs
+def test_a_service_image_copies_its_two_package_layers_and_its_app_only() -> None:
+    copies = [args for w, args in stages()["service"] if w == "COPY"]
+    assert copies == ["--from=build --chown=0:0 /stage/lib/common /opt/paiju/common",
+                      "--from=build --chown=0:0 /stage/lib/${SERVICE} /opt/paiju/service",
+                      "--from=build --chown=0:0 /stage/app/${SERVICE} /app"]
+    runs = " ".join(args for w, args in stages()["build"] if w == "RUN")
+    assert 'python3 deploy/inputs.py ship "$svc" "/stage/app/$svc"' in runs
+    # protoc and nats-server live in /stage/codegen; only nats-server leaves the build stage
+    assert [a for w, a in stages()["nats"] if w == "COPY"] == [
+        "--from=build --chown=0:0 /stage/codegen/bin/nats-server /usr/local/bin/nats-server"]
+
+
+def test_package_layers_cover_every_import_of_the_shipped_code(inputs) -> None:
+    """Each service's shipped modules import third-party code only from its layers (the
+    common one and its own), as the installed distributions tell."""
+    import ast
+    import importlib.metadata as md
+
+    provided = md.packages_distributions()
+    stdlib = set(sys.stdlib_module_names)
+    for svc in SERVICES:
+        have = set(inputs.layer_packages("common")) | set(inputs.layer_packages(svc))
+        for rel in inputs.service_modules(svc):
+            if not rel.endswith(".py"):
+                continue
+            tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                         and not node.level else [])
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in stdlib or top in inputs.PACKAGES or top == "__future__":
+                        continue
+                    dists = {d.lower().replace("_", "-") for d in provided.get(top, [])}
+                    assert dists & have, f"{svc}: {rel} imports {top}, not in its layers"
+    assert inputs.layer_packages("table") == [] and "aiohttp" in inputs.layer_packages("lobby")
+    assert "sqlalchemy" in inputs.layer_packages("records")
+    assert "grpcio" in inputs.layer_packages("common")
 
 
 def dockerignore_patterns() -> list[str]:
@@ -255,7 +324,8 @@ def test_each_image_ships_its_service_and_runs_without_build_or_test_tools(
     shipped = inputs.ship(svc, app)
     packages = {p.split("/")[1] for p in shipped if p.startswith("services/") and p.count("/") > 1}
     assert packages == {svc, "common"}, packages
-    assert any(p.startswith("games/") for p in shipped) is (svc in ("table", "arbiter"))
+    # every image carries the engines: lobby and records check game names with games.registry
+    assert any(p.startswith("games/") for p in shipped)
     assert ("services/records/migrations/env.py" in shipped) is (svc == "records")
     assert ("clients/web/index.html" in shipped) is (svc == "lobby")
     assert not any(p.startswith(("tests/", "bench/", "scripts/")) for p in shipped)
