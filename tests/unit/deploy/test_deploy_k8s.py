@@ -509,9 +509,12 @@ def test_readiness_and_liveness_are_different_health_names(overlay) -> None:
 
 
 def prestop_sleep(c: dict) -> float:
+    """The seconds of the preStop hook: Python's sleep (the images have no sleep(1))."""
     command = c["lifecycle"]["preStop"]["exec"]["command"]
-    assert command[0] == "sleep" and len(command) == 2, command
-    return float(command[1])
+    assert command[:2] == ["python3", "-c"] and len(command) == 3, command
+    match = re.fullmatch(r"import time; time\.sleep\((\d+(?:\.\d+)?)\)", command[2])
+    assert match, command
+    return float(match.group(1))
 
 
 def test_pods_outlive_their_drain_and_roll_one_at_a_time(overlay) -> None:
@@ -729,7 +732,7 @@ def test_a_release_names_every_image_by_digest_without_editing_tracked_files(
     assert {o["metadata"]["namespace"] for o in migrate} == {NAMESPACES[env]}
     (c,) = containers(job)
     assert c["image"] == images["records"]
-    assert c["command"] == ["python", "-m", "services.records.migrate"]
+    assert c["command"] == ["python3", "-m", "services.records.migrate"]
     (env_var,) = c["env"]
     assert env_var["valueFrom"]["secretKeyRef"] == {"name": "paiju-migrate", "key": "database-url"}
     after = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "deploy"],
@@ -765,7 +768,8 @@ def test_make_deploy_migrates_then_rolls_out(tmp_path: Path) -> None:
     assert "apply --server-side" in steps[3] and steps[3].endswith("/app")
     assert [s.split()[5] for s in steps[4:]] == [f"deployment/{svc}" for svc in SERVICES]
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "deploy/promote.py --env $(ENV)" in makefile and "--from-dist dist" in makefile
+    assert "deploy/promote.py --env $(ENV)" in makefile and "--from-dist $(DIST)" in makefile
+    assert re.search(r"^DIST \?= dist$", makefile, re.M)
 
 
 def test_the_migration_job_is_valid_and_alone_holds_the_migration_role() -> None:
