@@ -6,10 +6,13 @@
 // a change cannot rewrite the steps that hold the registry and cluster credentials.
 //
 // services/<svc>/Jenkinsfile calls paijuService(service: '<svc>'). Each step is a make
-// target, so a laptop runs the same commands. Agent needs: python3.11, make, git, docker with
-// buildx; for Promote, kubectl. Jenkins provides PAIJU_REGISTRY (registry and path, e.g.
-// registry.example.com/paiju), the username/password credential "paiju-registry" and the
-// kubeconfig file credentials "paiju-kubeconfig-test" and "paiju-kubeconfig-prod".
+// target, so a laptop runs the same commands. Agent (label paiju-build) needs: python3.11,
+// make, git and Debian's buildah, podman, skopeo and mmdebstrap (no Docker daemon: buildah
+// builds without one; see deploy/README.md, "Images", for a rootless agent); for Promote,
+// kubectl. Jenkins provides PAIJU_REGISTRY (registry and path, e.g.
+// registry.example.com/paiju), the username/password credential "paiju-registry", the
+// kubeconfig file credentials "paiju-kubeconfig-test" and "paiju-kubeconfig-prod", and the
+// Lockable Resources plugin (lock "paiju-deploy").
 //
 //   Changes  make changed-<svc>: the build goes on only when an input of the image or of the
 //            pipeline changed since the last successful build (pull requests: since the
@@ -17,22 +20,44 @@
 //   Build    make build-<svc>: lint, compile, wheel.
 //   Test     make test-<svc>: every test file covering what the image ships (deploy/inputs.py
 //            tests; table and arbiter include the engines' tests); the JUnit report must exist.
-//   Image    make image-<svc>: from the lock files and the base image by digest.
-//   Push     main only: make push-<svc> (a tag is never pushed twice), the digest recorded in
-//            dist/<svc>/image.txt and archived.
-//   Promote  main only: make deploy ENV=test with this image's digest, then, once approved,
-//            ENV=prod (migration Job first, then the rollout; deploy/promote.py).
+//   Image    make image-<svc>: buildah, on the project's Debian base by digest, packages from
+//            the lock files with hashes; the SBOM read from the image (dist/<svc>/).
+//   Push     main only: make push-<svc> (skopeo; a tag is never pushed twice), the digest read
+//            back from the registry and recorded in dist/<svc>/image.txt.
+//   Archive  dist/<svc>/: the digest, the SBOM (CycloneDX), the image id.
+//   Promote  main only: make deploy ENV=test with that digest; then the approval, waiting
+//            on no agent; then ENV=prod with the same digest (never rebuilt). Every deploy
+//            holds the lock "paiju-deploy", so two services never migrate or roll out at once.
 
 def call(Map args) {
     String service = args.service
     properties([buildDiscarder(logRotator(numToKeepStr: '30')), disableConcurrentBuilds()])
-    node('paiju-docker') {
+    boolean promoted = false
+    node('paiju-build') {
         timeout(time: 90, unit: 'MINUTES') {
             timestamps {
                 checkout scm
                 withEnv(["SERVICE=${service}",
                          "PYTEST_ADDOPTS=--junitxml=reports/junit-${service}.xml"]) {
-                    stages(service)
+                    promoted = stages(service)
+                }
+            }
+        }
+    }
+    if (!promoted) {
+        return
+    }
+    // the approval holds no agent and no 90-minute budget: it waits up to a week
+    timeout(time: 7, unit: 'DAYS') {
+        input message: "Promote paiju-${service} to prod?", ok: 'Deploy to prod'
+    }
+    node('paiju-build') {
+        timeout(time: 60, unit: 'MINUTES') {
+            checkout scm
+            unarchive mapping: ["dist/${service}/image.txt": "dist/${service}/image.txt"]
+            withEnv(["SERVICE=${service}"]) {
+                stage('Promote prod') {
+                    promote(service, 'prod')
                 }
             }
         }
@@ -45,7 +70,8 @@ boolean onMain() {
     return env.BRANCH_NAME == 'main' && !env.CHANGE_ID
 }
 
-def stages(String service) {
+// true when the digest reached test and waits for the prod approval
+boolean stages(String service) {
     boolean changed = true
     stage('Changes') {
         String base = env.CHANGE_ID ? "origin/${env.CHANGE_TARGET}" : (env.GIT_PREVIOUS_SUCCESSFUL_COMMIT ?: '')
@@ -58,7 +84,7 @@ def stages(String service) {
         }
     }
     if (!changed) {
-        return
+        return false
     }
     stage('Build') {
         sh 'make "build-$SERVICE"'
@@ -79,7 +105,7 @@ def stages(String service) {
     }
     if (!onMain()) {
         echo "not the main branch: paiju-${service} is built and tested, not pushed"
-        return
+        return false
     }
     stage('Push') {
         withCredentials([usernamePassword(credentialsId: 'paiju-registry',
@@ -87,8 +113,8 @@ def stages(String service) {
                                           passwordVariable: 'REGISTRY_PASSWORD')]) {
             sh '''
                 set -eu
-                trap 'docker logout "${PAIJU_REGISTRY%%/*}" || true' EXIT
-                echo "$REGISTRY_PASSWORD" | docker login --username "$REGISTRY_USER" --password-stdin "${PAIJU_REGISTRY%%/*}"
+                trap 'skopeo logout "${PAIJU_REGISTRY%%/*}" || true' EXIT
+                echo "$REGISTRY_PASSWORD" | skopeo login --username "$REGISTRY_USER" --password-stdin "${PAIJU_REGISTRY%%/*}"
                 make "push-$SERVICE" IMAGE_REGISTRY="$PAIJU_REGISTRY"
             '''
         }
@@ -98,15 +124,16 @@ def stages(String service) {
     }
     stage('Promote') {
         promote(service, 'test')
-        input message: "Promote paiju-${service} to prod?", ok: 'Deploy to prod'
-        promote(service, 'prod')
     }
+    return true
 }
 
 def promote(String service, String environment) {
-    withCredentials([file(credentialsId: "paiju-kubeconfig-${environment}", variable: 'KUBECONFIG')]) {
-        withEnv(["DEPLOY_ENV=${environment}"]) {
-            sh 'make deploy ENV="$DEPLOY_ENV" IMAGES="$SERVICE=$(cat dist/$SERVICE/image.txt)"'
+    lock('paiju-deploy') {
+        withCredentials([file(credentialsId: "paiju-kubeconfig-${environment}", variable: 'KUBECONFIG')]) {
+            withEnv(["DEPLOY_ENV=${environment}"]) {
+                sh 'make deploy ENV="$DEPLOY_ENV" IMAGES="$SERVICE=$(cat dist/$SERVICE/image.txt)"'
+            }
         }
     }
     archiveArtifacts artifacts: "build/release/${environment}/**", fingerprint: true
