@@ -57,7 +57,8 @@ class Authority:
     def ca_file(self) -> Path:
         return self.pem.cert
 
-    def issue(self, service: str, *extra_dns: str, days: float = 1) -> Pem:
+    def issue(self, service: str, *extra_dns: str, days: float = 1,
+              ips: tuple[str, ...] | list[str] = ()) -> Pem:
         key = _key()
         now = datetime.datetime.now(datetime.UTC)
         names = [x509.DNSName(n) for n in (service, *extra_dns, "localhost")]
@@ -67,7 +68,8 @@ class Authority:
                 .not_valid_before(now - datetime.timedelta(minutes=5))
                 .not_valid_after(now + datetime.timedelta(days=days))
                 .add_extension(x509.SubjectAlternativeName(
-                    [*names, x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                    [*names, *(x509.IPAddress(ipaddress.ip_address(ip))
+                               for ip in ("127.0.0.1", *ips))]),
                     critical=False)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                       ExtendedKeyUsageOID.CLIENT_AUTH]),
