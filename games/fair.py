@@ -99,8 +99,9 @@ def commitment_input(room_id: int, hand_no: int, server_seed: bytes) -> bytes:
 
 
 def commitment(room_id: int, hand_no: int, server_seed: bytes) -> str:
-    """SHA-256 of :func:`commitment_input`, as 64 lowercase hex digits (published at hand
-    start; it reveals nothing about the seed before the reveal)."""
+    """SHA-256 of :func:`commitment_input`, as 64 lowercase hex digits (published
+    before any client seed for the hand is taken: when the room is created or the previous
+    hand settles; it reveals nothing about the seed before the reveal)."""
     return hashlib.sha256(commitment_input(room_id, hand_no, server_seed)).hexdigest()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from games import fair
+from games import fair, registry
 from games.tools.verify_deal import deal_layout
 from services.table import logrec as lr
 
@@ -53,7 +53,9 @@ class FairDeals:
         if not isinstance(rec.seed, str) or p is None or p.hand_no != rec.hand_no:
             return   # a hand from before fair deals (an int seed)
         self.current = {**fair.reveal(room_id, rec.hand_no, p.server_seed, p.client_seeds),
-                        "game": game, "options": options, "dealer": rec.dealer,
+                        # every option, defaults filled in: a verifier never guesses one
+                        "game": game, "options": registry.get(game).parse_options(options),
+                        "dealer": rec.dealer,
                         "dealer_from_seed": rec.dealer_from_seed, "hand_seed": rec.seed}
 
     def acted(self, rec: lr.Act | lr.Resolve) -> None:
