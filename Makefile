@@ -12,7 +12,7 @@ PROTO_STAMP := paiju/v1/__init__.py
 .PHONY: setup protos run test lint bench chaos capacity clean help lock tools validate deploy \
 	images image-tools base-image image-test $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
 	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES)) $(addprefix changed-,$(SERVICES)) \
-	$(addprefix tests-of-,$(SERVICES))
+	$(addprefix tests-of-,$(SERVICES)) db-backup db-restore
 
 BENCH_ARGS ?=
 # container images (deploy/images.py, buildah and podman; deploy/README.md): built locally as
@@ -98,7 +98,9 @@ protos:
 run: setup
 	$(PY) -m scripts.devrun
 
+# the whole suite, the image tests included (tests/image: root, podman; deploy/README.md)
 test: setup
+	bash scripts/test_deps.sh
 	$(PY) -m pytest -q
 
 lint: setup
@@ -116,6 +118,21 @@ chaos: setup
 # capacity at human pace: tables ramped until delivery p99 passes 100 ms (bench/reports/capacity.md)
 capacity: setup
 	$(PY) -m bench.bench_capacity $(BENCH_ARGS)
+
+# Backups of the records database, any PostgreSQL (deploy/db_backup.py; docs/runbooks.md,
+# "Restore the records database"): DATABASE_URL=postgresql+asyncpg://...; NATS_URL set adds
+# the SETTLE position to the manifest. make db-restore DUMP=<.dump> [CREATE=1] into a new,
+# empty database (DATABASE_URL), then python -m services.records.reconcile --manifest <.json>
+BACKUP_DIR ?= var/backups
+DUMP ?=
+CREATE ?=
+ALLOW_OLDER ?=
+db-backup: setup
+	$(PY) deploy/db_backup.py backup --out $(BACKUP_DIR)
+
+db-restore: setup
+	@test -n "$(DUMP)" || { echo "make db-restore DUMP=<file.dump> [CREATE=1] [ALLOW_OLDER=1]" >&2; exit 1; }
+	$(PY) deploy/db_backup.py restore $(DUMP) $(if $(CREATE),--create) $(if $(ALLOW_OLDER),--allow-older)
 
 # static pattern rules: plain pattern rules are never searched for .PHONY targets
 # test-<svc>: every test file that imports a module the service's image ships (directly or
