@@ -91,6 +91,7 @@ class Cluster:
     db: Any
     ca: Authority
     public_ca: Path
+    spawn: Any = None                 # (service, replica, generation) -> Container
     kills: dict[str, float] = field(default_factory=dict)
     restarts: dict[str, float] = field(default_factory=dict)
     results: list[RobotStats] = field(default_factory=list)
@@ -215,19 +216,21 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
     while migration.exit_code() is None and time.monotonic() < deadline:
         time.sleep(1)
     assert migration.exit_code() == 0, f"the migration failed:\n{migration.logs()}"
+    def spawn(service: str, replica: int, generation: int = 0) -> Container:
+        """A pod of the Deployment; a replacement gets a new name, as a Deployment's does
+        (the table's instance is its pod name), on the same address."""
+        ip = pod_ip(service, replica)
+        name = f"{service}-{replica}" + (f"-r{generation}" if generation else "")
+        pod = Pod(name=name, ip=ip, **base_pod,
+                  env_overrides={f"PAIJU_{service.upper()}__HOST": ip})
+        return fleet.run(name, run_args(deployments[service], built[service].ref, pod))
+
     pods: dict[str, list[Container]] = {}
     for service in SERVICES:
-        pods[service] = []
-        for r in range(REPLICAS):
-            ip = pod_ip(service, r)
-            pod = Pod(name=f"{service}-{r}", ip=ip, **base_pod,
-                      env_overrides={f"PAIJU_{service.upper()}__HOST": ip})
-            c = fleet.run(f"{service}-{r}", run_args(deployments[service],
-                                                     built[service].ref, pod))
-            pods[service].append(c)
+        pods[service] = [spawn(service, r) for r in range(REPLICAS)]
         for c in pods[service]:
             wait_healthy(c)
-    return Cluster(fleet, nats, pods, db, ca, public_ca.ca_file)
+    return Cluster(fleet, nats, pods, db, ca, public_ca.ca_file, spawn=spawn)
 
 
 async def play_with_kills(cl: Cluster) -> None:
@@ -245,7 +248,7 @@ async def play_with_kills(cl: Cluster) -> None:
         cl.kills[service] = time.monotonic() - cl.started
         victim.kill()
         await asyncio.sleep(3)
-        fresh = cl.fleet.restart(victim)
+        fresh = cl.spawn(service, 0, generation=1)
         cl.pods[service][0] = fresh
         await asyncio.to_thread(wait_healthy, fresh)
         cl.restarts[service] = time.monotonic() - cl.started

@@ -251,3 +251,16 @@ def test_push_by_digest_then_render_prod_with_the_pushed_digests(
 
 def image_tool_cmd() -> list[str]:
     return [sys.executable, str(ROOT / "deploy" / "images.py")]
+
+
+def test_a_registry_that_refuses_the_push_is_a_clear_error(built: dict[str, Built],
+                                                            tmp_path: Path) -> None:
+    """Nothing listens on that port: the push fails with what failed, and no image.txt."""
+    closed = f"127.0.0.1:{free_port()}"
+    out = subprocess.run([*image_tool_cmd(), "push", "arbiter", "--registry", closed, "--tag",
+                          TAG, "--insecure", "--dist", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert f"images: push of paiju-arbiter:{TAG} to {closed} failed" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "arbiter" / "image.txt").exists()

@@ -90,11 +90,6 @@ class Fleet:
         self.containers.append(c)
         return c
 
-    def restart(self, old: Container) -> Container:
-        """The same container again (what a Deployment's controller does after a crash)."""
-        fresh = self.run(old.label, old.spec)
-        return fresh
-
     def cleanup(self) -> None:
         for c in self.containers:
             c.remove()
@@ -132,7 +127,11 @@ def container_env(container: dict[str, Any], pod: Pod) -> dict[str, str]:
         else:
             ref = item["valueFrom"]
             if "secretKeyRef" in ref:
-                value = pod.secrets[ref["secretKeyRef"]["name"]][ref["secretKeyRef"]["key"]]
+                key_ref = ref["secretKeyRef"]
+                secret = pod.secrets.get(key_ref["name"], {})
+                if key_ref["key"] not in secret and key_ref.get("optional"):
+                    continue                      # an optional key that is not there: unset
+                value = secret[key_ref["key"]]
             elif "configMapKeyRef" in ref:
                 value = pod.config_maps[ref["configMapKeyRef"]["name"]][
                     ref["configMapKeyRef"]["key"]]

@@ -537,3 +537,22 @@ def test_health_check_over_https_reads_healthz(healthcheck, tmp_path) -> None:
         for httpd in (secure, plain):
             httpd.shutdown()
             httpd.server_close()
+
+
+def test_a_missing_tool_is_named_with_its_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not root (or no apt-get): nothing is installed, the message says what to install."""
+    monkeypatch.setattr(image_tool, "tool_path", lambda name: None if name == "skopeo" else "/x")
+    monkeypatch.setattr(image_tool.os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit) as raised:
+        image_tool.ensure_tools(("buildah", "skopeo"))
+    assert "missing skopeo" in str(raised.value) and "apt-get install skopeo" in str(raised.value)
+
+
+def test_a_command_that_fails_says_what_failed_without_a_traceback() -> None:
+    with pytest.raises(SystemExit) as raised:
+        image_tool.run([sys.executable, "-c", "import sys; sys.exit('registry said no')"],
+                       capture=True, what="push of paiju-table to r")
+    assert str(raised.value).startswith("images: push of paiju-table to r failed (exit 1)")
+    assert "registry said no" in str(raised.value)
+    with pytest.raises(SystemExit, match="no-such-tool is not installed"):
+        image_tool.run(["no-such-tool"], capture=True)
