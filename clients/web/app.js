@@ -20,7 +20,7 @@ import * as room from "./room.js";
 import * as history from "./history.js";
 import * as ratings from "./ratings.js";
 import {wireReplay} from "./replay.js";
-import {checkReveal, clientSeed, onCommitment} from "./fair.js";
+import {checkReveal, clientSeed, observe, onCommitment} from "./fair.js";
 
 // Action kinds the table or a dialog offers in pictures: their buttons in the decision bar
 // are kept (keyboard, screen readers, tests) but drawn small.
@@ -29,6 +29,7 @@ const PICTURED = new Set(["discard", "play", "exchange_three", "declare_void", "
 
 // ------------------------------------------------------------------ frames
 function onFrame(kind, body, frame) {
+  observe(kind, body, room_game(), app.seat);   // the deal as this seat saw it (fair.js)
   const handler = HANDLERS[kind];
   if (handler) handler(body, frame);
   else {

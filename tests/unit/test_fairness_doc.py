@@ -65,8 +65,16 @@ class Log:
 
 
 def play_fair_hand(log: Log, client_seeds: dict[int, bytes]) -> dict[str, Any]:
+    """The fair-deal record of :func:`fair_hand_ended`'s fact, through JSON."""
+    ended = fair_hand_ended(log, client_seeds)
+    assert ended.fair is not None
+    result: dict[str, Any] = json.loads(json.dumps(ended.fair))
+    return result
+
+
+def fair_hand_ended(log: Log, client_seeds: dict[int, bytes]) -> ft.HandEnded:
     """Commit, take client seeds, start as automation.start_hand does, let the greedy bot
-    play every seat; the fair-deal record of the HandEnded fact, through JSON."""
+    play every seat; the HandEnded fact."""
     room = log.room
     hand_no = room.hand_no + 1
     server_seed = secrets.token_bytes(fair.SEED_BYTES)
@@ -97,8 +105,7 @@ def play_fair_hand(log: Log, client_seeds: dict[int, bytes]) -> dict[str, Any]:
                 facts += log.add(lr.Resolve(decision))
         ended = [f for f in facts if isinstance(f, ft.HandEnded)]
         if ended:
-            assert ended[0].fair is not None
-            return json.loads(json.dumps(ended[0].fair))
+            return ended[0]
     raise AssertionError("the hand did not end")
 
 

@@ -1,0 +1,182 @@
+"""The web client's own deal verifier (clients/web/fair.js: WebCrypto SHA-256 and HMAC-SHA256,
+the algorithm of games/tools/verify_deal.py) in Chromium.
+
+* Cross-check on data the Python side produced: hands of each game folded as the table folds
+  them (tests/unit/test_fairness_doc.py), their reveal given to the page's verifier, which
+  must derive the same commitment, hand seed, wall or deck, first dealer and dice as
+  games.fair; every frame a seat received (the table's codec) fed to the page, whose check
+  must pass, and fail when one dealt or drawn tile is changed.
+* A hand played in the page against the table's robots on a real stack: the page says
+  "deal verified", naming the checks of the dealt tiles and the draws."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from games import fair
+from services.table import logrec as lr
+from services.table.codec import event_frame
+from tests.browser.conftest import chromium_path
+from tests.browser.webpage import open_page
+from tests.system.conftest import start_stack, stop_stack
+from tests.unit.test_fairness_doc import Log, fair_hand_ended
+
+DESKTOP = {"width": 1280, "height": 800}
+
+
+def hand_of(game: str, hands: int = 1) -> tuple[list[Any], int]:
+    """The HandEnded facts of ``hands`` hands of ``game`` (seat 2 sends a client seed)."""
+    log = Log(game, total_hands=hands)
+    for seat in range(4):
+        log.add(lr.Join(seat, 21 + seat, lr.Profile(nickname=f"p{seat}", coins=1000)))
+    return [fair_hand_ended(log, {2: b"two"}) for _ in range(hands)], log.room.room_id
+
+
+def frames_for(game: str, ended: Any, seat: int) -> list[list[Any]]:
+    """[kind, body] of every frame ``seat`` received in the hand, in order (proto3 JSON)."""
+    out = []
+    for e in ended.events:
+        if e.event.to is not None and e.event.to != seat:
+            continue
+        frame = event_frame(game, e.event, f"1:{ended.hand_no}:{e.index}")
+        kind = frame.WhichOneof("payload")
+        out.append([kind, MessageToDict(getattr(frame, kind), preserving_proto_field_name=True)])
+    return out
+
+
+VERIFY = """async ({room, game, seat, frames, reveal}) => {
+  const f = await import("/static/fair.js");
+  f.fair.seen = null;
+  f.fair.commitments.clear();
+  f.onCommitment({hand_no: reveal.hand_no, commitment: reveal.commitment});
+  for (const [kind, body] of frames) f.observe(kind, body, game, seat);
+  return await f.checkReveal(room, reveal);
+}"""
+
+
+async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: Any) -> None:
+    context, page, errors = await open_page(browser, DESKTOP)
+    try:
+        for game in ("xuezhan", "changsha", "dadun"):
+            (first, second), room_id = hand_of(game, hands=2)
+            for ended in (first, second):
+                rec = ended.fair
+                seed = bytes.fromhex(rec["hand_seed"])
+                dice = fair.stream(seed, "dice")
+                derived = await page.evaluate(
+                    """async ([room, hand, server, clients, game]) =>
+                         (await import("/static/fair.js")).derive(room, hand, server, clients, game)""",
+                    [room_id, rec["hand_no"], rec["server_seed"], rec["client_seeds"], game])
+                assert derived == {
+                    "commitment": rec["commitment"], "handSeed": rec["hand_seed"],
+                    "layout": rec["deck" if game == "dadun" else "wall"],
+                    "dealer": fair.first_dealer(seed),
+                    "dice": [dice.below(6) + 1 for _ in range(6)]}, (game, rec["hand_no"])
+                reveal = {k: rec[k] for k in ("hand_no", "commitment", "server_seed",
+                                              "client_seeds")}
+                for seat in range(4):
+                    frames = frames_for(game, ended, seat)
+                    got = await page.evaluate(VERIFY, {"room": room_id, "game": game,
+                                                       "seat": seat, "frames": frames,
+                                                       "reveal": reveal})
+                    names = [c["name"] for c in got["checks"] if c["pass"]]
+                    assert got["ok"], (game, seat, got)
+                    assert "deal" in names and "deal verified" in got["text"], got
+                    assert ("dealer" in names) == (rec["hand_no"] == 1), got
+                    if game != "dadun":
+                        assert "draws" in names, got   # every seat draws in a mahjong hand
+            # one tile of seat 0's deal changed: the page says it
+            frames = frames_for(game, first, 0)
+            kind = "dd_assign" if game == "dadun" else "mj_hand"
+            body = next(b for k, b in frames if k == kind)
+            key = "cards" if game == "dadun" else "tiles"
+            other = ("BJ", "3s") if game == "dadun" else ("9m", "1m")
+            body[key][0] = other[0] if body[key][0] != other[0] else other[1]
+            reveal = {k: first.fair[k] for k in ("hand_no", "commitment", "server_seed",
+                                                 "client_seeds")}
+            got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": 0,
+                                               "frames": frames, "reveal": reveal})
+            assert not got["ok"] and "NOT verified: deal" in got["text"], got
+            if game != "dadun":   # a drawn tile changed
+                frames = frames_for(game, first, 1)
+                body = next(b for k, b in frames if k == "mj_draw" and b.get("tile"))
+                body["tile"] = "9m" if body["tile"] != "9m" else "1m"
+                got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": 1,
+                                                   "frames": frames, "reveal": reveal})
+                assert not got["ok"] and "NOT verified: draws" in got["text"], got
+            forged = {**reveal, "server_seed": "00" * 32}
+            got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": 0,
+                                               "frames": frames_for(game, first, 0),
+                                               "reveal": forged})
+            assert not got["ok"] and "NOT verified: commitment" in got["text"], got
+    finally:
+        await context.close()
+    assert errors == []
+
+
+@pytest.fixture
+def web_stack(tmp_path: Path) -> Any:
+    if chromium_path() is None:
+        pytest.skip("no Chromium: run scripts/install_browser.sh")
+    from services.common.natsd import free_port
+    ws_port = free_port()
+    stack = start_stack(tmp_path, PAIJU_LOBBY__WS_PORT=str(ws_port),
+                        PAIJU_TABLE__TURN_SECONDS="30", PAIJU_TABLE__WINDOW_SECONDS="20")
+    try:
+        yield ws_port
+    finally:
+        stop_stack(stack)
+
+
+async def click_any(page: Any) -> bool:
+    """One decision: the first action button of the pending prompt (every legal action is
+    one, pictured or not); False when there is none."""
+    with contextlib.suppress(Exception):
+        return bool(await page.evaluate(
+            "() => { const b = document.querySelector('#actions button');"
+            " if (!b) return false; b.click(); return true; }"))
+    return False
+
+
+async def test_a_hand_played_in_the_page_shows_its_deal_verified(browser: Any,
+                                                                 web_stack: Any) -> None:
+    ws_port = web_stack
+    context = await browser.new_context(viewport=DESKTOP, locale="en-US")
+    context.set_default_timeout(20_000)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    try:
+        await page.goto(f"http://127.0.0.1:{ws_port}/")
+        await page.fill("#nickname", "Yan")
+        await page.click("#guest-login")
+        await page.wait_for_selector("#lobby-panel:not([hidden])")
+        await page.select_option("#game", "XUEZHAN")
+        await page.fill("#hands", "1")
+        await page.click("#create")
+        await page.wait_for_selector("#room-panel:not([hidden])")
+        await page.click("#fill-robots")
+        await page.wait_for_selector("#fill-robots", state="hidden")
+        await page.click("#ready")
+        deadline = time.monotonic() + 120
+        while not await page.is_visible("#settlement-panel"):
+            assert time.monotonic() < deadline, await page.locator("#log li").all_inner_texts()
+            if not await click_any(page):
+                await page.wait_for_timeout(60)
+        await page.wait_for_function(
+            "document.getElementById('fair').textContent.includes('deal verified')",
+            timeout=10_000)
+        text = await page.text_content("#fair") or ""
+        assert "fair ok" in (await page.get_attribute("#fair", "class") or "")
+    finally:
+        await context.close()
+    print(f"the page says: {text}")
+    assert "the shuffle's" in text and "draws are the wall's" in text, text
+    assert "first dealer" in text, text   # hand 1: the dealer drawn from the seed
+    assert errors == [], errors
