@@ -323,7 +323,22 @@ function ddPass() {
 }
 
 // ------------------------------------------------------------------ drawing
+// Frames change the state at once; the page is drawn at most once per animation frame, so a
+// room of robots sending ~110 frames a second costs one drawing per screen refresh, not 110
+// (the page stays responsive). `ui.renders` counts the drawings (tests compare it with the
+// frames received).
+let drawPending = false;
 function render() {
+  if (drawPending) return;
+  drawPending = true;
+  requestAnimationFrame(() => {
+    drawPending = false;
+    draw();
+  });
+}
+
+function draw() {
+  ui.renders = (ui.renders || 0) + 1;
   renderTable(tableActions);
   const p = app.prompt;
   const dialog = p && dialogFor(p, (a) => answer(p.game, a), {selectedTiles, select});

@@ -13,11 +13,23 @@ export function error(text) {
   log(text);
 }
 
+// The log keeps its newest LOG_LINES lines, and scrolls to the newest once per animation
+// frame (a scroll per line forces a layout per frame received: robots at full speed send
+// ~110 a second).
+const LOG_LINES = 400;
+let scrollPending = false;
+
 export function log(text) {
   if (!text) return;
-  const li = el("li", {text});
-  $("log").appendChild(li);
-  li.scrollIntoView({block: "nearest"});
+  const box = $("log");
+  box.appendChild(el("li", {text}));
+  while (box.childElementCount > LOG_LINES) box.firstElementChild.remove();
+  if (scrollPending) return;
+  scrollPending = true;
+  requestAnimationFrame(() => {
+    scrollPending = false;
+    if (box.lastElementChild) box.lastElementChild.scrollIntoView({block: "nearest"});
+  });
 }
 
 // Tiles and cards come as a list of names or as one string in notation ("123m55p").
