@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import time
 from collections import Counter
@@ -198,9 +199,9 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
         (tmp / f"nats-{i}" / "js").mkdir(parents=True)
         conf.write_text(nats_config(i, "/data/js"), encoding="utf-8")
         for path in (conf.parent, conf.parent / "js", conf):
-            import os
             os.chown(path, 10001, 10001)
-        args = ["--read-only", "--volume", f"{conf.parent}:/data",
+        args = ["--name", f"nats-{i}-{os.getpid()}", "--read-only",
+                "--volume", f"{conf.parent}:/data",
                 *[x for k, v in sorted(env_of.items()) for x in ("--env", f"{k}={v}")],
                 built["nats"].ref, "--config", "/data/nats.conf"]
         nats.append(fleet.run(f"nats-{i}", args))
@@ -233,13 +234,37 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
     return Cluster(fleet, nats, pods, db, ca, public_ca.ca_file, spawn=spawn)
 
 
+FIRST_UID = 700000
+
+
+def robot_uids() -> list[int]:
+    return [FIRST_UID + 1000 * n + i for n in range(len(GAMES))
+            for i in range(4 * ROOMS_PER_GAME)]
+
+
+async def provision_players(db: Any) -> None:
+    """The players, as an operator's account system creates them: prod makes no profile at
+    login (lobby.dev_profiles is off)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(db.dsn, timeout=5)
+    try:
+        await conn.executemany(
+            "INSERT INTO players (user_id, nickname, head_url, sex, coins, created_at, "
+            "updated_at) VALUES ($1, $2, '', 0, 100000, now(), now())",
+            [(uid, f"robot {uid}") for uid in robot_uids()])
+    finally:
+        await conn.close()
+
+
 async def play_with_kills(cl: Cluster) -> None:
     """Robots of every game through both lobbies; once hands are in flight, SIGKILL one
     container of each service, each started again a few seconds later."""
     async def robots(game: str, n: int) -> list[RobotStats]:
         return await run_tables(cl.lobbies(), game, ROOMS_PER_GAME, TOKEN_SECRET, hands=HANDS,
-                                first_uid=700000 + 1000 * n, ca_file=str(cl.public_ca))
+                                first_uid=FIRST_UID + 1000 * n, ca_file=str(cl.public_ca))
 
+    await provision_players(cl.db)
     cl.started = time.monotonic()
     play = asyncio.gather(*(robots(g, n) for n, g in enumerate(sorted(GAMES))))
     await asyncio.sleep(8)
@@ -260,9 +285,19 @@ async def play_with_kills(cl: Cluster) -> None:
 @pytest.fixture(scope="module")
 def played(cluster: Cluster) -> Cluster:
     asyncio.run(play_with_kills(cluster))
-    print(f"\nkills at {cluster.kills}, healthy again at {cluster.restarts}; "
-          f"play took {time.monotonic() - cluster.started:.0f} s")
+    took = time.monotonic() - cluster.started
+    refused = sum(len(s.errors) for s in cluster.results)
+    print(f"\nimage cluster: kills at {fmt(cluster.kills)} s, healthy again at "
+          f"{fmt(cluster.restarts)} s; {len(hands_seen(cluster))} hands in "
+          f"{len({r for s in cluster.results for r in s.rooms})} rooms played in {took:.0f} s; "
+          f"{sum(s.reconnects for s in cluster.results)} robot reconnects, "
+          f"{sum(s.overtaken for s in cluster.results)} answers overtaken, "
+          f"{refused} refused actions")
     return cluster
+
+
+def fmt(times: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in times.items())
 
 
 def hands_seen(cl: Cluster) -> set[tuple[int, int]]:
