@@ -10,7 +10,6 @@ filtered by the dashboard's namespace variable (one environment per namespace).
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import re
@@ -253,18 +252,10 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if paiju.json is stale")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT} is out of date: run python {Path(__file__).name}", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from generated import write_or_check
+
+    return write_or_check(OUT, render, "deploy/grafana/dashboard.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Standard library and PyYAML (the deploy tests' dependency) only.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -150,17 +149,10 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is out of date: run python deploy/prometheus/slo.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from generated import write_or_check
+
+    return write_or_check(OUT, render, "deploy/prometheus/slo.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.common.reserved import robot_id
-from services.records.db import make_engine, migrate
+from services.records.db import make_engine
 from services.records.rating import Rater, Rating, placement
 from services.records.ratings import ALL_TIME, RatingBook
 from services.records.settlement import Settlement, parse_settlement
 from services.records.store import SettlementWriter
+from tests.service.test_records_store import StoreFixtures, rows
 from tests.service.test_records_support import (
     encode,
     final_message,
@@ -43,32 +43,15 @@ def dadun(room: int, hand: int, seats: list[int], deltas: list[int], **details: 
     return settle(message)
 
 
-async def rows(engine: AsyncEngine, sql: str, **params: object) -> list[tuple]:
-    async with engine.connect() as conn:
-        return [tuple(r) for r in (await conn.execute(text(sql), params)).all()]
-
-
 async def snapshot(engine: AsyncEngine) -> list[tuple]:
     return await rows(engine, "SELECT game, season, user_id, mu, sigma, hands FROM ratings "
                               "ORDER BY game, season, user_id")
 
 
-class RatingsContract:
+class RatingsContract(StoreFixtures):
     """What every storage adapter must do. Subclasses provide ``database_url``."""
 
-    @pytest.fixture
-    async def engine(self, database_url: str) -> AsyncIterator[AsyncEngine]:
-        engine = make_engine(database_url)
-        await migrate(engine)
-        async with engine.begin() as conn:
-            for table in TABLES:
-                await conn.execute(text(f"DELETE FROM {table}"))
-        yield engine
-        await engine.dispose()
-
-    @pytest.fixture
-    def writer(self, engine: AsyncEngine) -> SettlementWriter:
-        return SettlementWriter(engine)
+    tables = TABLES
 
     @pytest.fixture
     def book(self, engine: AsyncEngine) -> RatingBook:

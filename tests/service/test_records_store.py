@@ -39,15 +39,18 @@ async def rows(engine: AsyncEngine, sql: str, **params: object) -> list[tuple]:
         return [tuple(r) for r in (await conn.execute(text(sql), params)).all()]
 
 
-class StoreContract:
-    """What every storage adapter must do. Subclasses provide ``database_url``."""
+class StoreFixtures:
+    """A migrated database emptied of ``tables``, and a settlement writer on it (the ratings
+    contract uses them too). Subclasses provide ``database_url``."""
+
+    tables: tuple[str, ...] = TABLES
 
     @pytest.fixture
     async def engine(self, database_url: str) -> AsyncIterator[AsyncEngine]:
         engine = make_engine(database_url)
         await migrate(engine)
         async with engine.begin() as conn:
-            for table in TABLES:
+            for table in self.tables:
                 await conn.execute(text(f"DELETE FROM {table}"))
         yield engine
         await engine.dispose()
@@ -55,6 +58,10 @@ class StoreContract:
     @pytest.fixture
     def writer(self, engine: AsyncEngine) -> SettlementWriter:
         return SettlementWriter(engine)
+
+
+class StoreContract(StoreFixtures):
+    """What every storage adapter must do. Subclasses provide ``database_url``."""
 
     @pytest.fixture
     def reader(self, engine: AsyncEngine) -> RecordsReader:
