@@ -6,6 +6,9 @@
     python deploy/images.py sbom [TARGET ...] [--tag TAG]
     python deploy/images.py push TARGET --registry HOST[:PORT] [--tag TAG] [--insecure]
 
+The commit (label org.opencontainers.image.revision) and SOURCE_DATE_EPOCH (every file's and
+the image's date) come from git, or from IMAGE_REVISION and SOURCE_DATE_EPOCH when set.
+
 TARGETs: lobby, table, arbiter, records (deploy/docker/Dockerfile, one per service) and nats
 (the same file, --target nats); none named: all five. The Makefile's images, image-<svc>,
 push-<svc> and base-image targets call this; the Jenkins library does too.
@@ -358,8 +361,9 @@ def build(targets: list[str], tag: str, no_cache: bool, allow_drift: bool) -> di
     ensure_tools(("buildah", "podman", "runc"))
     refs = bases(allow_drift)
     epoch = source_date_epoch()
-    revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-                              capture_output=True, text=True).stdout.strip() or "unknown"
+    revision = os.environ.get("IMAGE_REVISION") or subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+        text=True).stdout.strip() or "unknown"
     (ROOT / ".dockerignore").write_text(
         (DOCKER / "dockerignore.txt").read_text(encoding="utf-8"), encoding="utf-8")
     built = {}

@@ -30,8 +30,19 @@ class Built:
     size: int           # bytes, unpacked
 
 
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True,
+                          text=True).stdout.strip()
+
+
+# One commit and date for every build of this run (HEAD may move while it runs).
+PINNED_ENV = {"IMAGE_REVISION": _git("rev-parse", "HEAD") or "unknown",
+              "SOURCE_DATE_EPOCH": _git("log", "-1", "--format=%ct") or "0"}
+
+
 def images(*args: str, timeout: float = 1500, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([*IMAGES, *args], capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([*IMAGES, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **PINNED_ENV})
     if check and done.returncode != 0:
         raise AssertionError(f"deploy/images.py {' '.join(args)} failed:\n"
                              f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")

@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.image, pytest.mark.postgres, pytest.mark.timeout(1500)
 
 SERVICES = ("records", "arbiter", "table", "lobby")      # start order
 REPLICAS = 2
-HANDS = 4
+HANDS = 12
 ROOMS_PER_GAME = 2
 TOKEN_SECRET = "image-test-token-secret"
 NATS_IPS = [f"127.0.10.{i + 1}" for i in range(3)]
@@ -97,6 +97,7 @@ class Cluster:
     restarts: dict[str, float] = field(default_factory=dict)
     results: list[RobotStats] = field(default_factory=list)
     started: float = 0.0
+    ended: float = 0.0                # when the last robot finished (from the start)
 
     def lobbies(self) -> list[str]:
         return [f"{pod_ip('lobby', r)}:50051" for r in range(REPLICAS)]
@@ -267,17 +268,16 @@ async def play_with_kills(cl: Cluster) -> None:
     await provision_players(cl.db)
     cl.started = time.monotonic()
     play = asyncio.gather(*(robots(g, n) for n, g in enumerate(sorted(GAMES))))
-    await asyncio.sleep(8)
+    play.add_done_callback(lambda _: setattr(cl, "ended", time.monotonic() - cl.started))
+    await asyncio.sleep(4)
     for service in ("table", "lobby", "arbiter", "records"):
-        victim = cl.pods[service][0]
         cl.kills[service] = time.monotonic() - cl.started
-        victim.kill()
-        await asyncio.sleep(3)
+        cl.pods[service][0].kill()
+        await asyncio.sleep(2)
         fresh = cl.spawn(service, 0, generation=1)
         cl.pods[service][0] = fresh
         await asyncio.to_thread(wait_healthy, fresh)
         cl.restarts[service] = time.monotonic() - cl.started
-        await asyncio.sleep(4)
     done = await asyncio.wait_for(play, timeout=600)
     cl.results = [s for group in done for s in group]
 
@@ -285,7 +285,7 @@ async def play_with_kills(cl: Cluster) -> None:
 @pytest.fixture(scope="module")
 def played(cluster: Cluster) -> Cluster:
     asyncio.run(play_with_kills(cluster))
-    took = time.monotonic() - cluster.started
+    took = cluster.ended
     refused = sum(len(s.errors) for s in cluster.results)
     print(f"\nimage cluster: kills at {fmt(cluster.kills)} s, healthy again at "
           f"{fmt(cluster.restarts)} s; {len(hands_seen(cluster))} hands in "
@@ -326,6 +326,8 @@ def test_robots_finish_every_room_through_the_kills(played: Cluster) -> None:
     assert all(s.hands >= HANDS for s in played.results), \
         [(s.user_id, s.hands) for s in played.results]
     assert set(played.kills) == {"table", "lobby", "arbiter", "records"}
+    late = {k: t for k, t in played.kills.items() if t >= played.ended}
+    assert not late, f"killed after play ended at {played.ended:.1f} s: {late}"
 
 
 def test_every_hand_is_settled_once_and_zero_sum_in_postgres(played: Cluster) -> None:
