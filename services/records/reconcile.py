@@ -3,13 +3,17 @@ database lacks, each exactly once (runbook: docs/runbooks.md, "Restore the recor
 
     python -m services.records.reconcile --manifest var/backups/records-<time>.json
     python -m services.records.reconcile --from-seq 1234
+    python -m services.records.reconcile --since 2026-12-04T03:00:00Z   # a point-in-time
+                                                                         # recovery's target
     python -m services.records.reconcile                  # the whole stream
 
 The database and NATS are ``DATABASE_URL`` and ``NATS_URL`` (or config/<env>.toml), as for
 records. It reads SETTLE message by message (direct gets by sequence: no consumer is made,
 the records durable is left as it is) from the first sequence the backup may lack (the
 manifest's ``settle.ack_floor`` + 1: every settlement up to the floor was committed before
-the dump's snapshot) to the stream's last sequence when it starts, and writes each with the
+the dump's snapshot), or from the first settlement JetStream stored at or after ``--since``
+(for a point-in-time recovery: its target time, less a few minutes), to the stream's last
+sequence when it starts, and writes each with the
 records writer. Exactly once comes from the writer, not from the start point: the hand row
 is unique on room + hand and a settlement already there writes nothing (counted as a
 duplicate), so replaying too much is harmless and replaying from too late is the only
@@ -30,8 +34,10 @@ import json
 import logging
 import sys
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from sqlalchemy.exc import DataError, IntegrityError
 
@@ -76,8 +82,27 @@ def start_from_manifest(path: Path) -> int:
     return int(settle["ack_floor"]) + 1
 
 
+async def first_since(js: JetStreamContext, since: datetime, first: int, last: int) -> int:
+    """The first sequence in ``first..last`` whose message JetStream stored at or after
+    ``since`` (``last + 1`` when none): a binary search over the stored times, which grow
+    with the sequence (deleted sequences count as their next message)."""
+    lo, hi = first, last + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            msg = await js.get_msg(SETTLE_STREAM, mid, subject="settle.*", next=True)
+        except NotFoundError:     # nothing at or after mid
+            hi = mid
+            continue
+        if msg.time is not None and msg.time >= since:
+            hi = mid
+        else:
+            lo = (msg.seq or mid) + 1
+    return lo
+
+
 async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
-                    do_migrate: bool = False) -> Outcome:
+                    do_migrate: bool = False, since: datetime | None = None) -> Outcome:
     engine = make_engine(database_url)
     try:
         if do_migrate:
@@ -95,6 +120,8 @@ async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
             js = nc.jetstream()
             state = (await js.stream_info(SETTLE_STREAM)).state
             start = state.first_seq if from_seq is None else from_seq
+            if since is not None:
+                start = await first_since(js, since, state.first_seq, state.last_seq)
             if start < state.first_seq and state.messages:
                 raise ReconcileError(
                     "RETENTION", f"{SETTLE_STREAM} starts at sequence {state.first_seq}, the "
@@ -129,6 +156,11 @@ async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
         await engine.dispose()
 
 
+def _utc(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m services.records.reconcile",
                                      description=__doc__.split("\n\n")[0])
@@ -136,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--manifest", type=Path,
                        help="the backup's manifest (deploy/db_backup.py): from its SETTLE floor")
     where.add_argument("--from-seq", type=int, help="the first SETTLE sequence to replay")
+    where.add_argument("--since", type=_utc,
+                       help="replay what SETTLE stored from this time (ISO 8601, UTC if no zone)")
     parser.add_argument("--migrate", action="store_true",
                         help="bring the schema to this code's head first")
     args = parser.parse_args(argv)
@@ -147,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if start is not None and start < 1:
             raise ReconcileError("USAGE", f"--from-seq {start}: sequences start at 1")
         out = asyncio.run(reconcile(cfg.records.database_url, cfg.nats.url, start,
-                                    do_migrate=args.migrate))
+                                    do_migrate=args.migrate, since=args.since))
     except ReconcileError as exc:
         print(f"reconcile: {exc.code}: {exc.message}", file=sys.stderr)
         return 2

@@ -4,8 +4,10 @@ start the stream no longer holds; skips what can never be written."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import nats
@@ -118,3 +120,27 @@ def test_the_start_comes_from_the_manifest_floor(tmp_path: Path) -> None:
     assert caught.value.code == "MANIFEST" and "NATS_URL not set" in caught.value.message
     with pytest.raises(ReconcileError):
         start_from_manifest(tmp_path / "missing.json")
+
+
+async def test_since_starts_at_the_first_settlement_stored_at_or_after_a_time(
+        fresh_nats: EmbeddedNats, js: nats.js.JetStreamContext, tmp_path: Path) -> None:
+    """A point-in-time recovery has a time, not a manifest: the start is found from
+    JetStream's stored times (deleted sequences skipped)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'restored.db'}"
+    msgs = messages()
+    acks = []
+    for m in msgs[:3]:
+        acks.append(await js.publish(settle_subject(77), encode(m)))
+    stored = await js.get_msg(SETTLE_STREAM, acks[-1].seq)
+    assert stored.time is not None
+    await asyncio.sleep(0.05)
+    for m in msgs[3:]:
+        acks.append(await js.publish(settle_subject(77), encode(m)))
+    await js.delete_msg(SETTLE_STREAM, acks[3].seq)        # the first one after the time
+    after = stored.time + timedelta(milliseconds=1)
+    out = await reconcile(url, fresh_nats.url, None, do_migrate=True, since=after)
+    assert (out.from_seq, out.written, out.missing) == (4, 1, 1)   # 4 counts as missing
+    out = await reconcile(url, fresh_nats.url, None, since=stored.time)
+    assert (out.from_seq, out.written, out.duplicates, out.missing) == (3, 1, 1, 1)
+    out = await reconcile(url, fresh_nats.url, None, since=stored.time + timedelta(days=1))
+    assert (out.from_seq, out.to_seq, out.written) == (6, 5, 0)
