@@ -161,6 +161,7 @@ def test_two_clean_builds_of_one_commit_give_the_same_digests(built: dict[str, B
         for target in ("arbiter", "nats"):
             digest = json.loads(podman("image", "inspect",
                                        f"localhost/paiju-{target}:{again}"))[0]["Digest"]
+            print(f"{target}: first build {built[target].digest}, clean rebuild {digest}")
             assert digest == built[target].digest, target
     finally:
         for target in ("arbiter", "nats"):
