@@ -397,6 +397,8 @@ function element(id) {
   return el;
 }
 const $ = (id) => elements.get(id) || element(id);
+// node has no animation frames: a drawing app.js asks for runs right after the current task
+globalThis.requestAnimationFrame = (fn) => { queueMicrotask(() => fn(0)); return 1; };
 """
 
 HARNESS = r"""

@@ -58,6 +58,8 @@ for (const tag of fs.readFileSync(`${webRoot}/index.html`, "utf8").match(/<[a-z0
   if (id) element(id[1]).hidden = /\shidden[\s>]/.test(tag);
 }
 const $ = (id) => elements.get(id) || (missing.add(id), element(id));
+// node has no animation frames: a drawing app.js asks for runs right after the current task
+globalThis.requestAnimationFrame = (fn) => { queueMicrotask(() => fn(0)); return 1; };
 globalThis.location = {protocol: "http:", host: `127.0.0.1:${port}`};
 globalThis.document = {getElementById: $, createElement: () => element(""),
   querySelectorAll: () => []};
