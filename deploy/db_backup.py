@@ -179,10 +179,16 @@ async def settle_position(nats_url: str) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     import nats
 
-    from services.common.bus import SETTLE_STREAM
+    from services.common.bus import SETTLE_STREAM, server_urls
     from services.records.consumer import DURABLE
 
-    nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=0)
+    async def quiet(_exc: Exception) -> None:   # the failure is raised below, once
+        return None
+
+    # nats-py retries a refused first connection without end: bounded here
+    nc = await asyncio.wait_for(nats.connect(
+        servers=server_urls(nats_url), connect_timeout=3, max_reconnect_attempts=1,
+        reconnect_time_wait=0.5, error_cb=quiet), timeout=8)
     try:
         js = nc.jetstream()
         info = await js.consumer_info(SETTLE_STREAM, DURABLE)

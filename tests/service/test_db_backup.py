@@ -40,12 +40,15 @@ def psql(pg: PrivatePostgres, database: str, sql: str) -> None:
 
 
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url: str | None,
-        *args: str) -> tuple[int, str, str]:
+        *args: str, nats_url: str | None = None) -> tuple[int, str, str]:
     if url is None:
         monkeypatch.delenv("DATABASE_URL", raising=False)
     else:
         monkeypatch.setenv("DATABASE_URL", url)
-    monkeypatch.delenv("NATS_URL", raising=False)
+    if nats_url is None:
+        monkeypatch.delenv("NATS_URL", raising=False)
+    else:
+        monkeypatch.setenv("NATS_URL", nats_url)
     code = db_backup.main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
@@ -171,3 +174,15 @@ def test_make_has_the_backup_and_restore_targets() -> None:
     run = subprocess.run(["make", "-s", "-C", str(ROOT), "db-restore"], capture_output=True,
                          text=True, check=False)
     assert run.returncode != 0 and "DUMP=" in run.stderr
+
+
+def test_a_backup_without_the_settle_position_says_why_and_is_still_a_backup(
+        source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dead = f"nats://127.0.0.1:{free_port()}"
+    code, out, err = cli(monkeypatch, capsys, source, "backup", "--out", str(tmp_path),
+                         nats_url=dead)
+    assert code == 0, err
+    manifest = json.loads(out)
+    assert manifest["settle"] is None and manifest["settle_error"], manifest
+    assert (tmp_path / manifest["dump"]).stat().st_size == manifest["bytes"] > 0

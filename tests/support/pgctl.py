@@ -13,7 +13,6 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from deploy.db_backup import BackupError, find_tool
@@ -87,5 +86,4 @@ class PrivatePostgres:
             if self.port:
                 self._run(self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop")
         finally:
-            time.sleep(0)
             shutil.rmtree(self.dir, ignore_errors=True)
