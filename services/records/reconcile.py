@@ -102,7 +102,8 @@ async def first_since(js: JetStreamContext, since: datetime, first: int, last: i
 
 
 async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
-                    do_migrate: bool = False, since: datetime | None = None) -> Outcome:
+                    do_migrate: bool = False, since: datetime | None = None,
+                    nats_wait: float = 15.0) -> Outcome:
     engine = make_engine(database_url)
     try:
         if do_migrate:
@@ -113,7 +114,8 @@ async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
                                  f"code needs {code_head()}: run python -m "
                                  "services.records.migrate first (or --migrate)")
         try:
-            nc = await connect(nats_url, "records-reconcile")
+            # bus.connect retries without end (a service waits for NATS); a command gives up
+            nc = await asyncio.wait_for(connect(nats_url, "records-reconcile"), nats_wait)
         except Exception as exc:
             raise ReconcileError("NATS_UNREACHABLE", f"{nats_url}: {exc!r}") from exc
         try:

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
-from services.common.natsd import EmbeddedNats
+from services.common.natsd import EmbeddedNats, free_port
 from services.records.db import make_engine, migrate
 from services.records.models import Hand, LedgerEntry, Player
 from services.records.reconcile import ReconcileError, reconcile, start_from_manifest
@@ -144,3 +144,11 @@ async def test_since_starts_at_the_first_settlement_stored_at_or_after_a_time(
     assert (out.from_seq, out.written, out.duplicates, out.missing) == (3, 1, 1, 1)
     out = await reconcile(url, fresh_nats.url, None, since=stored.time + timedelta(days=1))
     assert (out.from_seq, out.to_seq, out.written) == (6, 5, 0)
+
+
+async def test_an_unreachable_nats_is_an_error_not_a_wait(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'restored.db'}"
+    with pytest.raises(ReconcileError) as caught:
+        await reconcile(url, f"nats://127.0.0.1:{free_port()}", 1, do_migrate=True,
+                        nats_wait=1.5)
+    assert caught.value.code == "NATS_UNREACHABLE"
