@@ -47,3 +47,23 @@ def shots(tmp_path: Path) -> Path:
     out = tmp_path / "screenshots"
     out.mkdir()
     return out
+
+
+@pytest.fixture
+def web_stack(tmp_path: Path) -> Any:
+    """The whole system as processes with the lobby's WebSocket port open: (stack, port).
+    Decisions wait long enough for a page clicking at human-ish speed; entrust is not what
+    these tests are about."""
+    if chromium_path() is None:
+        pytest.skip("no Chromium: run scripts/install_browser.sh")
+    from services.common.natsd import free_port
+    from tests.system.conftest import start_stack, stop_stack
+
+    ws_port = free_port()
+    stack = start_stack(tmp_path, PAIJU_LOBBY__WS_PORT=str(ws_port),
+                        PAIJU_TABLE__TURN_SECONDS="30", PAIJU_TABLE__WINDOW_SECONDS="20",
+                        PAIJU_TABLE__ALONE_SECONDS="30")
+    try:
+        yield stack, ws_port
+    finally:
+        stop_stack(stack)

@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
 from google.protobuf.json_format import MessageToDict
 
 from games import fair
 from services.table import logrec as lr
 from services.table.codec import event_frame
-from tests.browser.conftest import chromium_path
 from tests.browser.webpage import open_page
-from tests.system.conftest import start_stack, stop_stack
 from tests.unit.test_fairness_doc import Log, fair_hand_ended
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -120,20 +116,6 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
     assert errors == []
 
 
-@pytest.fixture
-def web_stack(tmp_path: Path) -> Any:
-    if chromium_path() is None:
-        pytest.skip("no Chromium: run scripts/install_browser.sh")
-    from services.common.natsd import free_port
-    ws_port = free_port()
-    stack = start_stack(tmp_path, PAIJU_LOBBY__WS_PORT=str(ws_port),
-                        PAIJU_TABLE__TURN_SECONDS="30", PAIJU_TABLE__WINDOW_SECONDS="20")
-    try:
-        yield ws_port
-    finally:
-        stop_stack(stack)
-
-
 async def click_any(page: Any) -> bool:
     """One decision: the first action button of the pending prompt (every legal action is
     one, pictured or not); False when there is none."""
@@ -146,7 +128,7 @@ async def click_any(page: Any) -> bool:
 
 async def test_a_hand_played_in_the_page_shows_its_deal_verified(browser: Any,
                                                                  web_stack: Any) -> None:
-    ws_port = web_stack
+    _, ws_port = web_stack
     context = await browser.new_context(viewport=DESKTOP, locale="en-US")
     context.set_default_timeout(20_000)
     page = await context.new_page()

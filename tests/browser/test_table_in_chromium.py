@@ -25,12 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from clients.robot.robot import Robot
-from services.common.natsd import free_port
-from tests.browser.conftest import chromium_path
-from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
+from tests.system.conftest import SECRET, Stack
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "screenshots"
@@ -41,22 +37,6 @@ GAMES = [("xuezhan", DESKTOP, "en", "table"), ("changsha", PHONE, "zh", "table")
          ("dadun", DESKTOP, "en", "clients")]
 HAND_SECONDS = 100           # a broken page, not a measure of speed
 MID_HAND_CLICKS = {"xuezhan": 4, "changsha": 3, "dadun": 3}   # early: robots play fast
-
-
-@pytest.fixture
-def web_stack(tmp_path: Path) -> Any:
-    if chromium_path() is None:
-        pytest.skip("no Chromium: run scripts/install_browser.sh")
-    ws_port = free_port()
-    # decisions wait long enough for a page clicking at human-ish speed; entrust is not
-    # what this test is about
-    stack = start_stack(tmp_path, PAIJU_LOBBY__WS_PORT=str(ws_port),
-                        PAIJU_TABLE__TURN_SECONDS="30", PAIJU_TABLE__WINDOW_SECONDS="20",
-                        PAIJU_TABLE__ALONE_SECONDS="30")
-    try:
-        yield stack, ws_port
-    finally:
-        stop_stack(stack)
 
 
 class Console:

@@ -4,24 +4,14 @@ module in node (WebCrypto), skipped where node is missing."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from games import fair
+from tests.support.node import NODE, run_node
 
 WEB = Path(__file__).resolve().parents[3] / "clients" / "web"
-NODE = shutil.which("node")
-
-
-def run_node(script: str) -> dict:
-    assert NODE is not None
-    out = subprocess.run([NODE, "--input-type=module", "-e", script], capture_output=True,
-                         text=True, timeout=30, check=True)
-    return json.loads(out.stdout)
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
