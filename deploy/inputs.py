@@ -41,6 +41,8 @@ PACKAGES = ("services", "games", "clients", "paiju", "tests")
 WHOLE = {"table": ("games",), "arbiter": ("games",),
          "records": ("services/records/migrations",), "lobby": ("clients/web",)}
 EXTRA = {"records": ("services/records/alembic.ini",)}
+# The lobby image also runs robot tables (compose's "robots" profile: python3 -m clients.robot).
+ROBOTS = {"lobby": ["clients.robot.__main__"]}
 # The distributions each package layer starts from (the rest is their dependencies, read
 # from the lock). The service layers add to ``common``; a service without one has ``()``.
 # tests/unit/deploy/test_deploy_build.py checks that every third-party module a service's
@@ -147,6 +149,7 @@ def service_modules(service: str) -> frozenset[str]:
         raise SystemExit(f"unknown service {service!r}: one of {', '.join(SERVICES)}")
     roots = [f"services.{service}.__main__", f"services.{service}",
              "services.common.config", "services.common.tls"]   # + the health check
+    roots += ROBOTS.get(service, [])
     files = {_rel(p) for p in closure(roots)}
     files |= {_rel(p) for p in closure(list(imports_of(ROOT / "deploy/docker/healthcheck.py")))}
     for directory in WHOLE.get(service, ()):

@@ -265,3 +265,14 @@ def test_a_registry_that_refuses_the_push_is_a_clear_error(built: dict[str, Buil
     assert f"images: push of paiju-arbiter:{TAG} to {closed} failed" in out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "arbiter" / "image.txt").exists()
+
+
+def test_the_lobby_image_runs_robot_tables_as_compose_starts_them(
+        built: dict[str, Built]) -> None:
+    """compose's "robots" profile: the lobby image with its entry point replaced."""
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
+    entry = compose["services"]["robots"]["entrypoint"]
+    out = subprocess.run(["podman", "run", "--rm", "--network", "host", "--read-only",
+                          "--entrypoint", json.dumps(entry), built["lobby"].ref, "--help"],
+                         env=podman_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "usage: python -m clients.robot" in out.stdout, out.stderr
