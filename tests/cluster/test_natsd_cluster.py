@@ -10,6 +10,7 @@ import time
 import nats
 import pytest
 from nats.js.api import StreamConfig
+from nats.js.errors import NoStreamResponseError
 
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
 
@@ -25,7 +26,17 @@ async def test_r3_stream_survives_its_leader_killed_and_the_node_rejoins() -> No
         try:
             js = nc.jetstream(timeout=2)
             await js.add_stream(StreamConfig(name="T", subjects=["t.*"], num_replicas=3))
-            for i in range(5):
+            # a new stream's subjects reach every server of the cluster a moment after it
+            # is created: until then a publish has no responder
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    await js.publish("t.1", b"m0")
+                    break
+                except NoStreamResponseError:
+                    assert time.monotonic() < deadline, "the new stream never answered"
+                    await asyncio.sleep(0.1)
+            for i in range(1, 5):
                 await js.publish("t.1", f"m{i}".encode())
             leader = await stream_leader(js, "T")
             assert leader in cluster.server_names
