@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
-def write_or_check(out: Path, render: object, script: str, description: str,
+def write_or_check(out: Path, render: Callable[[], str], script: str, description: str,
                    argv: list[str] | None = None) -> int:
     """``render`` makes the text; ``script`` is what to run to refresh ``out``."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help=f"fail if {out.name} is stale")
     args = parser.parse_args(argv)
-    text = render()  # type: ignore[operator]
+    text = render()
     if args.check:
         current = out.read_text(encoding="utf-8") if out.exists() else ""
         if current != text:
