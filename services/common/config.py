@@ -103,6 +103,17 @@ class LobbyConfig:
     # subject, falling back to the gRPC Session stream for a table that does not take
     # them) or "grpc" (the Session stream only)
     table_commands: str = "nats"
+    # rated matchmaking (services/lobby/matchmaker.py): the active matcher's pass period,
+    # its lease in the match bucket (a standby lobby takes over when it lapses), how long a
+    # ticket may wait before it is timed out, after how long an unranked queue's oldest
+    # ticket gets robots in its free seats (-1 = never), how many stakes a player's coins
+    # must cover, and the hands of a matched room
+    match_tick_seconds: float = 1.0
+    match_lease_seconds: float = 5.0
+    match_timeout_seconds: float = 300.0
+    match_robot_fill_seconds: float = -1.0
+    match_stake_cover: int = 20
+    match_total_hands: int = 8
 
 
 @dataclass(frozen=True)
@@ -411,6 +422,11 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("lobby.guest_token_seconds: must be positive")
     if cfg.lobby.spectator_delay < 0:
         raise ConfigError("lobby.spectator_delay: must not be negative (0 = live)")
+    if not (cfg.lobby.match_tick_seconds > 0 and cfg.lobby.match_lease_seconds
+            > cfg.lobby.match_tick_seconds and cfg.lobby.match_timeout_seconds > 0):
+        raise ConfigError("lobby.match_*: tick and timeout positive, lease longer than a tick")
+    if cfg.lobby.match_stake_cover < 0 or cfg.lobby.match_total_hands < 1:
+        raise ConfigError("lobby.match_stake_cover >= 0 and match_total_hands >= 1")
     if cfg.nats.liveness_seconds <= 0:
         raise ConfigError("nats.liveness_seconds: must be positive")
     if not 1 <= cfg.nats.replicas <= 5:
