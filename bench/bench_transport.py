@@ -2,10 +2,10 @@
 
 Measures, in one process on loopback, the per-operation cost of every hop the services use:
 
-a. a unary grpc.aio call (``paiju.v1.Arbiter/Resolve`` with a trivial servicer),
-b. one message round trip on an open bidi stream (``paiju.v1.Table/Session`` echoing a
-   TableReply per TableCommand), with ``call.write``/``call.read`` and, as the services
-   do, with a request iterator fed by a queue;
+a. a unary grpc.aio call (``paiju.v1.Table/GetRoom`` with a trivial servicer),
+b. one message round trip on an open bidi stream (``paiju.v1.Arbiter/Decide`` answering a
+   ResolveReply per ResolveRequest), with ``call.write``/``call.read`` and, as the table's
+   arbiter client does, with a request iterator fed by a queue;
 c. NATS core: a fire-and-forget publish, the publish-to-delivery latency (one in flight),
    and a burst of publishes delivered to a subscriber on another connection;
 d. a JetStream acknowledged publish, one in flight (a table appending its log);
@@ -34,7 +34,7 @@ import nats
 from nats.js.api import StorageType, StreamConfig
 
 from bench.common import parse_options, write_report
-from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, table_pb2, table_pb2_grpc
+from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
 from services.common.server import start_service
 
@@ -48,15 +48,21 @@ COMMAND = table_pb2.TableCommand(request_id=1, room_id=1, user_id=2).SerializeTo
 REPLY = table_pb2.TableReply(request_id=1, room_id=1, seat=2).SerializeToString()
 
 
+class Table(table_pb2_grpc.TableServicer):
+    async def GetRoom(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        return common_pb2.RoomInfo(room_id=request.room_id)
+
+
 class Arbiter(arbiter_pb2_grpc.ArbiterServicer):
-    async def Resolve(self, request, context):  # type: ignore[no-untyped-def]  # noqa: N802
-        return arbiter_pb2.ResolveReply(window_id=request.window.id, final=True, action="pass")
+    async def Decide(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        async for request in requests:
+            yield arbiter_pb2.ResolveReply(request_id=request.request_id,
+                                           window_id=request.window.id, final=True,
+                                           action="pass")
 
 
-class EchoTable(table_pb2_grpc.TableServicer):
-    async def Session(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
-        async for cmd in requests:
-            yield table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id, seat=1)
+def request(i: int) -> arbiter_pb2.ResolveRequest:
+    return arbiter_pb2.ResolveRequest(request_id=i, window=arbiter_pb2.ArbWindow(id=7, num_seats=4))
 
 
 def server_cpu(pid: int) -> float:
@@ -94,18 +100,18 @@ class Transport:
     async def open(self) -> None:
         self.server = grpc.aio.server()
         arbiter_pb2_grpc.add_ArbiterServicer_to_server(Arbiter(), self.server)
-        table_pb2_grpc.add_TableServicer_to_server(EchoTable(), self.server)
+        table_pb2_grpc.add_TableServicer_to_server(Table(), self.server)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        self.arbiter = arbiter_pb2_grpc.ArbiterStub(self.channel)
+        self.table = table_pb2_grpc.TableStub(self.channel)
         self.service = await start_service("bench", "127.0.0.1", 0, -1, self._register)
         self.service_channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.service.port}")
-        self.service_arbiter = arbiter_pb2_grpc.ArbiterStub(self.service_channel)
-        table = table_pb2_grpc.TableStub(self.channel)
-        self.call = table.Session()
-        self.queue: asyncio.Queue[table_pb2.TableCommand] = asyncio.Queue()
-        self.iter_call = table.Session(self._commands())
+        self.service_table = table_pb2_grpc.TableStub(self.service_channel)
+        arbiter = arbiter_pb2_grpc.ArbiterStub(self.channel)
+        self.call = arbiter.Decide()
+        self.queue: asyncio.Queue[arbiter_pb2.ResolveRequest] = asyncio.Queue()
+        self.iter_call = arbiter.Decide(self._requests())
         self.pub = await nats.connect(self.natsd.url, name="bench-pub")
         self.sub = await nats.connect(self.natsd.url, name="bench-sub")
         self.js = self.pub.jetstream()
@@ -126,30 +132,30 @@ class Transport:
 
     @staticmethod
     def _register(server: grpc.aio.Server) -> list[str]:
-        arbiter_pb2_grpc.add_ArbiterServicer_to_server(Arbiter(), server)
-        return [arbiter_pb2.DESCRIPTOR.services_by_name["Arbiter"].full_name]
+        table_pb2_grpc.add_TableServicer_to_server(Table(), server)
+        return [table_pb2.DESCRIPTOR.services_by_name["Table"].full_name]
 
-    async def _commands(self):  # type: ignore[no-untyped-def]
+    async def _requests(self):  # type: ignore[no-untyped-def]
         while True:
             yield await self.queue.get()
 
-    async def unary(self, n: int, stub: arbiter_pb2_grpc.ArbiterStub | None = None) -> None:
-        request = arbiter_pb2.ResolveRequest(window=arbiter_pb2.ArbWindow(id=7, num_seats=4))
+    async def unary(self, n: int, stub: table_pb2_grpc.TableStub | None = None) -> None:
+        ask = table_pb2.GetRoomRequest(room_id=7)
         for _ in range(n):
-            await (stub or self.arbiter).Resolve(request)
+            await (stub or self.table).GetRoom(ask)
 
     async def unary_service(self, n: int) -> None:
-        await self.unary(n, self.service_arbiter)
+        await self.unary(n, self.service_table)
 
     async def bidi(self, n: int) -> None:
         for i in range(n):
-            await self.call.write(table_pb2.TableCommand(request_id=i + 1, room_id=1, user_id=2))
+            await self.call.write(request(i + 1))
             reply = await self.call.read()
             assert reply.request_id == i + 1
 
     async def bidi_iter(self, n: int) -> None:
         for i in range(n):
-            self.queue.put_nowait(table_pb2.TableCommand(request_id=i + 1, room_id=1, user_id=2))
+            self.queue.put_nowait(request(i + 1))
             reply = await self.iter_call.read()
             assert reply.request_id == i + 1
 
@@ -215,11 +221,11 @@ class Transport:
 
 def operations(t: Transport, scale: int) -> list[Op]:
     return [
-        Op("a", "unary call (Arbiter.Resolve, bare grpc.aio server)", 300 * scale, t.unary,
+        Op("a", "unary call (Table.GetRoom, bare grpc.aio server)", 300 * scale, t.unary,
            0.9, "cpu"),
         Op("a'", "unary call, server from start_service (metrics interceptor)", 300 * scale,
            t.unary_service, 0.9, "cpu"),
-        Op("b", "bidi message round trip (Table.Session, write/read)", 500 * scale, t.bidi,
+        Op("b", "bidi message round trip (Arbiter.Decide, write/read)", 500 * scale, t.bidi,
            0.3, "cpu"),
         Op("b'", "bidi message round trip (request iterator + queue)", 500 * scale,
            t.bidi_iter, 0.3, "cpu"),

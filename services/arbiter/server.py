@@ -1,4 +1,6 @@
-"""gRPC adapter over :func:`games.arbitration.resolve`: validate, resolve, map errors."""
+"""gRPC adapter over :func:`games.arbitration.resolve`: ``Arbiter.Decide``, one long-lived
+stream per table process; every request validated and resolved, a malformed window answered
+with ``error``."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from services.common.arbwire import decision_to_pb, window_from_pb
 from services.common.config import Config
 from services.common.server import ServiceHost, start_service
 
-DECISIONS = Counter("paiju_arbiter_decisions_total", "Resolve answers by outcome",
+DECISIONS = Counter("paiju_arbiter_decisions_total", "Decisions by outcome",
                     ["action", "final"])
 
 
@@ -26,14 +28,6 @@ def decide(request: arbiter_pb2.ResolveRequest) -> arbiter_pb2.ResolveReply:
 
 
 class ArbiterService(arbiter_pb2_grpc.ArbiterServicer):
-    async def Resolve(self, request: arbiter_pb2.ResolveRequest,  # noqa: N802 (gRPC name)
-                      context: grpc.aio.ServicerContext) -> arbiter_pb2.ResolveReply:
-        try:
-            return decide(request)
-        except InvalidWindow as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            raise   # abort raises; this only tells the type checker
-
     async def Decide(self, requests: AsyncIterator[arbiter_pb2.ResolveRequest],  # noqa: N802
                      context: grpc.aio.ServicerContext,
                      ) -> AsyncIterator[arbiter_pb2.ResolveReply]:
