@@ -57,16 +57,24 @@ class PrivatePostgres:
                   "--no-sync", "-E", "UTF8", "--locale=C")
         for attempt in range(3):
             self.port = free_port()
-            opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} "
-                    "-c fsync=off -c full_page_writes=off -c max_connections=40")
             try:
-                self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.log), "-o", opts,
-                          "-w", "-t", "30", "start")
+                self.resume()
                 return self
             except RuntimeError:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    def halt(self) -> None:
+        """Stop the server (``-m fast``: sessions cut, as a restart does); :meth:`resume` brings
+        it back on the same port and data."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} "
+                "-c fsync=off -c full_page_writes=off -c max_connections=40")
+        self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.log), "-o", opts,
+                  "-w", "-t", "30", "start")
 
     def url(self, database: str, driver: str = "postgresql+asyncpg") -> str:
         return f"{driver}://postgres@127.0.0.1:{self.port}/{database}"
@@ -83,7 +91,7 @@ class PrivatePostgres:
 
     def stop(self) -> None:
         try:
-            if self.port:
-                self._run(self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop")
+            if self.port and (self.data / "postmaster.pid").exists():
+                self.halt()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
