@@ -13,7 +13,11 @@ out). The whole picture: docs/architecture.md.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import nats
 from nats.aio.client import Client
@@ -27,7 +31,9 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
+
+from services.common.config import ConfigError, NatsConfig, read_secret_file
 
 log = logging.getLogger("paiju.bus")
 
@@ -122,9 +128,102 @@ def server_urls(url: str) -> list[str]:
     return urls
 
 
-async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
+@dataclass(frozen=True)
+class NatsAuth:
+    """A service's NATS credential apart from the URL: a user and password, or a token, each
+    given as a value or as a file (a mounted Secret). Files are read again at every CONNECT
+    the client sends (nats-py calls these readers), so a reconnect uses what the file holds
+    then; :meth:`fingerprint` tells when a file changed."""
+
+    user: str = ""
+    password: str = ""
+    token: str = ""
+    user_file: str = ""
+    password_file: str = ""
+    token_file: str = ""
+
+    @classmethod
+    def of(cls, c: NatsConfig) -> NatsAuth:
+        return cls(user=c.user, password=c.password, token=c.token, user_file=c.user_file,
+                   password_file=c.password_file, token_file=c.token_file)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(f for f in (self.user_file, self.password_file, self.token_file) if f)
+
+    def _read(self, value: str, path: str, what: str) -> str:
+        if not path:
+            return value
+        try:
+            return read_secret_file(path, f"nats.{what}_file")
+        except ConfigError as exc:   # keep the last good value's place: CONNECT then fails
+            log.error("nats credential file unreadable", extra={"error": str(exc)})
+            return ""
+
+    def current_user(self) -> str:
+        return self._read(self.user, self.user_file, "user")
+
+    def current_password(self) -> str:
+        return self._read(self.password, self.password_file, "password")
+
+    def current_token(self) -> str:
+        return self._read(self.token, self.token_file, "token")
+
+    def fingerprint(self) -> str:
+        """A digest of the credential files' contents ("" for a missing one)."""
+        digest = hashlib.sha256()
+        for path in self.files:
+            try:
+                digest.update(Path(path).read_bytes())
+            except OSError:
+                pass
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+    def connect_options(self) -> dict[str, Any]:
+        """nats-py options: readers, so that each CONNECT reads the files again."""
+        if self.user or self.user_file:
+            return {"user": self.current_user, "password": self.current_password}
+        if self.token or self.token_file:
+            return {"token": self.current_token}
+        return {}
+
+
+CREDENTIAL_RELOADS = Counter("paiju_nats_credential_reloads_total",
+                             "reconnects to NATS because a mounted credential file changed")
+_watchers: set[asyncio.Task[None]] = set()
+
+
+async def _watch_credentials(nc: Client, auth: NatsAuth, poll: float) -> None:
+    """Reconnect when a credential file changes (a rotated Secret): the new credential is
+    used while the old one is still accepted, so removing the old one from the servers
+    disconnects nobody. Ends with the connection."""
+    seen = auth.fingerprint()
+    while not nc.is_closed:
+        await asyncio.sleep(poll)
+        now = auth.fingerprint()
+        if now == seen:
+            continue
+        seen = now
+        if not nc.is_connected:   # reconnecting already: the next CONNECT reads the files
+            continue
+        log.info("nats credential file changed: reconnecting with it")
+        CREDENTIAL_RELOADS.inc()
+        await nc.force_reconnect()
+
+
+async def connect(url: str | NatsConfig, name: str, connect_timeout: float | None = None, *,
+                  auth: NatsAuth | None = None, credentials_poll: float | None = None) -> Client:
     """Connect with unlimited reconnects across every given server (a restarted nats-server,
-    or another node of the cluster, is picked up again)."""
+    or another node of the cluster, is picked up again). ``url`` is ``nats.url`` or the whole
+    ``NatsConfig`` (then its credentials too); credentials go to nats-py apart from the URL,
+    their files read at every (re)connect and watched for a change."""
+    if isinstance(url, NatsConfig):
+        auth = auth or NatsAuth.of(url)
+        connect_timeout = url.connect_timeout if connect_timeout is None else connect_timeout
+        credentials_poll = credentials_poll or url.credentials_poll_seconds
+        url = url.url
+    auth = auth or NatsAuth()
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", extra={"error": repr(exc)})
@@ -135,12 +234,25 @@ async def connect(url: str, name: str, connect_timeout: float = 2.0) -> Client:
     async def on_reconnect() -> None:
         log.info("nats reconnected")
 
-    return await nats.connect(
-        servers=server_urls(url), name=name, connect_timeout=connect_timeout,
+    watcher: list[asyncio.Task[None]] = []
+
+    async def on_closed() -> None:
+        for task in watcher:
+            task.cancel()
+
+    nc = await nats.connect(
+        servers=server_urls(url), name=name,
+        connect_timeout=2.0 if connect_timeout is None else connect_timeout,
         max_reconnect_attempts=-1, reconnect_time_wait=0.5, allow_reconnect=True,
         error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
-        inbox_prefix=inbox_prefix(name),
+        closed_cb=on_closed, inbox_prefix=inbox_prefix(name), **auth.connect_options(),
     )
+    if auth.files:
+        task = asyncio.ensure_future(_watch_credentials(nc, auth, credentials_poll or 5.0))
+        _watchers.add(task)
+        task.add_done_callback(_watchers.discard)
+        watcher.append(task)
+    return nc
 
 
 STREAM_REPLICAS = Gauge("paiju_stream_replicas",

@@ -5,6 +5,14 @@ one conf file per environment. Any key can be overridden as ``PAIJU_<SECTION>__<
 (``PAIJU_TABLE__TURN_SECONDS=30``); ``DATABASE_URL`` and ``NATS_URL`` are accepted as the
 usual short forms. A bad value is a :class:`ConfigError` naming the key, the value and the
 expected type, raised at start-up, never a crash later.
+
+Secrets as mounted files: any key ``<key>`` may instead be given as ``<key>_file``, the path
+of a file holding its value (``PAIJU_LOBBY__TOKEN_SECRET_FILE=/etc/paiju/secrets/token-secret``,
+one trailing newline dropped), read once at start-up; a missing file is an error, except for
+the optional keys of a rotation (:data:`OPTIONAL_FILES`), which are then left unset. The
+credentials that rotate while a service runs are declared ``*_file`` keys of their own and
+read again at each connection: ``nats.user_file``, ``nats.password_file``, ``nats.token_file``
+(services/common/bus.py) and ``records.database_password_file`` (services/records/db.py).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, get_type_hints
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "config"
@@ -34,7 +43,20 @@ class LogConfig:
 
 @dataclass(frozen=True)
 class NatsConfig:
+    # server URLs only: no user, password or token inside (refused in prod); credentials are
+    # the keys below, passed to nats-py apart from the URL
     url: str = "nats://127.0.0.1:4222"
+    user: str = ""
+    password: str = ""
+    token: str = ""
+    # files holding the user, password or token (Kubernetes Secrets mounted read-only): read
+    # at every (re)connect, and a change of their content makes the connection reconnect
+    # with the new credential (docs/runbooks.md, "Rotate a NATS password"); a file given
+    # wins over the plain key
+    user_file: str = ""
+    password_file: str = ""
+    token_file: str = ""
+    credentials_poll_seconds: float = 5.0   # how often those files are checked for a change
     connect_timeout: float = 2.0
     replicas: int = 1          # JetStream stream and bucket replicas (3 on a prod cluster)
     # readiness fails at once while NATS is unreachable; liveness fails once it has been
@@ -172,6 +194,11 @@ class RecordsConfig(_Dialled):
     port: int = 50054
     metrics_port: int = 9104
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
+    # PostgreSQL password apart from the URL: the file is read each time a connection opens,
+    # so a rotated password (ALTER ROLE ... PASSWORD, then the new file) is used by the next
+    # connection while open sessions go on (docs/runbooks.md, "Rotate the database password")
+    database_password: str = ""
+    database_password_file: str = ""
     ack_wait_seconds: float = 10.0   # a settlement not acknowledged in this time is redelivered
     address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
 
@@ -250,10 +277,49 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
     raise ConfigError(f"{where}: unsupported type {typ!r}")
 
 
+# keys that a rotation sets only for a while: given as ``<key>_file``, a missing file means
+# "not set" (a Kubernetes Secret key marked optional) instead of an error
+OPTIONAL_FILES: frozenset[tuple[type, str]] = frozenset(
+    (LobbyConfig, key) for key in ("token_key_id", "token_previous_secret",
+                                   "token_previous_key_id", "token_previous_until"))
+
+
+def read_secret_file(path: str, where: str = "secret file") -> str:
+    """The value a mounted secret file holds: its text without one trailing newline (what
+    ``echo`` and ``kubectl create secret --from-file`` leave). ConfigError when unreadable."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {path!r} ({exc.strerror or exc})") from None
+    return text[:-1] if text.endswith("\n") else text
+
+
+def _from_files(section: Any, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Replace ``<key>_file`` (for a key that has no ``_file`` key of its own) by ``<key>``
+    with the file's content; both in one layer is an error."""
+    known = {f.name for f in fields(section)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        stem = key[:-len("_file")] if key.endswith("_file") else ""
+        if key in known or not stem or stem not in known or is_dataclass(getattr(section, stem)):
+            out[key] = value
+            continue
+        if stem in values:
+            raise ConfigError(f"{where}.{key}: {stem} is given too; give one of them")
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}.{key}: expected a file path, got {value!r}")
+        path = value.strip()
+        if (type(section), stem) in OPTIONAL_FILES and not Path(path).exists():
+            continue
+        out[stem] = read_secret_file(path, f"{where}.{key}")
+    return out
+
+
 def _apply(section: Any, values: Mapping[str, Any], where: str) -> Any:
     hints = get_type_hints(type(section))
     known = {f.name for f in fields(section)}
     changes: dict[str, Any] = {}
+    values = _from_files(section, values, where)
     for key, value in values.items():
         if key not in known:
             raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
@@ -383,6 +449,51 @@ def require_console_token(cfg: Config) -> None:
                           "leave it empty: read-only)")
 
 
+def _url_has_password(url: str) -> bool:
+    """Whether a URL carries a password (a NATS URL: also a user or token)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return bool(parts.password) or (bool(parts.username) and parts.scheme.startswith("nats"))
+
+
+def _validate_credentials(cfg: Config) -> None:
+    """Credentials apart from the URLs: NATS_URL carries no user, password or token in prod
+    (they would sit in the environment and in every log line that prints the URL), and a
+    credential is given once (URL or key, key or file)."""
+    n = cfg.nats
+    in_url = [u for u in n.url.split(",") if _url_has_password(u)]
+    given = [k for k in ("user", "password", "token", "user_file", "password_file",
+                         "token_file") if getattr(n, k)]
+    if in_url and cfg.env == "prod":
+        raise ConfigError("nats.url: credentials inside the URL are refused in prod: give "
+                          "nats.user and nats.password_file (or nats.token_file) instead")
+    if in_url and given:
+        raise ConfigError(f"nats.url carries credentials and {', '.join('nats.' + k for k in given)}"
+                          " is set too: give them once")
+    for key in ("user", "password", "token"):
+        if getattr(n, key) and getattr(n, f"{key}_file"):
+            raise ConfigError(f"nats.{key} and nats.{key}_file are both set: give one")
+    has_user = bool(n.user or n.user_file)
+    has_password = bool(n.password or n.password_file)
+    if has_user != has_password:
+        raise ConfigError("nats.user (or user_file) and nats.password (or password_file) go "
+                          "together")
+    if has_password and (n.token or n.token_file):
+        raise ConfigError("nats: a user and password, or a token, not both")
+    if n.credentials_poll_seconds <= 0:
+        raise ConfigError("nats.credentials_poll_seconds: must be positive")
+    r = cfg.records
+    if r.database_password and r.database_password_file:
+        raise ConfigError("records.database_password and records.database_password_file are "
+                          "both set: give one")
+    if (r.database_password or r.database_password_file) and \
+            _url_has_password(r.database_url):
+        raise ConfigError("records.database_url carries a password and "
+                          "records.database_password(_file) is set too: give it once")
+
+
 def _validate(cfg: Config) -> None:
     for name in ("lobby", "table", "arbiter", "records"):
         sec = getattr(cfg, name)
@@ -427,6 +538,7 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("lobby.match_*: tick and timeout positive, lease longer than a tick")
     if cfg.lobby.match_stake_cover < 0 or cfg.lobby.match_total_hands < 1:
         raise ConfigError("lobby.match_stake_cover >= 0 and match_total_hands >= 1")
+    _validate_credentials(cfg)
     if cfg.nats.liveness_seconds <= 0:
         raise ConfigError("nats.liveness_seconds: must be positive")
     if not 1 <= cfg.nats.replicas <= 5:
