@@ -74,7 +74,7 @@ class LobbyApp:
         """Connect to NATS and open the directory. ``wait_directory=False`` returns after
         the first try even when the directory buckets could not be opened (the lobby is then
         not ready, and keeps trying with a backoff: :meth:`_open_directory`)."""
-        nc = await bus.connect(cfg.nats.url, "lobby", cfg.nats.connect_timeout)
+        nc = await bus.connect(cfg.nats, "lobby")   # URL and credentials (files)
         # mutual TLS as the lobby to tables and records when internal TLS is on
         directory = Directory(ttl=cfg.table.lease_ttl_seconds,
                               dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE),

@@ -18,6 +18,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from services.common.config import RecordsConfig, read_secret_file
+
 ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
 SUPPORTED = ("sqlite", "postgresql")
 # Any fixed number: serialises concurrent migrations of replicas on PostgreSQL.
@@ -70,8 +72,13 @@ class DatabaseConfigError(ValueError):
     """A database URL records cannot use."""
 
 
-def make_engine(url: str) -> AsyncEngine:
-    """An async engine for ``url``; a SQLite file's directory is created if missing."""
+def make_engine(url: str, *, password: str = "", password_file: str = "") -> AsyncEngine:
+    """An async engine for ``url``; a SQLite file's directory is created if missing.
+
+    PostgreSQL's password may come apart from the URL: ``password``, or ``password_file``
+    (a mounted Secret) read each time the pool opens a connection. A rotation (ALTER ROLE
+    ... PASSWORD, then the new file) thus reaches every new connection, while the ones open
+    go on: PostgreSQL checks a password at connection time only."""
     parsed = make_url(url)
     if parsed.get_backend_name() not in SUPPORTED:
         raise DatabaseConfigError(f"database_url {parsed.render_as_string()!r}: "
@@ -82,7 +89,27 @@ def make_engine(url: str) -> AsyncEngine:
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    engine = create_async_engine(url, pool_pre_ping=True)
+    if password or password_file:
+        event.listen(engine.sync_engine, "do_connect",
+                     functools.partial(_give_password, password, password_file))
+    return engine
+
+
+def engine_for(records: RecordsConfig | str) -> AsyncEngine:
+    """records' engine from its configuration (URL, and password or password file), or
+    from a bare URL."""
+    if isinstance(records, str):
+        return make_engine(records)
+    return make_engine(records.database_url, password=records.database_password,
+                       password_file=records.database_password_file)
+
+
+def _give_password(password: str, password_file: str, _dialect: Any, _record: Any,
+                   _cargs: Any, cparams: dict[str, Any]) -> None:
+    """Before each new connection: the password the file holds now."""
+    cparams["password"] = read_secret_file(password_file, "records.database_password_file") \
+        if password_file else password
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

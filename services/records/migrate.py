@@ -36,8 +36,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from services.common.config import Config, load_config
-from services.records.db import ALEMBIC_INI, make_engine, migrate
+from services.common.config import Config, RecordsConfig, load_config
+from services.records.db import ALEMBIC_INI, engine_for, migrate
 
 log = logging.getLogger("paiju.records.migrate")
 
@@ -119,10 +119,10 @@ class SchemaGate:
         return self.ok
 
 
-async def run(url: str, wait_seconds: float = 300.0) -> str:
+async def run(url: str | RecordsConfig, wait_seconds: float = 300.0) -> str:
     """Migrate the database at ``url`` to the head, waiting up to ``wait_seconds`` for it to
     answer; returns the revision reached."""
-    engine = make_engine(url)
+    engine = engine_for(url)
     try:
         deadline = time.monotonic() + wait_seconds
         while True:
@@ -144,8 +144,8 @@ async def run(url: str, wait_seconds: float = 300.0) -> str:
         await engine.dispose()
 
 
-async def check(url: str) -> bool:
-    engine = make_engine(url)
+async def check(url: str | RecordsConfig) -> bool:
+    engine = engine_for(url)
     try:
         return usable(await current_revision(engine), code_head(), known_revisions())
     finally:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(levelname)s %(name)s %(message)s")
-    url = load_config().records.database_url
+    url = load_config().records   # the URL, and the password file when there is one
     if args.check:
         ok = asyncio.run(check(url))
         print(f"schema {'usable' if ok else 'behind'} (code head {code_head()})")

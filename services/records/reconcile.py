@@ -42,8 +42,8 @@ from nats.js.errors import NotFoundError
 from sqlalchemy.exc import DataError, IntegrityError
 
 from services.common.bus import SETTLE_STREAM, connect
-from services.common.config import load_config
-from services.records.db import make_engine, migrate
+from services.common.config import NatsConfig, RecordsConfig, load_config
+from services.records.db import engine_for, migrate
 from services.records.migrate import code_head, current_revision, known_revisions, usable
 from services.records.settlement import MalformedSettlement, parse_settlement
 from services.records.store import SettlementWriter
@@ -101,10 +101,11 @@ async def first_since(js: JetStreamContext, since: datetime, first: int, last: i
     return lo
 
 
-async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
+async def reconcile(database_url: str | RecordsConfig, nats_url: str | NatsConfig,
+                    from_seq: int | None, *,
                     do_migrate: bool = False, since: datetime | None = None,
                     nats_wait: float = 15.0) -> Outcome:
-    engine = make_engine(database_url)
+    engine = engine_for(database_url)
     try:
         if do_migrate:
             await migrate(engine)
@@ -117,7 +118,8 @@ async def reconcile(database_url: str, nats_url: str, from_seq: int | None, *,
             # bus.connect retries without end (a service waits for NATS); a command gives up
             nc = await asyncio.wait_for(connect(nats_url, "records-reconcile"), nats_wait)
         except Exception as exc:
-            raise ReconcileError("NATS_UNREACHABLE", f"{nats_url}: {exc!r}") from exc
+            where = nats_url.url if isinstance(nats_url, NatsConfig) else nats_url
+            raise ReconcileError("NATS_UNREACHABLE", f"{where}: {exc!r}") from exc
         try:
             js = nc.jetstream()
             state = (await js.stream_info(SETTLE_STREAM)).state
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         start = start_from_manifest(args.manifest) if args.manifest else args.from_seq
         if start is not None and start < 1:
             raise ReconcileError("USAGE", f"--from-seq {start}: sequences start at 1")
-        out = asyncio.run(reconcile(cfg.records.database_url, cfg.nats.url, start,
+        out = asyncio.run(reconcile(cfg.records, cfg.nats, start,
                                     do_migrate=args.migrate, since=args.since))
     except ReconcileError as exc:
         print(f"reconcile: {exc.code}: {exc.message}", file=sys.stderr)

@@ -25,7 +25,7 @@ from services.common.health import watch_service
 from services.common.server import ServiceHost, start_service
 from services.records.audit import AuditLog, AuditView
 from services.records.consumer import SettleConsumer
-from services.records.db import finish_running, make_engine, migrate
+from services.records.db import engine_for, finish_running, migrate
 from services.records.migrate import SchemaGate, migrate_on_start
 from services.records.ratings import RatingBook, RatingView
 from services.records.reads import PlayerView, RecordsReader
@@ -240,7 +240,7 @@ def _audit_record(e: AuditView) -> records_pb2.AuditRecord:
 async def start(cfg: Config, *, port: int | None = None,
                 metrics_port: int | None = None) -> ServiceHost:
     c = cfg.records
-    engine = make_engine(c.database_url)
+    engine = engine_for(c)
     checks = {}
     if migrate_on_start(cfg):
         await migrate(engine)

@@ -124,8 +124,7 @@ class TableCore:
 
     # ------------------------------------------------------------------ start / stop
     async def start(self) -> None:
-        self.nc = await bus.connect(self.cfg.nats.url, f"table-{self.instance}",
-                                    self.cfg.nats.connect_timeout)
+        self.nc = await bus.connect(self.cfg.nats, f"table-{self.instance}")
         self.js = self.nc.jetstream()
         kv_rooms, kv_seats = await self._set_up_jetstream()
         self.log = RoomLog(self.js, self.boot)
