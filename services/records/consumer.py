@@ -26,6 +26,7 @@ from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, IntegrityError
 
 from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
+from services.common.config import NatsConfig
 from services.common.metrics import LATENCY_BUCKETS
 from services.records.settlement import MalformedSettlement, Settlement, parse_settlement
 from services.records.store import SettlementWriter
@@ -112,7 +113,7 @@ class SettleConsumer:
     """Connects to NATS (retrying until it can), then pulls and writes settlements until
     :meth:`stop`. Messages are handled one at a time, in delivery order."""
 
-    def __init__(self, nats_url: str, writer: SettlementWriter, *, batch: int = 32,
+    def __init__(self, nats_url: str | NatsConfig, writer: SettlementWriter, *, batch: int = 32,
                  connect_timeout: float = 2.0, replicas: int = 1,
                  ack_wait: float = ACK_WAIT_SECONDS) -> None:
         self.nats_url = nats_url

@@ -246,7 +246,7 @@ async def start(cfg: Config, *, port: int | None = None,
         await migrate(engine)
     else:   # the Job migrates; until the schema is the code's (or newer) records is unready
         checks["schema"] = SchemaGate(engine).check
-    consumer = SettleConsumer(cfg.nats.url, SettlementWriter(engine),
+    consumer = SettleConsumer(cfg.nats, SettlementWriter(engine),
                               connect_timeout=cfg.nats.connect_timeout, replicas=cfg.nats.replicas,
                               ack_wait=c.ack_wait_seconds)
 
