@@ -25,6 +25,7 @@ from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
 from services.lobby.limits import Admission, Limits, RateLimiter
+from services.lobby.matchmaker import Matchmaking
 from services.lobby.moderation import Mutes
 from services.lobby.records_client import RecordsClient
 from services.lobby.room_changes import RoomChanges
@@ -56,6 +57,7 @@ class LobbyApp:
         self.cache = RoomCache()
         self.hub = Hub(nc)
         self.mutes = Mutes(nc)   # operators' chat mutes (moderation.py)
+        self.matchmaking = Matchmaking(self)   # match tickets and the matcher (matchmaker.py)
         self.streams = RoomStreams(nc, self)
         self.forwarder = Forwarder(directory, self.cache)
         self.room_changes = RoomChanges(cfg.lobby.room_change_seconds, self._relay_room_change)
@@ -117,13 +119,21 @@ class LobbyApp:
             pause = min(pause * 2, OPEN_LONGEST)
         self.spawn(self._watch_rooms())
         self.spawn(self.directory.follow_tables())
+        await self._open_matchmaking()
         self.directory_open.set()
         tried.set()
         log.info("directory open")
         if self.on_ready_change is not None:
             await self.on_ready_change()
 
+    async def _open_matchmaking(self) -> None:
+        try:
+            await self.matchmaking.attach(self.nc.jetstream(), replicas=self.cfg.nats.replicas)
+        except Exception as exc:   # the rest of the lobby serves; AskMatch is ERR_UNAVAILABLE
+            log.warning("match bucket not available", extra={"error": repr(exc)})
+
     async def close(self) -> None:
+        await self.matchmaking.resign()
         await cancel_and_wait(*self._tasks)
         self.room_changes.close()
         await self.streams.stop()
@@ -252,6 +262,8 @@ class LobbyApp:
         await self.streams.leave(session)
         if session in watching.WATCHING:   # the table counts one watcher less
             self.spawn(watching.stop(self, session))
+        if session.logged_in and not room_id and not session.kicked and not session.sent_away:
+            self.spawn(self.matchmaking.session_gone(session))
         if session.logged_in and room_id and not session.kicked and not session.sent_away:
             task = self.spawn(self._offline(session, room_id))
             self._offlines.add(task)

@@ -242,6 +242,17 @@ async def leaderboard(app: LobbyApp, session: Session, frame: client_pb2.ClientF
         entries=[_rating_info(e) for e in board.entries]), reply_to=frame.seq))
 
 
+async def ask_match(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    """A match ticket (matchmaker.py): not for a player who sits in a room."""
+    limits.take("join_room", (app.limits.joins_per_user, session.user_id))
+    await _not_seated_elsewhere(app, session)
+    await app.matchmaking.ask(session, frame)
+
+
+async def cancel_match(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
+    await app.matchmaking.cancel(session, frame)
+
+
 HANDLERS: dict[str, Handler] = {
     "heartbeat": heartbeat,
     "ask_room_list": room_list,
@@ -254,4 +265,6 @@ HANDLERS: dict[str, Handler] = {
     "ask_leaderboard": leaderboard,
     "watch_room": watching.watch_room,
     "stop_watching": watching.stop_watching,
+    "ask_match": ask_match,
+    "cancel_match": cancel_match,
 }

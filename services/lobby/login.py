@@ -120,6 +120,8 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         await app.hub.announce(session)
     if room_id:
         await _resume(app, session, frame, room_id, seat or {})
+    else:
+        await app.matchmaking.resume(session)   # a match ticket follows the new session
 
 
 def _own_info(session: Session, seat: dict[str, Any] | None) -> common_pb2.PlayerInfo:

@@ -1,0 +1,591 @@
+"""Rated matchmaking over the wire (issue 23; docs/protocol.md, "Matchmaking"): tickets in
+the ``match_tickets`` KV bucket, one active matcher among the lobby replicas, matched
+players seated through the ordinary join path.
+
+**Tickets.** ``AskMatch`` writes the player's ticket as ``t.<user id>`` (created only if
+absent: one ticket per player, whatever lobby took it); ``CancelMatch`` deletes it with a
+compare-and-set on the revision the lobby read, so a ticket the matcher just claimed is not
+cancelled under it. A ticket moves ``waiting`` → ``claimed`` (the matcher took it and is
+making the room) → ``matched`` (room id, its password, robots) or ``timeout`` / ``failed``;
+every move is a compare-and-set on the entry's revision, so no ticket is matched twice and
+no match is made from a cancelled ticket. A session that ends without a newer login of its
+user (kicked by one, or sent away by a drain, it keeps the ticket) cancels its ticket.
+
+**The active matcher.** Every lobby runs :meth:`Matchmaking._tick` every
+``lobby.match_tick_seconds``. The lobby holding the ``lease`` key renews it (update on the
+revision it last wrote); a lobby that sees the key's revision stand still for
+``lobby.match_lease_seconds`` takes it over the same way, so a killed matcher is replaced
+within a lease and a tick. Only the holder runs :class:`services.lobby.matching.Matcher`
+over the waiting tickets (kept current by a watch of the bucket, as in every lobby); a new
+holder starts from the tickets as they stand (their waits kept: ``enqueued_at`` is in the
+ticket) and puts back in the queue the tickets a dead holder left ``claimed``.
+
+**Seating.** For a table the matcher claims its tickets, creates a room with a random
+password through the directory (the least-loaded table, as CreateRoom), and writes the room
+into the tickets. Every lobby watches the bucket; the one holding the player's session joins
+it to the room (``seating.ask_join`` / ``seating.seat``: the same path as JoinRoom), tells it
+``MatchFound`` and deletes the ticket. The room's creator (the table's first player) asks
+for the robots the matcher gave the table.
+
+Where the player is never leaves the lobbies: the ticket holds its IP and geo point for the
+matcher only; clients see their own ticket and per-queue counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import secrets
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from nats.js.errors import APIError, NotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+
+from games import registry
+from games.engine import BadInput
+from paiju.frames import client_frame, server_frame
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
+from services.common import bus
+from services.lobby.errors import Reject
+from services.lobby.matching import (
+    MAX_KEY_TEXT,
+    MatchConfig,
+    Matcher,
+    MatchError,
+    Player,
+    QueueKey,
+    Ticket,
+)
+from services.lobby.sessions import Session
+
+if TYPE_CHECKING:
+    from services.lobby.app import LobbyApp
+
+log = logging.getLogger("paiju.lobby.matchmaker")
+
+BUCKET = "match_tickets"
+LEASE_KEY = "lease"
+STATS_KEY = "stats"
+PREFIX = "t."
+WAITING, CLAIMED, MATCHED, TIMEOUT, FAILED = "waiting", "claimed", "matched", "timeout", "failed"
+DEFAULT_MU, DEFAULT_SIGMA = 25.0, 25.0 / 3     # the rating model's start (records' ratings)
+MAX_STAKE = 1_000_000
+CLAIM_STALE = 15.0    # a ticket claimed this long ago by a matcher that is gone waits again
+DONE_KEEP = 60.0      # an outcome no lobby delivered (nobody online) is dropped after this
+Cancelled = lobby_msgs_pb2.MatchCancelled
+
+
+def _loopback(ip: str) -> bool:
+    """An address that says nothing about where the player is (a local proxy, a test)."""
+    return ip in ("", "::1", "localhost") or ip.startswith("127.")
+
+
+def rule_set_of(game: str, options_json: str) -> tuple[str, str]:
+    """The queue's rule set (the options that differ from the game's defaults, as canonical
+    JSON; "" for the defaults) and the options to create the room with; ERR_BAD_OPTIONS for
+    an unknown game or option."""
+    try:
+        spec = registry.get(game)
+    except KeyError:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, f"unknown game {game!r}; known: "
+                     f"{', '.join(s.name for s in registry.all())}") from None
+    try:
+        given = json.loads(options_json) if options_json.strip() else {}
+    except ValueError:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, "options_json is not JSON") from None
+    if not isinstance(given, dict):
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, "options_json must be a JSON object")
+    try:
+        parsed = spec.parse_options(given)
+    except (BadInput, ValueError, TypeError) as exc:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, f"unknown rule set: {exc}") from None
+    differ = {k: v for k, v in sorted(parsed.items()) if spec.default_options.get(k) != v}
+    text = json.dumps(differ, sort_keys=True, separators=(",", ":")) if differ else ""
+    if len(text) > MAX_KEY_TEXT:
+        raise Reject(common_pb2.ERR_BAD_OPTIONS, "too many options differ from the defaults")
+    return text, json.dumps(differ, sort_keys=True)
+
+
+def queue_name(key: QueueKey) -> str:
+    return f"{key.game}|{key.rule_set}|{key.stake}|{key.region}|{int(key.ranked)}"
+
+
+def _key_of(value: dict[str, Any]) -> QueueKey:
+    return QueueKey(str(value["game"]), str(value["rule_set"]), int(value["stake"]),
+                    str(value.get("region", "")), bool(value.get("ranked")))
+
+
+def ticket_of(value: dict[str, Any]) -> Ticket:
+    """A ``t.<uid>`` value as the matcher's ticket (ValueError/KeyError/TypeError if bad)."""
+    player = Player(int(value["user_id"]), float(value["mu"]), float(value["sigma"]),
+                    str(value.get("ip", "")), float(value.get("lat", 0.0)),
+                    float(value.get("lng", 0.0)))
+    key = _key_of(value)
+    return Ticket(str(value["ticket_id"]), (player,), key.game, key.rule_set, key.stake,
+                  float(value["enqueued_at"]), key.region, key.ranked)
+
+
+class Matchmaking:
+    """One lobby's part: its view of the bucket, the delivery of outcomes to its sessions,
+    and, while it holds the lease, the matcher."""
+
+    def __init__(self, app: LobbyApp) -> None:
+        self.app = app
+        self.cfg = app.lobby
+        self.instance = uuid.uuid4().hex[:12]
+        self.kv: KeyValue | None = None
+        self.view: dict[str, tuple[int, dict[str, Any]]] = {}   # key -> (revision, value)
+        self.stats: dict[str, float] = {}           # queue name -> estimated wait (s)
+        self.leading = False
+        self.matcher: Matcher | None = None
+        self._queued: set[str] = set()              # ticket ids in the matcher
+        self._delivering: set[str] = set()          # ticket ids this lobby is delivering
+        self._lease_seen: tuple[int, float] = (0, time.monotonic())
+        self._renewed = 0.0
+        self.passes = 0
+        self.matches = 0
+        self.tasks: list[asyncio.Task[Any]] = []    # the watch and the matcher's loop
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def attach(self, js: Any, replicas: int = 1) -> None:
+        self.kv = await bus.ensure_bucket(js, BUCKET, replicas=replicas)
+        self.tasks = [self.app.spawn(self._watch()), self.app.spawn(self._loop())]
+
+    async def resign(self) -> None:
+        """Give the lease up (a lobby that stops): a standby takes over at its next tick."""
+        if not self.leading or self.kv is None:
+            return
+        self.leading = False
+        try:
+            entry = await self.kv.get(LEASE_KEY)
+            if entry.value and json.loads(entry.value).get("owner") == self.instance:
+                await self.kv.delete(LEASE_KEY, last=entry.revision)
+        except Exception as exc:
+            log.info("lease not given up", extra={"error": repr(exc)})
+
+    def _need(self) -> KeyValue:
+        if self.kv is None:
+            raise Reject(common_pb2.ERR_UNAVAILABLE, "matchmaking is not open yet")
+        return self.kv
+
+    # -- the player's requests ------------------------------------------------------------
+
+    async def ask(self, session: Session, frame: client_pb2.ClientFrame) -> None:
+        req = frame.ask_match
+        rule_set, options_json = rule_set_of(req.game, req.options_json)
+        stake = req.stake or 1
+        if not 1 <= stake <= MAX_STAKE:
+            raise Reject(common_pb2.ERR_BAD_OPTIONS, f"stake is 1..{MAX_STAKE}, got {stake}")
+        if len(req.region) > MAX_KEY_TEXT or not req.region.isprintable():
+            raise Reject(common_pb2.ERR_BAD_OPTIONS, f"region is at most {MAX_KEY_TEXT} "
+                         "printable characters")
+        cover = stake * self.cfg.match_stake_cover
+        if session.profile.coins < cover:
+            raise Reject(common_pb2.ERR_STAKE_TOO_HIGH, f"a stake of {stake} needs {cover} "
+                         f"coins, you have {session.profile.coins}")
+        kv = self._need()
+        key = PREFIX + str(session.user_id)
+        mu, sigma = await self._rating(session.user_id, req.game)
+        ip = session.profile.ip
+        value = {"ticket_id": uuid.uuid4().hex[:16], "user_id": session.user_id,
+                 "session_id": session.session_id, "lobby": self.instance,
+                 "game": req.game, "rule_set": rule_set, "options_json": options_json,
+                 "stake": stake, "region": req.region, "ranked": req.ranked,
+                 "mu": mu, "sigma": sigma, "ip": "" if _loopback(ip) else ip,
+                 "lat": session.profile.lat, "lng": session.profile.lng,
+                 "enqueued_at": time.time(), "state": WAITING}
+        data = json.dumps(value).encode()
+        try:
+            rev = await kv.create(key, data)
+        except APIError:
+            rev = await self._replace_finished(kv, key, data)
+        self.view[key] = (rev, value)
+        session.send(server_frame(self._queued_frame(value), reply_to=frame.seq))
+
+    async def _replace_finished(self, kv: KeyValue, key: str, data: bytes) -> int:
+        """The user's entry exists: refuse while it waits or is being matched; an outcome
+        nobody took (a timeout, a failure, a room the player never reached) gives way."""
+        try:
+            entry = await kv.get(key)
+            old = json.loads(entry.value or b"{}")
+        except NotFoundError:
+            return await kv.create(key, data)
+        state = old.get("state")
+        if state in (WAITING, CLAIMED):
+            raise Reject(common_pb2.ERR_ALREADY_QUEUED, "you are already waiting for a match")
+        if state == MATCHED:
+            raise Reject(common_pb2.ERR_ALREADY_QUEUED, f"matched into room "
+                         f"{old.get('room_id')}: you are being seated there")
+        try:
+            return await kv.update(key, data, last=entry.revision)
+        except APIError:
+            raise Reject(common_pb2.ERR_ALREADY_QUEUED, "a match request of yours is under "
+                         "way") from None
+
+    async def _rating(self, user_id: int, game: str) -> tuple[float, float]:
+        """The player's all-time rating in the game; the model's start when he has none or
+        records does not answer (matching goes on without it)."""
+        try:
+            found = await self.app.records.rating(user_id, records_pb2.RatingScope(game=game))
+        except Reject as exc:
+            log.info("no rating for the ticket, using the start", extra={
+                "user": user_id, "error": exc.message})
+            return DEFAULT_MU, DEFAULT_SIGMA
+        if found.hands <= 0 or not (math.isfinite(found.mu) and found.sigma > 0):
+            return DEFAULT_MU, DEFAULT_SIGMA
+        return found.mu, found.sigma
+
+    def _queued_frame(self, value: dict[str, Any]) -> lobby_msgs_pb2.MatchQueued:
+        key = _key_of(value)
+        name = queue_name(key)
+        waiting = sum(1 for _, v in self._tickets() if v.get("state") == WAITING
+                      and queue_name(_key_of(v)) == name)
+        estimate = self.stats.get(name)
+        return lobby_msgs_pb2.MatchQueued(
+            ticket_id=value["ticket_id"], game=key.game, stake=key.stake, ranked=key.ranked,
+            since_ms=int(value["enqueued_at"] * 1000), waiting=max(1, waiting),
+            estimated_wait_ms=int(estimate * 1000) if estimate else 0)
+
+    async def cancel(self, session: Session, frame: client_pb2.ClientFrame) -> None:
+        kv = self._need()
+        key = PREFIX + str(session.user_id)
+        try:
+            entry = await kv.get(key)
+            value = json.loads(entry.value or b"{}")
+        except NotFoundError:
+            value = {}
+        state = value.get("state")
+        if state != WAITING:
+            raise Reject(common_pb2.ERR_NOT_QUEUED, "no match request is waiting" if state
+                         in (None, TIMEOUT, FAILED) else "already matched: the room follows")
+        try:
+            await kv.delete(key, last=entry.revision)
+        except APIError:
+            raise Reject(common_pb2.ERR_NOT_QUEUED, "already matched: the room follows") \
+                from None
+        self.view.pop(key, None)
+        session.send(server_frame(Cancelled(ticket_id=value["ticket_id"],
+                                            reason=Cancelled.CANCELLED,
+                                            message="cancelled"), reply_to=frame.seq))
+
+    async def session_gone(self, session: Session) -> None:
+        """The ticket this session asked for goes with it (not a ticket a newer login of the
+        user now follows)."""
+        if self.kv is None or not session.user_id:
+            return
+        key = PREFIX + str(session.user_id)
+        try:
+            entry = await self.kv.get(key)
+            value = json.loads(entry.value or b"{}")
+            if value.get("state") == WAITING and value.get("session_id") == session.session_id:
+                await self.kv.delete(key, last=entry.revision)
+                log.info("ticket cancelled with its session", extra={"user": session.user_id})
+        except NotFoundError:
+            return
+        except Exception as exc:    # matched meanwhile, or NATS away: the timeout ends it
+            log.info("ticket not cancelled with its session", extra={"error": repr(exc)})
+
+    async def resume(self, session: Session) -> None:
+        """After a login: the user's ticket follows the new session (its state is told)."""
+        if self.kv is None:
+            return
+        key = PREFIX + str(session.user_id)
+        try:
+            entry = await self.kv.get(key)
+            value = json.loads(entry.value or b"{}")
+        except NotFoundError:
+            return
+        except Exception as exc:
+            log.info("ticket not resumed", extra={"error": repr(exc)})
+            return
+        if value.get("state") in (WAITING, CLAIMED):
+            value["session_id"] = session.session_id
+            try:
+                await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
+            except APIError:   # moved on meanwhile: the watch delivers it
+                return
+            session.send(server_frame(self._queued_frame(value)))
+        else:
+            self._deliver(key, entry.revision or 0, value)
+
+    # -- outcomes to this lobby's sessions ------------------------------------------------
+
+    def _tickets(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for key, (_, value) in list(self.view.items()):
+            if key.startswith(PREFIX):
+                yield key, value
+
+    async def _watch(self) -> None:
+        assert self.kv is not None
+        while True:
+            try:
+                watcher = await self.kv.watchall()
+                async for entry in watcher:
+                    if entry is None:
+                        continue
+                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                        self.view.pop(entry.key, None)
+                        continue
+                    try:
+                        value = json.loads(entry.value)
+                    except ValueError:
+                        continue
+                    if entry.key == STATS_KEY:
+                        self.stats = {str(k): float(v) for k, v in value.items()}
+                        continue
+                    self.view[entry.key] = (entry.revision or 0, value)
+                    if entry.key.startswith(PREFIX):
+                        self._deliver(entry.key, entry.revision or 0, value)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("match bucket watch failed, opening it again",
+                            extra={"error": repr(exc)})
+            await asyncio.sleep(1.0)
+
+    def _deliver(self, key: str, rev: int, value: dict[str, Any]) -> None:
+        state = value.get("state")
+        if state not in (MATCHED, TIMEOUT, FAILED):
+            return
+        session = self.app.hub.by_user.get(int(value.get("user_id", 0)))
+        ticket_id = str(value.get("ticket_id"))
+        if session is None or session.kicked or session.outbox.closed \
+                or ticket_id in self._delivering:
+            return
+        self._delivering.add(ticket_id)
+        task = self.app.spawn(self._tell(session, key, rev, value))
+        task.add_done_callback(lambda _: self._delivering.discard(ticket_id))
+
+    async def _tell(self, session: Session, key: str, rev: int, value: dict[str, Any]) -> None:
+        try:
+            if value["state"] == MATCHED:
+                await self._seat(session, value)
+            else:
+                reason = Cancelled.TIMEOUT if value["state"] == TIMEOUT else Cancelled.FAILED
+                session.send(server_frame(Cancelled(ticket_id=value["ticket_id"], reason=reason,
+                                                    message=value.get("message", ""))))
+        except Exception:
+            log.exception("match outcome not delivered", extra={"user": session.user_id})
+        finally:
+            try:
+                await self._need().delete(key, last=rev)
+            except Exception as exc:    # replaced meanwhile (a new ticket): leave it
+                log.debug("ticket outcome not deleted", extra={"error": repr(exc)})
+
+    async def _seat(self, session: Session, value: dict[str, Any]) -> None:
+        from services.lobby import seating, watching
+
+        room_id, ticket_id = int(value["room_id"]), str(value["ticket_id"])
+        spec = registry.get(str(value["game"]))
+        request = client_frame(lobby_msgs_pb2.JoinRoom(room_id=room_id), seq=0)
+        try:
+            await watching.stop(self.app, session)
+            address = await self.app.owner_address(room_id, fresh=True)
+            reply = await seating.ask_join(self.app, session, request, room_id,
+                                           str(value["password"]), common_pb2.Game.ValueType(spec.game_type),
+                                           address)
+        except Reject as exc:
+            session.send(server_frame(Cancelled(ticket_id=ticket_id, reason=Cancelled.FAILED,
+                                                message=f"room {room_id}: {exc.message}")))
+            return
+        if reply.code == 0:
+            waited = max(0.0, float(value.get("matched_at", 0)) - float(value["enqueued_at"]))
+            session.send(server_frame(lobby_msgs_pb2.MatchFound(
+                ticket_id=ticket_id, room_id=room_id, seat=reply.seat,
+                robots=int(value.get("robots", 0)), waited_ms=int(waited * 1000))))
+        else:
+            session.send(server_frame(Cancelled(
+                ticket_id=ticket_id, reason=Cancelled.FAILED,
+                message=f"room {room_id}: {reply.message or 'refused'}")))
+        await seating.seat(self.app, session, room_id, reply,
+                           seating.reply_frames(request, reply))
+        robots = int(value.get("robots", 0))
+        if reply.code == 0 and robots and int(value.get("creator", 0)) == session.user_id:
+            await seating.seated_command(self.app, session, client_frame(
+                lobby_msgs_pb2.AddRobots(count=robots), seq=0))
+
+    # -- the active matcher ---------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.match_tick_seconds)
+            try:
+                await self._tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:    # NATS away: the next tick tries again
+                log.warning("matchmaking tick failed", extra={"error": repr(exc)})
+
+    async def _tick(self) -> None:
+        await self._hold_lease()
+        if self.leading:
+            await self._pass()
+
+    def _lead(self, leading: bool) -> None:
+        if leading and not self.leading:
+            log.info("matching: this lobby is the active matcher",
+                     extra={"instance": self.instance})
+            self.matcher = Matcher(self._match_config())
+            self._queued.clear()
+        elif not leading and self.leading:
+            log.info("matching: no longer the active matcher", extra={"instance": self.instance})
+            self.matcher = None
+            self._queued.clear()
+        self.leading = leading
+
+    def _match_config(self) -> MatchConfig:
+        fill = self.cfg.match_robot_fill_seconds
+        return MatchConfig(robot_fill_after=fill if fill >= 0 else None,
+                           geo_alert_meters=float(self.cfg.geo_alert_meters))
+
+    async def _hold_lease(self) -> None:
+        """Renew the lease this lobby holds, or take one that is free or stood still for a
+        whole lease (compare-and-set on the revision either way)."""
+        kv = self._need()
+        now = time.monotonic()
+        mine = json.dumps({"owner": self.instance, "at": time.time()}).encode()
+        try:
+            entry = await kv.get(LEASE_KEY)
+        except NotFoundError:
+            entry = None
+        if entry is None or not entry.value:
+            try:
+                await kv.create(LEASE_KEY, mine)
+            except APIError:
+                self._lead(False)
+                return
+            self._renewed = now
+            self._lead(True)
+            return
+        rev = entry.revision or 0
+        holder = json.loads(entry.value).get("owner")
+        if holder != self.instance:
+            if rev != self._lease_seen[0]:
+                self._lease_seen = (rev, now)
+            if now - self._lease_seen[1] < self.cfg.match_lease_seconds:
+                self._lead(False)
+                return
+            log.info("matching: the matcher's lease lapsed, taking it over",
+                     extra={"from": holder})
+        try:
+            await kv.update(LEASE_KEY, mine, last=rev)
+        except APIError:
+            self._lead(False)
+            return
+        self._renewed = now
+        self._lead(True)
+
+    async def _set(self, key: str, rev: int, value: dict[str, Any]) -> int | None:
+        """Write a ticket's new state if it is still at ``rev``; its new revision, or None
+        when it moved (cancelled, or another matcher)."""
+        try:
+            new = await self._need().update(key, json.dumps(value).encode(), last=rev)
+        except APIError:
+            return None
+        self.view[key] = (new, value)
+        return new
+
+    async def _pass(self) -> None:
+        matcher = self.matcher
+        assert matcher is not None
+        now = time.time()
+        waiting: dict[str, tuple[str, int, dict[str, Any]]] = {}
+        for key, (rev, value) in list(self.view.items()):
+            if not key.startswith(PREFIX):
+                continue
+            state = value.get("state")
+            if state == WAITING:
+                if now - float(value.get("enqueued_at", now)) > self.cfg.match_timeout_seconds:
+                    await self._set(key, rev, {**value, "state": TIMEOUT, "done_at": now,
+                                               "message": "no match in time: ask again"})
+                    continue
+                waiting[str(value.get("ticket_id"))] = (key, rev, value)
+            elif state == CLAIMED and now - float(value.get("claimed_at", 0)) > CLAIM_STALE:
+                await self._set(key, rev, {**value, "state": WAITING})   # its matcher died
+            elif state in (MATCHED, TIMEOUT, FAILED) and \
+                    now - float(value.get("done_at", 0)) > DONE_KEEP:
+                try:
+                    await self._need().delete(key, last=rev)
+                except APIError:
+                    pass
+        for ticket_id in list(self._queued - waiting.keys()):
+            matcher.cancel(ticket_id)
+            self._queued.discard(ticket_id)
+        for ticket_id, (key, rev, value) in waiting.items():
+            if ticket_id in self._queued:
+                continue
+            try:
+                matcher.enqueue(ticket_of(value))
+            except MatchError as exc:
+                if exc.code != "already_queued":    # a stale twin: it goes in a moment
+                    await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
+                                               "message": exc.message})
+                continue
+            except (KeyError, ValueError, TypeError) as exc:
+                await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
+                                           "message": f"bad ticket: {exc!r}"})
+                continue
+            self._queued.add(ticket_id)
+        matches = matcher.run(now)
+        self.passes += 1
+        for match in matches:
+            entries = []
+            for t in match.tickets:
+                self._queued.discard(t.ticket_id)
+                entries.append(waiting[t.ticket_id])
+            await self._make_room(match.robots, entries, now)
+        await self._publish_stats(matcher, waiting)
+
+    async def _make_room(self, robots: int,
+                         entries: list[tuple[str, int, dict[str, Any]]], now: float) -> None:
+        claimed: list[tuple[str, int, dict[str, Any]]] = []
+        for key, rev, value in entries:
+            value = {**value, "state": CLAIMED, "claimed_at": now, "matcher": self.instance}
+            new = await self._set(key, rev, value)
+            if new is None:     # cancelled meanwhile: the others wait again
+                for k, r, v in claimed:
+                    await self._set(k, r, {**v, "state": WAITING})
+                return
+            claimed.append((key, new, value))
+        first = claimed[0][2]
+        spec = registry.get(str(first["game"]))
+        password = secrets.token_hex(8)
+        req = table_pb2.CreateRoomRequest(
+            game=common_pb2.Game.ValueType(spec.game_type), base_score=int(first["stake"]),
+            total_hands=self.cfg.match_total_hands, options_json=str(first["options_json"]),
+            password=password, creator_id=int(first["user_id"]))
+        try:
+            _, created = await self.app.directory.create_room(req)
+        except Reject as exc:
+            for k, r, v in claimed:
+                await self._set(k, r, {**v, "state": FAILED, "done_at": time.time(),
+                                       "message": f"no room: {exc.message}"})
+            return
+        room_id = created.room.room_id
+        self.matches += 1
+        log.info("matched", extra={"room": room_id, "users": [v["user_id"] for *_, v in claimed],
+                                   "robots": robots})
+        done = time.time()
+        for k, r, v in claimed:
+            await self._set(k, r, {**v, "state": MATCHED, "room_id": room_id,
+                                   "password": password, "robots": robots,
+                                   "creator": int(first["user_id"]), "matched_at": now,
+                                   "done_at": done})
+
+    async def _publish_stats(self, matcher: Matcher,
+                             waiting: dict[str, tuple[str, int, dict[str, Any]]]) -> None:
+        stats: dict[str, float] = {}
+        for _, _, value in waiting.values():
+            key = _key_of(value)
+            estimate = matcher.estimated_wait(key)
+            if estimate is not None:
+                stats[queue_name(key)] = round(estimate, 1)
+        if stats and stats != self.stats:
+            self.stats = stats
+            await self._need().put(STATS_KEY, json.dumps(stats).encode())

@@ -1,0 +1,202 @@
+"""Matchmaking over the wire (services/lobby/matchmaker.py; docs/protocol.md, "Matchmaking")
+with a real nats-server, arbiter, table and lobbies on loopback (records in-test): four
+players ask for a match, are matched into one room and seated, and the hand starts; a
+lone player of an unranked queue gets robots; cancel works; bad input gets its codes; the
+tickets live in the bucket, so when the active matcher dies another lobby takes over and
+matches the tickets taken before."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import grpc
+import pytest
+
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
+from services.arbiter.server import start as start_arbiter
+from services.common.config import Config, load_config
+from services.common.natsd import EmbeddedNats
+from services.lobby.server import LobbyHost
+from services.lobby.server import start as start_lobby
+from services.table.server import start as start_table
+from tests.service.test_lobby import SECRET, Client, FakeRecords, code_of
+
+E = common_pb2
+Frame = client_pb2.ServerFrame
+FAST = {"match_tick_seconds": 0.2, "match_lease_seconds": 1.0}
+
+
+@dataclass
+class Stack:
+    cfg: Config
+    lobbies: list[LobbyHost] = field(default_factory=list)
+    clients: list[Client] = field(default_factory=list)
+
+    async def lobby(self, **lobby: Any) -> LobbyHost:
+        cfg = replace(self.cfg, lobby=replace(self.cfg.lobby, **{**FAST, **lobby}))
+        host = await start_lobby(cfg, port=0, metrics_port=-1)
+        self.lobbies.append(host)
+        return host
+
+    async def player(self, host: LobbyHost, user_id: int) -> Client:
+        client = Client(f"127.0.0.1:{host.port}")
+        self.clients.append(client)
+        await client.login(user_id)
+        return client
+
+
+@contextlib.asynccontextmanager
+async def stack(nats_url: str) -> AsyncIterator[Stack]:
+    """Arbiter and table for real, records in-test; lobbies made by the test."""
+    records = grpc.aio.server()
+    records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
+    records_port = records.add_insecure_port("127.0.0.1:0")
+    await records.start()
+    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
+    cfg = load_config("test", environ={
+        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
+        "PAIJU_TABLE__INSTANCE": "table-match"})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET),
+                  records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
+    s = Stack(cfg)
+    try:
+        yield s
+    finally:
+        for client in s.clients:
+            await client.close()
+        for host in s.lobbies:
+            await host.stop(0.2)
+        await table.stop(0)
+        await arbiter.stop(0)
+        await records.stop(0)
+
+
+def has(name: str) -> Any:
+    return lambda f: f.WhichOneof("payload") == name
+
+
+async def queued(client: Client, **ask: Any) -> lobby_msgs_pb2.MatchQueued:
+    reply = await client.request(lobby_msgs_pb2.AskMatch(**{"game": "xuezhan", **ask}))
+    assert reply.WhichOneof("payload") == "match_queued", reply
+    return reply.match_queued
+
+
+async def found(client: Client, timeout: float = 20.0) -> tuple[Frame, Frame]:
+    """MatchFound, then the RoomJoined of the join that follows it."""
+    match = await client.until(has("match_found"), timeout)
+    joined = await client.until(has("room_joined"), 10)
+    return match, joined
+
+
+async def hand_starts(client: Client) -> None:
+    """Ready, then the first frame of a dealt hand reaches the player."""
+    assert code_of(await client.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
+    await client.until(lambda f: f.WhichOneof("payload") in ("mj_hand", "mj_deal", "prompt"),
+                       30)
+
+
+async def test_four_players_are_matched_into_one_room_and_play(
+        fresh_nats: EmbeddedNats) -> None:
+    async with stack(fresh_nats.url) as s:
+        host = await s.lobby()
+        players = [await s.player(host, 7001 + i) for i in range(4)]
+        first = await queued(players[0], stake=2)
+        assert first.ticket_id and first.game == "xuezhan" and first.stake == 2
+        assert first.waiting == 1 and first.since_ms > 0
+        for p in players[1:]:
+            await queued(p, stake=2)
+        results = await asyncio.gather(*(found(p) for p in players))
+        rooms = {m.match_found.room_id for m, _ in results}
+        assert len(rooms) == 1 and rooms.pop() > 0
+        assert sorted(m.match_found.seat for m, _ in results) == [0, 1, 2, 3]
+        room = results[0][1].room_joined.room
+        assert room.base_score == 2 and room.has_password     # a private room: no quick start
+        assert all(m.match_found.robots == 0 for m, _ in results)
+        await asyncio.gather(*(hand_starts(p) for p in players))
+        # seated now: a new ticket is refused
+        refused = await players[0].request(lobby_msgs_pb2.AskMatch(game="xuezhan"))
+        assert code_of(refused) == E.ERR_ALREADY_IN_ROOM
+
+
+async def test_cancel_and_bad_input(fresh_nats: EmbeddedNats) -> None:
+    async with stack(fresh_nats.url) as s:
+        host = await s.lobby()
+        me = await s.player(host, 7101)
+        for ask, code in ((dict(game="poker"), E.ERR_BAD_OPTIONS),
+                          (dict(game="changsha", options_json='{"no_such_rule": 1}'),
+                           E.ERR_BAD_OPTIONS),
+                          (dict(game="xuezhan", options_json="[1]"), E.ERR_BAD_OPTIONS),
+                          (dict(game="xuezhan", stake=-3), E.ERR_BAD_OPTIONS),
+                          (dict(game="xuezhan", region="x" * 65), E.ERR_BAD_OPTIONS),
+                          # FakeRecords gives 10,000 + uid coins; 20 stakes must be covered
+                          (dict(game="xuezhan", stake=1000), E.ERR_STAKE_TOO_HIGH)):
+            reply = await me.request(lobby_msgs_pb2.AskMatch(**ask))
+            assert code_of(reply) == code, (ask, reply)
+        assert code_of(await me.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
+        ticket = await queued(me, game="dadun", ranked=True)
+        again = await me.request(lobby_msgs_pb2.AskMatch(game="xuezhan"))
+        assert code_of(again) == E.ERR_ALREADY_QUEUED
+        cancelled = await me.request(lobby_msgs_pb2.CancelMatch())
+        assert cancelled.match_cancelled.ticket_id == ticket.ticket_id
+        assert cancelled.match_cancelled.reason == lobby_msgs_pb2.MatchCancelled.CANCELLED
+        assert code_of(await me.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
+        # a cancelled ticket is never matched: three others wait with it gone
+        others = [await s.player(host, 7102 + i) for i in range(3)]
+        for p in others:
+            await queued(p, game="dadun", ranked=True)
+        await asyncio.sleep(1.0)
+        for p in others:
+            assert not any(f.HasField("match_found") for f in p.seen)
+        # a ticket goes with its session: the three and a newcomer make a table
+        await queued(me, game="dadun", ranked=True)
+        await me.close()
+        s.clients.remove(me)
+        await asyncio.sleep(0.5)
+        late = await s.player(host, 7105)
+        await queued(late, game="dadun", ranked=True)
+        results = await asyncio.gather(*(found(p) for p in [*others, late]))
+        assert len({m.match_found.room_id for m, _ in results}) == 1
+
+
+async def test_robots_fill_an_unranked_queue(fresh_nats: EmbeddedNats) -> None:
+    async with stack(fresh_nats.url) as s:
+        host = await s.lobby(match_robot_fill_seconds=0.5)
+        me = await s.player(host, 7201)
+        await queued(me, game="changsha")
+        match, joined = await found(me)
+        assert match.match_found.robots == 3 and match.match_found.seat == 0
+        await hand_starts(me)
+        seated = await me.request(lobby_msgs_pb2.RefreshRoom())
+        assert seated is not None
+
+
+@pytest.mark.parametrize("ask_on", ["standby"])
+async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
+        fresh_nats: EmbeddedNats, ask_on: str) -> None:
+    async with stack(fresh_nats.url) as s:
+        a = await s.lobby()
+        for _ in range(50):
+            if a.app.matchmaking.leading:
+                break
+            await asyncio.sleep(0.1)
+        assert a.app.matchmaking.leading
+        b = await s.lobby()
+        await asyncio.sleep(0.6)
+        assert not b.app.matchmaking.leading
+        players = [await s.player(b, 7301 + i) for i in range(4)]
+        for p in players[:2]:
+            await queued(p, game="dadun")
+        await asyncio.sleep(0.5)               # two waiting in A's matcher
+        for task in a.app.matchmaking.tasks:   # A's matcher dies as at a kill -9 (no resign)
+            task.cancel()
+        for p in players[2:]:
+            await queued(p, game="dadun")
+        results = await asyncio.gather(*(found(p, timeout=15) for p in players))
+        assert len({m.match_found.room_id for m, _ in results}) == 1
+        assert b.app.matchmaking.leading and b.app.matchmaking.matches == 1
+        assert a.app.matchmaking.matches == 0
