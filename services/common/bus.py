@@ -152,7 +152,9 @@ class NatsAuth:
         return tuple(f for f in (self.user_file, self.password_file, self.token_file) if f)
 
     def _read(self, value: str, path: str, what: str) -> str:
-        if not path:
+        """The file's content; the plain value when there is no file (``nats.user`` is the
+        default of an optional ``user`` key: the user changes in a rotation only)."""
+        if not path or (value and not Path(path).exists()):
             return value
         try:
             return read_secret_file(path, f"nats.{what}_file")

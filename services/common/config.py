@@ -52,7 +52,8 @@ class NatsConfig:
     # files holding the user, password or token (Kubernetes Secrets mounted read-only): read
     # at every (re)connect, and a change of their content makes the connection reconnect
     # with the new credential (docs/runbooks.md, "Rotate a NATS password"); a file given
-    # wins over the plain key
+    # wins over the plain key, and nats.user stands while user_file does not exist (a NATS
+    # user name changes only in a rotation: one password per user name)
     user_file: str = ""
     password_file: str = ""
     token_file: str = ""
@@ -472,7 +473,7 @@ def _validate_credentials(cfg: Config) -> None:
     if in_url and given:
         raise ConfigError(f"nats.url carries credentials and {', '.join('nats.' + k for k in given)}"
                           " is set too: give them once")
-    for key in ("user", "password", "token"):
+    for key in ("password", "token"):   # nats.user is the default when user_file is absent
         if getattr(n, key) and getattr(n, f"{key}_file"):
             raise ConfigError(f"nats.{key} and nats.{key}_file are both set: give one")
     has_user = bool(n.user or n.user_file)

