@@ -217,7 +217,7 @@ class CliApp:
         simple = {"list": lm.AskRoomList(), "ready": lm.AskReady(is_ready=True),
                   "geo": lm.AskGeo(), "history": lm.AskHistoryScore(),
                   "dismiss": lm.AskDismiss(), "entrust-cancel": lm.CancelEntrust(),
-                  "room": lm.RefreshRoom()}
+                  "room": lm.RefreshRoom(), "cancel": lm.CancelMatch()}
         if cmd.name in simple:
             return simple[cmd.name]
         if cmd.name == "create":
@@ -234,6 +234,8 @@ class CliApp:
                 return lm.AskRating(game=a[0], season=season, current_season=now)
             return lm.AskLeaderboard(game=a[0], season=season, current_season=now,
                                      limit=TOP_LIMIT)
+        if cmd.name == "match":
+            return lm.AskMatch(game=a[0], stake=int(a[1]), ranked=a[2] == "ranked")
         if cmd.name == "chat":
             return lm.Chat(content=a[0])
         if cmd.name == "vote":
@@ -375,6 +377,9 @@ class CliApp:
             return
         if kind == "room_joined":
             self._set_room(frame.room_joined.room, frame.room_joined.seat)
+            return
+        if kind in ("match_queued", "match_found", "match_cancelled"):
+            self.out(render.match_line(frame))
             return
         if kind == "mj_game_info":
             info = frame.mj_game_info

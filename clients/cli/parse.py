@@ -19,6 +19,8 @@ COMMANDS = {
     "geo": "geo                    distances between the room's players",
     "chat": "chat <text>            say something to the room",
     "history": "history                the room's scores per hand (战绩)",
+    "match": "match [game] [stake] [ranked] find a match: rated matchmaking (匹配)",
+    "cancel": "cancel                 cancel your waiting match request",
     "rating": "rating [game] [season|now] your rating and rank (all-time by default)",
     "top": "top [game] [season|now] the leaderboard's first ten",
     "dismiss": "dismiss                ask to dismiss the room (申请解散)",
@@ -69,6 +71,8 @@ def parse_command(line: str, default_game: str = "xuezhan") -> Command | None:
         return _game_command(name, args, default_game)
     if name in ("rating", "top"):
         return _rating_command(name, args, default_game)
+    if name == "match":
+        return _match_command(args, default_game)
     if name == "join" and (not args or not _positive(args[0])):
         raise InputError("join needs a room id, e.g. 'join 123456'")
     if name == "vote" and (len(args) != 1 or args[0].lower() not in ("yes", "no")):
@@ -103,6 +107,21 @@ def _rating_command(name: str, args: tuple[str, ...], default_game: str) -> Comm
     if len(args) > 1 or not (season == "now" or _decimal(season)):
         raise InputError(f"{name} [game] [season|now], e.g. '{name} xuezhan now'")
     return Command(name, (game, season))
+
+
+def _match_command(args: tuple[str, ...], default_game: str) -> Command:
+    """``match [game] [stake] [ranked]``: always (game, stake, "ranked" or "")."""
+    game = default_game
+    words = list(args)
+    if words and not _decimal(words[0]) and words[0].lower() != "ranked":
+        game = words.pop(0).lower()
+        if game not in GAMES:
+            raise InputError(f"unknown game '{game}': {' | '.join(GAMES)}")
+    stake = words.pop(0) if words and _decimal(words[0]) else "1"
+    ranked = words.pop(0).lower() if words and words[0].lower() == "ranked" else ""
+    if words or not _positive(stake):
+        raise InputError("match [game] [stake] [ranked], e.g. 'match changsha 2 ranked'")
+    return Command("match", (game, stake, ranked))
 
 
 def _decimal(text: str) -> bool:

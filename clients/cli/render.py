@@ -15,7 +15,7 @@ from typing import Any
 from clients.cli.parse import CARD_GAMES
 from clients.cli.render_events import TERMS, event_line, payment_text, seat_name
 from games import registry
-from paiju.v1 import common_pb2
+from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 
@@ -246,6 +246,26 @@ def error_line(ret: common_pb2.Return) -> str:
 
 def _season_name(season: int) -> str:
     return "all-time" if season == 0 else f"season {season}"
+
+
+def match_line(frame: client_pb2.ServerFrame) -> str:
+    """What a matchmaking frame says: waiting (how many, the estimate), matched, or not."""
+    kind = frame.WhichOneof("payload")
+    if kind == "match_queued":
+        q = frame.match_queued
+        estimate = (f", about {q.estimated_wait_ms / 1000:.0f} s" if q.estimated_wait_ms
+                    else "")
+        return (f"looking for a {'ranked ' if q.ranked else ''}{q.game} match, stake {q.stake}"
+                f": {q.waiting} waiting{estimate} ('cancel' to stop)")
+    if kind == "match_found":
+        f = frame.match_found
+        robots = f", {f.robots} robot{'s' if f.robots != 1 else ''}" if f.robots else ""
+        return (f"matched after {f.waited_ms / 1000:.1f} s: room {f.room_id}, seat {f.seat}"
+                f"{robots}; type 'ready'")
+    c = frame.match_cancelled
+    why = {lm.MatchCancelled.CANCELLED: "cancelled", lm.MatchCancelled.TIMEOUT: "timed out",
+           lm.MatchCancelled.FAILED: "failed"}.get(c.reason, "ended")
+    return f"match request {why}" + (f": {c.message}" if c.message and why != "cancelled" else "")
 
 
 def rating_line(r: lm.RatingInfo) -> str:
