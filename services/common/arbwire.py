@@ -1,6 +1,6 @@
 """Wire form of response windows and decisions (paiju.v1.Arbiter) <-> games.arbitration.
 
-Shared by the arbiter service and the table (its client and in-process fallback)."""
+Shared by the arbiter service and the table's client (services/table/arbiter_client.py)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,37 @@
-"""The arbiter client: decisions over one long-lived ``Arbiter.Decide`` stream per table
-process, None when the arbiter does not answer in time (the room then uses the same pure
-function in-process, games.arbitration).
+"""The arbiter client: every response window is decided by an arbiter, over one long-lived
+``Arbiter.Decide`` stream per table process.
 
 Every room's requests share the stream: a request carries an id, the reader hands each reply
 to the request that waits for it. A stream that fails, or a request that times out (a hung
-arbiter), drops the stream: the requests waiting on it get None at once, and the next one
-opens a new stream (on another arbiter, when the dial names several)."""
+arbiter), drops the stream: the requests waiting on it are answered at once, and the next
+one opens a new stream (on another arbiter, when the dial names several).
+
+**Local arbitration**, the one degraded mode: a window no arbiter answers within
+``table.arbiter_timeout_seconds`` (none reachable, the stream broke, a hung arbiter) is
+decided here by the function the arbiter runs, :func:`games.arbitration.resolve`, so an
+arbiter outage never stalls a room. Each such window is counted in
+``paiju_table_arbiter_fallback_total{reason}`` (alert ``PaijuArbiterFallbackRising``);
+entering and leaving the mode is logged. A window the arbiter refuses as malformed is not a
+reason: it raises :class:`games.arbitration.InvalidWindow`, as the function would here."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import time
 from collections.abc import AsyncIterator
 
 import grpc
 
-from games.arbitration import Decision, Rules, Window
+from games.arbitration import Decision, InvalidWindow, Rules, Window, resolve
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.common import tls
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.config import Config
 from services.table import metrics as m
+
+log = logging.getLogger("paiju.table.arbiter")
 
 Reply = arbiter_pb2.ResolveReply | None
 
@@ -46,12 +56,12 @@ class _Stream:
                 if fut is not None and not fut.done():
                     fut.set_result(reply)
         except grpc.aio.AioRpcError:
-            pass   # the arbiter went away: the waiting requests fall back below
+            pass   # the arbiter went away: the waiting requests are decided locally
         finally:
             self.fail()
 
     def fail(self) -> None:
-        """Every waiting request gets None (its room resolves in-process)."""
+        """Every waiting request gets None (its window is decided locally)."""
         waiting, self.waiting = self.waiting, {}
         for fut in waiting.values():
             if not fut.done():
@@ -73,6 +83,7 @@ class ArbiterClient:
         self._stub = arbiter_pb2_grpc.ArbiterStub(self._channel)
         self._stream: _Stream | None = None
         self._ids = itertools.count(1)
+        self.local = False   # in local arbitration: the last window had no arbiter's answer
 
     def _current(self) -> _Stream:
         s = self._stream
@@ -85,8 +96,28 @@ class ArbiterClient:
             self._stream = None
         s.close()
 
-    async def resolve(self, window: Window, rules: Rules) -> Decision | None:
+    async def resolve(self, window: Window, rules: Rules) -> Decision:
+        """The arbiter's decision on ``window``; in local arbitration (no answer in time)
+        the same function's, here. InvalidWindow when the window is malformed."""
         started = time.perf_counter()
+        reply, reason = await self._ask(window, rules)
+        if reply is not None:
+            if reply.error:
+                raise InvalidWindow(reply.error)
+            m.ARBITER.observe(time.perf_counter() - started)
+            if self.local:
+                self.local = False
+                log.info("local arbitration over: the arbiter answers again")
+            return decision_from_pb(reply)
+        m.ARBITER_FALLBACK.labels(reason).inc()
+        if not self.local:
+            self.local = True
+            log.warning("local arbitration: no arbiter answered, windows decided here",
+                        extra={"reason": reason})
+        return resolve(window, rules)
+
+    async def _ask(self, window: Window, rules: Rules) -> tuple[Reply, str]:
+        """The arbiter's reply, or None and why there is none (one of m.FALLBACK_REASONS)."""
         s = self._current()
         request = window_to_pb(window, rules)
         request.request_id = rid = next(self._ids)
@@ -98,11 +129,8 @@ class ArbiterClient:
                 reply = await fut
         except TimeoutError:
             self._drop(s)   # a hung arbiter: the next request opens a new stream
-            return None
-        if reply is None or reply.error:
-            return None
-        m.ARBITER.observe(time.perf_counter() - started)
-        return decision_from_pb(reply)
+            return None, "timeout"
+        return reply, "unavailable"
 
     async def close(self) -> None:
         if self._stream is not None:

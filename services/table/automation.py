@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from games import fair
-from games.arbitration import Decision, Rules, Window, resolve
+from games.arbitration import Decision, Rules, Window
 from games.engine import Action, RuleError
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import checks, views
@@ -26,24 +26,10 @@ from services.table.views import Effects
 log = logging.getLogger("paiju.table.room")
 
 MAX_AUTO_STEPS = 2000
-Arbiter = Callable[[Any, Any], Awaitable[Decision | None]]
+# the decision on a response window: the arbiter's (services/table/arbiter_client.py, whose
+# local arbitration decides when no arbiter answers); logged as it comes
+Arbiter = Callable[[Window, Rules], Awaitable[Decision]]
 Bots = Callable[[str, Any, int], Action]
-
-
-def decision_usable(state: Any, window: Window, rules: Rules, decision: Decision,
-                    room_id: int = 0) -> bool:
-    """Whether the arbiter's final decision on ``window`` may be logged: never one the
-    engine would refuse (e.g. from a skewed arbiter); a refusal is logged as a warning.
-
-    The decision is tried on a clone of the state (the trial must not touch the room's).
-    It is not compared with the pure function's here: the table does not decide windows
-    itself except as the fallback when no arbiter answers."""
-    try:
-        state.clone().resolve_window(decision)
-    except RuleError as err:
-        log.warning("arbiter decision refused", extra={"room": room_id, "error": str(err)})
-        return False
-    return True
 
 
 class Automation:
@@ -104,12 +90,6 @@ class Automation:
         if window is None or rules is None:
             return
         decision = await self._arbiter(window, rules)
-        if decision is not None and decision.final and not decision_usable(
-                state, window, rules, decision, self.room.room_id):
-            decision = None
-        if decision is None:  # no (usable) answer in time: the same pure function, here
-            m.ARBITER_FALLBACK.inc()
-            decision = resolve(window, rules)
         if decision.final:
             await self.actor.record(lr.Resolve(decision))
 

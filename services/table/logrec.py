@@ -195,7 +195,7 @@ class Act(Record):
 
 @dataclass(frozen=True, slots=True)
 class Resolve(Record):
-    """The decision of a response window (the arbiter's or the in-process fallback's)."""
+    """The decision of a response window (the arbiter's, or local arbitration's)."""
 
     KIND: ClassVar[str] = "resolve"
     decision: Decision

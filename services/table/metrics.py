@@ -20,7 +20,11 @@ FANOUT = Histogram("paiju_table_fanout_seconds", "Publishing one record's events
 ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter decision round trip (Decide stream)",
                     buckets=LATENCY_BUCKETS)
 ARBITER_FALLBACK = Counter("paiju_table_arbiter_fallback_total",
-                           "Windows resolved in-process because no arbiter answered in time")
+                           "Windows decided by local arbitration (the degraded mode): no "
+                           "arbiter answered, by reason", ["reason"])
+FALLBACK_REASONS = ("timeout", "unavailable")   # no answer in time; the stream broke
+for _reason in FALLBACK_REASONS:
+    ARBITER_FALLBACK.labels(_reason)
 TIMEOUTS = Counter("paiju_table_timeouts_total", "Decisions that timed out (entrust)", ["game"])
 SETTLEMENTS = Counter("paiju_table_settlements_total", "Settlement messages published", ["final"])
 REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log at start")

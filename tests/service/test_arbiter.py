@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 
 import grpc
 import pytest
+from prometheus_client import REGISTRY
 
-from games.arbitration import Response, Rules, Window, resolve
+from games.arbitration import InvalidWindow, Response, Rules, Window, resolve
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.arbiter.server import start
 from services.common.arbwire import decision_from_pb, window_to_pb
@@ -99,7 +100,15 @@ async def test_one_stream_answers_every_request_in_order_and_outlives_a_bad_one(
             assert decision_from_pb(reply) == resolve(w)
 
 
-async def test_the_table_s_client_falls_back_while_the_arbiter_is_down_and_reopens() -> None:
+def fallbacks(reason: str) -> float:
+    return REGISTRY.get_sample_value("paiju_table_arbiter_fallback_total",
+                                     {"reason": reason}) or 0.0
+
+
+async def test_the_table_s_client_arbitrates_locally_while_the_arbiter_is_down_and_reopens(
+        ) -> None:
+    """Local arbitration, the degraded mode: named (ArbiterClient.local, logged), measured
+    (paiju_table_arbiter_fallback_total by reason) and over once an arbiter answers again."""
     from services.table.arbiter_client import ArbiterClient
     svc = await start(load_config("test", environ={}), port=0, metrics_port=-1)
     port = svc.port
@@ -109,17 +118,49 @@ async def test_the_table_s_client_falls_back_while_the_arbiter_is_down_and_reope
     try:
         w = window({2: Response("hu")})
         # rooms ask at once over the one stream: each gets its own decision
-        ws = [w, window({1: Response("peng")}), window({1: Response("hu")})]
+        ws = [w, window({1: Response("peng")})]
         got = await asyncio.gather(*(client.resolve(x, Rules()) for x in ws))
-        assert got[:2] == [resolve(ws[0]), resolve(ws[1])] and got[2] is None
+        assert got == [resolve(ws[0]), resolve(ws[1])] and not client.local
+        with pytest.raises(InvalidWindow, match="hu"):   # the arbiter's verdict, no fallback
+            await client.resolve(window({1: Response("hu")}), Rules())
+        assert not client.local
         await svc.stop(0)
-        assert await client.resolve(w, Rules()) is None      # down: the room falls back
+        before = fallbacks("unavailable")
+        assert await client.resolve(w, Rules()) == resolve(w)   # down: decided here
+        assert client.local and fallbacks("unavailable") == before + 1
         svc = await start(load_config("test", environ={}), port=port, metrics_port=-1)
         for _ in range(50):                                  # back: a new stream
-            if (again := await client.resolve(w, Rules())) is not None:
+            again = await client.resolve(w, Rules())
+            if not client.local:
                 break
             await asyncio.sleep(0.1)
-        assert again == resolve(w)
+        assert again == resolve(w) and not client.local
     finally:
         await client.close()
         await svc.stop(0)
+
+
+async def test_a_hung_arbiter_is_a_timeout_and_the_window_is_decided_locally() -> None:
+    from services.table.arbiter_client import ArbiterClient
+
+    class Hung(arbiter_pb2_grpc.ArbiterServicer):
+        async def Decide(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
+            async for _ in requests:
+                await asyncio.sleep(3600)
+            yield arbiter_pb2.ResolveReply()
+
+    server = grpc.aio.server()
+    arbiter_pb2_grpc.add_ArbiterServicer_to_server(Hung(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    cfg = load_config("test", environ={"PAIJU_ARBITER__PORT": str(port),
+                                       "PAIJU_TABLE__ARBITER_TIMEOUT_SECONDS": "0.3"})
+    client = ArbiterClient(cfg)
+    try:
+        w = window({2: Response("hu")})
+        before = fallbacks("timeout")
+        assert await client.resolve(w, Rules()) == resolve(w)
+        assert client.local and fallbacks("timeout") == before + 1
+    finally:
+        await client.close()
+        await server.stop(0)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import nats
 import pytest
+from prometheus_client import REGISTRY
 
 from games.mahjong import parse_tiles, tile_name
 from paiju import frames
@@ -101,6 +103,30 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
                  common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
         assert all(e.code in stale for e in p.errors), [e.message for e in p.errors]
     await t.close()
+
+
+async def test_with_no_arbiter_hands_go_on_in_local_arbitration(fresh_nats: EmbeddedNats) -> None:
+    """The one degraded mode of the arbiter path: no arbiter reachable, the table decides
+    the windows itself (services/table/arbiter_client.py) and counts each one."""
+    with socket.socket() as probe:   # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = str(probe.getsockname()[1])
+
+    def local() -> float:
+        return sum(REGISTRY.get_sample_value("paiju_table_arbiter_fallback_total",
+                                             {"reason": r}) or 0.0
+                   for r in ("timeout", "unavailable"))
+
+    before = local()
+    async with running_stack(fresh_nats, PAIJU_ARBITER__PORT=closed) as stack:
+        t = await new_table(stack, common_pb2.XUEZHAN, hands=1)
+        for uid in (15, 16, 17, 18):
+            await t.seat(uid)
+        t.play()
+        await t.ready_all()
+        hand, _ = await settlements(stack["nats"].url, 2, timeout=60)
+        assert sum(hand["deltas"]) == 0 and local() > before
+        await t.close()
 
 
 async def test_bad_input_gets_codes_and_changes_nothing(stack: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clients.robot.robot import action_frame
-from games.arbitration import resolve
+from games.arbitration import Decision, Rules, Window, resolve
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
@@ -46,14 +46,14 @@ async def no_publish(actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -
     return None
 
 
-async def no_arbiter(window: Any, rules: Any) -> None:
-    return None  # the in-process fallback decides
+async def local_arbiter(window: Window, rules: Rules) -> Decision:
+    return resolve(window, rules)   # what an arbiter (or local arbitration) decides
 
 
 def actor_for(room: Room, log: MemoryLog, timers: dict[str, float], entrust_delay: float = 0.0,
               dismiss_seconds: float = 0.3, ready_seconds: float = 0.0) -> RoomActor:
     return RoomActor(room, next_index=len(log.records), log_seq=len(log.records),
-                     append=log.append, publish=no_publish, arbiter=no_arbiter, bots=bot_move,
+                     append=log.append, publish=no_publish, arbiter=local_arbiter, bots=bot_move,
                      timers=timers, dismiss_seconds=dismiss_seconds, idle_seconds=100,
                      entrust_delay=entrust_delay, ready_seconds=ready_seconds)
 

@@ -15,7 +15,13 @@ from services.table.core import bot_move
 from services.table.creation import create_record
 from services.table.room import Room
 from services.table.views import Effects
-from tests.unit.services.test_table_actor import MemoryLog, command, eventually, ready_all
+from tests.unit.services.test_table_actor import (
+    MemoryLog,
+    command,
+    eventually,
+    local_arbiter,
+    ready_all,
+)
 
 TABLE_NOW = {"turn_seconds": 30.0, "window_seconds": 30.0, "alone_seconds": 30.0}
 AT_CREATION = {"turn_seconds": 12.0, "window_seconds": 5.0, "alone_seconds": 9.0}
@@ -29,15 +35,13 @@ async def started(game: int, name: str, options: dict[str, Any]
         frames.extend(fx.public)
         frames.extend(frame for _, frame in fx.private)
 
-    async def no_arbiter(window: Any, rules: Any) -> None:
-        return None
 
     log = MemoryLog()
     rec = create_record(1234567, table_pb2.CreateRoomRequest(game=game, total_hands=2), name,
                         options, 3, AT_CREATION)
     room = Room(rec)
     actor = RoomActor(room, next_index=0, log_seq=0, append=log.append, publish=publish,
-                      arbiter=no_arbiter, bots=bot_move, timers=TABLE_NOW, dismiss_seconds=30,
+                      arbiter=local_arbiter, bots=bot_move, timers=TABLE_NOW, dismiss_seconds=30,
                       idle_seconds=100, entrust_delay=0.0)
     await actor.record(rec)
     actor.start()

@@ -1,23 +1,25 @@
 """The table's per-record shortcuts give what the plain way gives, after every record of
 played hands: a prompt's actions taken from the observation's candidates, the engine
-events' frames a hand's settlement reuses, and an arbiter decision accepted without a
-trial on a clone because the pure function gives the same."""
+events' frames a hand's settlement reuses. And every window of those hands is decided by
+the arbiter's handler through the wire, which gives the pure function's decision, and the
+fold takes it: the table logs the arbiter's decisions without trying them first."""
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 from typing import Any
 
 import pytest
 
-from games.arbitration import resolve
+from games.arbitration import Decision, Rules, Window, resolve
 from paiju import frames
 from paiju.v1 import client_pb2
 from paiju.v1 import game_msgs_pb2 as g
-from services.table import automation, views
+from services.arbiter.server import decide
+from services.common.arbwire import decision_from_pb, window_to_pb
 from services.table import logrec as lr
+from services.table import views
 from services.table.room import Room
 from tests.unit.services.test_table_fold import create, profile
 
@@ -48,6 +50,14 @@ def plain_settlement_events(room: Room, settle: dict[str, Any]) -> list[dict[str
                     "frame": base64.b64encode(frame.SerializeToString()).decode(),
                     "json": json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)})
     return out
+
+
+def arbitrate(window: Window, rules: Rules) -> Decision:
+    """The decision as the table gets it from an arbiter: through the wire and the arbiter's
+    handler. It must be the pure function's (the table logs it untried)."""
+    decision = decision_from_pb(decide(window_to_pb(window, rules)))
+    assert decision == resolve(window, rules)
+    return decision
 
 
 class Table:
@@ -97,10 +107,9 @@ class Table:
             self.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player", response))
             window, rules = room.pending_window(), room.arbitration_rules()
             if response and window is not None and rules is not None:
-                decision = resolve(window, rules)
+                decision = arbitrate(window, rules)
                 if decision.final:
-                    assert automation.decision_usable(room.state, window, rules, decision)
-                    self.add(lr.Resolve(decision))
+                    self.add(lr.Resolve(decision))   # the fold raises on one it refuses
         raise AssertionError("the hand did not end")
 
 
@@ -124,34 +133,3 @@ def test_a_room_rebuilt_in_the_middle_of_a_hand_settles_it_the_same(game: str) -
         rebuilt.apply(rec)          # folded without frames: none to reuse for these
     settle = [msg for rec in live.records[cut:] for msg in views.apply(rebuilt, rec).settle]
     assert settle[0] == live.settled[0]
-
-
-def test_an_arbiter_decision_like_the_pure_functions_is_taken_without_a_trial() -> None:
-    table = Table("xuezhan", hands=1)
-    room = table.room
-    room_seed = 20261202
-    for seat in range(4):
-        table.add(lr.Ready(seat, True))
-    table.add(lr.Start(1, room_seed, 0))
-    for _ in range(3000):
-        assert room.state is not None and room.in_hand()
-        window, rules = room.pending_window(), room.arbitration_rules()
-        if window is not None and rules is not None:
-            break
-        seat = room.to_act()[0]
-        table.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player",
-                         room.is_response(seat)))
-    assert window is not None and rules is not None and room.state is not None
-    for seat in window.candidates:   # every answer in: the decision is final
-        table.add(lr.Act(seat, room.spec.greedy_policy(room.state, seat), "player", True))
-    window = room.pending_window()
-    assert window is not None
-    decision = resolve(window, rules)
-    assert decision.final
-    state = room.state
-    before = state.serialize()
-    # a decision is tried on a clone, never on the room's state
-    assert automation.decision_usable(state, window, rules, decision)
-    skewed = dataclasses.replace(decision, window_id=decision.window_id + 1)
-    assert not automation.decision_usable(state, window, rules, skewed)
-    assert state.serialize() == before
