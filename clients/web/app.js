@@ -19,6 +19,7 @@ import {sortTiles} from "./tiles.js";
 import * as room from "./room.js";
 import * as history from "./history.js";
 import * as ratings from "./ratings.js";
+import * as match from "./match.js";
 import {wireReplay} from "./replay.js";
 import {checkReveal, clientSeed, observe, onCommitment} from "./fair.js";
 
@@ -163,6 +164,9 @@ const HANDLERS = {
   use_geo(g) { room.renderGeo(g); },
   history_score(h) { history.renderHistory(h); },
   replay(r) { history.renderReplay(r); },
+  match_queued(q) { match.onQueued(q); },
+  match_found(f) { match.onFound(f); log(match.foundText(f)); },
+  match_cancelled(c) { match.onCancelled(c); log(match.cancelledText(c)); },
   rating_info(r) { ratings.renderRating(r); },
   leaderboard(b) { ratings.renderLeaderboard(b); },
   prompt(p) { app.seat = p.seat ?? 0; renderPrompt(p); },
@@ -439,6 +443,7 @@ function tick() {
   $("countdown").textContent = left;
   $("dialog-countdown").textContent = app.prompt ? left : "";
   if (app.dismissDeadline) $("dismiss-countdown").textContent = inZh(secondsTo(app.dismissDeadline));
+  match.tickMatch();
   tickTimers();
 }
 
@@ -453,6 +458,8 @@ $("create").onclick = () => {
     total_hands: Number($("hands").value) || 4, options_json: "{}", password: $("password").value});
 };
 $("quick").onclick = () => send("join_room", {game: $("game").value});
+$("match").onclick = match.askMatch;
+$("match-cancel").onclick = match.cancelMatch;
 $("join").onclick = () => {
   const roomId = Number($("join-id").value);
   if (!roomId) { error("enter a room number to join"); return; }
