@@ -122,10 +122,6 @@ class LobbyConfig:
     guest_token_seconds: int = 14400
     # spectators (观战) get a room's public messages this many positions late (0 = live)
     spectator_delay: int = 0
-    # how player commands reach the tables: "nats" (request/reply on the table's command
-    # subject, falling back to the gRPC Session stream for a table that does not take
-    # them) or "grpc" (the Session stream only)
-    table_commands: str = "nats"
     # rated matchmaking (services/lobby/matchmaker.py): the active matcher's pass period,
     # its lease in the match bucket (a standby lobby takes over when it lapses), how long a
     # ticket may wait before it is timed out, after how long an unranked queue's oldest
@@ -200,6 +196,9 @@ class RecordsConfig(_Dialled):
     # connection while open sessions go on (docs/runbooks.md, "Rotate the database password")
     database_password: str = ""
     database_password_file: str = ""
+    # during a rotation: the password still in force, tried when the new one is refused
+    # (optional file: absent = none)
+    database_previous_password_file: str = ""
     ack_wait_seconds: float = 10.0   # a settlement not acknowledged in this time is redelivered
     address: str = ""          # dial address for lobbies, e.g. "records:50054" (empty: host:port)
 
@@ -409,7 +408,7 @@ def require_token_secret(cfg: Config) -> None:
 def require_internal_tls(cfg: Config) -> bool:
     """Fail closed: in prod a service refuses to start without internal mutual TLS
     (``tls.ca_file``, with ``cert_file`` and ``key_file``): without it table, records and
-    arbiter would serve every inter-service call (Table.Session, Records.GetReplay, ...) to
+    arbiter would serve every inter-service call (Table.CreateRoom, Records.GetReplay, ...) to
     any caller without an identity, and the lobby and the table would dial them in
     plaintext. ``tls.allow_plaintext_in_prod = true`` is the explicit opt-out; True means it
     is in force (the caller logs it), False that there is nothing to say."""
@@ -509,9 +508,6 @@ def _validate(cfg: Config) -> None:
     if not -1 <= cfg.lobby.console_port <= 65535:
         raise ConfigError(f"lobby.console_port: {cfg.lobby.console_port} is not a TCP port "
                           "(-1 = off)")
-    if cfg.lobby.table_commands not in ("nats", "grpc"):
-        raise ConfigError(f"lobby.table_commands: {cfg.lobby.table_commands!r} is not "
-                          "\"nats\" or \"grpc\"")
     for cidr in cfg.lobby.trusted_proxies:
         try:
             ipaddress.ip_network(cidr.strip(), strict=True)

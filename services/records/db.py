@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,8 @@ SUPPORTED = ("sqlite", "postgresql")
 # Any fixed number: serialises concurrent migrations of replicas on PostgreSQL.
 _MIGRATION_LOCK = 0x7061696A
 
+
+log = logging.getLogger("paiju.records.db")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -72,13 +75,17 @@ class DatabaseConfigError(ValueError):
     """A database URL records cannot use."""
 
 
-def make_engine(url: str, *, password: str = "", password_file: str = "") -> AsyncEngine:
+def make_engine(url: str, *, password: str = "", password_file: str = "",
+                previous_password_file: str = "") -> AsyncEngine:
     """An async engine for ``url``; a SQLite file's directory is created if missing.
 
     PostgreSQL's password may come apart from the URL: ``password``, or ``password_file``
-    (a mounted Secret) read each time the pool opens a connection. A rotation (ALTER ROLE
-    ... PASSWORD, then the new file) thus reaches every new connection, while the ones open
-    go on: PostgreSQL checks a password at connection time only."""
+    (a mounted Secret) read each time the pool opens a connection, so a rotated password
+    reaches every new connection while the ones open go on (PostgreSQL checks a password when
+    a session starts only). During a rotation ``previous_password_file`` (optional: absent =
+    none) holds the password still in force: a new connection refused with the new one
+    (28P01, ``ALTER ROLE`` not run yet) is opened with it, so the order of the file change and
+    the ``ALTER ROLE`` does not matter (docs/runbooks.md, "Rotate the database password")."""
     parsed = make_url(url)
     if parsed.get_backend_name() not in SUPPORTED:
         raise DatabaseConfigError(f"database_url {parsed.render_as_string()!r}: "
@@ -92,24 +99,43 @@ def make_engine(url: str, *, password: str = "", password_file: str = "") -> Asy
     engine = create_async_engine(url, pool_pre_ping=True)
     if password or password_file:
         event.listen(engine.sync_engine, "do_connect",
-                     functools.partial(_give_password, password, password_file))
+                     functools.partial(_connect, password, password_file,
+                                       previous_password_file))
     return engine
 
 
 def engine_for(records: RecordsConfig | str) -> AsyncEngine:
-    """records' engine from its configuration (URL, and password or password file), or
+    """records' engine from its configuration (URL, and password or password files), or
     from a bare URL."""
     if isinstance(records, str):
         return make_engine(records)
     return make_engine(records.database_url, password=records.database_password,
-                       password_file=records.database_password_file)
+                       password_file=records.database_password_file,
+                       previous_password_file=records.database_previous_password_file)
 
 
-def _give_password(password: str, password_file: str, _dialect: Any, _record: Any,
-                   _cargs: Any, cparams: dict[str, Any]) -> None:
-    """Before each new connection: the password the file holds now."""
+WRONG_PASSWORD = "28P01"   # invalid_password
+
+
+def _connect(password: str, password_file: str, previous_file: str, dialect: Any,
+             _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+    """Open a new connection with the password the file holds now (None: SQLAlchemy opens
+    it with ``cparams``); refused as a wrong password, with the previous one if any."""
     cparams["password"] = read_secret_file(password_file, "records.database_password_file") \
         if password_file else password
+    previous = read_secret_file(previous_file, "records.database_previous_password_file") \
+        if previous_file and Path(previous_file).exists() else ""
+    if not previous or previous == cparams["password"]:
+        return None
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except Exception as exc:
+        if getattr(exc, "sqlstate", None) != WRONG_PASSWORD:
+            raise
+        log.warning("database refused the new password: connecting with the previous one "
+                    "(run ALTER ROLE ... PASSWORD to finish the rotation)")
+        cparams["password"] = previous
+        return dialect.connect(*cargs, **cparams)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
