@@ -4,7 +4,12 @@ Each message is parsed, written in one transaction, and only then acknowledged:
 - written or already written (duplicate): ack;
 - malformed, or rejected by the database for its content (integrity / data errors): logged,
   counted and terminated (``term``), so it is never redelivered;
-- any other failure (database or NATS unavailable): ``nak`` with a delay, redelivered later.
+- the database unavailable (a restart, a failover, a dropped connection): ``nak`` with a
+  delay, the rest of the batch handed back too, and the next pull after a backoff;
+- any other failure: the same, logged with its traceback (a defect, not a fault).
+A broker fault (a NATS node lost, a leader elected) restarts the pull loop after a backoff.
+Faults of the database or the broker are warnings that say what is retried and when, and
+``paiju_records_fault_retries_total{fault}`` counts them; tracebacks are kept for defects.
 A process killed between commit and ack gets the message again and acks it as a duplicate.
 """
 
@@ -19,11 +24,12 @@ from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
 from services.common.config import NatsConfig
@@ -37,6 +43,9 @@ DURABLE = "records"
 SUBJECTS = "settle.*"
 ACK_WAIT_SECONDS = 10.0
 RETRY_DELAY_SECONDS = 1.0
+# pauses after a fault: doubled from the first to the last while the fault lasts, so a
+# restarted database or an elected stream leader is used again within 2 s of its return
+BACKOFF_SECONDS = (0.25, 0.5, 1.0, 2.0)
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
                   "Settlements written (hands and final messages)")
@@ -50,6 +59,10 @@ WRITE_SECONDS = Histogram("paiju_records_write_seconds",
                           "Time to write one settlement transaction", buckets=LATENCY_BUCKETS)
 # The SLO "hands settle within 5 s of their end" (docs/slo.md) is read from this one: the
 # 5 s bucket must stay.
+FAULT_RETRIES = Counter("paiju_records_fault_retries_total",
+                        "Retries after a fault of the database or the broker", ["fault"])
+for _fault in ("database", "nats"):
+    FAULT_RETRIES.labels(_fault)
 SETTLE_DELAY = Histogram("paiju_records_settlement_delay_seconds",
                          "From a hand's end (the table's publish) to its settlement written",
                          buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800))
@@ -65,6 +78,43 @@ def hand_ended(msg: Any, settlement: Settlement) -> float:
     except Exception:  # not a JetStream delivery (no metadata): settled_at alone
         return settled
     return stored if stored < settled + 1 else settled
+
+
+# SQLSTATE classes of a server that is away: 08 connection exceptions, 57P operator
+# intervention (shutting down, starting up: "cannot connect now")
+UNAVAILABLE_SQLSTATES = ("08", "57P")
+
+
+def database_fault(exc: BaseException) -> bool:
+    """The database restarted, unreachable or its connection dropped (not a defect)."""
+    if isinstance(exc, (OperationalError, InterfaceError, OSError, TimeoutError)):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
+    return exc.connection_invalidated or sqlstate.startswith(UNAVAILABLE_SQLSTATES)
+
+
+def broker_fault(exc: BaseException) -> bool:
+    """NATS unreachable, a connection dropped or a stream leader being elected."""
+    return isinstance(exc, (NatsError, OSError, TimeoutError))
+
+
+class Backoff:
+    """The pause before the next try while a fault lasts: :data:`BACKOFF_SECONDS` in turn,
+    the last repeated; :meth:`reset` once a try succeeds."""
+
+    def __init__(self, steps: tuple[float, ...] = BACKOFF_SECONDS) -> None:
+        self.steps = steps
+        self.failures = 0
+
+    def next(self) -> float:
+        delay = self.steps[min(self.failures, len(self.steps) - 1)]
+        self.failures += 1
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
 
 
 def consumer_config(ack_wait: float = ACK_WAIT_SECONDS) -> ConsumerConfig:
@@ -93,9 +143,15 @@ async def handle(msg: Msg, writer: SettlementWriter) -> str:
         MALFORMED.inc()
         await msg.term()
         return "malformed"
-    except Exception:
-        log.exception("settlement write failed, will be redelivered",
-                      extra={"key": settlement.key})
+    except Exception as exc:
+        if not database_fault(exc):
+            log.exception("settlement write failed, will be redelivered",
+                          extra={"key": settlement.key})
+        else:
+            log.warning("database unavailable: settlement %s redelivered in %.1f s (%r)",
+                        settlement.key, RETRY_DELAY_SECONDS, exc,
+                        extra={"key": settlement.key, "error": repr(exc)})
+            FAULT_RETRIES.labels("database").inc()
         FAILURES.inc()
         await msg.nak(delay=RETRY_DELAY_SECONDS)
         return "retry"
@@ -125,6 +181,7 @@ class SettleConsumer:
         self.nc: Client | None = None
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._backoff = Backoff()
 
     @property
     def connected(self) -> bool:
@@ -146,9 +203,15 @@ class SettleConsumer:
         while not self._stopping.is_set():
             try:
                 await self._consume(self.nc)
-            except Exception:  # stream set-up or NATS trouble: start over
-                log.exception("consumer loop failed, restarting")
-                await asyncio.sleep(RETRY_DELAY_SECONDS)
+            except Exception as exc:  # stream set-up or NATS trouble: start over
+                delay = self._backoff.next()
+                if not broker_fault(exc):
+                    log.exception("consumer loop failed, restarting in %.2f s", delay)
+                else:
+                    log.warning("broker unavailable (%r): pulling again in %.2f s", exc, delay,
+                                extra={"error": repr(exc)})
+                    FAULT_RETRIES.labels("nats").inc()
+                await asyncio.sleep(delay)
 
     async def _consume(self, nc: Client) -> None:
         js = nc.jetstream()
@@ -156,6 +219,7 @@ class SettleConsumer:
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config(self.ack_wait))
         log.info("consuming settlements", extra={"durable": DURABLE})
+        self._backoff.reset()
         try:
             await self._pull(sub)
         finally:
@@ -173,7 +237,14 @@ class SettleConsumer:
                     for rest in msgs[i:]:
                         await rest.nak()
                     return
-                await handle(msg, self.writer)
+                if await handle(msg, self.writer) != "retry":
+                    self._backoff.reset()
+                    continue
+                # the database failed this one: the rest of the batch waits for it too
+                for rest in msgs[i + 1:]:
+                    await rest.nak(delay=RETRY_DELAY_SECONDS)
+                await asyncio.sleep(self._backoff.next())
+                break
 
     async def stop(self, timeout: float = 5.0) -> None:
         """Finish the message in hand, then close the NATS connection."""

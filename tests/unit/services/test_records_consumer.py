@@ -6,9 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from sqlalchemy.exc import IntegrityError, OperationalError
+from nats.errors import TimeoutError as NatsTimeout
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from services.records.consumer import RETRY_DELAY_SECONDS, handle
+from services.records.consumer import (
+    FAULT_RETRIES,
+    RETRY_DELAY_SECONDS,
+    Backoff,
+    broker_fault,
+    database_fault,
+    handle,
+)
 from tests.service.test_records_support import encode, hand_message
 
 
@@ -69,3 +77,45 @@ async def test_unavailable_database_means_redelivery_later() -> None:
     down = OperationalError("connect", {}, Exception("connection refused"))
     assert await handle(msg, FakeWriter(down)) == "retry"
     assert msg.calls == [("nak", RETRY_DELAY_SECONDS)]
+
+
+class AwayServer(Exception):
+    """What SQLAlchemy's asyncpg adapter puts in ``orig``: the server's SQLSTATE."""
+
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(sqlstate)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize(("exc", "fault"), [
+    (OperationalError("connect", {}, Exception("refused")), True),
+    (ConnectionRefusedError(111, "Connect call failed"), True),
+    (DBAPIError("connect", {}, AwayServer("57P03")), True),     # shutting down / starting up
+    (DBAPIError("select", {}, AwayServer("08006")), True),      # connection failure
+    (DBAPIError("insert", {}, AwayServer("42P01")), False),     # no such table: a defect
+    (KeyError("seats"), False),
+])
+def test_a_database_away_is_told_from_a_defect(exc: Exception, fault: bool) -> None:
+    assert database_fault(exc) is fault
+
+
+async def test_a_database_away_is_a_counted_warning_not_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    before = FAULT_RETRIES.labels("database")._value.get()
+    msg = FakeMsg(GOOD)
+    away = DBAPIError("connect", {}, AwayServer("57P03"))
+    assert await handle(msg, FakeWriter(away)) == "retry"
+    assert msg.calls == [("nak", RETRY_DELAY_SECONDS)]
+    assert FAULT_RETRIES.labels("database")._value.get() == before + 1
+    (record,) = [r for r in caplog.records if r.name == "paiju.records.consumer"]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "redelivered in 1.0 s" in record.getMessage()
+
+
+def test_broker_faults_and_backoff() -> None:
+    assert broker_fault(NatsTimeout()) and broker_fault(ConnectionResetError())
+    assert not broker_fault(ValueError("bad config"))
+    backoff = Backoff((0.25, 0.5, 2.0))
+    assert [backoff.next() for _ in range(5)] == [0.25, 0.5, 2.0, 2.0, 2.0]
+    backoff.reset()
+    assert backoff.next() == 0.25
