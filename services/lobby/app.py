@@ -80,7 +80,7 @@ class LobbyApp:
         # mutual TLS as the lobby to tables and records when internal TLS is on
         directory = Directory(ttl=cfg.table.lease_ttl_seconds,
                               dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE),
-                              nc=nc if cfg.lobby.table_commands == "nats" else None)
+                              nc=nc)
         records = RecordsClient(cfg.records.dial, cfg=cfg)
         app = cls(cfg, nc, directory, records)
         try:
