@@ -45,8 +45,8 @@ class Adoption:
         a hand-over whose rebuild failed or is pending), and claim rooms whose owner no
         longer heartbeats."""
         core = self.core
-        if core.draining:
-            return 0
+        if core.draining or not self.lease.current(self.lease.epoch):
+            return 0   # draining, or this process has just stalled: its view is stale
         ttl = core.cfg.table.lease_ttl_seconds
         now = time.monotonic()
         live = {str(t.get("instance")): t for t in core.view.live_tables()}
@@ -55,6 +55,7 @@ class Adoption:
         for gone in set(self.orphaned_at) - set(core.view.rooms):
             del self.orphaned_at[gone]
         todo: list[int] = []
+        alive: dict[str, bool] = {}   # owners asked directly during this scan
         for room_id, (entry, revision) in list(core.view.rooms.items()):
             owner = entry.get("owner")
             if owner == core.instance:
@@ -70,7 +71,9 @@ class Adoption:
             waited = now - self.orphaned_at.setdefault(room_id, now)
             if not should_adopt(room_id, core.instance, live.values(), waited, fallback=ttl):
                 continue
-            if await self._table_alive(str(owner)):  # a watch can lag: ask directly
+            if str(owner) not in alive:   # a watch can lag: ask directly, once per owner
+                alive[str(owner)] = await self._table_alive(str(owner))
+            if alive[str(owner)]:
                 continue
             if await self._claim(room_id, entry, revision):
                 log.info("adopting room", extra={"room": room_id, "from": owner})

@@ -41,7 +41,13 @@ from services.table.lease import Lease
 from services.table.nats_commands import CommandSubscription, SendReply
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
-from services.table.roomlog import APPEND_RETRY_SECONDS, LogFenced, LogUnavailable, RoomLog
+from services.table.roomlog import (
+    APPEND_RETRY_SECONDS,
+    LeaseLapsed,
+    LogFenced,
+    LogUnavailable,
+    RoomLog,
+)
 from services.table.settlements import SettlementOutbox
 from services.table.views import Effects
 
@@ -100,6 +106,11 @@ class TableCore:
         self.boot = secrets.token_hex(6)
         self.started_at = time.time()
         self.rooms: dict[int, RoomActor] = {}
+        # the actor that writes each room (registered, or still being rebuilt) and the lease
+        # epoch it holds the room under (lease.py, "Fencing"): nothing is written or sent
+        # for a room whose epoch is not the lease's current one
+        self.writers: dict[int, RoomActor] = {}
+        self.tenure: dict[int, int] = {}
         self.nc: Any = None
         self.js: Any = None
         self.kv_tables: Any = None
@@ -152,6 +163,7 @@ class TableCore:
                 self.kv_tables = await bus.ensure_bucket(
                     self.js, bus.TABLES_BUCKET, ttl=self.cfg.table.lease_ttl_seconds,
                     replicas=replicas)
+                await self._align_lease_ttl()
                 kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
                 kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
                 self.kv_ids = await bus.ensure_bucket(self.js, bus.ROOM_IDS_BUCKET,
@@ -162,6 +174,26 @@ class TableCore:
                     raise
                 log.warning("JetStream set-up failed, retrying", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
+
+    async def _align_lease_ttl(self) -> None:
+        """The ``tables`` bucket's TTL is the lease: a bucket made with another one (by an
+        older release, or by a lobby that started first) is set to ``table.lease_ttl_seconds``
+        (a failure is logged: the lease then lasts as the bucket says)."""
+        name = f"KV_{bus.TABLES_BUCKET}"
+        want = float(self.cfg.table.lease_ttl_seconds)
+        try:
+            config = (await self.js.stream_info(name)).config
+            if config.max_age is not None and abs(float(config.max_age) - want) < 0.001:
+                return
+            have = config.max_age
+            config.max_age = want
+            if config.duplicate_window and float(config.duplicate_window) > want:
+                config.duplicate_window = want
+            await self.js.update_stream(config)
+            log.info("tables bucket TTL set to the lease", extra={"was": have, "ttl": want})
+        except Exception as exc:
+            log.warning("tables bucket TTL not aligned with the lease",
+                        extra={"ttl": want, "error": repr(exc)})
 
     async def stop(self) -> None:
         await self.commands.stop()
@@ -188,7 +220,7 @@ class TableCore:
                 "alone_seconds": t.alone_seconds}
 
     def _actor(self, room: Room, next_index: int, log_seq: int, *,
-               register: bool = True) -> RoomActor:
+               register: bool = True, epoch: int | None = None) -> RoomActor:
         t = self.cfg.table
         assert self.arbiter is not None
         actor = RoomActor(
@@ -198,6 +230,8 @@ class TableCore:
             dismiss_seconds=self.cfg.lobby.dismiss_vote_seconds,
             idle_seconds=self.cfg.lobby.idle_room_seconds, entrust_delay=t.entrust_delay_seconds,
             ready_seconds=t.ready_seconds, robots_allowed=t.robots_allowed)
+        self.writers[room.room_id] = actor
+        self.tenure[room.room_id] = self.lease.epoch if epoch is None else epoch
         if register:
             self._register(actor)
         return actor
@@ -274,6 +308,7 @@ class TableCore:
     async def rebuild(self, room_id: int) -> None:
         if room_id in self.rooms:
             return
+        epoch = self.lease.epoch   # a stall while the log is read: the room is checked again
         logged, last_seq = await self.log.read(room_id)
         if room_id in self.rooms:   # rebuilt meanwhile (a hand-over request and a scan)
             return
@@ -293,7 +328,7 @@ class TableCore:
                 await self.directory.put_seat(room_id, s.user_id, None)
             await self._closed(room_id)
             return
-        actor = self._actor(room, records[-1].i + 1, last_seq, register=False)
+        actor = self._actor(room, records[-1].i + 1, last_seq, register=False, epoch=epoch)
         # this table's first record: its messages sort after anything the old owner sent
         await actor.record(lr.Owner(self.instance, self.boot))
         await self.directory.put_room(room_id, room_summary(room))
@@ -309,15 +344,94 @@ class TableCore:
         (they are not ours to make any more) unless ``keep_directory``."""
         if not keep_directory:
             self.directory.forget(room_id)
-        actor = self.rooms.pop(room_id, None)
+        self.tenure.pop(room_id, None)
+        writer = self.writers.pop(room_id, None)
+        actor = self.rooms.pop(room_id, None) or writer
         m.ROOMS.set(len(self.rooms))
         if stop and actor is not None:
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
+    # ------------------------------------------------------------------ fencing
+    async def _held(self, room_id: int) -> bool:
+        """The room may be written and sent for now (lease.py, "Fencing"). Right after a
+        stall of this process it waits, at most a lease, for the room's check
+        (:meth:`reverify`); False when the room was lost meanwhile or the check did not
+        come. Returns without yielding when the room is current (the common path), so
+        what the caller does next happens under the same tenure."""
+        lease = self.lease
+        if lease.current(self.tenure.get(room_id)):
+            return True
+        deadline = time.monotonic() + lease.ttl
+        while not lease.current(self.tenure.get(room_id)):
+            if room_id not in self.tenure or time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+    def _lapse(self, room_id: int) -> None:
+        """Stop running a room whose tenure could not be confirmed: nothing more is written
+        or sent for it; the next scan rebuilds it from its log if the directory still names
+        this table (a fenced ``owner`` append), else its new owner has it."""
+        if room_id not in self.tenure:
+            return
+        log.warning("room held through a stall not confirmed: rebuilt from its log",
+                    extra={"room": room_id})
+        self.forget(room_id, stop=True, keep_directory=True)
+        self.moving.add(room_id)
+        self.failed_rebuilds.add(room_id)
+
+    def stale_rooms(self) -> list[int]:
+        return [rid for rid, epoch in self.tenure.items() if epoch != self.lease.epoch]
+
+    async def reverify(self) -> None:
+        """After a stall (lease.py): each room whose tenure is older than the lease's epoch
+        plays on only if the directory still names this table and the room's log ends with
+        this table's last record; a room another table took meanwhile is dropped without a
+        word (its players are the new owner's); one that cannot be checked now is rebuilt
+        from its log by the next scan."""
+        epoch = self.lease.epoch
+        limit = asyncio.Semaphore(REBUILD_CONCURRENCY)
+
+        async def check(room_id: int) -> None:
+            actor = self.writers.get(room_id)
+            if actor is None:
+                return
+            async with limit:
+                try:
+                    entry = await self.directory.kv_rooms.get(str(room_id))
+                    owner = json.loads(entry.value or b"{}").get("owner")
+                    last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM,
+                                                      bus.room_log(room_id))
+                    tail = int(last.seq)
+                except Exception as exc:
+                    if self.writers.get(room_id) is actor:
+                        log.warning("room not checked after a stall",
+                                    extra={"room": room_id, "error": repr(exc)})
+                        self._lapse(room_id)
+                    return
+            if self.writers.get(room_id) is not actor or self.tenure.get(room_id) == epoch:
+                return
+            if owner not in (None, "", self.instance):
+                log.warning("room taken over by another table while this one stalled",
+                            extra={"room": room_id, "owner": owner})
+                self.forget(room_id, stop=True)
+            elif tail != actor.log_seq:
+                self._lapse(room_id)
+            else:
+                self.tenure[room_id] = epoch
+
+        await asyncio.gather(*(check(rid) for rid in self.stale_rooms()))
+        if self.stale_rooms():
+            log.info("rooms checked after a stall", extra={"left": len(self.stale_rooms())})
+
     # ------------------------------------------------------------------ I/O for actors
     async def _append(self, room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
         """The room's fenced append (roomlog.py); a room another table wrote to is dropped
-        here, one whose log took no append is rebuilt by the next scan."""
+        here, one whose log took no append is rebuilt by the next scan. A room whose tenure
+        is not confirmed (a stall) appends nothing."""
+        if not await self._held(room_id):
+            self._lapse(room_id)
+            raise LeaseLapsed(room_id)
         try:
             return await self.log.append(room_id, index, rec, last_seq)
         except LogFenced:
@@ -337,6 +451,13 @@ class TableCore:
         that fail wait in outboxes the heartbeat retries (core NATS publishes are buffered
         by the client), and a lobby that misses the message refills from the ring."""
         room = actor.room
+        # nothing goes out for a room this actor no longer writes (fenced, adopted meanwhile)
+        # or whose tenure a stall left unconfirmed: its records are in the log, and whoever
+        # runs the room next sends from there
+        if not await self._held(room.room_id) or self.writers.get(room.room_id) is not actor:
+            if self.writers.get(room.room_id) is actor:
+                self._lapse(room.room_id)
+            raise LeaseLapsed(room.room_id)
         started = time.perf_counter()
         try:
             await self.nc.publish(bus.room_events(room.room_id), actor.stream.data(msg))
@@ -351,6 +472,8 @@ class TableCore:
             await self._closed(room.room_id)
             # the last await here: stopping cancels the actor's task, which runs this
             self.rooms.pop(room.room_id, None)
+            self.writers.pop(room.room_id, None)
+            self.tenure.pop(room.room_id, None)
             m.ROOMS.set(len(self.rooms))
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
         elif fx.changed:
@@ -412,6 +535,8 @@ class TableCore:
         """The reply to ``cmd``. When the room's task makes it, ``early`` (if any) is awaited
         with it there (RoomActor.submit); the same reply is returned either way."""
         actor = self.rooms.get(cmd.room_id)
+        if actor is not None and not self.lease.current(self.tenure.get(cmd.room_id)):
+            return moving_reply(cmd)   # checked after a stall first (lease.py)
         if actor is None:
             if cmd.room_id in self.moving or self.view.owner(cmd.room_id) == self.instance:
                 return moving_reply(cmd)

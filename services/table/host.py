@@ -18,6 +18,7 @@ class TableHost(Protocol):
     started_at: float
     draining: bool
     rooms: dict[int, RoomActor]
+    tenure: dict[int, int]      # room -> the lease epoch it is held under (lease.py)
     moving: set[int]            # rooms being claimed, rebuilt or handed away
     logless: set[int]           # directory entries without a room log
     failed_rebuilds: set[int]
@@ -32,5 +33,7 @@ class TableHost(Protocol):
     async def retry_pending(self) -> None: ...
 
     async def rebuild_safely(self, room_id: int) -> bool: ...
+
+    async def reverify(self) -> None: ...
 
     def forget(self, room_id: int, *, stop: bool = False, keep_directory: bool = False) -> None: ...

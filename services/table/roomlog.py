@@ -45,6 +45,14 @@ class LogUnavailable(RoomError):
         super().__init__(common_pb2.ERR_ROOM_MOVING, f"room {room_id} is recovering, a moment")
 
 
+class LeaseLapsed(RoomError):
+    """This process stalled (lease.py, "Fencing") and the room's tenure is not confirmed:
+    nothing is written or sent for it; it is rebuilt from its log if it is still ours."""
+
+    def __init__(self, room_id: int) -> None:
+        super().__init__(common_pb2.ERR_ROOM_MOVING, f"room {room_id} is recovering, a moment")
+
+
 class RoomLog:
     def __init__(self, js: Any, boot: str, *, retry_seconds: float = APPEND_RETRY_SECONDS) -> None:
         self.js = js
