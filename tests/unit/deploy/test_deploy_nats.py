@@ -189,6 +189,12 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         # the directory is read-only, private events come from tables only
         ("publish", "$KV.rooms.12345678"): False,
         ("publish", "$KV.seats.7"): False,
+        ("publish", "$KV.tables.table-a"): False,
+        ("publish", "$KV.room_ids.12345678"): False,
+        # but the matchmaking bucket is the lobbies' own
+        ("publish", "$KV.match_tickets.t.7"): True,
+        ("publish", "$JS.API.STREAM.CREATE.KV_match_tickets"): True,
+        ("publish", "$JS.API.CONSUMER.CREATE.KV_match_tickets"): True,
         ("publish", USER_INBOX): False,
         ("publish", LOBBY_ROOMS): False,
         # rooms move between tables only: no lobby asks a table to take a room, nor listens
@@ -269,11 +275,13 @@ def test_only_the_table_can_reach_the_room_log() -> None:
             assert ("publish", bus.room_log(1)) in allowed
         else:
             assert not allowed, f"{user} reaches the room log: {sorted(allowed)}"
-    # the only JetStream stream anyone but the table may create is SETTLE, by records
+    # the only JetStream streams anyone but the table may create are SETTLE, by records, and
+    # the lobbies' matchmaking bucket
     for user in ("lobby", "records"):
         for rules in users()[user]["permissions"]["publish"]["allow"]:
             if rules.startswith(("$JS.API.STREAM.CREATE.", "$JS.API.STREAM.UPDATE.")):
-                assert (user, rules) == ("records", "$JS.API.STREAM.CREATE.SETTLE"), rules
+                assert (user, rules) in (("records", "$JS.API.STREAM.CREATE.SETTLE"), (
+                    "lobby", "$JS.API.STREAM.CREATE.KV_match_tickets")), rules
 
 
 def test_no_service_user_may_change_or_delete_a_stream() -> None:
@@ -348,6 +356,7 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
 def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
     from services.common.bus import ROOM_IDS_BUCKET
     from services.lobby.hub import KICK_ALL
+    from services.lobby.matchmaker import BUCKET as MATCH_BUCKET
     from services.records.consumer import DURABLE, SUBJECTS
 
     names: set[str] = set()
@@ -359,7 +368,8 @@ def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
                 names.add(m.group(1))
             if subject.startswith("$KV."):
                 names.add("KV_" + subject.split(".")[1])
-    buckets = {bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET}
+    buckets = {bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET,
+               MATCH_BUCKET}
     assert names == {bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM} | {f"KV_{b}" for b in buckets}
     assert may("records", "publish", f"$JS.API.CONSUMER.CREATE.SETTLE.{DURABLE}.{SUBJECTS}")
     assert may("lobby", "subscribe", KICK_ALL)
