@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from clients.robot.robot import GAMES, run_tables
+from clients.robot.robot import GAMES, run_matched, run_tables
 
 
 def main() -> None:
@@ -29,6 +29,10 @@ def main() -> None:
                         help="the lobby serves TLS with a certificate from a public CA")
     parser.add_argument("--policy", choices=("greedy", "random"), default="greedy")
     parser.add_argument("--first-uid", type=int, default=0)
+    parser.add_argument("--match", action="store_true",
+                        help="seated by matchmaking (AskMatch), four robots a table, instead "
+                             "of creating and joining rooms; the hands are the lobby's "
+                             "lobby.match_total_hands")
     args = parser.parse_args()
     logging.basicConfig(level="INFO", stream=sys.stderr,
                         format='{"ts":"%(asctime)s","level":"%(levelname)s","msg":"%(message)s"}')
@@ -37,9 +41,15 @@ def main() -> None:
     async def forever() -> None:
         n = 0
         while args.rounds == 0 or n < args.rounds:
-            stats = await run_tables(args.lobby, args.game, args.tables, args.secret,
-                                     hands=args.hands, first_uid=first, policy=args.policy,
-                                     ca_file=args.ca or None, tls=args.tls)
+            if args.match:
+                stats = await run_matched(args.lobby, args.game, 4 * args.tables, args.secret,
+                                          first_uid=first, policy=args.policy,
+                                          ca_file=args.ca or None, tls=args.tls)
+            else:
+                stats = await run_tables(args.lobby, args.game, args.tables, args.secret,
+                                         hands=args.hands, first_uid=first,
+                                         policy=args.policy, ca_file=args.ca or None,
+                                         tls=args.tls)
             hands = sum(s.hands for s in stats) // 4
             errors = sum(len(s.errors) for s in stats)
             logging.info("%s: %d rooms played %d hands (%d refused actions)",

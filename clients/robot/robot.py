@@ -81,6 +81,7 @@ class Robot:
 
     def __init__(self, address: str | Sequence[str], user_id: int, game: str, secret: str, *,
                  policy: str = "greedy", room_id: int = 0, create: dict[str, Any] | None = None,
+                 match: dict[str, Any] | None = None,
                  seed: int = 0, lat: float = 0.0, lng: float = 0.0,
                  backoff: Backoff | None = None, ca_file: str | None = None,
                  tls: bool = False, think: float = 0.0, keep_frames: bool = True,
@@ -93,6 +94,7 @@ class Robot:
         self.user_id, self.game = user_id, game
         self.secret, self.policy = secret, policy
         self.room_id, self.create = room_id, create
+        self.match = match      # AskMatch fields: seated by matchmaking (docs/protocol.md)
         self.stream = Stream(seed or user_id)
         self.lat, self.lng = lat, lng
         self.backoff = backoff
@@ -154,6 +156,8 @@ class Robot:
         assert s is not None
         if reply.login_ok.room.room_id:  # still seated from before: resume that room
             self.room_id = reply.login_ok.room.room_id
+        elif self.match is not None and not self.seated.is_set():
+            self.room_id = await self._matched()
         elif self.create is not None and not self.seated.is_set():
             created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
             self._check(created, "create room")
@@ -166,6 +170,25 @@ class Robot:
             self.stats.rooms.append(self.room_id)
         self.seated.set()
         self._start_ready()
+
+    async def _matched(self) -> int:
+        """Ask for a match (a request still waiting after a reconnect is kept) and wait for
+        the room it seats this robot in; RuntimeError if it is cancelled or refused."""
+        s = self.session
+        assert s is not None and self.match is not None
+        asked = await s.request(lm.AskMatch(game=self.game, **self.match))
+        if asked.WhichOneof("payload") == "ret" and asked.ret.code != common_pb2.ERR_ALREADY_QUEUED:
+            self._check(asked, "ask for a match")
+        while True:
+            frame = await s.pushes.get()
+            if frame is None:
+                raise SessionClosed("the stream ended while waiting for a match")
+            kind = frame.WhichOneof("payload")
+            if kind == "match_found":
+                return frame.match_found.room_id
+            if kind == "match_cancelled":
+                c = frame.match_cancelled
+                raise RuntimeError(f"match request ended: {c.reason} {c.message}")
 
     async def _reconnect(self) -> client_pb2.ServerFrame:
         s = self.session
@@ -405,3 +428,24 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
         else:
             results.append(result)
     return results + failed
+
+
+async def run_matched(address: str | Sequence[str], game: str, players: int, secret: str, *,
+                      hands: int = 0, first_uid: int = 900000, policy: str = "greedy",
+                      match: dict[str, Any] | None = None, ca_file: str | None = None,
+                      tls: bool = False) -> list[RobotStats]:
+    """``players`` robots that each ask for a match (``match``: AskMatch fields besides the
+    game) and play the room matchmaking seats them in, up to ``hands`` hands (0: the room's
+    end); spread over the lobbies as in :func:`run_tables`."""
+    addresses = lobby_addresses(address)
+    robots = [Robot(rotated(addresses, i), first_uid + i, game, secret, policy=policy,
+                    match=dict(match or {}), ca_file=ca_file, tls=tls) for i in range(players)]
+    results: list[RobotStats] = []
+    for result in await asyncio.gather(*(r.run(max_hands=hands) for r in robots),
+                                       return_exceptions=True):
+        if isinstance(result, BaseException):
+            log.error("robot failed: %r", result)
+            results.append(RobotStats(errors=[repr(result)]))
+        else:
+            results.append(result)
+    return results

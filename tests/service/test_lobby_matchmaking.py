@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
+from clients.robot.robot import run_matched
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
 from services.arbiter.server import start as start_arbiter
 from services.common.config import Config, load_config
@@ -200,3 +201,18 @@ async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert b.app.matchmaking.leading and b.app.matchmaking.matches == 1
         assert a.app.matchmaking.matches == 0
+
+
+async def test_robots_seated_by_matchmaking_across_two_lobbies_play_a_hand(
+        fresh_nats: EmbeddedNats) -> None:
+    """clients.robot's ``--match``: four robots on two lobbies ask, whichever lobby runs the
+    matcher seats them all in one room (the others' lobbies deliver), and they play."""
+    async with stack(fresh_nats.url) as s:
+        a, b = await s.lobby(match_total_hands=1), await s.lobby(match_total_hands=1)
+        addresses = [f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"]
+        stats = await asyncio.wait_for(run_matched(addresses, "xuezhan", 4, SECRET, hands=1,
+                                                   first_uid=7401, match={"stake": 1}), 90)
+        assert [st.errors for st in stats] == [[]] * 4
+        assert all(st.hands == 1 for st in stats)
+        assert len({tuple(st.rooms) for st in stats}) == 1 and stats[0].rooms[0] > 0
+        assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
