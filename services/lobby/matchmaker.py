@@ -72,6 +72,7 @@ BUCKET = "match_tickets"
 LEASE_KEY = "lease"
 STATS_KEY = "stats"
 PREFIX = "t."
+LOBBY_PREFIX = "l."   # l.<instance>: a lobby's presence, rewritten every third of a lease
 WAITING, CLAIMED, MATCHED, TIMEOUT, FAILED = "waiting", "claimed", "matched", "timeout", "failed"
 DEFAULT_MU, DEFAULT_SIGMA = 25.0, 25.0 / 3     # the rating model's start (records' ratings)
 MAX_STAKE = 1_000_000
@@ -147,6 +148,9 @@ class Matchmaking:
         self._delivering: set[str] = set()          # ticket ids this lobby is delivering
         self._lease_seen: tuple[int, float] = (0, time.monotonic())
         self._renewed = 0.0
+        self._announced = 0.0                       # when this lobby's presence was written
+        self._heard: dict[str, float] = {}          # lobby instance -> when its presence moved
+        self._orphans: dict[str, float] = {}        # ticket id -> since when its lobby is gone
         self.passes = 0
         self.matches = 0
         self.tasks: list[asyncio.Task[Any]] = []    # the watch and the matcher's loop
@@ -158,8 +162,15 @@ class Matchmaking:
         self.tasks = [self.app.spawn(self._watch()), self.app.spawn(self._loop())]
 
     async def resign(self) -> None:
-        """Give the lease up (a lobby that stops): a standby takes over at its next tick."""
-        if not self.leading or self.kv is None:
+        """Give the lease up (a lobby that stops): a standby takes over at its next tick;
+        the tickets of this lobby's sessions wait for their players to log in elsewhere."""
+        if self.kv is None:
+            return
+        try:
+            await self.kv.delete(LOBBY_PREFIX + self.instance)
+        except Exception as exc:
+            log.info("presence not withdrawn", extra={"error": repr(exc)})
+        if not self.leading:
             return
         self.leading = False
         try:
@@ -305,7 +316,7 @@ class Matchmaking:
             log.info("ticket not resumed", extra={"error": repr(exc)})
             return
         if value.get("state") in (WAITING, CLAIMED):
-            value["session_id"] = session.session_id
+            value["session_id"], value["lobby"] = session.session_id, self.instance
             try:
                 await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
             except APIError:   # moved on meanwhile: the watch delivers it
@@ -328,6 +339,13 @@ class Matchmaking:
                 watcher = await self.kv.watchall()
                 async for entry in watcher:
                     if entry is None:
+                        continue
+                    if entry.key.startswith(LOBBY_PREFIX):
+                        instance = entry.key[len(LOBBY_PREFIX):]
+                        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                            self._heard.pop(instance, None)     # stopped: gone at once
+                        else:
+                            self._heard[instance] = time.monotonic()
                         continue
                     if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
                         self.view.pop(entry.key, None)
@@ -423,9 +441,39 @@ class Matchmaking:
                 log.warning("matchmaking tick failed", extra={"error": repr(exc)})
 
     async def _tick(self) -> None:
+        now = time.monotonic()
+        if now - self._announced >= self.cfg.match_lease_seconds / 3:
+            await self._need().put(LOBBY_PREFIX + self.instance,
+                                   json.dumps({"at": time.time()}).encode())
+            self._announced = now
         await self._hold_lease()
         if self.leading:
             await self._pass()
+
+    def _alive(self, instance: str) -> bool:
+        """A lobby whose presence moved within a lease (this one always is)."""
+        heard = self._heard.get(instance)
+        return instance == self.instance or (
+            heard is not None and time.monotonic() - heard < self.cfg.match_lease_seconds)
+
+    async def _orphaned(self, key: str, rev: int, value: dict[str, Any]) -> bool:
+        """A waiting ticket whose lobby is gone (killed: its sessions could not withdraw
+        their tickets) is not matched until its player logs in again on a live lobby
+        (:meth:`resume` moves it there); after ``lobby.reconnect_grace_seconds`` it goes."""
+        ticket_id = str(value.get("ticket_id"))
+        if self._alive(str(value.get("lobby", ""))):
+            self._orphans.pop(ticket_id, None)
+            return False
+        since = self._orphans.setdefault(ticket_id, time.monotonic())
+        if time.monotonic() - since > self.cfg.reconnect_grace_seconds:
+            self._orphans.pop(ticket_id, None)
+            log.info("ticket of a player who never came back dropped",
+                     extra={"user": value.get("user_id")})
+            try:
+                await self._need().delete(key, last=rev)
+            except APIError:
+                pass
+        return True
 
     def _lead(self, leading: bool) -> None:
         if leading and not self.leading:
@@ -505,6 +553,8 @@ class Matchmaking:
                     await self._set(key, rev, {**value, "state": TIMEOUT, "done_at": now,
                                                "message": "no match in time: ask again"})
                     continue
+                if await self._orphaned(key, rev, value):
+                    continue
                 waiting[str(value.get("ticket_id"))] = (key, rev, value)
             elif state == CLAIMED and now - float(value.get("claimed_at", 0)) > CLAIM_STALE:
                 await self._set(key, rev, {**value, "state": WAITING})   # its matcher died
@@ -514,6 +564,9 @@ class Matchmaking:
                     await self._need().delete(key, last=rev)
                 except APIError:
                     pass
+        tickets = {str(v.get("ticket_id")) for _, v in self._tickets()}
+        for ticket_id in [t for t in self._orphans if t not in tickets]:
+            del self._orphans[ticket_id]
         for ticket_id in list(self._queued - waiting.keys()):
             matcher.cancel(ticket_id)
             self._queued.discard(ticket_id)

@@ -11,20 +11,23 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
+import nats
 
 from clients.robot.robot import run_matched
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
 from services.arbiter.server import start as start_arbiter
 from services.common.config import Config, load_config
 from services.common.natsd import EmbeddedNats
+from services.lobby.matchmaker import BUCKET, LEASE_KEY
 from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
 from services.table.server import start as start_table
 from tests.service.test_lobby import SECRET, Client, FakeRecords, code_of
+from tests.support.procs import make_service
 
 E = common_pb2
 Frame = client_pb2.ServerFrame
@@ -176,9 +179,8 @@ async def test_robots_fill_an_unranked_queue(fresh_nats: EmbeddedNats) -> None:
         assert seated is not None
 
 
-@pytest.mark.parametrize("ask_on", ["standby"])
 async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
-        fresh_nats: EmbeddedNats, ask_on: str) -> None:
+        fresh_nats: EmbeddedNats) -> None:
     async with stack(fresh_nats.url) as s:
         a = await s.lobby()
         for _ in range(50):
@@ -216,3 +218,53 @@ async def test_robots_seated_by_matchmaking_across_two_lobbies_play_a_hand(
         assert all(st.hands == 1 for st in stats)
         assert len({tuple(st.rooms) for st in stats}) == 1 and stats[0].rooms[0] > 0
         assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
+
+
+async def test_a_killed_matcher_process_loses_no_ticket(
+        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
+    """Lobby A, a real process, is the active matcher and holds two players' tickets; it is
+    killed (SIGKILL: no lease given up, no ticket withdrawn). Its players log in on lobby B,
+    where their tickets follow them (MatchQueued again); B takes the lease over once it
+    stood still, and matches them with two players of its own."""
+    async with stack(fresh_nats.url) as s:
+        records = s.cfg.records.address
+        proc = make_service("lobby", fresh_nats.url, tmp_path, **{
+            "PAIJU_LOBBY__TOKEN_SECRET": SECRET, "PAIJU_RECORDS__ADDRESS": records,
+            "PAIJU_LOBBY__WS_PORT": "-1", "PAIJU_LOBBY__MATCH_TICK_SECONDS": "0.2",
+            "PAIJU_LOBBY__MATCH_LEASE_SECONDS": "1.0"})
+        await asyncio.to_thread(proc.start)
+        nc = await nats.connect(fresh_nats.url)
+        try:
+            kv = await nc.jetstream().key_value(BUCKET)
+            for _ in range(100):
+                with contextlib.suppress(Exception):
+                    if (await kv.get(LEASE_KEY)).value:
+                        break
+                await asyncio.sleep(0.1)
+            b = await s.lobby()
+            await asyncio.sleep(0.6)
+            assert not b.app.matchmaking.leading
+            first = []
+            for uid in (7501, 7502):
+                client = Client(proc.address)
+                s.clients.append(client)
+                await client.login(uid)
+                first.append((await queued(client, game="changsha")).ticket_id)
+            await asyncio.sleep(0.4)
+            await asyncio.to_thread(proc.kill)
+            players = []
+            for uid, ticket in zip((7501, 7502), first, strict=True):
+                again = await s.player(b, uid)
+                resumed = await again.until(has("match_queued"), 10)
+                assert resumed.match_queued.ticket_id == ticket
+                players.append(again)
+            for uid in (7503, 7504):
+                players.append(await s.player(b, uid))
+                await queued(players[-1], game="changsha")
+            results = await asyncio.gather(*(found(p, timeout=20) for p in players))
+            assert len({m.match_found.room_id for m, _ in results}) == 1
+            assert {m.match_found.ticket_id for m, _ in results[:2]} == set(first)
+            assert b.app.matchmaking.leading and b.app.matchmaking.matches == 1
+        finally:
+            await nc.close()
+            await asyncio.to_thread(proc.stop)
