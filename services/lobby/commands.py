@@ -78,6 +78,7 @@ async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame)
 
 async def create_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.create_room
+    app.matchmaking.refuse_if_queued(session)
     _count_create(app, session)
     await watching.stop(app, session)   # sitting down ends a watch
     await _create_and_join(app, session, frame, table_pb2.CreateRoomRequest(
@@ -122,6 +123,7 @@ async def _join(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, 
 
 async def join_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     req = frame.join_room
+    app.matchmaking.refuse_if_queued(session)
     limits.take("join_room", (app.limits.joins_per_user, session.user_id))
     await _not_seated_elsewhere(app, session, req.room_id)
     await watching.stop(app, session)   # sitting down ends a watch

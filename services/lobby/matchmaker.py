@@ -263,6 +263,14 @@ class Matchmaking:
             since_ms=int(value["enqueued_at"] * 1000), waiting=max(1, waiting),
             estimated_wait_ms=int(estimate * 1000) if estimate else 0)
 
+    def refuse_if_queued(self, session: Session) -> None:
+        """One way into a room at a time: a player whose match request waits (as far as
+        this lobby's view of the bucket knows) cancels it before he creates or joins one."""
+        entry = self.view.get(PREFIX + str(session.user_id))
+        if entry is not None and entry[1].get("state") in (WAITING, CLAIMED, MATCHED):
+            raise Reject(common_pb2.ERR_ALREADY_QUEUED, "you are waiting for a match: "
+                         "cancel it first")
+
     async def cancel(self, session: Session, frame: client_pb2.ClientFrame) -> None:
         kv = self._need()
         key = PREFIX + str(session.user_id)
@@ -401,6 +409,11 @@ class Matchmaking:
 
         room_id, ticket_id = int(value["room_id"]), str(value["ticket_id"])
         spec = registry.get(str(value["game"]))
+        if session.room_id and session.room_id != room_id:    # sat down elsewhere meanwhile
+            session.send(server_frame(Cancelled(
+                ticket_id=ticket_id, reason=Cancelled.FAILED,
+                message=f"you sit in room {session.room_id}: room {room_id} goes on without you")))
+            return
         request = client_frame(lobby_msgs_pb2.JoinRoom(room_id=room_id), seq=0)
         try:
             await watching.stop(self.app, session)
@@ -593,6 +606,10 @@ class Matchmaking:
                 self._queued.discard(t.ticket_id)
                 entries.append(waiting[t.ticket_id])
             await self._make_room(match.robots, entries, now)
+            if time.monotonic() - self._renewed > self.cfg.match_lease_seconds / 2:
+                await self._hold_lease()    # many rooms in one pass: keep the lease
+                if not self.leading:        # lost it: the rest is the new matcher's
+                    return
         await self._publish_stats(matcher, waiting)
 
     async def _make_room(self, robots: int,

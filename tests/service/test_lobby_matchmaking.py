@@ -145,6 +145,9 @@ async def test_cancel_and_bad_input(fresh_nats: EmbeddedNats) -> None:
         ticket = await queued(me, game="dadun", ranked=True)
         again = await me.request(lobby_msgs_pb2.AskMatch(game="xuezhan"))
         assert code_of(again) == E.ERR_ALREADY_QUEUED
+        for elsewhere in (lobby_msgs_pb2.CreateRoom(game=E.DADUN, base_score=1, total_hands=1),
+                          lobby_msgs_pb2.JoinRoom(game=E.DADUN)):     # quick start
+            assert code_of(await me.request(elsewhere)) == E.ERR_ALREADY_QUEUED
         cancelled = await me.request(lobby_msgs_pb2.CancelMatch())
         assert cancelled.match_cancelled.ticket_id == ticket.ticket_id
         assert cancelled.match_cancelled.reason == lobby_msgs_pb2.MatchCancelled.CANCELLED
@@ -165,6 +168,18 @@ async def test_cancel_and_bad_input(fresh_nats: EmbeddedNats) -> None:
         await queued(late, game="dadun", ranked=True)
         results = await asyncio.gather(*(found(p) for p in [*others, late]))
         assert len({m.match_found.room_id for m, _ in results}) == 1
+
+
+async def test_a_ticket_nobody_fits_times_out(fresh_nats: EmbeddedNats) -> None:
+    async with stack(fresh_nats.url) as s:
+        host = await s.lobby(match_timeout_seconds=1.0)
+        me = await s.player(host, 7151)
+        ticket = await queued(me, game="xuezhan", stake=3)
+        ended = await me.until(has("match_cancelled"), 10)
+        assert ended.match_cancelled.ticket_id == ticket.ticket_id
+        assert ended.match_cancelled.reason == lobby_msgs_pb2.MatchCancelled.TIMEOUT
+        assert code_of(await me.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
+        await queued(me, game="xuezhan")       # and a new request is taken
 
 
 async def test_robots_fill_an_unranked_queue(fresh_nats: EmbeddedNats) -> None:
