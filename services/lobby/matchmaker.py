@@ -34,15 +34,17 @@ matcher only; clients see their own ticket and per-queue counts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+import nats.errors
 from nats.js.errors import APIError, NotFoundError
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
@@ -79,6 +81,18 @@ MAX_STAKE = 1_000_000
 CLAIM_STALE = 15.0    # a ticket claimed this long ago by a matcher that is gone waits again
 DONE_KEEP = 60.0      # an outcome no lobby delivered (nobody online) is dropped after this
 Cancelled = lobby_msgs_pb2.MatchCancelled
+
+
+@contextlib.asynccontextmanager
+async def _reachable() -> AsyncIterator[None]:
+    """NATS not answering a player's request is ERR_UNAVAILABLE (try again), not internal."""
+    try:
+        yield
+    except (nats.errors.Error, TimeoutError) as exc:
+        if isinstance(exc, APIError):     # an answer, handled by the caller
+            raise
+        raise Reject(common_pb2.ERR_UNAVAILABLE, "matchmaking did not answer in time: "
+                     "try again") from None
 
 
 def _loopback(ip: str) -> bool:
@@ -212,10 +226,11 @@ class Matchmaking:
                  "lat": session.profile.lat, "lng": session.profile.lng,
                  "enqueued_at": time.time(), "state": WAITING}
         data = json.dumps(value).encode()
-        try:
-            rev = await kv.create(key, data)
-        except APIError:
-            rev = await self._replace_finished(kv, key, data)
+        async with _reachable():
+            try:
+                rev = await kv.create(key, data)
+            except APIError:
+                rev = await self._replace_finished(kv, key, data)
         self.view[key] = (rev, value)
         session.send(server_frame(self._queued_frame(value), reply_to=frame.seq))
 
@@ -274,20 +289,22 @@ class Matchmaking:
     async def cancel(self, session: Session, frame: client_pb2.ClientFrame) -> None:
         kv = self._need()
         key = PREFIX + str(session.user_id)
-        try:
-            entry = await kv.get(key)
-            value = json.loads(entry.value or b"{}")
-        except NotFoundError:
-            value = {}
-        state = value.get("state")
-        if state != WAITING:
-            raise Reject(common_pb2.ERR_NOT_QUEUED, "no match request is waiting" if state
-                         in (None, TIMEOUT, FAILED) else "already matched: the room follows")
-        try:
-            await kv.delete(key, last=entry.revision)
-        except APIError:
-            raise Reject(common_pb2.ERR_NOT_QUEUED, "already matched: the room follows") \
-                from None
+        async with _reachable():
+            try:
+                entry = await kv.get(key)
+                value = json.loads(entry.value or b"{}")
+            except NotFoundError:
+                value = {}
+            state = value.get("state")
+            if state != WAITING:
+                raise Reject(common_pb2.ERR_NOT_QUEUED, "no match request is waiting"
+                             if state in (None, TIMEOUT, FAILED)
+                             else "already matched: the room follows")
+            try:
+                await kv.delete(key, last=entry.revision)
+            except APIError:
+                raise Reject(common_pb2.ERR_NOT_QUEUED, "already matched: the room follows") \
+                    from None
         self.view.pop(key, None)
         session.send(server_frame(Cancelled(ticket_id=value["ticket_id"],
                                             reason=Cancelled.CANCELLED,
