@@ -193,7 +193,8 @@ class RecordsConfig(_Dialled):
     database_url: str = "sqlite+aiosqlite:///var/paiju.db"
     # PostgreSQL password apart from the URL: the file is read each time a connection opens,
     # so a rotated password (ALTER ROLE ... PASSWORD, then the new file) is used by the next
-    # connection while open sessions go on (docs/runbooks.md, "Rotate the database password")
+    # connection while open sessions go on (docs/runbooks.md, "Rotate the database password");
+    # a file that does not exist (an optional Secret key) leaves the URL's password
     database_password: str = ""
     database_password_file: str = ""
     # during a rotation: the password still in force, tried when the new one is refused
@@ -488,7 +489,8 @@ def _validate_credentials(cfg: Config) -> None:
     if r.database_password and r.database_password_file:
         raise ConfigError("records.database_password and records.database_password_file are "
                           "both set: give one")
-    if (r.database_password or r.database_password_file) and \
+    if (r.database_password or (r.database_password_file
+                                and Path(r.database_password_file).exists())) and \
             _url_has_password(r.database_url):
         raise ConfigError("records.database_url carries a password and "
                           "records.database_password(_file) is set too: give it once")

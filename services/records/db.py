@@ -120,12 +120,16 @@ WRONG_PASSWORD = "28P01"   # invalid_password
 def _connect(password: str, password_file: str, previous_file: str, dialect: Any,
              _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
     """Open a new connection with the password the file holds now (None: SQLAlchemy opens
-    it with ``cparams``); refused as a wrong password, with the previous one if any."""
-    cparams["password"] = read_secret_file(password_file, "records.database_password_file") \
-        if password_file else password
+    it with ``cparams``); refused as a wrong password, with the previous one if any. A
+    password file that does not exist (an optional Secret key not set: the URL carries the
+    password, or none is needed) leaves the URL's password."""
+    if password_file and Path(password_file).exists():
+        cparams["password"] = read_secret_file(password_file, "records.database_password_file")
+    elif not password_file:
+        cparams["password"] = password
     previous = read_secret_file(previous_file, "records.database_previous_password_file") \
         if previous_file and Path(previous_file).exists() else ""
-    if not previous or previous == cparams["password"]:
+    if not previous or previous == cparams.get("password"):
         return None
     try:
         return dialect.connect(*cargs, **cparams)

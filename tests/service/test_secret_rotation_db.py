@@ -173,15 +173,23 @@ async def test_database_password_rotates_under_load(
             await engine.dispose()
 
 
-async def test_a_missing_password_file_fails_the_connection_clearly(
+async def test_an_absent_password_file_leaves_the_urls_password(
         postgres: PrivatePostgres, tmp_path: Path) -> None:
+    """The Secret key is optional (a URL that carries its password, SQLite in dev): absent,
+    the URL's password is used, and a wrong one is refused as such."""
     await password_auth(postgres)
-    engine = engine_for(RecordsConfig(
-        database_url=f"postgresql+asyncpg://paiju@127.0.0.1:{postgres.port}/paiju",
-        database_password_file=str(tmp_path / "absent")))
-    try:
-        with pytest.raises(Exception, match="database_password_file"):
-            async with engine.connect():
-                pass
-    finally:
-        await engine.dispose()
+    base = f"127.0.0.1:{postgres.port}/paiju"
+    for url, works in ((f"postgresql+asyncpg://paiju:{OLD}@{base}", True),
+                       (f"postgresql+asyncpg://paiju@{base}", False)):
+        engine = engine_for(RecordsConfig(database_url=url,
+                                          database_password_file=str(tmp_path / "absent")))
+        try:
+            if works:
+                async with engine.connect() as conn:
+                    assert (await conn.execute(text("SELECT 1"))).scalar() == 1
+            else:
+                with pytest.raises(Exception, match="password"):
+                    async with engine.connect():
+                        pass
+        finally:
+            await engine.dispose()

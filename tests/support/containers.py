@@ -175,6 +175,10 @@ def run_args(deployment: dict[str, Any], image: str, pod: Pod,
                              volume["secret"].get("defaultMode", 0o644),
                              int(sec.get("fsGroup", 0)))
             args += ["--volume", f"{src}:{mount['mountPath']}:ro"]
+        elif "projected" in volume:
+            src = projected_dir(pod, mount["name"], volume["projected"],
+                                int(sec.get("fsGroup", 0)))
+            args += ["--volume", f"{src}:{mount['mountPath']}:ro"]
         else:
             raise ValueError(f"unsupported volume {volume}")
     for name, value in sorted(container_env(container, pod).items()):
@@ -185,6 +189,26 @@ def run_args(deployment: dict[str, Any], image: str, pod: Pod,
         args[-1:-1] = ["--entrypoint", json.dumps([cmd[0]])]
         args += [*cmd[1:], *container.get("args", [])]
     return args
+
+
+def projected_dir(pod: Pod, name: str, projected: dict[str, Any], group: int) -> Path:
+    """A projected volume of Secret sources: each listed key at its path, with the volume's
+    mode, owned by the pod's fsGroup; an optional key the Secret lacks is left out."""
+    out = pod.volumes_dir / pod.name / f"projected-{name}"
+    out.mkdir(parents=True, exist_ok=True)
+    for source in projected["sources"]:
+        secret = source["secret"]
+        data = pod.secrets.get(secret["name"], {})
+        for item in secret.get("items") or [{"key": k, "path": k} for k in data]:
+            if item["key"] not in data:
+                if secret.get("optional"):
+                    continue
+                raise KeyError(f"Secret {secret['name']} has no key {item['key']}")
+            path = out / item["path"]
+            path.write_text(data[item["key"]], encoding="utf-8")
+            os.chown(path, 0, group)
+            path.chmod(projected.get("defaultMode", 0o644))
+    return out
 
 
 def secret_dir(pod: Pod, name: str, mode: int, group: int) -> Path:

@@ -101,10 +101,20 @@ def test_prod_refuses_a_password_in_nats_url(tmp_path: Path) -> None:
     ({"PAIJU_RECORDS__DATABASE_PASSWORD": "a", "PAIJU_RECORDS__DATABASE_PASSWORD_FILE": "/a"},
      "give one"),
     ({"DATABASE_URL": "postgresql+asyncpg://u:pw@h/d",
-      "PAIJU_RECORDS__DATABASE_PASSWORD_FILE": "/a"}, "give it once"),
+      "PAIJU_RECORDS__DATABASE_PASSWORD": "a"}, "give it once"),
 ])
 def test_credentials_given_once(env: dict[str, str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
+        load_config("test", environ=env)
+
+
+def test_database_password_file_and_a_url_password(tmp_path: Path) -> None:
+    """Both: refused; the file absent (an optional Secret key): the URL's password stands."""
+    env = {"DATABASE_URL": "postgresql+asyncpg://u:pw@h/d",
+           "PAIJU_RECORDS__DATABASE_PASSWORD_FILE": str(tmp_path / "database-password")}
+    assert load_config("test", environ=env).records.database_url.endswith("u:pw@h/d")
+    secret(tmp_path, "database-password", "other")
+    with pytest.raises(ConfigError, match="give it once"):
         load_config("test", environ=env)
 
 

@@ -42,6 +42,7 @@ from tests.unit.deploy.test_deploy_k8s import (
     load_all,
     nats_servers,
     render,
+    secret_mounts,
 )
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
@@ -336,18 +337,21 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
     assert box["NATS_USER"] == "admin"
     assert box["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": SECRET, "key": "admin-password"}
-    # each NATS client Deployment logs in as its own user with its own key of the Secret
+    # each NATS client Deployment logs in as its own user with its own key of the Secret,
+    # mounted as a file (never an environment variable, never inside NATS_URL)
     for overlay in OVERLAYS:
         objs = render(K8S / "overlays" / overlay)
         for svc in SERVICE_USERS:
-            items = {e["name"]: e for e in container(objs, svc)["env"]}
-            assert items["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-                "name": SECRET, "key": f"{svc}-password"}
-            assert items["NATS_URL"]["value"] == ",".join(
-                f"nats://{svc}:$(NATS_PASSWORD)@{server}" for server in nats_servers(overlay))
-            order = list(items)
-            assert order.index("NATS_PASSWORD") < order.index("NATS_URL"), \
-                "$(NATS_PASSWORD) only expands when it is defined earlier"
+            c = container(objs, svc)
+            items = {e["name"]: e.get("value") for e in c["env"]}
+            assert items["NATS_URL"] == ",".join(
+                f"nats://{server}" for server in nats_servers(overlay))
+            assert items["PAIJU_NATS__USER"] == svc
+            files = {f"{path}/{item['path']}": (source["name"], item["key"])
+                     for path, source, _ in secret_mounts(objs, c)
+                     for item in source.get("items", [])}
+            assert files[items["PAIJU_NATS__PASSWORD_FILE"]] == (SECRET, f"{svc}-password")
+            assert files[items["PAIJU_NATS__USER_FILE"]] == (SECRET, f"{svc}-user")
         arbiter = {e["name"] for e in container(objs, "arbiter").get("env", [])}
         assert not arbiter & {"NATS_URL", "NATS_PASSWORD"}, "arbiter does not use NATS"
         assert "NATS_URL" not in find(objs, "ConfigMap", "paiju-config")["data"]
@@ -837,8 +841,11 @@ async def services_as_their_users(server: AuthedNats, db: Path) -> AsyncIterator
 
     def cfg_for(user: str | None) -> Any:
         env = {"PAIJU_TABLE__INSTANCE": "table-auth"}
-        if user:
-            env["NATS_URL"] = server.url(user)
+        if user:   # as the pods: the servers in NATS_URL, the password a mounted file
+            password = db.parent / f"{user}-password"
+            password.write_text(PASSWORDS[user] + "\n", encoding="utf-8")
+            env.update({"NATS_URL": server.url(), "PAIJU_NATS__USER": user,
+                        "PAIJU_NATS__PASSWORD_FILE": str(password)})
         return load_config("test", environ=env)
 
     cfg = cfg_for("records")
