@@ -482,7 +482,7 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "commands to tables moved from the gRPC Session stream to core NATS request/reply, "
               "their replies leaving the table in the same write as the events they caused "
               "(server CPU per action down by about a fifth, the knee from 600-700 tables to "
-              "about 800; `lobby.table_commands = \"grpc\"` runs the old path for a comparison), "
+              "about 800; the gRPC path is gone since), "
               "and the garbage collector's pauses cut (item 3). "
               "What is left:",
               "",

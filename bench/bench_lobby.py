@@ -4,7 +4,8 @@ In one process: an embedded nats-server, a minimal echo table and records on loo
 a real lobby. Measures
 
 1. the round trip of a seated command (AskReady) client -> lobby -> table -> lobby -> client,
-   against the baseline of the same command sent straight on a Table.Session stream;
+   against the baseline of the same command sent straight to the table's command subject
+   (a NATS request, as the lobby sends it);
 2. the fan-out of room events published on NATS to S sessions of one room, against the
    baseline of S plain NATS subscribers of the same subject (best of a few bursts);
 3. the same fan-out with the S clients in another process (gRPC Connect streams, binary
@@ -36,7 +37,6 @@ from paiju.v1 import (
     records_pb2,
     records_pb2_grpc,
     table_pb2,
-    table_pb2_grpc,
 )
 from services.common import bus
 from services.common.natsd import EmbeddedNats
@@ -55,11 +55,15 @@ REMOTE = [("grpc", "gRPC Connect streams", ROOM + 1, 1001),
           ("ws-json", "JSON WebSocket sessions", ROOM + 3, 3001)]
 
 
-class EchoTable(table_pb2_grpc.TableServicer):
-    async def Session(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
-        async for cmd in requests:
-            yield table_pb2.TableReply(request_id=cmd.request_id,
-                                       room_id=cmd.room_id or ROOM, seat=0)
+async def echo_table(nc, address: str):  # type: ignore[no-untyped-def]
+    """A table that answers every command on its command subject at once."""
+    async def answer(msg) -> None:  # type: ignore[no-untyped-def]
+        cmd = table_pb2.TableCommand.FromString(msg.data)
+        await msg.respond(table_pb2.TableReply(request_id=cmd.request_id,
+                                               room_id=cmd.room_id or ROOM,
+                                               seat=0).SerializeToString())
+
+    return await nc.subscribe(bus.table_commands(address), cb=answer)
 
 
 class Profiles(records_pb2_grpc.RecordsServicer):
@@ -76,23 +80,16 @@ class BenchClient(ConnectStream):
                 return frame
 
 
-async def direct_round_trips(address: str, n: int) -> float:
-    queue: asyncio.Queue[table_pb2.TableCommand] = asyncio.Queue()
-
-    async def commands():  # type: ignore[no-untyped-def]
-        while True:
-            yield await queue.get()
-
-    async with grpc.aio.insecure_channel(address) as channel:
-        call = table_pb2_grpc.TableStub(channel).Session(commands())
-        frame = client_frame(lobby_msgs_pb2.AskReady(is_ready=True))
-        started = time.perf_counter()
-        for i in range(n):
-            queue.put_nowait(table_pb2.TableCommand(request_id=i + 1, room_id=ROOM, user_id=1,
-                                                    frame=frame))
-            await call.read()
-        elapsed = time.perf_counter() - started
-        call.cancel()
+async def direct_round_trips(url: str, address: str, n: int) -> float:
+    nc = await nats.connect(url)
+    subject = bus.table_commands(address)
+    frame = client_frame(lobby_msgs_pb2.AskReady(is_ready=True))
+    started = time.perf_counter()
+    for i in range(n):
+        cmd = table_pb2.TableCommand(request_id=i + 1, room_id=ROOM, user_id=1, frame=frame)
+        await nc.request(subject, cmd.SerializeToString(), timeout=5)
+    elapsed = time.perf_counter() - started
+    await nc.close()
     return elapsed
 
 
@@ -325,12 +322,12 @@ async def run(quick: bool) -> list[str]:
     n, sessions, events = (300, 4, 200) if quick else (3000, 16, 400)
     with EmbeddedNats() as natsd:
         backend = grpc.aio.server()
-        table_pb2_grpc.add_TableServicer_to_server(EchoTable(), backend)
         records_pb2_grpc.add_RecordsServicer_to_server(Profiles(), backend)
         port = backend.add_insecure_port("127.0.0.1:0")
         await backend.start()
         address = f"127.0.0.1:{port}"
         nc = await nats.connect(natsd.url)
+        await echo_table(nc, address)
         js = nc.jetstream()
         rooms = await bus.ensure_bucket(js, "rooms")
         for room in [ROOM] + [r for _, _, r, _ in REMOTE]:
@@ -345,9 +342,9 @@ async def run(quick: bool) -> list[str]:
             joined = await client.ask(lobby_msgs_pb2.JoinRoom(room_id=ROOM))
             assert joined.ret.code == common_pb2.OK, joined
             clients.append(client)
-        await direct_round_trips(address, n // 10)           # warm-up
+        await direct_round_trips(natsd.url, address, n // 10)   # warm-up
         await lobby_round_trips(clients[0], n // 10)
-        t_direct = await direct_round_trips(address, n)
+        t_direct = await direct_round_trips(natsd.url, address, n)
         t_lobby = await lobby_round_trips(clients[0], n)
         t_plain = await plain_fan_out(nc, natsd.url, sessions, events, BURSTS)
         t_fan = min([await fan_out(nc, clients, events) for _ in range(BURSTS)])
@@ -371,7 +368,7 @@ async def run(quick: bool) -> list[str]:
         "",
         "| measure | items | µs per item | ratio |",
         "|---|---|---|---|",
-        f"| baseline: command straight on a Table.Session stream | {n} round trips | "
+        f"| baseline: command straight to the table's subject (NATS request) | {n} round trips | "
         f"{t_direct / n * 1e6:.0f} | 1.00 |",
         f"| AskReady client -> lobby -> table -> client | {n} round trips | "
         f"{t_lobby / n * 1e6:.0f} | {t_lobby / t_direct:.2f} |",

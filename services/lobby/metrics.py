@@ -34,13 +34,12 @@ REFILLS = Counter("paiju_lobby_room_refills_total",
                   "Refills of a room's event stream from its table (asked; failed; resync: "
                   "the table could not, snapshots were asked)", ["result"])
 FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
-                            "Round trip of one command from the lobby to a table (either transport)",
+                            "Round trip of one command from the lobby to a table",
                             ["kind"], buckets=LATENCY_BUCKETS)
 
 TABLE_COMMANDS = Counter("paiju_lobby_table_commands_total",
-                         "Commands answered by a table, by transport (nats: the table's command "
-                         "subject; grpc: the Session stream, a table that does not take them "
-                         "over NATS)", ["transport"])
+                         "Commands answered by a table, by transport (nats, the one: the "
+                         "table's command subject)", ["transport"])
 
 BATCHES = Counter("paiju_lobby_batches_total",
                   "Stream messages that carried several frames at once (ServerFrame.batch)")

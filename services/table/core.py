@@ -521,8 +521,8 @@ class TableCore:
     # ------------------------------------------------------------------ commands
     async def answer(self, cmd: table_pb2.TableCommand,
                      early: SendReply | None = None) -> table_pb2.TableReply:
-        """:meth:`command` for a transport (the gRPC Session stream, the NATS command
-        subject): a failure is logged and answered ERR_INTERNAL, its details never sent."""
+        """:meth:`command` for the NATS command subject (services/table/nats_commands.py):
+        a failure is logged and answered ERR_INTERNAL, its details never sent."""
         try:
             return await self.command(cmd, early)
         except Exception:

@@ -1,14 +1,11 @@
-"""Player commands from the lobbies over core NATS: request/reply on
-``table.<address>.commands`` (bus.table_commands), the same ``TableCommand`` and
-``TableReply`` as the gRPC ``Table.Session`` stream and answered by the same
-:meth:`TableCore.answer`.
+"""Player commands from the lobbies over core NATS, their one path: request/reply on
+``table.<address>.commands`` (bus.table_commands), a ``TableCommand`` in and one
+``TableReply`` out, answered by :meth:`TableCore.answer`.
 
-Why a second transport for the same thing: at human pace every gRPC message costs a wake-up
-of grpc.aio's poller thread and then of the event loop, on both sides; the lobby and the
-table already hold a NATS connection, on which a command arrives with the room messages and
-its reply leaves in the same write as the events it caused (bench/reports/capacity.md). The
-Session stream stays for the lobby's fallback (a table that does not subscribe here, e.g. an
-older version during a rolling update) and for tools.
+Why NATS and not a gRPC stream: at human pace every gRPC message costs a wake-up of
+grpc.aio's poller thread and then of the event loop, on both sides; the lobby and the table
+already hold a NATS connection, on which a command arrives with the room messages and its
+reply leaves in the same write as the events it caused (bench/reports/capacity.md).
 
 Each command is answered in a task of its own, so a room busy with a slow command never
 holds up another room's. A reply goes only to the asking lobby's inbox (NATS permissions:

@@ -1,17 +1,13 @@
-"""The table service's gRPC adapter: CreateRoom, GetRoom, ListRooms (unary, rare) and
-Session (one long-lived stream per lobby, multiplexing player commands: the path a lobby
-takes when nobody answers its commands on NATS, services/table/nats_commands.py, or when
-``lobby.table_commands`` is "grpc"), in front of :class:`services.table.core.TableCore`;
-``start`` wires the process. The contract is in docs/services.md and
-docs/ordered-events.md; the whole picture in docs/architecture.md.
+"""The table service's gRPC adapter: CreateRoom, GetRoom, ListRooms (unary, rare), in front
+of :class:`services.table.core.TableCore`; player commands come over NATS
+(services/table/nats_commands.py). ``start`` wires the process. The contract is in
+docs/services.md and docs/ordered-events.md; the whole picture in docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
-from collections.abc import AsyncIterator
 
 import grpc
 
@@ -57,35 +53,6 @@ class TableService(table_pb2_grpc.TableServicer):
         started = sum(1 for r in rooms if r.hand_no > 0)
         return table_pb2.ListRoomsReply(rooms=[views.room_info(r) for r in rooms],
                                         started_room_num=started)
-
-    async def Session(self, request_iterator: AsyncIterator[table_pb2.TableCommand],  # noqa: N802
-                      context: grpc.aio.ServicerContext) -> AsyncIterator[table_pb2.TableReply]:
-        out: asyncio.Queue[table_pb2.TableReply | None] = asyncio.Queue()
-        pending: set[asyncio.Task[None]] = set()
-
-        async def run(cmd: table_pb2.TableCommand) -> None:
-            await out.put(await self.core.answer(cmd))
-
-        async def read() -> None:
-            try:
-                async for cmd in request_iterator:
-                    task = asyncio.create_task(run(cmd))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
-            finally:
-                if pending:
-                    await asyncio.gather(*pending, return_exceptions=True)
-                await out.put(None)
-
-        reader = asyncio.create_task(read())
-        try:
-            while True:
-                item = await out.get()
-                if item is None:
-                    break
-                yield item
-        finally:
-            reader.cancel()
 
 
 def instance_name(cfg: Config, port: int) -> str:

@@ -1,5 +1,5 @@
 """The lobby as a real gRPC service on a real nats-server, with a small in-test Table
-servicer (docs/services.md: CreateRoom, the Session stream, the directory buckets) and an
+servicer (docs/services.md: CreateRoom, the command subject, the directory buckets) and an
 in-test Records servicer, both on loopback. They record what the lobby sends them.
 
 Shared helpers live here; test_lobby_rooms.py imports them.
@@ -142,8 +142,8 @@ class FakeTable(table_pb2_grpc.TableServicer):
         self.commands: list[table_pb2.TableCommand] = []
         self.created: list[table_pb2.CreateRoomRequest] = []
         self.got = asyncio.Event()
-        self.hold = False      # never answer (to test timeouts and broken streams)
-        self.streams = 0
+        self.hold = False      # never answer (to test timeouts and dead tables)
+        self.subscription: Any = None
 
     async def register(self, rooms: int = 0) -> None:
         value = {"instance": self.instance, "address": self.address, "rooms": rooms,
@@ -173,14 +173,23 @@ class FakeTable(table_pb2_grpc.TableServicer):
         room = await self.add_room(req.game, req.password)
         return table_pb2.CreateRoomReply(room=room.info())
 
-    async def Session(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
-        self.streams += 1
-        async for cmd in requests:
-            self.commands.append(cmd)
-            self.got.set()
-            if self.hold:
-                continue
-            yield await self.answer(cmd)
+    async def listen(self) -> None:
+        """Take the lobby's commands on ``table.<address>.commands``, as a table does."""
+        self.subscription = await self.nc.subscribe(bus.table_commands(self.address),
+                                                    cb=self._on_command)
+        await self.nc.flush()
+
+    async def deaf(self) -> None:
+        """Stop taking commands (a dead table: nobody on its subject)."""
+        await self.subscription.unsubscribe()
+        await self.nc.flush()
+
+    async def _on_command(self, msg: Any) -> None:
+        cmd = table_pb2.TableCommand.FromString(msg.data)
+        self.commands.append(cmd)
+        self.got.set()
+        if not self.hold:
+            await msg.respond((await self.answer(cmd)).SerializeToString())
 
     async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
         reply = table_pb2.TableReply(request_id=cmd.request_id)
@@ -356,6 +365,7 @@ class World:
         await server.start()
         table.address = f"127.0.0.1:{port}"
         table.server = server  # type: ignore[attr-defined]
+        await table.listen()
         await table.register(rooms)
         self.tables.append(table)
         return table
@@ -378,6 +388,7 @@ async def open_world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
     await backend.start()
     w = World(fresh_nats, nc, kv, records, [], backend, port)
     table.address = f"127.0.0.1:{port}"
+    await table.listen()
     await table.register()
     w.tables.append(table)
     try:

@@ -48,13 +48,14 @@ class MovingTable(FakeTable):
 
 
 async def serve(world: World, table: FakeTable) -> FakeTable:
-    """Run ``table`` on its own gRPC server and list it in ``tables``."""
+    """Run ``table`` on its own gRPC server and command subject, and list it in ``tables``."""
     server = grpc.aio.server()
     table_pb2_grpc.add_TableServicer_to_server(table, server)
     table.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     table.nc = world.nc
     await server.start()
     table.server = server  # type: ignore[attr-defined]
+    await table.listen()
     await table.register()
     world.tables.append(table)
     return table
@@ -128,6 +129,7 @@ async def test_a_dead_table_is_left_for_the_owner_the_directory_names_next(
     room = await dead.add_room()
     c, _ = await seated_client(world, await world.lobby(), 302, room)
     await dead.server.stop(0)  # type: ignore[attr-defined]
+    await dead.deaf()
 
     async def adopted_later() -> None:
         await asyncio.sleep(0.8)   # lease expiry, claim, rebuild

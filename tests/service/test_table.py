@@ -45,7 +45,7 @@ async def running_stack(fresh_nats: EmbeddedNats, **environ: str
         "PAIJU_TABLE__INSTANCE": "table-test", **environ})
     table = await start_table(cfg, port=0, metrics_port=-1)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
-    link = LobbyLink(f"127.0.0.1:{table.port}")
+    link = LobbyLink(f"127.0.0.1:{table.port}", fresh_nats.url)
     yield {"nats": fresh_nats, "stub": table_pb2_grpc.TableStub(channel), "link": link,
            "table": table, "cfg": cfg}
     await link.close()
@@ -301,7 +301,7 @@ async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> No
                                        "PAIJU_LOBBY__IDLE_ROOM_SECONDS": "2",
                                        "PAIJU_TABLE__INSTANCE": "table-idle"})
     table = await start_table(cfg, port=0, metrics_port=-1)
-    link = LobbyLink(f"127.0.0.1:{table.port}")
+    link = LobbyLink(f"127.0.0.1:{table.port}", fresh_nats.url)
     nc = await nats.connect(fresh_nats.url)
     try:
         # the idle countdown starts with the room: the player listens to every room (its

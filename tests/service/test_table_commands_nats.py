@@ -1,7 +1,7 @@
 """Player commands over core NATS (services/table/nats_commands.py, services/lobby/table_link.py)
 on a real nats-server: the table's subscription answers each command in a task of its own,
-the lobby's link sends them as requests, falls back to the gRPC Session stream only for a
-table that does not take them over NATS, and turns silence and garbage into Unavailable."""
+the lobby's link sends them as requests (the one path), turns a table nobody answers for into
+Unreachable at once, and silence and garbage into Unavailable."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats
-from services.lobby.errors import Unavailable
+from services.lobby.errors import Unavailable, Unreachable
 from services.lobby.table_link import TableLink
 from services.table.nats_commands import CommandSubscription
 
@@ -45,23 +45,8 @@ class Core:
         return reply
 
 
-class Stream:
-    """The gRPC Session stream of a table that answers every command with ``message``
-    "by grpc" (a fake channel: the fallback's path, not gRPC itself, is under test here)."""
-
-    def __init__(self) -> None:
-        self.commands: list[table_pb2.TableCommand] = []
-
-    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
-        def call(requests: AsyncIterator[table_pb2.TableCommand], **kw: Any) -> Any:
-            return self._replies(requests)
-        return call
-
-    async def _replies(self, requests: AsyncIterator[table_pb2.TableCommand],
-                       ) -> AsyncIterator[table_pb2.TableReply]:
-        async for cmd in requests:
-            self.commands.append(cmd)
-            yield table_pb2.TableReply(request_id=cmd.request_id, message="by grpc")
+class Channel:
+    """A gRPC channel for the link's unary calls, never used by commands."""
 
     def unary_unary(self, *args: Any, **kwargs: Any) -> Any:
         return lambda *a, **kw: None
@@ -91,8 +76,7 @@ async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
     sub = CommandSubscription(core)
     await sub.start()
     await bus.sync(table_nc)
-    grpc = Stream()
-    link = TableLink(ADDRESS, 5.0, channel=grpc, nc=lobby_nc)  # type: ignore[arg-type]
+    link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
     before = sent("nats")
     slow = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2, kind="ready")))
     await asyncio.sleep(0.05)
@@ -102,21 +86,22 @@ async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
     assert not slow.done()                       # room 2 still waits; room 1 was answered
     core.release.set()
     assert (await asyncio.wait_for(slow, 5)).room_id == 2
-    assert grpc.commands == [] and sent("nats") - before == 2
+    assert sent("nats") - before == 2
     assert link.idle
     await sub.stop()
     await link.close()
 
 
-async def test_a_table_without_the_subject_gets_the_command_on_the_session_stream(
+async def test_a_table_nobody_answers_for_is_unreachable_at_once(
         ncs: tuple[Any, Any]) -> None:
+    """No responders on the subject (the table died or has not started): the command never
+    got there, so the lobby may ask the directory for the room's owner (forwarding.py)."""
     _, lobby_nc = ncs
-    grpc = Stream()
-    link = TableLink(ADDRESS, 5.0, channel=grpc, nc=lobby_nc)  # type: ignore[arg-type]
-    before = sent("grpc")
-    reply = await asyncio.wait_for(link.command(table_pb2.TableCommand(room_id=4)), 5)
-    assert reply.message == "by grpc" and [c.room_id for c in grpc.commands] == [4]
-    assert sent("grpc") - before == 1
+    link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
+    with pytest.raises(Unreachable) as gone:
+        await asyncio.wait_for(link.command(table_pb2.TableCommand(room_id=4)), 2)
+    assert gone.value.code == common_pb2.ERR_UNAVAILABLE and "nobody" in gone.value.message
+    assert link.idle
     await link.close()
 
 
@@ -124,7 +109,7 @@ async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
         ncs: tuple[Any, Any]) -> None:
     table_nc, lobby_nc = ncs
     subject = bus.table_commands(ADDRESS)
-    link = TableLink(ADDRESS, 5.0, channel=Stream(), nc=lobby_nc)  # type: ignore[arg-type]
+    link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
 
     async def garbage(msg: Any) -> None:
         await msg.respond(b"\xff\xff\xff")

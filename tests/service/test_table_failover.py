@@ -174,7 +174,7 @@ async def test_a_draining_table_hands_its_room_over_at_once(
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(
                 table_pb2.CreateRoomRequest(game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
         room_id = created.room.room_id
-        link = LobbyLink(a.address)
+        link = LobbyLink(a.address, fresh_nats.url)
         t = Table(fresh_nats.url, link, room_id, "xuezhan")
         await t.connect()
         players = [(await t.seat(uid))[0] for uid in (91, 92, 93, 94)]
@@ -196,7 +196,7 @@ async def test_a_draining_table_hands_its_room_over_at_once(
         finally:
             await nc.close()
         assert entry["owner"] == "table-b" and entry["address"] == b.address
-        link = LobbyLink(b.address)
+        link = LobbyLink(b.address, fresh_nats.url)
         after = []
         for p in players:
             for _ in range(50):   # the adopt request is answered once the rebuild is done

@@ -28,7 +28,7 @@ from tests.support.tablekit import LobbyLink, Table
 @pytest.fixture
 async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
     cfg = load_config("test", environ={
-        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": "1",  # the in-process fallback
+        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": "1",  # local arbitration
         "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
         "PAIJU_TABLE__LEASE_TTL_SECONDS": "1",                   # a heartbeat every 0.2 s
         "PAIJU_TABLE__INSTANCE": "table-more"})
@@ -36,10 +36,10 @@ async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
     core = next(hook.__self__ for hook in table.on_stop  # type: ignore[attr-defined]
                 if isinstance(getattr(hook, "__self__", None), TableCore))
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
-    link = LobbyLink(f"127.0.0.1:{table.port}")
+    link = LobbyLink(f"127.0.0.1:{table.port}", fresh_nats.url)
     nc = await nats.connect(fresh_nats.url)
     yield {"nats": fresh_nats, "stub": table_pb2_grpc.TableStub(channel), "link": link,
-           "core": core, "js": nc.jetstream()}
+           "core": core, "js": nc.jetstream(), "address": core.address}
     await nc.close()
     await link.close()
     await channel.close()
@@ -200,15 +200,15 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
     await t.close()
 
 
-async def one_command(stub: table_pb2_grpc.TableStub,
+async def one_command(nats_url: str, address: str,
                       cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
-    """One command on a Session stream of its own (as a second lobby replica would send)."""
-    async def requests() -> AsyncIterator[table_pb2.TableCommand]:
-        yield cmd
-
-    async for reply in stub.Session(requests()):
-        return reply
-    raise AssertionError("the Session stream ended without a reply")
+    """One command over a NATS connection of its own (as a second lobby replica would send)."""
+    nc = await nats.connect(nats_url)
+    try:
+        msg = await nc.request(bus.table_commands(address), cmd.SerializeToString(), timeout=10)
+    finally:
+        await nc.close()
+    return table_pb2.TableReply.FromString(msg.data)
 
 
 async def test_a_late_offline_from_a_replaced_session_keeps_the_seat_online(
@@ -218,7 +218,7 @@ async def test_a_late_offline_from_a_replaced_session_keeps_the_seat_online(
     await t.ready_all()  # in a hand: an offline seat is entrusted
 
     async def send(kind: str, session: str, at: float) -> None:
-        reply = await one_command(stub, table_pb2.TableCommand(
+        reply = await one_command(stack["nats"].url, stack["address"], table_pb2.TableCommand(
             request_id=1, room_id=t.room_id, user_id=11, kind=kind, session_id=session,
             login_at=at))
         assert reply.code == 0, reply.message

@@ -39,7 +39,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
             created = await stub.CreateRoom(table_pb2.CreateRoomRequest(
                 game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
         room_id = created.room.room_id
-        link = LobbyLink(table.address)
+        link = LobbyLink(table.address, fresh_nats.url)
         t = Table(fresh_nats.url, link, room_id, "xuezhan")
         await t.connect()
         players = [(await t.seat(uid))[0] for uid in (71, 72, 73, 74)]
@@ -59,7 +59,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
         table.stop(signal.SIGKILL)
         table.start()
 
-        link = LobbyLink(table.address)
+        link = LobbyLink(table.address, fresh_nats.url)
         after = [await snapshot(link, room_id, p.user_id) for p in players]
         assert after == before
         t = Table(fresh_nats.url, link, room_id, "xuezhan")
@@ -110,7 +110,7 @@ async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedN
             created = await table_pb2_grpc.TableStub(channel).CreateRoom(table_pb2.CreateRoomRequest(
                 game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
         room_id = created.room.room_id
-        link = LobbyLink(a.address)
+        link = LobbyLink(a.address, fresh_nats.url)
         t = Table(fresh_nats.url, link, room_id, "xuezhan")
         await t.connect()
         players = [(await t.seat(uid))[0] for uid in (81, 82, 83, 84)]
@@ -139,7 +139,7 @@ async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedN
         assert owner == "table-b"
         assert seat_entry["owner"] == "table-b" and seat_entry["address"] == b.address
 
-        link = LobbyLink(b.address)
+        link = LobbyLink(b.address, fresh_nats.url)
         after = [await snapshot(link, room_id, p.user_id) for p in players]
         assert after == before
         await link.close()

@@ -37,7 +37,7 @@ async def test_a_restarted_table_keeps_the_robots(fresh_nats: EmbeddedNats,
                 table_pb2.CreateRoomRequest(game=common_pb2.DADUN, base_score=1, total_hands=1,
                                             options_json=json.dumps({}), creator_id=81))
         room_id = created.room.room_id
-        link = LobbyLink(table.address)
+        link = LobbyLink(table.address, fresh_nats.url)
         t = Table(fresh_nats.url, link, room_id, "dadun")
         await t.connect()
         await t.seat(81)
@@ -54,7 +54,7 @@ async def test_a_restarted_table_keeps_the_robots(fresh_nats: EmbeddedNats,
         assert [(p.user_id, p.robot, p.ready, p.entrusted, p.nickname) for p in after.players] \
             == [(p.user_id, p.robot, p.ready, p.entrusted, p.nickname) for p in before.players]
         assert sum(1 for p in after.players if p.robot and reserved.is_robot(p.user_id)) == 3
-        link = LobbyLink(table.address)
+        link = LobbyLink(table.address, fresh_nats.url)
         t = Table(fresh_nats.url, link, room_id, "dadun")
         await t.connect()
         person, reply = await t.seat(81)   # a re-join of the same seat

@@ -1,63 +1,48 @@
-"""Drive a table over its real gRPC Session stream, as a lobby does, with players that
+"""Drive a table over its real NATS command subject, as a lobby does, with players that
 answer their private Prompts through NATS. Used by the table's service tests."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import grpc
 import nats
 
 from clients.robot.robot import action_frame
 from clients.robot.view import choose
 from paiju import frames
-from paiju.v1 import client_pb2, common_pb2, table_pb2, table_pb2_grpc
+from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
 
 
 class LobbyLink:
-    """One Session stream with request ids, like a lobby's link to a table."""
+    """A lobby's link to a table: each command a core NATS request on the table's command
+    subject (``table.<address>.commands``), as services/lobby/table_link.py sends it."""
 
-    def __init__(self, address: str) -> None:
-        self.channel = grpc.aio.insecure_channel(address)
-        self.stub = table_pb2_grpc.TableStub(self.channel)
+    def __init__(self, address: str, nats_url: str) -> None:
+        self.subject = bus.table_commands(address)
+        self.nats_url = nats_url
+        self._nc: Any = None
         self._ids = itertools.count(1)
-        self._queue: asyncio.Queue[table_pb2.TableCommand | None] = asyncio.Queue()
-        self._waiting: dict[int, asyncio.Future[table_pb2.TableReply]] = {}
-        self._call = self.stub.Session(self._requests())
-        self._reader = asyncio.create_task(self._read())
-
-    async def _requests(self) -> AsyncIterator[table_pb2.TableCommand]:
-        while (item := await self._queue.get()) is not None:
-            yield item
-
-    async def _read(self) -> None:
-        async for reply in self._call:
-            fut = self._waiting.pop(reply.request_id, None)
-            if fut is not None and not fut.done():
-                fut.set_result(reply)
 
     async def send(self, room_id: int, user_id: int, frame: client_pb2.ClientFrame | None = None,
                    kind: str = "", profile: table_pb2.PlayerProfile | None = None,
                    timeout: float = 10) -> table_pb2.TableReply:
-        rid = next(self._ids)
-        fut: asyncio.Future[table_pb2.TableReply] = asyncio.get_running_loop().create_future()
-        self._waiting[rid] = fut
-        await self._queue.put(table_pb2.TableCommand(
-            request_id=rid, room_id=room_id, user_id=user_id, kind=kind, profile=profile,
-            frame=frame))
-        return await asyncio.wait_for(fut, timeout)
+        if self._nc is None:
+            self._nc = await nats.connect(self.nats_url)
+        cmd = table_pb2.TableCommand(request_id=next(self._ids), room_id=room_id,
+                                     user_id=user_id, kind=kind, profile=profile, frame=frame)
+        msg = await self._nc.request(self.subject, cmd.SerializeToString(), timeout=timeout)
+        return table_pb2.TableReply.FromString(msg.data)
 
     async def close(self) -> None:
-        await self._queue.put(None)
-        self._reader.cancel()
-        await self.channel.close()
+        if self._nc is not None:
+            await self._nc.close()
 
 
 def room_frames(data: bytes) -> list[client_pb2.ServerFrame]:

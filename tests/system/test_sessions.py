@@ -93,7 +93,7 @@ async def test_disconnect_entrusts_and_reconnect_gets_the_tables_view(stack: Sta
     assert ok.WhichOneof("payload") == "login_ok" and ok.login_ok.room.room_id == room_id
     info = await next_push(back, "mj_game_info")
     seen = json.loads(info.observation_json)
-    link = LobbyLink(stack.table.address)      # the table's own view of seat 0, asked directly
+    link = LobbyLink(stack.table.address, stack.nats.url)   # the table's own view of seat 0, asked directly
     direct = await link.send(room_id, 601, kind="snapshot")
     await link.close()
     table_view = json.loads(next(f.mj_game_info.observation_json for f in direct.frames

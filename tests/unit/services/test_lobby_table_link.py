@@ -1,6 +1,6 @@
 """A lobby's link to a table keeps a bounded number of commands on their way: beyond
-``MAX_IN_FLIGHT`` (the table does not answer, or its stream takes no writes) a command is
-refused at once with ERR_UNAVAILABLE instead of queueing without end."""
+``MAX_IN_FLIGHT`` (the table does not answer) a command is refused at once with
+ERR_UNAVAILABLE instead of queueing without end."""
 
 from __future__ import annotations
 
@@ -15,23 +15,14 @@ from services.lobby.errors import Unavailable
 from services.lobby.table_link import TableLink
 
 
-class SilentCall:
-    """A Session stream whose table never answers (nor reads)."""
+class SilentNats:
+    """A NATS connection whose table takes every request and never answers."""
 
-    def __aiter__(self) -> SilentCall:
-        return self
-
-    async def __anext__(self) -> Any:
+    async def request(self, subject: str, payload: bytes, timeout: float) -> Any:
         await asyncio.Event().wait()
-
-    def cancel(self) -> None:
-        pass
 
 
 class Channel:
-    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
-        return lambda requests, **kw: SilentCall()
-
     def unary_unary(self, *args: Any, **kwargs: Any) -> Any:
         return lambda *a, **kw: None
 
@@ -42,7 +33,7 @@ class Channel:
 async def test_commands_beyond_the_bound_are_refused_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(table_link, "MAX_IN_FLIGHT", 3)
-    link = TableLink("table:1", channel=Channel())  # type: ignore[arg-type]
+    link = TableLink("table:1", channel=Channel(), nc=SilentNats())  # type: ignore[arg-type]
     waiting = [asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=1), 30))
                for _ in range(3)]
     await asyncio.sleep(0.01)
