@@ -26,7 +26,7 @@ def window_from_pb(request: pb.ResolveRequest) -> tuple[Window, Rules]:
         w.id, w.source_seat, w.tile, w.trigger,
         {c.seat: frozenset(c.kinds) for c in w.candidates},
         {r.seat: Response(r.response.kind, tuple(r.response.tiles)) for r in w.responses},
-        w.num_seats or 4)
+        w.num_seats)
     rules = Rules(request.rules.multi_win, request.rules.gang_over_peng)
     return window, rules
 

@@ -80,6 +80,17 @@ async def test_a_bad_window_is_answered_with_an_error(stub: arbiter_pb2_grpc.Arb
     assert "hu" in got.error and got.window_id == bad.id and not got.final
 
 
+async def test_a_window_without_its_number_of_seats_is_refused(
+        stub: arbiter_pb2_grpc.ArbiterStub) -> None:
+    request = window_to_pb(window({2: Response("hu")}), Rules())
+    request.window.ClearField("num_seats")   # every table names it: no default of 4
+    call = stub.Decide()
+    await call.write(request)
+    await call.done_writing()
+    (got,) = [r async for r in call]
+    assert "num_seats" in got.error and not got.final
+
+
 async def test_one_stream_answers_every_request_in_order_and_outlives_a_bad_one(
         stub: arbiter_pb2_grpc.ArbiterStub) -> None:
     asked = [window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")}),
