@@ -149,7 +149,17 @@ class NatsAuth:
 
     @property
     def files(self) -> tuple[str, ...]:
-        return tuple(f for f in (self.user_file, self.password_file, self.token_file) if f)
+        """The credential files in force now (the password file named for the current
+        user)."""
+        return tuple(f for f in (self.user_file, self._password_path(), self.token_file) if f)
+
+    def _password_path(self) -> str:
+        """``password_file`` may name the user: ``.../{user}-password`` is the password file
+        of the current user, so a rotation to another NATS user (nats-server holds one
+        password per user) switches user and password in one change of the user file."""
+        if "{user}" not in self.password_file:
+            return self.password_file
+        return self.password_file.replace("{user}", self.current_user())
 
     def _read(self, value: str, path: str, what: str) -> str:
         """The file's content; the plain value when there is no file (``nats.user`` is the
@@ -166,7 +176,7 @@ class NatsAuth:
         return self._read(self.user, self.user_file, "user")
 
     def current_password(self) -> str:
-        return self._read(self.password, self.password_file, "password")
+        return self._read(self.password, self._password_path(), "password")
 
     def current_token(self) -> str:
         return self._read(self.token, self.token_file, "token")

@@ -53,7 +53,8 @@ class NatsConfig:
     # at every (re)connect, and a change of their content makes the connection reconnect
     # with the new credential (docs/runbooks.md, "Rotate a NATS password"); a file given
     # wins over the plain key, and nats.user stands while user_file does not exist (a NATS
-    # user name changes only in a rotation: one password per user name)
+    # user name changes only in a rotation: one password per user name); "{user}" in
+    # password_file is the current user ("/etc/paiju/secrets/nats/{user}-password")
     user_file: str = ""
     password_file: str = ""
     token_file: str = ""

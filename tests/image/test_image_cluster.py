@@ -64,8 +64,8 @@ def pod_ip(service: str, replica: int) -> str:
 
 def nats_config(index: int, store: str) -> str:
     """nats.conf of server ``index`` as the chart writes it from the prod values and the
-    users of values-auth.yaml (``<< $VAR >>`` left for nats-server to read from its
-    environment); each server on its own loopback address."""
+    users of values-auth.yaml (``<< $VAR >>`` left for nats-server to read from the
+    passwords file it includes); each server on its own loopback address."""
     prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
     auth = yaml.safe_load((K8S / "nats" / "values-auth.yaml").read_text(encoding="utf-8"))
     ip = NATS_IPS[index]
@@ -81,7 +81,9 @@ def nats_config(index: int, store: str) -> str:
         **auth["config"]["merge"],
     }
     assert prod["config"]["jetstream"]["enabled"] and prod["config"]["cluster"]["replicas"] == 3
-    return re.sub(r'"<<\s+(.*)\s+>>"', r"\1", json.dumps(doc, indent=2))
+    text = re.sub(r'".*\$include": "(.*)",?', r"include \1;", json.dumps(doc, indent=2,
+                                                                         sort_keys=True))
+    return re.sub(r'"<<\s+(.*)\s+>>"', r"\1", text)
 
 
 @dataclass
@@ -190,11 +192,18 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
     public = public_ca.issue("lobby", ips=[pod_ip("lobby", r) for r in range(REPLICAS)])
     db_url = f"postgresql+asyncpg://postgres@postgres:5432/{db.name}"
     secrets = secrets_for(db_url, ca, public, app)
-    # NATS: three servers, their passwords from the Secret as the chart's env gives them
+    # NATS: three servers, their passwords in the file they include (the Secret
+    # paiju-nats-server, mounted as the chart's values-auth.yaml mounts it)
     nats = []
     auth = (K8S / "nats" / "values-auth.yaml").read_text(encoding="utf-8")
-    env_of = {v: secrets["paiju-nats"][f"{u}-password"] for u, v in
-              re.findall(r"user: (\w+)\n\s+password: << \$(\w+) >>", auth)}
+    passwords = tmp / "paiju-nats-auth" / "passwords.conf"
+    passwords.parent.mkdir(parents=True)
+    passwords.write_text("".join(
+        f'{v}: "{secrets["paiju-nats"][f"{u}-password"]}"\n'
+        for u, v in re.findall(r"user: (\w+)\n\s+password: << \$(\w+) >>", auth)),
+        encoding="utf-8")
+    for path in (passwords.parent, passwords):
+        os.chown(path, 10001, 10001)
     for i in range(3):
         conf = tmp / f"nats-{i}" / "nats.conf"
         (tmp / f"nats-{i}" / "js").mkdir(parents=True)
@@ -203,7 +212,7 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
             os.chown(path, 10001, 10001)
         args = ["--name", f"nats-{i}-{os.getpid()}", "--read-only",
                 "--volume", f"{conf.parent}:/data",
-                *[x for k, v in sorted(env_of.items()) for x in ("--env", f"{k}={v}")],
+                "--volume", f"{passwords.parent}:/paiju-nats-auth:ro",
                 built["nats"].ref, "--config", "/data/nats.conf"]
         nats.append(fleet.run(f"nats-{i}", args))
     for c in nats:

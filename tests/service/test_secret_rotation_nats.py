@@ -42,11 +42,15 @@ from services.common import bus
 from services.common.natsd import _wait_port, free_port, nats_server_binary
 
 OLD = ("table", "old-password-0123456789abcdef")
-NEW = ("table-2", "new-password-fedcba9876543210")
+NEW = ("table-b", "new-password-fedcba9876543210")   # the service's second user
 # one permission set for both users of a service, as deploy/k8s/nats/values-auth.yaml
 # would repeat it for the overlap
 PERMISSIONS = ('{publish: {allow: ["rot.>", "$JS.API.>", "$JS.ACK.>"]}, '
                'subscribe: {allow: ["_INBOX_table.>", "_INBOX_records.>"]}}')
+
+
+def variable(user: str) -> str:
+    return f"PAIJU_NATS_{user.upper().replace('-', '_')}_PASSWORD"
 
 
 class RotatingNats:
@@ -65,9 +69,14 @@ class RotatingNats:
         return f"nats://127.0.0.1:{self.port}"
 
     def write(self, *users: tuple[str, str]) -> None:
-        entries = "\n".join(f'    {{user: "{u}", password: "{p}", permissions: {PERMISSIONS}}}'
-                            for u, p in users)
+        """As deployed (deploy/k8s/nats/values-auth.yaml): the passwords as variables in an
+        included file (the Secret paiju-nats-server), the users naming them."""
+        variables = "".join(f'{variable(u)}: "{p}"\n' for u, p in users)
+        (self.dir / "passwords.conf").write_text(variables, encoding="utf-8")
+        entries = "\n".join(f"    {{user: \"{u}\", password: ${variable(u)}, "
+                            f"permissions: {PERMISSIONS}}}" for u, _ in users)
         self.conf.write_text(
+            "include ./passwords.conf\n"
             f"listen: 127.0.0.1:{self.port}\nhttp: 127.0.0.1:{self.http}\n"
             f'jetstream {{store_dir: "{self.dir / "js"}"}}\n'
             f"authorization {{\n  users = [\n{entries}\n  ]\n}}\n", encoding="utf-8")
@@ -106,19 +115,28 @@ def server() -> Iterator[RotatingNats]:
         s.stop()
 
 
-def mount(directory: Path, user: str, password: str) -> None:
-    """Swap the files as the kubelet swaps a Secret volume: a new directory, then one rename
-    of the ``..data`` link, so a reader never sees half an update."""
+def mount(directory: Path, user: str, *passwords: tuple[str, str]) -> None:
+    """The pod's view of the Secret paiju-nats (deploy/k8s/base: ``user`` and
+    ``<user>-password`` files), swapped as the kubelet swaps a Secret volume: a new
+    directory, then one rename of the ``..data`` link, so a reader never sees half an
+    update."""
     stamp = f"..{time.monotonic_ns()}"
     (directory / stamp).mkdir()
-    (directory / stamp / "user").write_text(user + "\n", encoding="utf-8")
-    (directory / stamp / "password").write_text(password + "\n", encoding="utf-8")
+    files = {"user": user, **{f"{u}-password": p for u, p in passwords}}
+    for name, value in files.items():
+        (directory / stamp / name).write_text(value + "\n", encoding="utf-8")
     tmp = directory / "..data_tmp"
     tmp.symlink_to(stamp)
     os.replace(tmp, directory / "..data")
-    for name in ("user", "password"):
+    for name in files:
         if not (directory / name).is_symlink():
             (directory / name).symlink_to(f"..data/{name}")
+
+
+def files_of(mounted: Path) -> bus.NatsAuth:
+    """The service's configuration in the pods (PAIJU_NATS__USER_FILE, ..._PASSWORD_FILE)."""
+    return bus.NatsAuth(user="table", user_file=str(mounted / "user"),
+                        password_file=str(mounted / "{user}-password"))
 
 
 @dataclass
@@ -170,7 +188,7 @@ class Traffic:
 
 @contextlib.asynccontextmanager
 async def traffic(server: RotatingNats, mounted: Path, poll: float) -> AsyncIterator[Traffic]:
-    files = bus.NatsAuth(user_file=str(mounted / "user"), password_file=str(mounted / "password"))
+    files = files_of(mounted)
     producer = await bus.connect(server.url, "table-a", auth=files, credentials_poll=poll)
     consumer = await bus.connect(server.url, "records", auth=files, credentials_poll=poll)
     await producer.jetstream().add_stream(StreamConfig(name="ROT", subjects=["rot.*"],
@@ -211,7 +229,7 @@ async def test_rotation_with_files_watched_disconnects_nobody(
         server: RotatingNats, tmp_path: Path) -> None:
     mounted = tmp_path / "nats"
     mounted.mkdir()
-    mount(mounted, *OLD)
+    mount(mounted, OLD[0], OLD)
     before = reloads()
     async with traffic(server, mounted, poll=0.2) as t:
         await wait_for(lambda: t.sent > 20)
@@ -219,10 +237,14 @@ async def test_rotation_with_files_watched_disconnects_nobody(
         # 1. the servers accept both credentials
         server.reload(OLD, NEW)
         await asyncio.sleep(0.5)
-        # 2. the Secret is updated: both connections see the change and reconnect with it
+        # the Secret gains the second user's password: not in use yet, nothing moves
+        mount(mounted, OLD[0], OLD, NEW)
+        await asyncio.sleep(0.5)
+        assert server.users_connected() == ["table", "table"] and reloads() == before
+        # 2. the Secret names the second user: both connections reconnect with it
         started = time.monotonic()
-        mount(mounted, *NEW)
-        await wait_for(lambda: server.users_connected() == ["table-2", "table-2"])
+        mount(mounted, NEW[0], OLD, NEW)
+        await wait_for(lambda: server.users_connected() == ["table-b", "table-b"])
         switched = time.monotonic() - started
         assert reloads() - before == 2
         reconnects = (t.producer.stats["reconnects"], t.consumer.stats["reconnects"])
@@ -231,7 +253,7 @@ async def test_rotation_with_files_watched_disconnects_nobody(
         sent = t.sent
         await wait_for(lambda: t.sent > sent + 50)
         assert (t.producer.stats["reconnects"], t.consumer.stats["reconnects"]) == reconnects
-        assert server.users_connected() == ["table-2", "table-2"]
+        assert server.users_connected() == ["table-b", "table-b"]
         assert t.producer.is_connected and t.consumer.is_connected
     check_delivery(t)
     print(f"\nswitched within {switched:.2f} s of the file change (poll 0.2 s); "
@@ -244,16 +266,16 @@ async def test_a_service_that_missed_the_change_reconnects_from_its_files(
     connections, and their reconnect reads the new credential from the files."""
     mounted = tmp_path / "nats"
     mounted.mkdir()
-    mount(mounted, *OLD)
+    mount(mounted, OLD[0], OLD)
     async with traffic(server, mounted, poll=3600) as t:
         await wait_for(lambda: t.sent > 20)
         server.reload(OLD, NEW)
         await asyncio.sleep(0.3)
-        mount(mounted, *NEW)
+        mount(mounted, NEW[0], OLD, NEW)
         await asyncio.sleep(0.3)
         assert server.users_connected() == ["table", "table"]   # nothing watched the files
         server.reload(NEW)
-        await wait_for(lambda: server.users_connected() == ["table-2", "table-2"])
+        await wait_for(lambda: server.users_connected() == ["table-b", "table-b"])
         assert t.producer.stats["reconnects"] >= 1 and t.consumer.stats["reconnects"] >= 1
         sent = t.sent
         await wait_for(lambda: t.sent > sent + 50)
@@ -266,8 +288,8 @@ async def test_the_old_password_is_refused_after_the_rotation(
     await asyncio.sleep(0.3)
     mounted = tmp_path / "nats"
     mounted.mkdir()
-    mount(mounted, *OLD)
-    auth = bus.NatsAuth(user_file=str(mounted / "user"), password_file=str(mounted / "password"))
+    mount(mounted, OLD[0], OLD)
+    auth = files_of(mounted)
     with pytest.raises(Exception, match="Authorization Violation"):
         await nats.connect(server.url, allow_reconnect=False, connect_timeout=1,
                            **auth.connect_options())

@@ -142,3 +142,19 @@ def test_the_user_file_falls_back_to_the_user(tmp_path: Path) -> None:
     assert opts["user"]() == "lobby"
     secret(tmp_path, "user", "lobby-2")
     assert opts["user"]() == "lobby-2"
+
+
+def test_the_password_file_may_follow_the_user(tmp_path: Path) -> None:
+    """``{user}`` in nats.password_file: the password of whichever user the user file names
+    (a rotation to another NATS user changes one file)."""
+    secret(tmp_path, "table-password", "old")
+    auth = NatsAuth(user="table", user_file=str(tmp_path / "user"),
+                    password_file=str(tmp_path / "{user}-password"))
+    opts = auth.connect_options()
+    assert (opts["user"](), opts["password"]()) == ("table", "old")
+    before = auth.fingerprint()
+    secret(tmp_path, "table-b-password", "new")
+    assert auth.fingerprint() == before            # another user's file: not in force yet
+    secret(tmp_path, "user", "table-b")
+    assert (opts["user"](), opts["password"]()) == ("table-b", "new")
+    assert auth.fingerprint() != before

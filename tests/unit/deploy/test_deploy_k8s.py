@@ -115,11 +115,14 @@ def set_image(obj: dict, rule: dict) -> None:
                 c["image"] = new_name + (f":{new_tag}" if new_tag else "")
 
 
-def generated_secret(spec: dict) -> dict:
+def generated_secret(spec: dict, directory: Path) -> dict:
     data = {}
-    for literal in spec["literals"]:
+    for literal in spec.get("literals", []):
         key, _, value = literal.partition("=")
         data[key] = base64.b64encode(value.encode()).decode()
+    for item in spec.get("files", []):   # key=path, or path (its name the key)
+        key, _, path = item.rpartition("=")
+        data[key or Path(path).name] = base64.b64encode((directory / path).read_bytes()).decode()
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": spec["name"]},
             "type": "Opaque", "data": data}
 
@@ -143,7 +146,7 @@ def render(directory: Path) -> list[dict]:
     for res in k.get("resources", []):
         path = directory / res
         objs += render(path) if path.is_dir() else load_all(path)
-    objs += [generated_secret(s) for s in k.get("secretGenerator", [])]
+    objs += [generated_secret(s, directory) for s in k.get("secretGenerator", [])]
     for patch in k.get("patches", []):
         for doc in load_all(directory / patch["path"]):
             if "target" in patch:   # every object the target selects, whatever the doc's name
@@ -266,7 +269,8 @@ def pod_environment(objs: list[dict], c: dict) -> dict[str, str]:
     files are written under a temporary root, and variables naming them point there."""
     env = _pod_environment(objs, c)
     files = pod_files(objs, c)
-    mounts = {path for path, _, _ in secret_mounts(objs, c)}
+    mounts = {path for path, source, _ in secret_mounts(objs, c)   # Secrets modelled here
+              if secret_data(objs, source["name"]) is not None}
     if not mounts:
         return env
     root = Path(tempfile.mkdtemp(prefix="paiju-pod-"))
@@ -459,8 +463,8 @@ def test_each_pod_sees_only_the_secret_keys_it_reads(overlay) -> None:
                   if source["name"] in FAKE_SECRETS   # not cert-manager's TLS Secrets
                   for item in source.get("items", [{"key": "*"}])}
             for svc in SERVICES}
-    nats = {svc: {("paiju-nats", f"{svc}-password"), ("paiju-nats", f"{svc}-user")}
-            for svc in NATS_CLIENTS}
+    nats = {svc: {("paiju-nats", f"{svc}-password"), ("paiju-nats", f"{svc}-user"),
+                  ("paiju-nats", f"{svc}-b-password")} for svc in NATS_CLIENTS}
     assert seen == {
         "lobby": nats["lobby"] | {("paiju-secrets", "token-secret")}
         | {("paiju-secrets", k) for k in ROTATION_KEYS},
@@ -547,7 +551,8 @@ def test_secrets_in_git_only_outside_prod(overlay) -> None:
                           "paiju-nats": {f"{svc}-password" for svc in NATS_CLIENTS}}
     # set during a rotation only (or, for database-password, when the URL carries none)
     assert optional == {"paiju-secrets": ROTATION_KEYS | DATABASE_OPTIONAL,
-                        "paiju-nats": {f"{svc}-user" for svc in NATS_CLIENTS}}
+                        "paiju-nats": {f"{svc}-{key}" for svc in NATS_CLIENTS
+                                       for key in ("user", "b-password")}}
     if name == "prod":
         assert not secrets, "production secrets must not be in git"
         readme = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
@@ -557,7 +562,8 @@ def test_secrets_in_git_only_outside_prod(overlay) -> None:
             "document the rotations"
     else:   # test also has the migration Job's role (../migrate), which no Deployment reads
         expected = {"paiju-secrets": {"token-secret", "database-url"},
-                    "paiju-nats": set(FAKE_SECRETS["paiju-nats"])}
+                    "paiju-nats": set(FAKE_SECRETS["paiju-nats"]),
+                    "paiju-nats-server": {"passwords.conf"}}   # the NATS servers' copy
         if name == "test":   # PostgreSQL: the password apart from the URL
             expected["paiju-secrets"].add("database-password")
             expected["paiju-migrate"] = {"database-url", "database-password"}

@@ -12,6 +12,7 @@ without a single permission violation.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
@@ -49,6 +50,9 @@ yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (Py
 
 VALUES = K8S / "nats" / "values-auth.yaml"
 SECRET = "paiju-nats"
+SERVER_SECRET = "paiju-nats-server"     # passwords.conf, included by the servers
+INCLUDE_KEY = "00$include"
+INCLUDE = "../paiju-nats-auth/passwords.conf"
 SERVICE_USERS = ("lobby", "table", "records")   # the services that speak NATS
 PLACEHOLDER = re.compile(r"^<<\s+\$(\w+)\s+>>$")
 
@@ -326,13 +330,26 @@ def test_no_service_user_has_blanket_rights_and_nobody_is_anonymous() -> None:
 
 
 def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None:
+    """The servers read the passwords from passwords.conf of the Secret paiju-nats-server (a
+    mounted file they include, never their environment); each service's pods read theirs
+    from paiju-nats (files too), the same values in dev and test."""
     values = auth_values()
-    env = values["container"]["env"]
+    merge = values["config"]["merge"]
+    assert list(merge)[0] == INCLUDE_KEY and merge[INCLUDE_KEY] == INCLUDE
+    assert "env" not in values["container"], "no password in the servers' environment"
+    (mount,) = [p["value"] for p in values["container"]["patch"]]
+    (volume,) = [p["value"] for p in values["podTemplate"]["patch"]]
+    assert mount == {"name": "paiju-nats-auth", "mountPath": "/etc/paiju-nats-auth",
+                     "readOnly": True}
+    assert volume == {"name": "paiju-nats-auth", "secret": {
+        "secretName": SERVER_SECRET, "defaultMode": 0o440}}
+    assert os.path.normpath(f"/etc/nats-config/{INCLUDE}") == \
+        f"{mount['mountPath']}/passwords.conf", "the include names the mounted file"
+    assert values["podTemplate"]["configChecksumAnnotation"] is False, "reloads, not restarts"
     for name, user in users().items():
         var = PLACEHOLDER.match(str(user["password"]))
         assert var, f"{name}: the password is a NATS variable, never a literal"
-        ref = env[var.group(1)]["valueFrom"]["secretKeyRef"]
-        assert ref == {"name": SECRET, "key": f"{name}-password"}
+        assert var.group(1) == password_variable(name)
     box = values["natsBox"]["container"]["env"]
     assert box["NATS_USER"] == "admin"
     assert box["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
@@ -341,6 +358,14 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
     # mounted as a file (never an environment variable, never inside NATS_URL)
     for overlay in OVERLAYS:
         objs = render(K8S / "overlays" / overlay)
+        if overlay != "prod":   # the servers' copy holds the same passwords
+            nats = {k: base64.b64decode(v).decode() for k, v in find(objs, "Secret", SECRET)[
+                "data"].items()}
+            conf = base64.b64decode(find(objs, "Secret", SERVER_SECRET)["data"][
+                "passwords.conf"]).decode()
+            lines = [line for line in conf.splitlines() if line and not line.startswith("#")]
+            assert sorted(lines) == sorted(passwords_conf(
+                {u: nats[f"{u}-password"] for u in users()}).splitlines())
         for svc in SERVICE_USERS:
             c = container(objs, svc)
             items = {e["name"]: e.get("value") for e in c["env"]}
@@ -350,7 +375,9 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
             files = {f"{path}/{item['path']}": (source["name"], item["key"])
                      for path, source, _ in secret_mounts(objs, c)
                      for item in source.get("items", [])}
-            assert files[items["PAIJU_NATS__PASSWORD_FILE"]] == (SECRET, f"{svc}-password")
+            for user in (svc, f"{svc}-b"):   # the service's two users (a rotation)
+                assert files[items["PAIJU_NATS__PASSWORD_FILE"].replace("{user}", user)] == \
+                    (SECRET, f"{user}-password")
             assert files[items["PAIJU_NATS__USER_FILE"]] == (SECRET, f"{svc}-user")
         arbiter = {e["name"] for e in container(objs, "arbiter").get("env", [])}
         assert not arbiter & {"NATS_URL", "NATS_PASSWORD"}, "arbiter does not use NATS"
@@ -427,12 +454,41 @@ def test_dev_and_test_nats_is_one_jetstream_server() -> None:
 PASSWORDS = {user: f"pw-{user}-{os.getpid()}" for user in (*SERVICE_USERS, "admin")}
 
 
-def render_config(port: int, store: Path) -> str:
-    """nats.conf as the chart writes it: the configuration as JSON with ``<< x >>`` unquoted
-    (nats.formatConfig); this test's port and store instead of the chart's defaults."""
-    doc = {"port": port, "jetstream": {"store_dir": str(store)},
-           **auth_values()["config"]["merge"]}
-    return re.sub(r'"<<\s+(.*)\s+>>"', r"\1", json.dumps(doc, indent=4))
+def password_variable(user: str) -> str:
+    """The NATS config variable of a user's password in passwords.conf."""
+    return f"PAIJU_NATS_{user.upper().replace('-', '_')}_PASSWORD"
+
+
+def passwords_conf(passwords: dict[str, str]) -> str:
+    """passwords.conf of the Secret paiju-nats-server: one variable a user."""
+    return "".join(f'{password_variable(u)}: "{p}"\n' for u, p in passwords.items())
+
+
+def format_config(doc: dict[str, Any]) -> str:
+    """nats.conf as the chart writes it (nats.formatConfig): the configuration as sorted JSON,
+    a ``...$include`` key as an include directive, ``<< x >>`` unquoted."""
+    text = json.dumps(doc, indent=4, sort_keys=True)
+    text = re.sub(r'".*\$include": "(.*)",?', r"include \1;", text)
+    return re.sub(r'"<<\s+(.*)\s+>>"', r"\1", text)
+
+
+def write_server_files(directory: Path, name: str, doc: dict[str, Any]) -> Path:
+    """``<directory>/nats-config/<name>`` and the passwords.conf it includes (as the chart
+    mounts them: /etc/nats-config/ and /etc/paiju-nats-auth/)."""
+    conf = directory / "nats-config" / name
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(format_config(doc), encoding="utf-8")
+    included = (conf.parent / INCLUDE).resolve()
+    included.parent.mkdir(parents=True, exist_ok=True)
+    included.write_text(passwords_conf({u: PASSWORDS[u] for u in users()}), encoding="utf-8")
+    return conf
+
+
+def render_config(port: int, store: Path) -> dict[str, Any]:
+    """The configuration the chart renders from these values; this test's port and store
+    instead of the chart's defaults."""
+    return {"port": port, "jetstream": {"store_dir": str(store)},
+            **auth_values()["config"]["merge"]}
 
 
 @dataclass
@@ -456,12 +512,8 @@ def authed_nats(tmp_path: Path) -> Iterator[AuthedNats]:
     """nats-server with the rendered configuration; the passwords in its environment, as
     the chart's container.env gives them from the Secret."""
     port = free_port()
-    conf = tmp_path / "nats.conf"
-    conf.write_text(render_config(port, tmp_path / "js"), encoding="utf-8")
-    env = dict(os.environ)
-    for name, var in ((u, PLACEHOLDER.match(str(v["password"])).group(1))  # type: ignore[union-attr]
-                      for u, v in users().items()):
-        env[var] = PASSWORDS[name]
+    conf = write_server_files(tmp_path, "nats.conf", render_config(port, tmp_path / "js"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAIJU_NATS_")}
     log = tmp_path / "nats.log"
     proc = subprocess.Popen([nats_server_binary(), "-c", str(conf), "-a", "127.0.0.1",
                              "-l", str(log)], env=env, stdout=subprocess.DEVNULL,
@@ -731,9 +783,7 @@ def prod_cluster(tmp_path: Path) -> Iterator[ProdCluster]:
     ports = [free_port() for _ in range(size)]
     routes = [free_port() for _ in range(size)]
     monitors = [free_port() for _ in range(size)]
-    env = dict(os.environ)
-    for name, user in users().items():
-        env[PLACEHOLDER.match(str(user["password"])).group(1)] = PASSWORDS[name]  # type: ignore[union-attr]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAIJU_NATS_")}
     logs, procs = [], []
     try:
         for i in range(size):
@@ -743,9 +793,7 @@ def prod_cluster(tmp_path: Path) -> Iterator[ProdCluster]:
                                "routes": [f"nats://127.0.0.1:{r}" for r in routes if r != routes[i]],
                                **prod["config"]["cluster"]["merge"]},
                    **auth_values()["config"]["merge"]}
-            conf = tmp_path / f"nats{i}.conf"
-            conf.write_text(re.sub(r'"<<\s+(.*)\s+>>"', r"\1", json.dumps(doc, indent=4)),
-                            encoding="utf-8")
+            conf = write_server_files(tmp_path, f"nats{i}.conf", doc)
             logs.append(tmp_path / f"nats{i}.log")
             procs.append(subprocess.Popen(
                 [nats_server_binary(), "-c", str(conf), "-a", "127.0.0.1", "-l", str(logs[i])],
