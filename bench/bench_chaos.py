@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from bench.common import REPORTS, write_report
+from services.common.config import load_config
 from tests.support.cluster import (
     COMPACT_PLAN,
     FAULT_KINDS,
@@ -230,7 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         plan = ChaosPlan(faults=faults, repeat=args.rounds, lanes_per_game=args.lanes,
                          hands_per_room=args.hands, warmup_seconds=5.0, settle_seconds=3.0,
-                         recovery_bound=60.0, finish_bound=300.0, stack=StackSpec())
+                         recovery_bound=60.0, finish_bound=300.0,
+                         # the lease operators run (config/prod.toml), not a shorter one
+                         stack=StackSpec(lease_ttl_seconds=load_config(
+                             "prod", environ={}).table.lease_ttl_seconds))
         command = (f"python -m bench.bench_chaos --rounds {args.rounds} --lanes {args.lanes} "
                    f"--hands {args.hands}")
     if args.faults != ",".join(FAULT_KINDS):
