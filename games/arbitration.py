@@ -14,8 +14,8 @@ eligible seat answers once. :func:`resolve` turns the answers collected so far i
   listed in ``passed_win`` so the engine can apply 过水不胡 / 漏胡.
 * The decision is ``final`` as soon as no seat still to answer could change the outcome.
 
-The arbiter service, the table's in-process fallback and the mahjong engines all call this;
-``to_dict``/``from_dict`` give the JSON-ready wire form.
+The arbiter service, the table's local arbitration (when no arbiter answers) and the mahjong
+engines all call this; ``to_dict``/``from_dict`` give the JSON-ready wire form.
 """
 
 from __future__ import annotations
