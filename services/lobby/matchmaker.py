@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import nats.errors
 from nats.js.errors import APIError, NotFoundError
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+from prometheus_client import Counter, Gauge, Histogram
 
 from games import registry
 from games.engine import BadInput
@@ -81,6 +82,19 @@ MAX_STAKE = 1_000_000
 CLAIM_STALE = 15.0    # a ticket claimed this long ago by a matcher that is gone waits again
 DONE_KEEP = 60.0      # an outcome no lobby delivered (nobody online) is dropped after this
 Cancelled = lobby_msgs_pb2.MatchCancelled
+
+TICKETS = Counter("paiju_lobby_match_tickets_total",
+                  "Match requests this lobby took (AskMatch answered MatchQueued)")
+OUTCOMES = Counter("paiju_lobby_match_outcomes_total",
+                   "Match requests ended for players of this lobby, by outcome (matched, "
+                   "cancelled, timeout, failed)", ["outcome"])
+ROOMS = Counter("paiju_lobby_match_rooms_total", "Rooms made by this lobby's matcher")
+WAITS = Histogram("paiju_lobby_match_wait_seconds",
+                  "From a ticket's taking to its table, as this lobby's matcher made it",
+                  buckets=(0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 300))
+ACTIVE = Gauge("paiju_lobby_matcher_active", "1 while this lobby is the active matcher")
+POOL = Gauge("paiju_lobby_match_waiting",
+                "Tickets waiting to be matched (the active matcher's count; 0 elsewhere)")
 
 
 @contextlib.asynccontextmanager
@@ -232,6 +246,7 @@ class Matchmaking:
             except APIError:
                 rev = await self._replace_finished(kv, key, data)
         self.view[key] = (rev, value)
+        TICKETS.inc()
         session.send(server_frame(self._queued_frame(value), reply_to=frame.seq))
 
     async def _replace_finished(self, kv: KeyValue, key: str, data: bytes) -> int:
@@ -306,6 +321,7 @@ class Matchmaking:
                 raise Reject(common_pb2.ERR_NOT_QUEUED, "already matched: the room follows") \
                     from None
         self.view.pop(key, None)
+        OUTCOMES.labels("cancelled").inc()
         session.send(server_frame(Cancelled(ticket_id=value["ticket_id"],
                                             reason=Cancelled.CANCELLED,
                                             message="cancelled"), reply_to=frame.seq))
@@ -406,6 +422,7 @@ class Matchmaking:
         task.add_done_callback(lambda _: self._delivering.discard(ticket_id))
 
     async def _tell(self, session: Session, key: str, rev: int, value: dict[str, Any]) -> None:
+        OUTCOMES.labels(str(value["state"])).inc()
         try:
             if value["state"] == MATCHED:
                 await self._seat(session, value)
@@ -515,7 +532,9 @@ class Matchmaking:
             log.info("matching: no longer the active matcher", extra={"instance": self.instance})
             self.matcher = None
             self._queued.clear()
+            POOL.set(0)
         self.leading = leading
+        ACTIVE.set(1 if leading else 0)
 
     def _match_config(self) -> MatchConfig:
         fill = self.cfg.match_robot_fill_seconds
@@ -617,6 +636,7 @@ class Matchmaking:
             self._queued.add(ticket_id)
         matches = matcher.run(now)
         self.passes += 1
+        POOL.set(matcher.waiting())
         for match in matches:
             entries = []
             for t in match.tickets:
@@ -656,6 +676,9 @@ class Matchmaking:
             return
         room_id = created.room.room_id
         self.matches += 1
+        ROOMS.inc()
+        for *_, v in claimed:
+            WAITS.observe(max(0.0, now - float(v["enqueued_at"])))
         log.info("matched", extra={"room": room_id, "users": [v["user_id"] for *_, v in claimed],
                                    "robots": robots})
         done = time.time()
