@@ -15,8 +15,9 @@ What a table does (the only caller that holds a server seed)::
     reveal = fair.reveal(room_id, hand_no, server_seed, seeds)
 
 Engines accept a seed of either kind (:data:`Seed`): a 32-byte hand seed (this module's
-generator, :class:`FairStream`) or, for old logs, tests and replays, an ``int`` (the
-SplitMix64 stream of :mod:`games.rng`, unchanged). :func:`stream` picks the right one.
+generator, :class:`FairStream`) or, for tests, tools and benches, an ``int`` (the
+SplitMix64 stream of :mod:`games.rng` under the same label). :func:`stream` picks the right
+one.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ COMMIT_TAG = b"paiju/fair/v1/commit"
 HAND_TAG = b"paiju/fair/v1/hand"
 # The labelled sub-streams of a hand seed (docs/fairness.md, "Sub-streams").
 LABELS = ("wall", "deck", "dice", "dealer", "token")
-# An int seed keeps the labels it always had (old logs replay byte for byte).
-_LEGACY_LABELS = {"deck": "deal", "dice": "table"}
 
 Seed = int | bytes
 
@@ -161,7 +160,7 @@ class FairStream(Stream):
 
 
 def check_seed(seed: object) -> Seed:
-    """A seed an engine accepts: an int (legacy) or 32 bytes (a hand seed); else BadInput."""
+    """A seed an engine accepts: an int (tests, tools) or 32 bytes (a hand seed); else BadInput."""
     if isinstance(seed, int) and not isinstance(seed, bool):
         return seed
     if isinstance(seed, bytes):
@@ -171,20 +170,20 @@ def check_seed(seed: object) -> Seed:
 
 def stream(seed: Seed, label: str) -> Stream:
     """The sub-stream ``label`` of a hand: :class:`FairStream` for a 32-byte seed; for an int
-    seed the old SplitMix64 stream (``Stream(derive(seed, old label))``)."""
+    seed the SplitMix64 stream ``Stream(derive(seed, label))``."""
     seed = check_seed(seed)
     if isinstance(seed, bytes):
         return FairStream(seed, label)
-    return Stream(derive(seed, _LEGACY_LABELS.get(label, label)))
+    return Stream(derive(seed, label))
 
 
 def sub_seed(seed: Seed, label: str) -> int:
     """A 64-bit value for ``label``: the first word of the sub-stream for a 32-byte seed;
-    ``derive(seed, label)`` for an int seed (what engines always used)."""
+    ``derive(seed, label)`` for an int seed."""
     seed = check_seed(seed)
     if isinstance(seed, bytes):
         return FairStream(seed, label).next64()
-    return derive(seed, _LEGACY_LABELS.get(label, label))
+    return derive(seed, label)
 
 
 def first_dealer(seed: bytes) -> int:

@@ -186,7 +186,8 @@ def _start(options: Mapping[str, Any] | None, seed: Seed, banker: int,
 
 def shuffled_deck(seed: Seed) -> list[int]:
     """The deck for a deal, in deal order (seat k gets cards 27k .. 27k+26): Fisher-Yates
-    over :func:`full_deck` with the "deck" stream (docs/fairness.md; an int seed: legacy)."""
+    over :func:`full_deck` with the "deck" stream (docs/fairness.md; an int seed: its
+    SplitMix64 stream)."""
     deck = full_deck()
     stream(check_seed(seed), "deck").shuffle(deck)
     return deck

@@ -19,7 +19,7 @@ def full_set() -> list[int]:
 
 def shuffled_wall(seed: Seed) -> list[int]:
     """The wall for a hand, in draw order: Fisher-Yates over the full set with the hand's
-    "wall" stream (a 32-byte seed: docs/fairness.md; an int: the legacy SplitMix64 path)."""
+    "wall" stream (a 32-byte seed: docs/fairness.md; an int: its SplitMix64 stream)."""
     tiles = full_set()
     stream(seed, "wall").shuffle(tiles)
     return tiles

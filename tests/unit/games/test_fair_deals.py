@@ -103,11 +103,10 @@ def test_same_inputs_same_wall_and_every_input_matters():
     assert fair.commitment(ROOM, HAND + 1, SERVER) != COMMITMENT
 
 
-def test_int_seeds_keep_the_legacy_streams():
+def test_an_int_seed_s_sub_streams_are_its_splitmix_streams_by_label():
     for seed in (0, 42, 2**63 - 1):
-        assert fair.stream(seed, "wall").state == Stream(derive(seed, "wall")).state
-        assert fair.stream(seed, "dice").state == Stream(derive(seed, "table")).state
-        assert fair.stream(seed, "deck").state == Stream(derive(seed, "deal")).state
+        for label in fair.LABELS:
+            assert fair.stream(seed, label).state == Stream(derive(seed, label)).state
         assert fair.sub_seed(seed, "token") == derive(seed, "token")
     tiles = list(range(27)) * 4
     tiles.sort()

@@ -342,9 +342,9 @@ SMALL = "123456m789p234s5s"  # + 5s: 小胡 with a 5s pair
     # bonus in the pair with the dealer (seat 0) -> 3, 2, 2 before birds (§B3, §B7).
     # Pips are bird ranks counted from the declarer: seat (1 + pip - 1) mod 4.
     # Dice 1 and 5: both land on seat 1 -> n = 2 in every pair -> x (1 + 2).
-    (0, [1, 5], [0, 2, 0, 0], {(0, 1): 3 * 3, (2, 1): 2 * 3, (3, 1): 2 * 3}),
+    (14, [1, 5], [0, 2, 0, 0], {(0, 1): 3 * 3, (2, 1): 2 * 3, (3, 1): 2 * 3}),
     # Dice 4 and 3: seat 0 and seat 3 -> n = 1 for (0,1) and (3,1), 0 for (2,1).
-    (4, [4, 3], [1, 0, 0, 1], {(0, 1): 3 * 2, (2, 1): 2 * 1, (3, 1): 2 * 2}),
+    (122, [4, 3], [1, 0, 0, 1], {(0, 1): 3 * 2, (2, 1): 2 * 1, (3, 1): 2 * 2}),
 ])
 def test_opening_hu_two_dice_birds(seed, dice, hits, pairs):
     state, events = cs([DEALER_C, "1111m23p456s789p9s", None, None], declare=(1,), seed=seed,
