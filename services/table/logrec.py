@@ -149,8 +149,8 @@ class CancelEntrust(Record):
 @dataclass(frozen=True, slots=True)
 class Start(Record):
     """A hand starts: everything the engine's deal depends on. ``seed``: the 32-byte hand
-    seed of a fair deal as hex (docs/fairness.md), or an int (rooms from before fair
-    deals); ``dealer_from_seed``: the first hand's dealer was drawn from the seed."""
+    seed of a fair deal as hex (docs/fairness.md; what the table writes), or an int (tests
+    and benches); ``dealer_from_seed``: the first hand's dealer was drawn from the seed."""
 
     KIND: ClassVar[str] = "start"
     hand_no: int
