@@ -147,7 +147,8 @@ class Room:
 
     def session_is_current(self, seat: int, session: str, at: float) -> bool:
         """Whether a lobby session may speak for the seat's connection: no session named
-        (older lobbies), no session recorded yet, the recorded one, or a later login."""
+        (a tool or a test kit: lobbies always name theirs), no session recorded yet, the
+        recorded one, or a later login."""
         s = self.seats[seat]
         assert s is not None
         return not session or not s.session or s.session == session or at > s.session_at
@@ -229,8 +230,8 @@ class Room:
         self._player_changed("online", rec.seat, out)
 
     def _set_session(self, seat: int, session: str, at: float) -> None:
-        """Record the session a join or online came from; a record without one (an older
-        lobby, an older log) leaves the seat with no known session: any offline counts."""
+        """Record the session a join or online came from; a record without one (a tool or
+        a test kit) leaves the seat with no known session: any offline counts."""
         s = self.seats[seat]
         assert s is not None
         if not session:

@@ -307,7 +307,7 @@ async def test_offline_without_a_session_behaves_as_before() -> None:
     assert seat is not None
     online = await actor.submit("command", lobby_command("online", 2, "s1", 100.0))
     assert online.code == 0 and seat.session == "s1"
-    # an older lobby names no session: its offline and online count, as they always did
+    # a command that names no session (a tool, a test kit): its offline and online count
     assert (await actor.submit("command", lobby_command("offline", 2))).code == 0
     assert not seat.online
     assert (await actor.submit("command", lobby_command("online", 2))).code == 0
