@@ -1,11 +1,10 @@
 """The room log's records: one frozen dataclass per kind, and their JSON form.
 
 A room's JetStream log (``room.<id>.log``) holds one JSON object per accepted command,
-``{"i": index, "t": kind, ...}`` (docs/services.md). :func:`encode` writes exactly the
-objects the table always wrote (same keys, same order), so logs written before these types
-existed still :func:`decode` and fold. :func:`decode` refuses a malformed record with a
-:class:`LogRecordError` naming the record and the field; keys it does not know are ignored
-(a field an older table wrote and nothing reads any more).
+``{"i": index, "t": kind, ...}`` (docs/services.md), which :func:`encode` writes (same keys,
+same order every time) and :func:`decode` reads back. :func:`decode` refuses a malformed
+record with a :class:`LogRecordError` naming the record and the field; keys it does not know
+are ignored.
 
 A record is built without its index; :func:`stamp` gives it the index the room's log
 appends it at.
@@ -98,8 +97,7 @@ class Join(Record):
     session: str = _omit_empty()       # the lobby session it came from ("" unnamed)
     at: float = _with_session()        # that session's login time (wall clock)
     # a robot the table seated (AddRobots): always ready, entrusted for good; written only
-    # when set, so joins of players keep their bytes (and an older table folds a robot's
-    # join as a player's that never comes online: entrust plays it at its first timeout)
+    # when set, so joins of players keep their bytes
     robot: bool = field(default=False, metadata={"omit": "empty"})
 
 
