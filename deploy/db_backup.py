@@ -16,6 +16,10 @@ revision this code knows), restores it into the empty database of ``DATABASE_URL
 (``--create`` creates it) with ``pg_restore --single-transaction``, and checks the restored
 revision and row counts against the manifest.
 
+Credentials as files, as the services take them: ``DATABASE_PASSWORD_FILE`` (the password
+when the URL carries none) and ``NATS_USER`` with ``NATS_PASSWORD_FILE`` (``NATS_URL`` then
+names the servers only).
+
 Errors end the command with exit status 2 and one line ``db_backup: <CODE>: <message>``;
 the codes are in :data:`CODES`. The PostgreSQL tools are looked up in ``PG_BIN``, then
 ``PATH``, then ``/usr/lib/postgresql/<version>/bin`` (newest first).
@@ -34,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,8 @@ CODES = {
     "NOT_POSTGRESQL": "DATABASE_URL is not a PostgreSQL URL",
     "TOOL_MISSING": "pg_dump / pg_restore not found",
     "DB_UNREACHABLE": "the database cannot be reached",
+    "SECRET_UNREADABLE": "a password file (DATABASE_PASSWORD_FILE, NATS_PASSWORD_FILE) is "
+                         "unreadable",
     "NOT_RECORDS": "the database has no records schema (no alembic_version)",
     "DUMP_FAILED": "pg_dump failed",
     "MANIFEST_MISSING": "the dump has no readable manifest",
@@ -91,6 +97,16 @@ class Target:
     def dsn(self, database: str | None = None) -> dict[str, Any]:
         return {"host": self.host, "port": self.port, "user": self.user,
                 "password": self.password or None, "database": database or self.database}
+
+
+def read_file(path: str) -> str:
+    """A mounted secret's value (one trailing newline dropped)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BackupError("SECRET_UNREADABLE", f"cannot read the secret file {path}: "
+                          f"{exc.strerror or exc}") from None
+    return text[:-1] if text.endswith("\n") else text
 
 
 def parse_url(url: str | None) -> Target:
@@ -185,10 +201,16 @@ async def settle_position(nats_url: str) -> dict[str, Any]:
     async def quiet(_exc: Exception) -> None:   # the failure is raised below, once
         return None
 
+    # the user and password apart from the URL, from a file (as the services take them)
+    auth: dict[str, Any] = {}
+    if os.environ.get("NATS_USER"):
+        password_file = os.environ.get("NATS_PASSWORD_FILE", "")
+        auth = {"user": os.environ["NATS_USER"],
+                "password": read_file(password_file) if password_file else ""}
     # nats-py retries a refused first connection without end: bounded here
     nc = await asyncio.wait_for(nats.connect(
         servers=server_urls(nats_url), connect_timeout=3, max_reconnect_attempts=1,
-        reconnect_time_wait=0.5, error_cb=quiet), timeout=8)
+        reconnect_time_wait=0.5, error_cb=quiet, **auth), timeout=8)
     try:
         js = nc.jetstream()
         info = await js.consumer_info(SETTLE_STREAM, DURABLE)
@@ -362,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         target = parse_url(os.environ.get("DATABASE_URL"))
+        if not target.password and os.environ.get("DATABASE_PASSWORD_FILE"):
+            target = replace(target, password=read_file(os.environ["DATABASE_PASSWORD_FILE"]))
         if args.command == "backup":
             path = asyncio.run(backup(target, args.out, os.environ.get("NATS_URL")))
             print(path.read_text(encoding="utf-8"), end="")
