@@ -105,7 +105,7 @@ PANELS: list = [
     ("Event fan-out to NATS", "s", quantiles("paiju_table_fanout_seconds")),
     ("Arbiter decision round trip", "s", quantiles("paiju_table_arbiter_seconds")),
     ("Arbiter fallback and decisions", "ops", [
-        (f"sum(rate(paiju_table_arbiter_fallback_total{RATE}))", "in-process fallback"),
+        (f"sum(rate(paiju_table_arbiter_fallback_total{RATE}))", "local arbitration"),
         (f"sum(rate(paiju_table_arbiter_seconds_count{RATE}))", "answered by arbiter"),
         (f"sum by (action) (rate(paiju_arbiter_decisions_total{RATE}))", "arbiter: {{action}}")]),
     ("Rooms", "short", [

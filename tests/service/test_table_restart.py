@@ -31,7 +31,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
     table = make_service("table", fresh_nats.url, tmp_path,
                          PAIJU_TABLE__INSTANCE="table-restart", PAIJU_TABLE__TURN_SECONDS="30",
                          PAIJU_TABLE__WINDOW_SECONDS="30", PAIJU_TABLE__ALONE_SECONDS="30",
-                         PAIJU_ARBITER__PORT="1")  # no arbiter: the in-process fallback decides
+                         PAIJU_ARBITER__PORT="1")  # no arbiter: local arbitration decides
     table.start()
     try:
         async with grpc.aio.insecure_channel(table.address) as channel:
