@@ -283,3 +283,35 @@ async def test_a_killed_matcher_process_loses_no_ticket(
         finally:
             await nc.close()
             await asyncio.to_thread(proc.stop)
+
+
+async def test_a_draining_matcher_hands_over_at_once_and_its_players_keep_their_tickets(
+        fresh_nats: EmbeddedNats) -> None:
+    """SIGTERM of the active matcher's lobby: its clients are sent away (their tickets stay),
+    it gives the lease up, the other lobby matches at its next pass; the players resume
+    their tickets there."""
+    async with stack(fresh_nats.url) as s:
+        a = await s.lobby()
+        for _ in range(50):
+            if a.app.matchmaking.leading:
+                break
+            await asyncio.sleep(0.1)
+        b = await s.lobby(match_lease_seconds=30.0)   # only a given-up lease goes this fast
+        first = []
+        for uid in (7601, 7602):
+            client = await s.player(a, uid)
+            first.append((await queued(client, game="xuezhan", stake=5)).ticket_id)
+        await a.stop(0.5)
+        s.lobbies.remove(a)
+        players = []
+        for uid in (7601, 7602):
+            again = await s.player(b, uid)
+            assert (await again.until(has("match_queued"), 10)).match_queued.ticket_id \
+                in first
+            players.append(again)
+        for uid in (7603, 7604):
+            players.append(await s.player(b, uid))
+            await queued(players[-1], game="xuezhan", stake=5)
+        results = await asyncio.gather(*(found(p, timeout=10) for p in players))
+        assert len({m.match_found.room_id for m, _ in results}) == 1
+        assert b.app.matchmaking.leading
