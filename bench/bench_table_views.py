@@ -6,7 +6,8 @@ pass folds those records into a fresh room and does what a table does for each o
 without NATS or gRPC: the record's log bytes (``json.dumps(logrec.encode(rec))``), the fold
 and its frames (``views.apply``), the room's stream message and its bytes, the settlement
 bytes at a hand's end, and a prompt (``views.prompt``) for every seat that has a new
-decision, with its message and bytes. The table logs an arbiter's decision untried.
+decision, with its message and bytes. An arbiter's decision is checked by the state's
+``verify_decision`` (the table's way) or tried on a full clone of the state (the reference).
 
 Baseline, in the same process: the same pass with the straightforward code the table ran
 before these paths were made cheaper (:mod:`bench.table_views_ref`: each prompt computes the
@@ -105,8 +106,11 @@ class Path:
     context: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
 
-def _untried(room: Room, decision: Decision) -> bool:
-    return True   # the table logs the arbiter's decision as it comes
+def _verified(room: Room, decision: Decision) -> bool:
+    """The table: the state's check of the decision (RuleError: refused), nothing cloned."""
+    assert room.state is not None
+    room.state.verify_decision(decision)
+    return True
 
 
 def _tried_on_a_clone(room: Room, decision: Decision) -> bool:
@@ -120,7 +124,7 @@ TABLE = Path(
     log_bytes=lambda rec: json.dumps(lr.encode(rec)).encode(),
     apply=views.apply,
     prompt=views.prompt,
-    decision_ok=_untried,
+    decision_ok=_verified,
 )
 REFERENCE = Path(
     log_bytes=lambda rec: json.dumps(ref.encode(rec)).encode(),

@@ -29,8 +29,9 @@ engine (``apply``) or, at a table, by the arbiter service. For the second way a 
 * ``arbitration_rules()`` - the :class:`~games.arbitration.Rules` its windows are decided by
   (multi-win, kong over peng), or None for a game without windows;
 * ``record_response(seat, action)`` - record one answer without deciding the window;
-* ``resolve_window(decision)`` - check a final :class:`~games.arbitration.Decision` against
-  the open window and apply it.
+* ``verify_decision(decision)`` - RuleError unless a final
+  :class:`~games.arbitration.Decision` fits the open window; changes nothing;
+* ``resolve_window(decision)`` - the same check, then apply it.
 
 A game without response windows (Dadun) mixes in :class:`NoWindows`: no window is ever
 pending and the two mutators raise :class:`StaleRef`.
@@ -217,6 +218,9 @@ class NoWindows:
     def record_response(self, seat: int, action: Action) -> list[Event]:
         raise StaleRef("this game has no response windows")
 
+    def verify_decision(self, decision: Decision) -> None:
+        raise StaleRef("this game has no response windows")
+
     def resolve_window(self, decision: Decision) -> list[Event]:
         raise StaleRef("this game has no response windows")
 
@@ -261,5 +265,7 @@ class State(Protocol):
     def arbitration_rules(self) -> Rules | None: ...
 
     def record_response(self, seat: int, action: Action) -> list[Event]: ...
+
+    def verify_decision(self, decision: Decision) -> None: ...
 
     def resolve_window(self, decision: Decision) -> list[Event]: ...

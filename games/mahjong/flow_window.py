@@ -180,8 +180,9 @@ class WindowMixin(HandCore):
         if decision.final:
             self._apply_decision(decision)
 
-    def resolve_window(self, decision: Decision) -> list[Event]:
-        """Check that ``decision`` is final, for the open window and legal, then apply it."""
+    def verify_decision(self, decision: Decision) -> None:
+        """RuleError unless ``decision`` is final, for the open window and legal; changes
+        nothing (the check :meth:`resolve_window` makes first)."""
         w = self.window
         if self.stage != "window" or w is None or decision.window_id != w.id:
             raise StaleRef(f"decision for window {decision.window_id} is not current")
@@ -195,6 +196,10 @@ class WindowMixin(HandCore):
                     raise IllegalAction(f"seat {seat} did not answer {decision.action}")
             if not decision.winners or (decision.action != "hu" and len(decision.winners) != 1):
                 raise IllegalAction(f"bad winners {decision.winners} for {decision.action}")
+
+    def resolve_window(self, decision: Decision) -> list[Event]:
+        """Check ``decision`` (:meth:`verify_decision`), then apply it."""
+        self.verify_decision(decision)
         self._out = []
         self._apply_decision(decision)
         out, self._out = self._out, []

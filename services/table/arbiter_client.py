@@ -6,13 +6,18 @@ to the request that waits for it. A stream that fails, or a request that times o
 arbiter), drops the stream: the requests waiting on it are answered at once, and the next
 one opens a new stream (on another arbiter, when the dial names several).
 
+A final decision is checked by the engine before the room logs it (``verify``, the room
+state's ``verify_decision``: the check ``resolve_window`` makes, on nothing but the state):
+a decision the fold would refuse never reaches the log.
+
 **Local arbitration**, the one degraded mode: a window no arbiter answers within
-``table.arbiter_timeout_seconds`` (none reachable, the stream broke, a hung arbiter) is
-decided here by the function the arbiter runs, :func:`games.arbitration.resolve`, so an
-arbiter outage never stalls a room. Each such window is counted in
-``paiju_table_arbiter_fallback_total{reason}`` (alert ``PaijuArbiterFallbackRising``);
-entering and leaving the mode is logged. A window the arbiter refuses as malformed is not a
-reason: it raises :class:`games.arbitration.InvalidWindow`, as the function would here."""
+``table.arbiter_timeout_seconds`` (none reachable, the stream broke, a hung arbiter), or
+whose decision the engine refuses (an arbiter gone wrong), is decided here by the function
+the arbiter runs, :func:`games.arbitration.resolve`, so an arbiter outage never stalls a
+room. Each such window is counted in ``paiju_table_arbiter_fallback_total{reason}`` (alert
+``PaijuArbiterFallbackRising``); entering and leaving the mode is logged. A window the
+arbiter refuses as malformed is not a reason: it raises
+:class:`games.arbitration.InvalidWindow`, as the function would here."""
 
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import grpc
 
 from games.arbitration import Decision, InvalidWindow, Rules, Window, resolve
+from games.engine import RuleError
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.common import tls
 from services.common.arbwire import decision_from_pb, window_to_pb
@@ -96,19 +102,29 @@ class ArbiterClient:
             self._stream = None
         s.close()
 
-    async def resolve(self, window: Window, rules: Rules) -> Decision:
-        """The arbiter's decision on ``window``; in local arbitration (no answer in time)
-        the same function's, here. InvalidWindow when the window is malformed."""
+    async def resolve(self, window: Window, rules: Rules,
+                      verify: Callable[[Decision], None] | None = None) -> Decision:
+        """The arbiter's decision on ``window``, a final one passed by ``verify`` (RuleError:
+        refused); in local arbitration (no answer in time, or refused) the same function's,
+        here. InvalidWindow when the window is malformed."""
         started = time.perf_counter()
         reply, reason = await self._ask(window, rules)
         if reply is not None:
             if reply.error:
                 raise InvalidWindow(reply.error)
             m.ARBITER.observe(time.perf_counter() - started)
-            if self.local:
-                self.local = False
-                log.info("local arbitration over: the arbiter answers again")
-            return decision_from_pb(reply)
+            decision = decision_from_pb(reply)
+            try:
+                if decision.final and verify is not None:
+                    verify(decision)
+            except RuleError as err:
+                log.warning("arbiter decision refused", extra={"error": str(err)})
+                reason = "refused"
+            else:
+                if self.local:
+                    self.local = False
+                    log.info("local arbitration over: the arbiter answers again")
+                return decision
         m.ARBITER_FALLBACK.labels(reason).inc()
         if not self.local:
             self.local = True

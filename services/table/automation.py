@@ -26,9 +26,10 @@ from services.table.views import Effects
 log = logging.getLogger("paiju.table.room")
 
 MAX_AUTO_STEPS = 2000
-# the decision on a response window: the arbiter's (services/table/arbiter_client.py, whose
-# local arbitration decides when no arbiter answers); logged as it comes
-Arbiter = Callable[[Window, Rules], Awaitable[Decision]]
+# the decision on a response window, given the state's check of a final one: the arbiter's
+# (services/table/arbiter_client.py, whose local arbitration decides when no arbiter
+# answers or the check refuses its decision)
+Arbiter = Callable[[Window, Rules, Callable[[Decision], None]], Awaitable[Decision]]
 Bots = Callable[[str, Any, int], Action]
 
 
@@ -89,7 +90,7 @@ class Automation:
         rules = state.arbitration_rules()
         if window is None or rules is None:
             return
-        decision = await self._arbiter(window, rules)
+        decision = await self._arbiter(window, rules, state.verify_decision)
         if decision.final:
             await self.actor.record(lr.Resolve(decision))
 

@@ -21,8 +21,10 @@ ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter decision round trip 
                     buckets=LATENCY_BUCKETS)
 ARBITER_FALLBACK = Counter("paiju_table_arbiter_fallback_total",
                            "Windows decided by local arbitration (the degraded mode): no "
-                           "arbiter answered, by reason", ["reason"])
-FALLBACK_REASONS = ("timeout", "unavailable")   # no answer in time; the stream broke
+                           "arbiter answered, or the engine refused its decision, by reason",
+                           ["reason"])
+# no answer in time; the stream broke; the engine refused the arbiter's decision
+FALLBACK_REASONS = ("timeout", "unavailable", "refused")
 for _reason in FALLBACK_REASONS:
     ARBITER_FALLBACK.labels(_reason)
 TIMEOUTS = Counter("paiju_table_timeouts_total", "Decisions that timed out (entrust)", ["game"])

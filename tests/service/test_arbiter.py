@@ -9,7 +9,8 @@ import grpc
 import pytest
 from prometheus_client import REGISTRY
 
-from games.arbitration import InvalidWindow, Response, Rules, Window, resolve
+from games.arbitration import Decision, InvalidWindow, Response, Rules, Window, resolve
+from games.engine import IllegalAction
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.arbiter.server import start
 from services.common.arbwire import decision_from_pb, window_to_pb
@@ -146,6 +147,32 @@ async def test_the_table_s_client_arbitrates_locally_while_the_arbiter_is_down_a
                 break
             await asyncio.sleep(0.1)
         assert again == resolve(w) and not client.local
+    finally:
+        await client.close()
+        await svc.stop(0)
+
+
+async def test_a_decision_the_engine_refuses_is_never_taken_the_window_is_decided_locally(
+        ) -> None:
+    """The room's check (its state's verify_decision) refuses the arbiter's final decision
+    (an arbiter gone wrong): local arbitration, reason "refused"."""
+    from services.table.arbiter_client import ArbiterClient
+    svc = await start(load_config("test", environ={}), port=0, metrics_port=-1)
+    client = ArbiterClient(load_config("test", environ={"PAIJU_ARBITER__PORT": str(svc.port)}))
+    checked: list[Decision] = []
+
+    def refuse(decision: Decision) -> None:
+        checked.append(decision)
+        raise IllegalAction("not for this state")
+
+    try:
+        w = window({2: Response("hu")})
+        before = fallbacks("refused")
+        assert await client.resolve(w, Rules(), refuse) == resolve(w)
+        assert checked == [resolve(w)] and client.local
+        assert fallbacks("refused") == before + 1
+        assert await client.resolve(w, Rules(), checked.append) == resolve(w)   # passed
+        assert not client.local and fallbacks("refused") == before + 1
     finally:
         await client.close()
         await svc.stop(0)

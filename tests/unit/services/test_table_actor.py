@@ -46,7 +46,8 @@ async def no_publish(actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -
     return None
 
 
-async def local_arbiter(window: Window, rules: Rules) -> Decision:
+async def local_arbiter(window: Window, rules: Rules, verify: Callable[[Decision], None],
+                        ) -> Decision:
     return resolve(window, rules)   # what an arbiter (or local arbitration) decides
 
 

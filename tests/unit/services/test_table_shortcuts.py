@@ -1,8 +1,8 @@
 """The table's per-record shortcuts give what the plain way gives, after every record of
 played hands: a prompt's actions taken from the observation's candidates, the engine
 events' frames a hand's settlement reuses. And every window of those hands is decided by
-the arbiter's handler through the wire, which gives the pure function's decision, and the
-fold takes it: the table logs the arbiter's decisions without trying them first."""
+the arbiter's handler through the wire, which gives the pure function's decision, passed by
+the state's check (verify_decision, no trial on a clone) and taken by the fold."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def plain_settlement_events(room: Room, settle: dict[str, Any]) -> list[dict[str
 
 def arbitrate(window: Window, rules: Rules) -> Decision:
     """The decision as the table gets it from an arbiter: through the wire and the arbiter's
-    handler. It must be the pure function's (the table logs it untried)."""
+    handler. It must be the pure function's."""
     decision = decision_from_pb(decide(window_to_pb(window, rules)))
     assert decision == resolve(window, rules)
     return decision
@@ -109,6 +109,7 @@ class Table:
             if response and window is not None and rules is not None:
                 decision = arbitrate(window, rules)
                 if decision.final:
+                    room.state.verify_decision(decision)   # the table's check
                     self.add(lr.Resolve(decision))   # the fold raises on one it refuses
         raise AssertionError("the hand did not end")
 
