@@ -54,9 +54,11 @@ from games.engine import BadInput
 from paiju.frames import client_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
+from services.common.tasks import cancel_and_wait
 from services.lobby.errors import Reject
 from services.lobby.matching import (
     MAX_KEY_TEXT,
+    MAX_PARTY,
     MatchConfig,
     Matcher,
     MatchError,
@@ -149,14 +151,39 @@ def _key_of(value: dict[str, Any]) -> QueueKey:
                     str(value.get("region", "")), bool(value.get("ranked")))
 
 
-def ticket_of(value: dict[str, Any]) -> Ticket:
-    """A ``t.<uid>`` value as the matcher's ticket (ValueError/KeyError/TypeError if bad)."""
-    player = Player(int(value["user_id"]), float(value["mu"]), float(value["sigma"]),
-                    str(value.get("ip", "")), float(value.get("lat", 0.0)),
-                    float(value.get("lng", 0.0)))
+def ticket_of(value: dict[str, Any], *more: dict[str, Any]) -> Ticket:
+    """``t.<uid>`` values as the matcher's ticket: one player, or a party (its members'
+    values: one ticket, their ids joined, since its last member asked). ValueError, KeyError
+    or TypeError when a value is bad."""
+    values = (value, *more)
+    players = tuple(Player(int(v["user_id"]), float(v["mu"]), float(v["sigma"]),
+                           str(v.get("ip", "")), float(v.get("lat", 0.0)),
+                           float(v.get("lng", 0.0))) for v in values)
     key = _key_of(value)
-    return Ticket(str(value["ticket_id"]), (player,), key.game, key.rule_set, key.stake,
-                  float(value["enqueued_at"]), key.region, key.ranked)
+    ticket_id = "+".join(sorted(str(v["ticket_id"]) for v in values))
+    return Ticket(ticket_id, players, key.game, key.rule_set, key.stake,
+                  max(float(v["enqueued_at"]) for v in values), key.region, key.ranked)
+
+
+def parties(waiting: dict[str, tuple[str, int, dict[str, Any]]],
+            ) -> dict[str, list[tuple[str, int, dict[str, Any]]]]:
+    """The matcher's tickets among the waiting entries, by ticket id: each player alone, and
+    each party whose members all wait in the same queue naming the same party; the members
+    of an incomplete party are left out (they wait for the others)."""
+    units: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+    groups: dict[tuple[str, tuple[int, ...]], list[tuple[str, int, dict[str, Any]]]] = {}
+    for ticket_id, item in waiting.items():
+        value = item[2]
+        party = tuple(sorted(int(u) for u in value.get("party") or ()))
+        if not party:
+            units[ticket_id] = [item]
+        else:
+            groups.setdefault((queue_name(_key_of(value)), party), []).append(item)
+    for (_, party), members in groups.items():
+        if sorted(int(v["user_id"]) for *_, v in members) == list(party):
+            members.sort(key=lambda item: int(item[2]["user_id"]))
+            units["+".join(sorted(str(v["ticket_id"]) for *_, v in members))] = members
+    return units
 
 
 class Matchmaking:
@@ -191,7 +218,9 @@ class Matchmaking:
 
     async def resign(self) -> None:
         """Give the lease up (a lobby that stops): a standby takes over at its next tick;
-        the tickets of this lobby's sessions wait for their players to log in elsewhere."""
+        the tickets of this lobby's sessions wait for their players to log in elsewhere.
+        The loop stops first: a tick under way must not take the lease again after it."""
+        await cancel_and_wait(*self.tasks)
         if self.kv is None:
             return
         try:
@@ -224,6 +253,11 @@ class Matchmaking:
         if len(req.region) > MAX_KEY_TEXT or not req.region.isprintable():
             raise Reject(common_pb2.ERR_BAD_OPTIONS, f"region is at most {MAX_KEY_TEXT} "
                          "printable characters")
+        party = sorted(set(req.party))
+        if len(party) != len(req.party) or len(party) > MAX_PARTY - 1 \
+                or any(u <= 0 or u == session.user_id for u in party):
+            raise Reject(common_pb2.ERR_BAD_OPTIONS, f"a party names up to {MAX_PARTY - 1} "
+                         "friends by user id, each once, not yourself")
         cover = stake * self.cfg.match_stake_cover
         if session.profile.coins < cover:
             raise Reject(common_pb2.ERR_STAKE_TOO_HIGH, f"a stake of {stake} needs {cover} "
@@ -238,7 +272,8 @@ class Matchmaking:
                  "stake": stake, "region": req.region, "ranked": req.ranked,
                  "mu": mu, "sigma": sigma, "ip": "" if _loopback(ip) else ip,
                  "lat": session.profile.lat, "lng": session.profile.lng,
-                 "enqueued_at": time.time(), "state": WAITING}
+                 "enqueued_at": time.time(), "state": WAITING,
+                 "party": sorted([*party, session.user_id]) if party else []}
         data = json.dumps(value).encode()
         async with _reachable():
             try:
@@ -616,22 +651,25 @@ class Matchmaking:
         tickets = {str(v.get("ticket_id")) for _, v in self._tickets()}
         for ticket_id in [t for t in self._orphans if t not in tickets]:
             del self._orphans[ticket_id]
-        for ticket_id in list(self._queued - waiting.keys()):
+        units = parties(waiting)
+        for ticket_id in list(self._queued - units.keys()):
             matcher.cancel(ticket_id)
             self._queued.discard(ticket_id)
-        for ticket_id, (key, rev, value) in waiting.items():
+        for ticket_id, members in units.items():
             if ticket_id in self._queued:
                 continue
             try:
-                matcher.enqueue(ticket_of(value))
+                matcher.enqueue(ticket_of(*(v for *_, v in members)))
             except MatchError as exc:
                 if exc.code != "already_queued":    # a stale twin: it goes in a moment
-                    await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
-                                               "message": exc.message})
+                    for key, rev, value in members:
+                        await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
+                                                   "message": exc.message})
                 continue
             except (KeyError, ValueError, TypeError) as exc:
-                await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
-                                           "message": f"bad ticket: {exc!r}"})
+                for key, rev, value in members:
+                    await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
+                                               "message": f"bad ticket: {exc!r}"})
                 continue
             self._queued.add(ticket_id)
         matches = matcher.run(now)
@@ -641,7 +679,7 @@ class Matchmaking:
             entries = []
             for t in match.tickets:
                 self._queued.discard(t.ticket_id)
-                entries.append(waiting[t.ticket_id])
+                entries.extend(units[t.ticket_id])
             await self._make_room(match.robots, entries, now)
             if time.monotonic() - self._renewed > self.cfg.match_lease_seconds / 2:
                 await self._hold_lease()    # many rooms in one pass: keep the lease
