@@ -157,8 +157,7 @@ async def test_cancel_and_bad_input(fresh_nats: EmbeddedNats) -> None:
         for p in others:
             await queued(p, game="dadun", ranked=True)
         await asyncio.sleep(1.0)
-        for p in others:
-            assert not any(f.HasField("match_found") for f in p.seen)
+        assert host.app.matchmaking.matches == 0
         # a ticket goes with its session: the three and a newcomer make a table
         await queued(me, game="dadun", ranked=True)
         await me.close()
@@ -319,3 +318,36 @@ async def test_a_draining_matcher_hands_over_at_once_and_its_players_keep_their_
         results = await asyncio.gather(*(found(p, timeout=10) for p in players))
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert b.app.matchmaking.leading
+
+
+async def test_a_party_is_seated_together_once_every_member_asked(
+        fresh_nats: EmbeddedNats) -> None:
+    async with stack(fresh_nats.url) as s:
+        a, b = await s.lobby(), await s.lobby()
+        lead = await s.player(a, 7801)
+        for party, why in (([7801], "yourself"), ([7802, 7802], "twice"),
+                           ([7802, 7803, 7804], "too many"), ([-5], "no such user")):
+            refused = await lead.request(lobby_msgs_pb2.AskMatch(game="changsha", party=party))
+            assert code_of(refused) == E.ERR_BAD_OPTIONS, why
+        await queued(lead, game="changsha", party=[7802])
+        solos = [await s.player(b if i % 2 else a, 7803 + i) for i in range(3)]
+        for p in solos:
+            await queued(p, game="changsha")
+        await asyncio.sleep(1.0)         # three alone and a party of one so far: no table
+        assert a.app.matchmaking.matches + b.app.matchmaking.matches == 0
+        friend = await s.player(b, 7802)                  # on the other lobby
+        await queued(friend, game="changsha", party=[7801])
+        (m1, _), (m2, _) = await asyncio.gather(found(lead), found(friend))
+        assert m1.match_found.room_id == m2.match_found.room_id
+        assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
+        # the party and two of the three made the table; the third still waits
+        view = (a if a.app.matchmaking.leading else b).app.matchmaking.view
+        for _ in range(100):
+            left = [i for i in range(3) if f"t.{7803 + i}" in view]
+            if len(left) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert len(left) == 1 and view[f"t.{7803 + left[0]}"][1]["state"] == "waiting"
+        others = [p for i, p in enumerate(solos) if i not in left]
+        rooms = {m.match_found.room_id for m, _ in await asyncio.gather(*map(found, others))}
+        assert rooms == {m1.match_found.room_id}
