@@ -23,6 +23,7 @@ from typing import Any
 import nats.errors
 import nats.js.errors
 from google.protobuf import json_format
+from nats.js.errors import KeyNotFoundError
 
 from games.engine import Action
 from paiju.v1 import common_pb2, table_pb2
@@ -403,6 +404,12 @@ class TableCore:
                     last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM,
                                                       bus.room_log(room_id))
                     tail = int(last.seq)
+                except KeyNotFoundError:   # no entry: closed, by the table that took it
+                    if self.writers.get(room_id) is actor:
+                        log.info("room closed elsewhere while this table stalled",
+                                 extra={"room": room_id})
+                        self.forget(room_id, stop=True)
+                    return
                 except Exception as exc:
                     if self.writers.get(room_id) is actor:
                         log.warning("room not checked after a stall",
