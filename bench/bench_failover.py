@@ -5,8 +5,9 @@ How long a table's rooms stop when the table dies or freezes, with the shipped l
 whether a frozen table that is continued stays silent about the rooms it lost.
 
 One nats-server, records (SQLite), arbiter and lobby, and two tables as processes on
-loopback (tests/system/conftest.py's stack); robots play R rooms of XueZhan with a short
-think time. Then N times each, alternately:
+loopback (tests/system/conftest.py's stack); robots play R rooms of XueZhan at once with a
+short think time, H hands a room (``--hands``, 8), a new room after each that ends (a room's
+log, which an adopter reads whole, grows with its hands). Then N times each, alternately:
 
 - **kill -9**: SIGKILL the table that owns most of the rooms in play; per room, the time
   from the signal to its first event from the other table (the room plays on); the killed
@@ -67,7 +68,8 @@ def report(trials: list[Trial], ttl: float, args: argparse.Namespace, took: floa
         f"shipped lease `table.lease_ttl_seconds` = {ttl:g} s (config/*.toml; renewed every "
         f"{ttl / 4:g} s, adoption scan every {ttl / 8:g} s). One nats-server, records, "
         f"arbiter, lobby and two tables as processes on loopback; {args.rooms} XueZhan rooms "
-        f"of four robots (think {args.think:g} s). {args.runs} kill -9 and {args.runs} "
+        f"in play at once, four robots each (think {args.think:g} s), {args.hands} hands a "
+        f"room, a new room after each that ends. {args.runs} kill -9 and {args.runs} "
         f"SIGSTOP ({args.freeze:g} s) of the table owning most rooms in play, alternately; "
         f"the run took {took:.0f} s.",
         "",
@@ -108,12 +110,12 @@ def workdir(keep: bool) -> Iterator[Path]:
 
 async def run(args: argparse.Namespace) -> int:
     with workdir(args.keep) as tmp:
-        bench = FailoverBench(tmp, args.rooms, args.think, hands=64)
+        bench = FailoverBench(tmp, args.rooms, args.think, hands=args.hands)
         started = now()
         trials: list[Trial] = []
         try:
             await bench.start()
-            await bench.play(first_uid=71_000)
+            bench.play_on(first_uid=71_000)
             await asyncio.sleep(3.0)
             for i in range(args.runs):
                 for kind in ("kill", "stop"):
@@ -145,12 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=10, help="runs of each fault")
     parser.add_argument("--rooms", type=int, default=4, help="rooms in play")
     parser.add_argument("--freeze", type=float, default=20.0, help="seconds a SIGSTOP lasts")
+    parser.add_argument("--hands", type=int, default=8,
+                        help="hands per room (a new room follows each that ends)")
     parser.add_argument("--think", type=float, default=0.3, help="robots' think time")
     parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
     parser.add_argument("--out", type=Path, default=REPORTS, help="directory of the report")
     args = parser.parse_args(argv)
     args.command = (f"python -m bench.bench_failover --runs {args.runs} --rooms {args.rooms} "
-                    f"--freeze {args.freeze:g}")
+                    f"--hands {args.hands} --freeze {args.freeze:g}")
     signal.signal(signal.SIGTERM, interrupted)
     raise SystemExit(asyncio.run(run(args)))
 

@@ -68,6 +68,7 @@ class Observer:
         self.nc: Any = None
         self.events: dict[int, list[tuple[float, int, int]]] = {}   # room -> (t, index, part)
         self.appends: dict[int, list[tuple[float, str, int]]] = {}  # room -> (t, boot, index)
+        self.closed: dict[int, float] = {}      # room -> when its last message came
 
     async def start(self) -> None:
         self.nc = await nats.connect(self.url)
@@ -81,6 +82,8 @@ class Observer:
     async def _on_events(self, msg: Any) -> None:
         ev = table_pb2.RoomEvents.FromString(msg.data)
         self.events.setdefault(int(ev.room_id), []).append((now(), int(ev.index), int(ev.part)))
+        if ev.closed:
+            self.closed.setdefault(int(ev.room_id), now())
 
     async def _on_log(self, msg: Any) -> None:
         room = int(msg.subject.split(".")[1])
@@ -124,6 +127,7 @@ class FailoverBench:
         self.robots: list[Robot] = []
         self.tasks: list[asyncio.Task[RobotStats]] = []
         self.room_ids: list[int] = []
+        self.lanes: list[asyncio.Task[None]] = []
         self.ttl = float(load_config("test", environ={}).table.lease_ttl_seconds)
 
     async def start(self) -> None:
@@ -153,6 +157,32 @@ class FailoverBench:
             self.tasks += [task, *(asyncio.create_task(r.run()) for r in others)]
             self.room_ids.append(room_id)
 
+    def play_on(self, first_uid: int) -> None:
+        """``rooms`` lanes, each a room after another (a new one as soon as one ends), so
+        rooms in play are of every age, as on a real table."""
+        self.lanes = [asyncio.create_task(self._lane(first_uid, lane))
+                      for lane in range(self.n_rooms)]
+
+    async def _lane(self, first_uid: int, lane: int) -> None:
+        assert self.stack is not None
+        for n in range(1_000):
+            base = first_uid + (n * self.n_rooms + lane) * 4
+            creator = Robot(self.stack.lobby_address, base, "xuezhan", SECRET, think=self.think,
+                            create={"base_score": 1, "total_hands": self.total_hands})
+            task = asyncio.create_task(creator.run())
+            self.tasks.append(task)
+            try:
+                room_id = await room_of(creator, task, 30.0)
+            except RuntimeError:
+                await asyncio.sleep(1.0)
+                continue
+            self.room_ids.append(room_id)
+            others = [asyncio.create_task(Robot(
+                self.stack.lobby_address, base + i, "xuezhan", SECRET, think=self.think,
+                room_id=room_id).run()) for i in (1, 2, 3)]
+            self.tasks += others
+            await asyncio.wait([task, *others])
+
     def in_play(self, window: float = 3.0) -> list[int]:
         assert self.observer is not None
         t = now()
@@ -175,6 +205,11 @@ class FailoverBench:
         assert self.observer is not None
         deadline = trial.at + RESUME_BOUND
         while now() < deadline:
+            ended = [r for r in trial.rooms
+                     if self.observer.closed.get(r, deadline) <= trial.at + EPSILON]
+            for room in ended:   # it had just ended: the fault did not hit it
+                trial.rooms.remove(room)
+                trial.notes.append(f"room {room} had ended just before")
             for room in trial.rooms:
                 if trial.resume.get(room) is None:
                     first = self.observer.first_after(room, trial.at + EPSILON)
@@ -230,7 +265,7 @@ class FailoverBench:
             os.kill(pid, signal.SIGCONT)
         trial.notes.append(f"stopped {continued - trial.at:.1f} s")
         await asyncio.sleep(2 * self.ttl + 1)
-        for room in rooms:
+        for room in trial.rooms:
             lost_at = first[room]
             if lost_at is None:
                 continue
@@ -266,6 +301,8 @@ class FailoverBench:
         return [h for h in reply.hands if h.room_id in set(self.room_ids)]
 
     async def stop(self) -> None:
+        for lane in self.lanes:
+            lane.cancel()
         for task in self.tasks:
             task.cancel()
         if self.tasks:   # a robot may be in a backoff that outlives the cancel: 10 s each
