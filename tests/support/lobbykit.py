@@ -17,11 +17,14 @@ from services.common.config import Config, load_config
 
 def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any) -> Config:
     """The test configuration with the given NATS URL, records dial address, token secret
-    and other lobby keys."""
+    and other lobby keys. The lobby judges tables live by ``table.lease_ttl_seconds``: these
+    tests' fake tables write their entry once and never renew it, so they get a lease of
+    10 s (config/test.toml's 2 s is the real tables', who renew it every 0.5 s)."""
     cfg = load_config("test")
     return replace(cfg, nats=replace(cfg.nats, url=nats_url),
                    lobby=replace(cfg.lobby, token_secret=secret, **lobby),
-                   records=replace(cfg.records, address=records_address))
+                   records=replace(cfg.records, address=records_address),
+                   table=replace(cfg.table, lease_ttl_seconds=10))
 
 
 async def wait_cached(app: Any, *room_ids: int, timeout: float = 10.0) -> None:
