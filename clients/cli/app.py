@@ -235,7 +235,8 @@ class CliApp:
             return lm.AskLeaderboard(game=a[0], season=season, current_season=now,
                                      limit=TOP_LIMIT)
         if cmd.name == "match":
-            return lm.AskMatch(game=a[0], stake=int(a[1]), ranked=a[2] == "ranked")
+            return lm.AskMatch(game=a[0], stake=int(a[1]), ranked=a[2] == "ranked",
+                               party=[int(u) for u in a[3].split(",") if u])
         if cmd.name == "chat":
             return lm.Chat(content=a[0])
         if cmd.name == "vote":

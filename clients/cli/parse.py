@@ -19,7 +19,7 @@ COMMANDS = {
     "geo": "geo                    distances between the room's players",
     "chat": "chat <text>            say something to the room",
     "history": "history                the room's scores per hand (战绩)",
-    "match": "match [game] [stake] [ranked] find a match: rated matchmaking (匹配)",
+    "match": "match [game] [stake] [ranked] [with ID,ID] find a match (匹配); friends too",
     "cancel": "cancel                 cancel your waiting match request",
     "rating": "rating [game] [season|now] your rating and rank (all-time by default)",
     "top": "top [game] [season|now] the leaderboard's first ten",
@@ -110,18 +110,27 @@ def _rating_command(name: str, args: tuple[str, ...], default_game: str) -> Comm
 
 
 def _match_command(args: tuple[str, ...], default_game: str) -> Command:
-    """``match [game] [stake] [ranked]``: always (game, stake, "ranked" or "")."""
+    """``match [game] [stake] [ranked] [with ID,ID]``: always (game, stake, "ranked" or "",
+    the friends' ids comma-separated or "")."""
     game = default_game
     words = list(args)
-    if words and not _decimal(words[0]) and words[0].lower() != "ranked":
+    if words and not _decimal(words[0]) and words[0].lower() not in ("ranked", "with"):
         game = words.pop(0).lower()
         if game not in GAMES:
             raise InputError(f"unknown game '{game}': {' | '.join(GAMES)}")
     stake = words.pop(0) if words and _decimal(words[0]) else "1"
     ranked = words.pop(0).lower() if words and words[0].lower() == "ranked" else ""
+    party = ""
+    if len(words) == 2 and words[0].lower() == "with":
+        party = words[1]
+        words = []
+        ids = party.split(",")
+        if not 1 <= len(ids) <= 2 or not all(_positive(i) for i in ids):
+            raise InputError("with takes one or two friends' user ids, e.g. 'with 1002,1003'")
     if words or not _positive(stake):
-        raise InputError("match [game] [stake] [ranked], e.g. 'match changsha 2 ranked'")
-    return Command("match", (game, stake, ranked))
+        raise InputError("match [game] [stake] [ranked] [with ID,ID], e.g. "
+                         "'match changsha 2 ranked'")
+    return Command("match", (game, stake, ranked, party))
 
 
 def _decimal(text: str) -> bool:

@@ -13,11 +13,13 @@ from tests.unit.clients.test_cli_app import make_app
 
 
 @pytest.mark.parametrize("line, command", [
-    ("match", Command("match", ("changsha", "1", ""))),
-    ("match dadun", Command("match", ("dadun", "1", ""))),
-    ("match 5", Command("match", ("changsha", "5", ""))),
-    ("match XueZhan 2 ranked", Command("match", ("xuezhan", "2", "ranked"))),
-    ("match ranked", Command("match", ("changsha", "1", "ranked"))),
+    ("match", Command("match", ("changsha", "1", "", ""))),
+    ("match dadun", Command("match", ("dadun", "1", "", ""))),
+    ("match 5", Command("match", ("changsha", "5", "", ""))),
+    ("match XueZhan 2 ranked", Command("match", ("xuezhan", "2", "ranked", ""))),
+    ("match ranked", Command("match", ("changsha", "1", "ranked", ""))),
+    ("match dadun 2 with 1002", Command("match", ("dadun", "2", "", "1002"))),
+    ("match with 1002,1003", Command("match", ("changsha", "1", "", "1002,1003"))),
     ("cancel", Command("cancel")),
 ])
 def test_match_takes_a_game_a_stake_and_ranked(line: str, command: Command) -> None:
@@ -25,7 +27,8 @@ def test_match_takes_a_game_a_stake_and_ranked(line: str, command: Command) -> N
 
 
 @pytest.mark.parametrize("line", ["match poker", "match xuezhan 0", "match 2 3",
-                                  "match xuezhan 2 ranked extra"])
+                                  "match xuezhan 2 ranked extra", "match with",
+                                  "match with 1,2,3", "match with x", "match with 0"])
 def test_bad_match_commands_say_how(line: str) -> None:
     with pytest.raises(InputError):
         parse_command(line)
@@ -36,8 +39,9 @@ async def test_match_sends_the_ticket_and_shows_the_wait() -> None:
     session.reply = frames.server_frame(lm.MatchQueued(
         ticket_id="t1", game="dadun", stake=2, ranked=True, waiting=3,
         estimated_wait_ms=4200))
-    await app.handle_line("match dadun 2 ranked")
-    assert session.sent[-1].ask_match == lm.AskMatch(game="dadun", stake=2, ranked=True)
+    await app.handle_line("match dadun 2 ranked with 1002")
+    assert session.sent[-1].ask_match == lm.AskMatch(game="dadun", stake=2, ranked=True,
+                                                     party=[1002])
     assert out[-1] == ("looking for a ranked dadun match, stake 2: 3 waiting, about 4 s "
                        "('cancel' to stop)")
     session.reply = frames.server_frame(lm.MatchCancelled(
