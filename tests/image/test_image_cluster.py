@@ -108,7 +108,8 @@ class Cluster:
 def secrets_for(db_url: str, ca: Authority, public: Any, docs: list[dict]) -> dict[str, dict]:
     """The Secrets the prod overlay names and leaves to the operator, filled for this run;
     each service's certificate carries the DNS names of its Certificate resource."""
-    passwords = {u: f"pw-{u}-image-test" for u in ("lobby", "table", "records", "admin")}
+    passwords = {u: f"pw-{u}-image-test" for u in ("lobby", "table", "records", "admin",
+                                                   "lobby-b", "table-b", "records-b")}
     secrets: dict[str, dict[str, str]] = {
         "paiju-secrets": {"token-secret": TOKEN_SECRET, "database-url": db_url},
         "paiju-migrate": {"database-url": db_url},
@@ -200,7 +201,7 @@ def start(fleet: Fleet, built: dict[str, Built], db: Any, tmp: Path) -> Cluster:
     passwords.parent.mkdir(parents=True)
     passwords.write_text("".join(
         f'{v}: "{secrets["paiju-nats"][f"{u}-password"]}"\n'
-        for u, v in re.findall(r"user: (\w+)\n\s+password: << \$(\w+) >>", auth)),
+        for u, v in re.findall(r"user: ([\w-]+)\n\s+password: << \$(\w+) >>", auth)),
         encoding="utf-8")
     for path in (passwords.parent, passwords):
         os.chown(path, 10001, 10001)

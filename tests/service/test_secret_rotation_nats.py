@@ -2,9 +2,10 @@
 with password users, the services' own connection code (services/common/bus.connect) and
 credentials in mounted files (docs/runbooks.md, "Rotate a NATS password").
 
-nats-server allows one password per user name, so a rotation adds a second user (the same
-permissions, the new password), reloads the servers, switches the services' mounted files to
-the new user and password, and removes the old user with a second reload:
+nats-server allows one password per user name, so each service has two users (the same
+permissions); a rotation renews the password of the one not in use (the servers reload the
+included passwords file), switches the services' mounted files to that user, and replaces
+the old user's password by one nobody knows (a second reload):
 
 - a service whose files change reconnects by itself with the new credential while the old one
   is still accepted, so the final reload disconnects nobody;
@@ -43,8 +44,8 @@ from services.common.natsd import _wait_port, free_port, nats_server_binary
 
 OLD = ("table", "old-password-0123456789abcdef")
 NEW = ("table-b", "new-password-fedcba9876543210")   # the service's second user
-# one permission set for both users of a service, as deploy/k8s/nats/values-auth.yaml
-# would repeat it for the overlap
+UNUSED = "unused-password-known-to-nobody"          # a slot not in use
+# both users of a service have one permission set (deploy/k8s/nats/values-auth.yaml: an anchor)
 PERMISSIONS = ('{publish: {allow: ["rot.>", "$JS.API.>", "$JS.ACK.>"]}, '
                'subscribe: {allow: ["_INBOX_table.>", "_INBOX_records.>"]}}')
 
@@ -54,8 +55,10 @@ def variable(user: str) -> str:
 
 
 class RotatingNats:
-    """A nats-server with JetStream and a users list in a config file that the test
-    rewrites and reloads (SIGHUP, as the chart's config reloader does)."""
+    """A nats-server with JetStream configured as deployed (deploy/k8s/nats/values-auth.yaml):
+    the users ``table`` and ``table-b`` always, their passwords variables of an included
+    passwords.conf (the Secret paiju-nats-server) that the test rewrites, then reloads the
+    server (SIGHUP, as the chart's config reloader does when the file changes)."""
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="paiju-natsrot-"))
@@ -63,31 +66,30 @@ class RotatingNats:
         self.conf = self.dir / "nats.conf"
         self.log = self.dir / "nats.log"
         self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:   # never a password inside
-        return f"nats://127.0.0.1:{self.port}"
-
-    def write(self, *users: tuple[str, str]) -> None:
-        """As deployed (deploy/k8s/nats/values-auth.yaml): the passwords as variables in an
-        included file (the Secret paiju-nats-server), the users naming them."""
-        variables = "".join(f'{variable(u)}: "{p}"\n' for u, p in users)
-        (self.dir / "passwords.conf").write_text(variables, encoding="utf-8")
         entries = "\n".join(f"    {{user: \"{u}\", password: ${variable(u)}, "
-                            f"permissions: {PERMISSIONS}}}" for u, _ in users)
+                            f"permissions: {PERMISSIONS}}}" for u in (OLD[0], NEW[0]))
         self.conf.write_text(
             "include ./passwords.conf\n"
             f"listen: 127.0.0.1:{self.port}\nhttp: 127.0.0.1:{self.http}\n"
             f'jetstream {{store_dir: "{self.dir / "js"}"}}\n'
             f"authorization {{\n  users = [\n{entries}\n  ]\n}}\n", encoding="utf-8")
 
+    @property
+    def url(self) -> str:   # never a password inside
+        return f"nats://127.0.0.1:{self.port}"
+
+    def write(self, **passwords: str) -> None:
+        """passwords.conf: every user's password (``table``, ``table_b``)."""
+        text = "".join(f'{variable(u.replace("_", "-"))}: "{p}"\n' for u, p in passwords.items())
+        (self.dir / "passwords.conf").write_text(text, encoding="utf-8")
+
     def start(self) -> None:
         self.proc = subprocess.Popen([nats_server_binary(), "-c", str(self.conf),
                                       "-l", str(self.log)])
         _wait_port("127.0.0.1", self.port, 10, self.proc)
 
-    def reload(self, *users: tuple[str, str]) -> None:
-        self.write(*users)
+    def reload(self, **passwords: str) -> None:
+        self.write(**passwords)
         assert self.proc is not None
         self.proc.send_signal(signal.SIGHUP)
 
@@ -107,7 +109,7 @@ class RotatingNats:
 @pytest.fixture
 def server() -> Iterator[RotatingNats]:
     s = RotatingNats()
-    s.write(OLD)
+    s.write(table=OLD[1], table_b=UNUSED)
     s.start()
     try:
         yield s
@@ -234,8 +236,8 @@ async def test_rotation_with_files_watched_disconnects_nobody(
     async with traffic(server, mounted, poll=0.2) as t:
         await wait_for(lambda: t.sent > 20)
         assert server.users_connected() == ["table", "table"]
-        # 1. the servers accept both credentials
-        server.reload(OLD, NEW)
+        # 1. the second user's password renewed on the servers (a Secret change: reload)
+        server.reload(table=OLD[1], table_b=NEW[1])
         await asyncio.sleep(0.5)
         # the Secret gains the second user's password: not in use yet, nothing moves
         mount(mounted, OLD[0], OLD, NEW)
@@ -248,8 +250,9 @@ async def test_rotation_with_files_watched_disconnects_nobody(
         switched = time.monotonic() - started
         assert reloads() - before == 2
         reconnects = (t.producer.stats["reconnects"], t.consumer.stats["reconnects"])
-        # 3. the old user goes: nobody is using it, nobody is disconnected
-        server.reload(NEW)
+        # 3. the old password is replaced by one nobody knows: nobody is using it, nobody is
+        # disconnected
+        server.reload(table=UNUSED, table_b=NEW[1])
         sent = t.sent
         await wait_for(lambda: t.sent > sent + 50)
         assert (t.producer.stats["reconnects"], t.consumer.stats["reconnects"]) == reconnects
@@ -262,21 +265,25 @@ async def test_rotation_with_files_watched_disconnects_nobody(
 
 async def test_a_service_that_missed_the_change_reconnects_from_its_files(
         server: RotatingNats, tmp_path: Path) -> None:
-    """No watching (a poll longer than the test): the old user's removal disconnects the
-    connections, and their reconnect reads the new credential from the files."""
+    """No watching (a poll longer than the test): the files change, nothing moves; the next
+    reconnect (here the server restarted, as in a NATS rollout) reads the new credential
+    from the files. Only then does the old password go (docs/runbooks.md: nats-server keeps
+    a connection whose password it no longer holds, but it stops working)."""
     mounted = tmp_path / "nats"
     mounted.mkdir()
     mount(mounted, OLD[0], OLD)
     async with traffic(server, mounted, poll=3600) as t:
         await wait_for(lambda: t.sent > 20)
-        server.reload(OLD, NEW)
+        server.reload(table=OLD[1], table_b=NEW[1])
         await asyncio.sleep(0.3)
         mount(mounted, NEW[0], OLD, NEW)
         await asyncio.sleep(0.3)
         assert server.users_connected() == ["table", "table"]   # nothing watched the files
-        server.reload(NEW)
+        server.stop()
+        server.start()                                      # the next reconnect
         await wait_for(lambda: server.users_connected() == ["table-b", "table-b"])
         assert t.producer.stats["reconnects"] >= 1 and t.consumer.stats["reconnects"] >= 1
+        server.reload(table=UNUSED, table_b=NEW[1])
         sent = t.sent
         await wait_for(lambda: t.sent > sent + 50)
     check_delivery(t)
@@ -284,7 +291,7 @@ async def test_a_service_that_missed_the_change_reconnects_from_its_files(
 
 async def test_the_old_password_is_refused_after_the_rotation(
         server: RotatingNats, tmp_path: Path) -> None:
-    server.reload(NEW)
+    server.reload(table=UNUSED, table_b=NEW[1])
     await asyncio.sleep(0.3)
     mounted = tmp_path / "nats"
     mounted.mkdir()

@@ -41,7 +41,8 @@ FAKE_SECRETS = {
                       "database-url": "postgresql+asyncpg://u@db/paiju",
                       "database-password": "prod-database-password"},
     "paiju-nats": {f"{user}-password": f"prod-{user}-nats"
-                   for user in ("lobby", "table", "records", "admin")},
+                   for user in ("lobby", "table", "records", "admin", "lobby-b", "table-b",
+                                "records-b")},
     "paiju-migrate": {"database-url": "postgresql+asyncpg://m@db/paiju",
                       "database-password": "prod-migrator-password"},
 }

@@ -54,6 +54,7 @@ SERVER_SECRET = "paiju-nats-server"     # passwords.conf, included by the server
 INCLUDE_KEY = "00$include"
 INCLUDE = "../paiju-nats-auth/passwords.conf"
 SERVICE_USERS = ("lobby", "table", "records")   # the services that speak NATS
+SECOND_USERS = tuple(f"{u}-b" for u in SERVICE_USERS)   # each one's second, for rotations
 PLACEHOLDER = re.compile(r"^<<\s+\$(\w+)\s+>>$")
 
 
@@ -320,7 +321,9 @@ def test_only_tables_answer_adopt_requests() -> None:
 def test_no_service_user_has_blanket_rights_and_nobody_is_anonymous() -> None:
     merge = auth_values()["config"]["merge"]
     assert "no_auth_user" not in merge and "no_auth_user" not in merge["authorization"]
-    assert set(users()) == {*SERVICE_USERS, "admin"}
+    assert set(users()) == {*SERVICE_USERS, *SECOND_USERS, "admin"}
+    for user in SERVICE_USERS:   # a rotation moves a service to its second user and back
+        assert users()[f"{user}-b"]["permissions"] == users()[user]["permissions"]
     for user in SERVICE_USERS:
         perms = users()[user]["permissions"]
         for action in ("publish", "subscribe"):
@@ -451,7 +454,8 @@ def test_dev_and_test_nats_is_one_jetstream_server() -> None:
 
 
 # ------------------------------------------------------------------ a real nats-server
-PASSWORDS = {user: f"pw-{user}-{os.getpid()}" for user in (*SERVICE_USERS, "admin")}
+PASSWORDS = {user: f"pw-{user}-{os.getpid()}"
+             for user in (*SERVICE_USERS, *SECOND_USERS, "admin")}
 
 
 def password_variable(user: str) -> str:
