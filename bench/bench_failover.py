@@ -131,11 +131,25 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             await bench.stop()
         double = doubled(hands)
-        write_report(args.out / "failover.md",
-                     report(trials, bench.ttl, args, now() - started,
-                            sum(1 for h in hands if not h.final), double))
+        path = args.out / "failover.md"
+        write_report(path, report(trials, bench.ttl, args, now() - started,
+                                  sum(1 for h in hands if not h.final), double)
+                     + kept_sections(path))
         stuck = sum(pauses(trials, k)[1] for k in ("kill", "stop"))
         return 1 if stuck or double or any(t.breaches for t in trials) else 0
+
+
+KEEP_FROM = "## What the figure is made of"
+
+
+def kept_sections(path: Path) -> list[str]:
+    """The report's written sections (from KEEP_FROM on: the analysis and the figures
+    measured on earlier code), carried over when the figures above them are measured anew."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    return ["", *text[text.index(KEEP_FROM):].rstrip("\n").splitlines()] \
+        if KEEP_FROM in text else []
 
 
 def interrupted(signum: int, frame: object) -> None:
