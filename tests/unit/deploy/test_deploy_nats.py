@@ -484,7 +484,9 @@ def write_server_files(directory: Path, name: str, doc: dict[str, Any]) -> Path:
     conf.write_text(format_config(doc), encoding="utf-8")
     included = (conf.parent / INCLUDE).resolve()
     included.parent.mkdir(parents=True, exist_ok=True)
-    included.write_text(passwords_conf({u: PASSWORDS[u] for u in users()}), encoding="utf-8")
+    if not included.exists():   # shared by the servers of a cluster: written once, before
+        included.write_text(passwords_conf({u: PASSWORDS[u] for u in users()}),  # any starts
+                            encoding="utf-8")
     return conf
 
 
