@@ -25,7 +25,7 @@ from services.lobby.errors import Reject
 from services.lobby.forwarding import Forwarder
 from services.lobby.hub import Hub
 from services.lobby.limits import Admission, Limits, RateLimiter
-from services.lobby.matchmaker import Matchmaking
+from services.lobby.matchmaker import Matchmaking, SeatMatched
 from services.lobby.moderation import Mutes
 from services.lobby.records_client import RecordsClient
 from services.lobby.room_changes import RoomChanges
@@ -48,7 +48,7 @@ OPEN_LONGEST = 5.0
 
 class LobbyApp:
     def __init__(self, cfg: Config, nc: Client, directory: Directory,
-                 records: RecordsClient) -> None:
+                 records: RecordsClient, seat_matched: SeatMatched | None = None) -> None:
         self.cfg = cfg
         self.lobby = cfg.lobby
         self.nc = nc
@@ -57,7 +57,8 @@ class LobbyApp:
         self.cache = RoomCache()
         self.hub = Hub(nc)
         self.mutes = Mutes(nc)   # operators' chat mutes (moderation.py)
-        self.matchmaking = Matchmaking(self)   # match tickets and the matcher (matchmaker.py)
+        # match tickets and the matcher (matchmaker.py); seat_matched seats a matched session
+        self.matchmaking = Matchmaking(self, seat_matched)
         self.streams = RoomStreams(nc, self)
         self.forwarder = Forwarder(directory, self.cache)
         self.room_changes = RoomChanges(cfg.lobby.room_change_seconds, self._relay_room_change)
@@ -72,7 +73,8 @@ class LobbyApp:
         self._offlines: set[asyncio.Task[Any]] = set()  # "offline" notices on their way
 
     @classmethod
-    async def open(cls, cfg: Config, *, wait_directory: bool = True) -> LobbyApp:
+    async def open(cls, cfg: Config, *, wait_directory: bool = True,
+                   seat_matched: SeatMatched | None = None) -> LobbyApp:
         """Connect to NATS and open the directory. ``wait_directory=False`` returns after
         the first try even when the directory buckets could not be opened (the lobby is then
         not ready, and keeps trying with a backoff: :meth:`_open_directory`)."""
@@ -82,7 +84,7 @@ class LobbyApp:
                               dial=lambda address: tls.channel(cfg, address, "table", KEEPALIVE),
                               nc=nc)
         records = RecordsClient(cfg.records.dial, cfg=cfg)
-        app = cls(cfg, nc, directory, records)
+        app = cls(cfg, nc, directory, records, seat_matched)
         try:
             await app.hub.start()
             await app.mutes.start()

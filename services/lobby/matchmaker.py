@@ -41,8 +41,8 @@ import math
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 import nats.errors
 from nats.js.errors import APIError, NotFoundError
@@ -51,7 +51,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from games import registry
 from games.engine import BadInput
-from paiju.frames import client_frame, server_frame
+from paiju.frames import server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
 from services.common.tasks import cancel_and_wait
@@ -68,8 +68,11 @@ from services.lobby.matching import (
 )
 from services.lobby.sessions import Session
 
-if TYPE_CHECKING:
-    from services.lobby.app import LobbyApp
+# services.lobby.app.LobbyApp (which imports this module: no import back, not even for types)
+LobbyApp = Any
+# How a matched session is seated in its room: services.lobby.seating.seat_matched, given by
+# whoever opens the app (the lobby's start-up); seating imports the app, which owns this module.
+SeatMatched = Callable[[LobbyApp, Session, dict[str, Any]], Awaitable[None]]
 
 log = logging.getLogger("paiju.lobby.matchmaker")
 
@@ -190,8 +193,9 @@ class Matchmaking:
     """One lobby's part: its view of the bucket, the delivery of outcomes to its sessions,
     and, while it holds the lease, the matcher."""
 
-    def __init__(self, app: LobbyApp) -> None:
+    def __init__(self, app: LobbyApp, seat_matched: SeatMatched | None = None) -> None:
         self.app = app
+        self.seat_matched = seat_matched
         self.cfg = app.lobby
         self.instance = uuid.uuid4().hex[:12]
         self.kv: KeyValue | None = None
@@ -460,7 +464,9 @@ class Matchmaking:
         OUTCOMES.labels(str(value["state"])).inc()
         try:
             if value["state"] == MATCHED:
-                await self._seat(session, value)
+                if self.seat_matched is None:
+                    raise RuntimeError("this lobby was opened without a way to seat a match")
+                await self.seat_matched(self.app, session, value)
             else:
                 reason = Cancelled.TIMEOUT if value["state"] == TIMEOUT else Cancelled.FAILED
                 session.send(server_frame(Cancelled(ticket_id=value["ticket_id"], reason=reason,
@@ -472,43 +478,6 @@ class Matchmaking:
                 await self._need().delete(key, last=rev)
             except Exception as exc:    # replaced meanwhile (a new ticket): leave it
                 log.debug("ticket outcome not deleted", extra={"error": repr(exc)})
-
-    async def _seat(self, session: Session, value: dict[str, Any]) -> None:
-        from services.lobby import seating, watching
-
-        room_id, ticket_id = int(value["room_id"]), str(value["ticket_id"])
-        spec = registry.get(str(value["game"]))
-        if session.room_id and session.room_id != room_id:    # sat down elsewhere meanwhile
-            session.send(server_frame(Cancelled(
-                ticket_id=ticket_id, reason=Cancelled.FAILED,
-                message=f"you sit in room {session.room_id}: room {room_id} goes on without you")))
-            return
-        request = client_frame(lobby_msgs_pb2.JoinRoom(room_id=room_id), seq=0)
-        try:
-            await watching.stop(self.app, session)
-            address = await self.app.owner_address(room_id, fresh=True)
-            reply = await seating.ask_join(self.app, session, request, room_id,
-                                           str(value["password"]), common_pb2.Game.ValueType(spec.game_type),
-                                           address)
-        except Reject as exc:
-            session.send(server_frame(Cancelled(ticket_id=ticket_id, reason=Cancelled.FAILED,
-                                                message=f"room {room_id}: {exc.message}")))
-            return
-        if reply.code == 0:
-            waited = max(0.0, float(value.get("matched_at", 0)) - float(value["enqueued_at"]))
-            session.send(server_frame(lobby_msgs_pb2.MatchFound(
-                ticket_id=ticket_id, room_id=room_id, seat=reply.seat,
-                robots=int(value.get("robots", 0)), waited_ms=int(waited * 1000))))
-        else:
-            session.send(server_frame(Cancelled(
-                ticket_id=ticket_id, reason=Cancelled.FAILED,
-                message=f"room {room_id}: {reply.message or 'refused'}")))
-        await seating.seat(self.app, session, room_id, reply,
-                           seating.reply_frames(request, reply))
-        robots = int(value.get("robots", 0))
-        if reply.code == 0 and robots and int(value.get("creator", 0)) == session.user_id:
-            await seating.seated_command(self.app, session, client_frame(
-                lobby_msgs_pb2.AddRobots(count=robots), seq=0))
 
     # -- the active matcher ---------------------------------------------------------------
 

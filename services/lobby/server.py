@@ -13,6 +13,7 @@ from grpc_health.v1 import health_pb2
 from services.common.config import Config, require_console_token, require_token_secret
 from services.common.health import LIVENESS, DependencyWatch, nats_connected
 from services.common.server import ServiceHost, start_service
+from services.lobby import seating
 from services.lobby.app import LobbyApp
 from services.lobby.console.http import Console, start_console
 from services.lobby.grpc_front import LobbyService, register_lobby
@@ -38,7 +39,7 @@ async def start(cfg: Config, *, port: int | None = None,
     require_token_secret(cfg)
     require_console_token(cfg)
     # the directory buckets may not be there yet: serve anyway, not ready, until they are
-    app = await LobbyApp.open(cfg, wait_directory=False)
+    app = await LobbyApp.open(cfg, wait_directory=False, seat_matched=seating.seat_matched)
     service = LobbyService(app)
     try:
         started = await start_service("lobby", c.host, c.port if port is None else port,
