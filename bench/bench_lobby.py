@@ -40,6 +40,7 @@ from paiju.v1 import (
 )
 from services.common import bus
 from services.common.natsd import EmbeddedNats
+from services.common.runner import run as run_on_loop
 from services.lobby import tokens
 from services.lobby.server import start
 from tests.support.lobbykit import ConnectStream, lobby_config
@@ -393,7 +394,7 @@ async def run(quick: bool) -> list[str]:
 
 def main() -> None:
     options = parse_options(__doc__)
-    write_report(options.report(REPORT), asyncio.run(run(options.quick)))
+    write_report(options.report(REPORT), run_on_loop(run(options.quick)))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from bench.common import REPORTS, write_report
 from clients.robot.robot import run_tables
 from games import registry
 from games.rng import derive
+from services.common.runner import run as run_on_loop
 from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 
 GAMES = tuple(spec.name for spec in registry.all())
@@ -208,7 +209,9 @@ def self_play(game: str, hands: int) -> tuple[float, int]:
 def run(rooms: int, hands: int) -> tuple[list[SystemRun], dict[str, tuple[float, int]], float]:
     with tempfile.TemporaryDirectory(prefix="paiju-bench-") as tmp:
         started = time.perf_counter()
-        stack = start_stack(Path(tmp))
+        # the services run on this process's PAIJU_EVENT_LOOP (start_stack drops PAIJU_*)
+        stack = start_stack(Path(tmp), **{k: v for k, v in os.environ.items()
+                                          if k == "PAIJU_EVENT_LOOP"})
         startup = time.perf_counter() - started
         try:
             runs = [asyncio.run(play_system(stack, game, rooms, hands)) for game in GAMES]
@@ -307,7 +310,7 @@ class Floor:
 
 def measure_floor() -> Floor:
     from bench.bench_transport import measure as transport
-    ops, figures = asyncio.run(transport(scale=2, rounds=3))
+    ops, figures = run_on_loop(transport(scale=2, rounds=3))
     f = {k: figures[k] for k in ("b", "e", "c3", "c4")}
     return Floor(bidi=f["b"].cpu * 1e6, append=(f["e"].cpu + f["e"].server) * 1e6,
                  publish=(f["c3"].cpu + f["c3"].server) * 1e6,

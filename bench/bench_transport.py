@@ -36,6 +36,7 @@ from nats.js.api import StorageType, StreamConfig
 from bench.common import parse_options, write_report
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
+from services.common.runner import run as run_on_loop
 from services.common.server import start_service
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -317,7 +318,7 @@ def report(ops: list[Op], figures: dict[str, Figure], rounds: int, quick: bool) 
 def main(argv: list[str] | None = None) -> None:
     opts = parse_options(__doc__, argv)
     scale, rounds = (1, 2) if opts.quick else (10, 5)
-    ops, figures = asyncio.run(measure(scale, rounds))
+    ops, figures = run_on_loop(measure(scale, rounds))
     write_report(opts.report("transport.md"), report(ops, figures, rounds, opts.quick))
 
 
