@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from services.common.natsd import EmbeddedNats  # noqa: E402
+from tests.support.pgctl import PrivatePostgres, private_postgres  # noqa: E402
 
 os.environ.setdefault("PAIJU_ENV", "test")
 
@@ -24,6 +25,14 @@ def nats_server() -> Iterator[EmbeddedNats]:
     """A private nats-server with JetStream on a free port for the whole session."""
     with EmbeddedNats() as server:
         yield server
+
+
+@pytest.fixture
+def postgres() -> Iterator[PrivatePostgres]:
+    """A private PostgreSQL for one test (``pg_ctl``: tests that stop, restart or lock it
+    down), never the machine's shared one."""
+    with private_postgres() as pg:
+        yield pg
 
 
 @pytest.fixture

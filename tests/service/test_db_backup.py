@@ -14,7 +14,7 @@ import pytest
 
 from deploy import db_backup
 from services.common.natsd import free_port
-from tests.support.pgctl import PostgresUnavailable, PrivatePostgres
+from tests.support.pgctl import PrivatePostgres, private_postgres
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,15 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PrivatePostgres]:
-    try:
-        server = PrivatePostgres()
-    except PostgresUnavailable as exc:
-        pytest.skip(f"no private PostgreSQL: {exc}")
-    server.start()
-    try:
+    with private_postgres() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def psql(pg: PrivatePostgres, database: str, sql: str) -> None:

@@ -14,19 +14,17 @@ import signal
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import nats
-import pytest
 
 from services.common.bus import ensure_streams, settle_subject
 from services.common.natsd import EmbeddedNats
 from services.records.store import START_COINS
 from tests.service.test_records_crash import consumer_idle, wait_for
 from tests.service.test_records_support import encode, event, hand_message, payments_for
-from tests.support.pgctl import PostgresUnavailable, PrivatePostgres
+from tests.support.pgctl import PrivatePostgres
 from tests.support.procs import ServiceProc, make_service
 
 ROOMS = [720001 + i for i in range(8)]
@@ -35,19 +33,6 @@ USERS = list(range(9101, 9113))
 RATE = 15.0                      # settlements published per second
 PG_DOWN = (1.0, 3.0)             # seconds after the first publish: stopped, started again
 NATS_DOWN = (5.0, 6.0)           # killed with SIGKILL, started again
-
-
-@pytest.fixture
-def postgres() -> Iterator[PrivatePostgres]:
-    try:
-        pg = PrivatePostgres()
-    except PostgresUnavailable as exc:
-        pytest.skip(f"no private PostgreSQL: {exc}")
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.stop()
 
 
 def settlements() -> list[dict]:

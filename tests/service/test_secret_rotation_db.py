@@ -26,7 +26,6 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -38,24 +37,11 @@ from services.records.db import engine_for, migrate
 from services.records.settlement import parse_settlement
 from services.records.store import SettlementWriter
 from tests.service.test_records_support import encode, hand_message
-from tests.support.pgctl import PostgresUnavailable, PrivatePostgres
+from tests.support.pgctl import PrivatePostgres
 
 OLD, NEW = "old-db-password-0123456789", "new-db-password-9876543210"
 ROOT = Path(__file__).resolve().parents[2]
 SEATS = [3001, 3002, 3003, 3004]
-
-
-@pytest.fixture
-def postgres() -> Iterator[PrivatePostgres]:
-    try:
-        pg = PrivatePostgres()
-    except PostgresUnavailable as exc:
-        pytest.skip(f"no private PostgreSQL: {exc}")
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.stop()
 
 
 async def superuser(pg: PrivatePostgres, sql: str) -> None:

@@ -8,12 +8,16 @@ commands run as the ``postgres`` user (``runuser``), who owns the directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from deploy.db_backup import BackupError, find_tool
 from services.common.natsd import free_port
@@ -95,3 +99,18 @@ class PrivatePostgres:
                 self.halt()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A started private PostgreSQL, stopped and removed at the end; the test is skipped
+    where there are no server binaries (or no user to run them as)."""
+    try:
+        pg = PrivatePostgres()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"no private PostgreSQL: {exc}")
+    pg.start()
+    try:
+        yield pg
+    finally:
+        pg.stop()

@@ -29,7 +29,7 @@ import pytest
 from clients.robot.robot import RobotStats, hand_number, run_tables
 from paiju.v1 import records_pb2, records_pb2_grpc
 from services.common.bus import SETTLE_STREAM
-from tests.support.pgctl import PostgresUnavailable, PrivatePostgres
+from tests.support.pgctl import PrivatePostgres, private_postgres
 from tests.system.conftest import SECRET, start_stack, stop_stack
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
@@ -45,17 +45,10 @@ COUNTS: dict[str, int] = {}
 
 @pytest.fixture
 def postgres() -> Iterator[PrivatePostgres]:
-    try:
-        pg = PrivatePostgres()
-    except PostgresUnavailable as exc:
-        pytest.skip(f"no private PostgreSQL: {exc}")
     started = time.monotonic()
-    pg.start()
-    TIMINGS["postgres start"] = time.monotonic() - started
-    try:
+    with private_postgres() as pg:
+        TIMINGS["postgres start"] = time.monotonic() - started
         yield pg
-    finally:
-        pg.stop()
 
 
 def run_tool(args: list[str], env: dict[str, str], step: str) -> str:
