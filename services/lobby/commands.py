@@ -11,6 +11,7 @@ from typing import Any
 
 from games import registry
 from paiju.frames import error_frame, ok_frame, server_frame
+from paiju.seated import SEATED  # forwarded unchanged to the table owning the sender's room
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
 from services.lobby import limits, metrics, seating, watching
@@ -24,10 +25,6 @@ log = logging.getLogger("paiju.lobby.commands")
 
 Handler = Callable[[LobbyApp, Session, client_pb2.ClientFrame], Awaitable[None]]
 
-# Commands forwarded unchanged to the table owning the sender's room.
-SEATED = frozenset({"ask_ready", "ask_exit", "refresh_room", "ask_geo", "cancel_entrust",
-                    "ask_dismiss", "report_dismiss", "mahjong_action", "dd_ask_alone",
-                    "dd_choose_friend", "dd_ask_out", "set_client_seed", "add_robots"})
 # Table answers after which quick start tries another room once.
 RETRY_QUICK = frozenset({common_pb2.ERR_ROOM_FULL, common_pb2.ERR_NO_SUCH_ROOM,
                          common_pb2.ERR_HAND_IN_PROGRESS})

@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 
 from games import fair
 from games.engine import RuleError
-from paiju import frames
+from paiju import frames, seated
 from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import reserved
@@ -68,10 +69,10 @@ class Commands:
             if what == "join_room":
                 return await self._join(cmd)
             seat = checks.require_seat(room, cmd.user_id)
-            handler = getattr(self, f"_c_{what}", None)
+            handler = ROOM_HANDLERS.get(what or "")
             if handler is not None:
-                return await handler(seat, frame)
-            return await self._game_action(seat, frame)
+                return await handler(self, seat, frame)
+            return await self._game_action(seat, frame)   # refuses what is no game action
         except RoomError as err:
             return Reply(err.code, str(err))
 
@@ -322,3 +323,17 @@ class Commands:
         m.ACTION_SECONDS.labels(room.game).observe(time.perf_counter() - started)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
+
+RoomHandler = Callable[[Commands, int, client_pb2.ClientFrame], Awaitable[Reply]]
+# the room commands of paiju.seated, each with its handler: an import error if one lacks it
+ROOM_HANDLERS: dict[str, RoomHandler] = seated.room_handlers({
+    "ask_ready": Commands._c_ask_ready,
+    "ask_exit": Commands._c_ask_exit,
+    "add_robots": Commands._c_add_robots,
+    "set_client_seed": Commands._c_set_client_seed,
+    "refresh_room": Commands._c_refresh_room,
+    "ask_geo": Commands._c_ask_geo,
+    "cancel_entrust": Commands._c_cancel_entrust,
+    "ask_dismiss": Commands._c_ask_dismiss,
+    "report_dismiss": Commands._c_report_dismiss,
+})
