@@ -28,9 +28,12 @@ INSECURE_REGISTRY ?=
 # validation tools (make tools): their own virtualenv and npm prefix, inside .venv
 TOOLS := $(VENV)/tools
 # make deploy ENV=dev|test|prod [IMAGES="lobby=<ref>@sha256:... ..."] [DRY_RUN=1]
+#   [SMOKE='<shell command>'] [ROLLOUT_TIMEOUT=<s>]: a failed rollout or smoke check rolls back
 ENV ?=
 IMAGES ?=
 DRY_RUN ?=
+SMOKE ?=
+ROLLOUT_TIMEOUT ?= 900
 DIST ?= dist
 RELEASE_OUT ?=
 
@@ -188,11 +191,14 @@ image-test: setup
 
 # make deploy ENV=<env>: the migration Job, then the services, by digest (deploy/promote.py
 # writes build/release/<env>/ from the overlay and the digests: dist/<svc>/image.txt of this
-# build, IMAGES=..., or what the cluster runs now; nothing tracked is edited).
+# build, IMAGES=..., or what the cluster runs now; nothing tracked is edited). A rollout past
+# its progress deadline, crash looping, or failing SMOKE is rolled back to the revisions
+# recorded before it (build/release/<env>/previous.json, rollback.txt) and fails (exit 2).
 deploy:
 	@test -n "$(ENV)" || { echo "make deploy ENV=dev|test|prod" >&2; exit 1; }
 	$(PYTHON) deploy/promote.py --env $(ENV) $(if $(DRY_RUN),--dry-run) \
-	  $(foreach i,$(IMAGES),--image $(i)) --from-dist $(DIST) $(if $(RELEASE_OUT),--out $(RELEASE_OUT))
+	  $(foreach i,$(IMAGES),--image $(i)) --from-dist $(DIST) $(if $(RELEASE_OUT),--out $(RELEASE_OUT)) \
+	  --rollout-timeout $(ROLLOUT_TIMEOUT) $(if $(SMOKE),--smoke '$(SMOKE)')
 
 clean:
 	rm -rf $(VENV) paiju/v1 dist build *.egg-info .pytest_cache .hypothesis var

@@ -10,10 +10,18 @@
    deploy/k8s/overlays/<env> with ``images:`` set by digest, ``migrate/kustomization.yaml``
    (test, prod) with the records image for the Job records-migrate, and ``release.json``.
    No tracked file is edited; the Jenkins job archives the directory.
-3. Applies (unless --render-only; --dry-run prints the commands): the migration Job (the old
-   one deleted first: a Job cannot change), waits for it to complete (its logs and a failure
-   if it does not), then the services (server-side apply: fields the HPAs own are left
-   alone), then waits for every Deployment's rollout.
+3. Applies (unless --render-only; --dry-run prints the commands): records what each
+   Deployment runs now (its revision and image: ``previous.json``), the migration Job (the
+   old one deleted first: a Job cannot change), waits for it to complete (its logs and a
+   failure if it does not), then the services (server-side apply: fields the HPAs own are
+   left alone), then waits for every Deployment's rollout.
+4. Rolls back by itself: a rollout that exceeds its progress deadline (kubectl rollout status
+   fails), a pod of the new image in CrashLoopBackOff, a rollout not done in --rollout-timeout,
+   or a smoke check (--smoke, a shell command) that fails: every Deployment goes back to its
+   recorded revision (``kubectl rollout undo --to-revision``; a template that did not change
+   is skipped by kubectl), the restored rollouts are awaited, ``rollback.txt`` names the
+   failed and the restored images, and the exit status is 2. The migration is not undone
+   (migrations are expand-only: the previous release runs on the new schema).
 """
 
 from __future__ import annotations
@@ -177,8 +185,88 @@ def wait_for_job(ns: str, timeout: float, dry_run: bool) -> None:
     raise PromoteError(f"the migration Job {JOB} did not finish in {timeout:.0f} s")
 
 
-def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float) -> None:
+class RolloutFailed(PromoteError):
+    """A rollout that failed its checks; the Deployments were rolled back (or tried to)."""
+
+
+REVISION = r"{.metadata.annotations.deployment\.kubernetes\.io/revision}"
+IMAGE = "{.spec.template.spec.containers[0].image}"
+POD_STATES = ('{range .items[*]}{.metadata.name}{" "}{.spec.containers[0].image}{" "}'
+              '{.status.containerStatuses[0].state.waiting.reason}{"\\n"}{end}')
+
+
+def current_state(ns: str, dry_run: bool) -> dict[str, dict[str, str]]:
+    """Each Deployment's revision and image before the release (absent: a first deploy)."""
+    state: dict[str, dict[str, str]] = {}
+    for service in SERVICES:
+        argv = kubectl("-n", ns, "get", "deployment", service, "--ignore-not-found", "-o",
+                       f"jsonpath={REVISION} {IMAGE}")
+        print("+ " + shlex.join(argv), flush=True)
+        if dry_run:
+            continue
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise PromoteError(f"cannot read deployment/{service}: {out.stderr.strip()}")
+        revision, _, image = out.stdout.strip().partition(" ")
+        if revision and image:
+            state[service] = {"revision": revision, "image": image.strip()}
+    return state
+
+
+def rollout_problem(ns: str, service: str, image: str, timeout: float,
+                    poll: float) -> str | None:
+    """None once deployment/<service> rolled out; otherwise what went wrong."""
+    status = kubectl("-n", ns, "rollout", "status", f"deployment/{service}", "--watch=false")
+    pods = kubectl("-n", ns, "get", "pods", "-l", f"app.kubernetes.io/name={service}", "-o",
+                   f"jsonpath={POD_STATES}")
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(status, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:       # "exceeded its progress deadline", or gone
+            return (out.stderr or out.stdout).strip().removeprefix("error: ") or "rollout failed"
+        if "successfully rolled out" in out.stdout:
+            return None
+        listed = subprocess.run(pods, capture_output=True, text=True, timeout=60).stdout
+        for line in listed.splitlines():
+            name, _, rest = line.strip().partition(" ")
+            pod_image, _, reason = rest.partition(" ")
+            if pod_image == image and reason.strip() == "CrashLoopBackOff":
+                return f"pod {name} of the new image is in CrashLoopBackOff"
+        if time.monotonic() >= deadline:
+            return f"not rolled out in {timeout:.0f} s"
+        time.sleep(poll)
+
+
+def roll_back(ns: str, previous: dict[str, dict[str, str]], timeout: float) -> list[str]:
+    """Every recorded Deployment back to its revision; returns what did not come back."""
+    broken = []
+    for service in SERVICES:
+        if service not in previous:
+            broken.append(f"{service}: no previous revision (a first deploy), left as it is")
+            continue
+        undo = kubectl("-n", ns, "rollout", "undo", f"deployment/{service}",
+                       f"--to-revision={previous[service]['revision']}")
+        print("+ " + shlex.join(undo), flush=True)
+        if subprocess.run(undo).returncode != 0:
+            broken.append(f"{service}: kubectl rollout undo failed")
+    for service in previous:
+        wait = kubectl("-n", ns, "rollout", "status", f"deployment/{service}",
+                       f"--timeout={timeout:.0f}s")
+        print("+ " + shlex.join(wait), flush=True)
+        if subprocess.run(wait).returncode != 0:
+            broken.append(f"{service}: the restored revision did not become ready either")
+    return broken
+
+
+def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float,
+          images: dict[str, str] | None = None, rollout_timeout: float = 900.0,
+          smoke: str | None = None, poll: float = 5.0) -> None:
     ns = namespace(env)
+    out = dirs[-1].parent
+    previous = current_state(ns, dry_run)
+    if not dry_run:
+        (out / "previous.json").write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n",
+                                           encoding="utf-8")
     for directory in dirs:
         if directory.name == "migrate":
             run(kubectl("-n", ns, "delete", "job", JOB, "--ignore-not-found", "--wait=true"),
@@ -187,9 +275,41 @@ def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float) -> None
             wait_for_job(ns, job_timeout, dry_run)
         else:
             run(kubectl(*APPLY, "-k", str(directory)), dry_run)
+    failed: dict[str, str] = {}
     for service in SERVICES:
-        run(kubectl("-n", ns, "rollout", "status", f"deployment/{service}", "--timeout=15m"),
-            dry_run)
+        print("+ " + shlex.join(kubectl("-n", ns, "rollout", "status", f"deployment/{service}",
+                                         "--watch=false"))
+              + f"   # until rolled out; fails past the progress deadline, on a crash loop, "
+              f"or after {rollout_timeout:.0f} s", flush=True)
+        if dry_run:
+            continue
+        problem = rollout_problem(ns, service, (images or {}).get(service, ""),
+                                  rollout_timeout, poll)
+        if problem:
+            failed[service] = problem
+            break                  # one failure decides: no need to wait for the others
+    if smoke:
+        print(f"+ {smoke}   # the smoke check (PAIJU_NAMESPACE={ns})", flush=True)
+        if not dry_run and not failed:
+            env_vars = {**os.environ, "PAIJU_NAMESPACE": ns, "PAIJU_ENV": env}
+            if subprocess.run(smoke, shell=True, env=env_vars).returncode != 0:
+                failed["smoke"] = f"the smoke check failed: {smoke}"
+    if not failed:
+        return
+    broken = roll_back(ns, previous, rollout_timeout)
+    lines = [f"the rollout to {env} ({ns}) failed and was rolled back"
+             + (" INCOMPLETELY" if broken else "") + ":"]
+    lines += [f"  failed  {name}: {problem}" for name, problem in failed.items()]
+    for service in SERVICES:
+        new = (images or {}).get(service, "?")
+        old = previous.get(service, {}).get("image")
+        if old and old != new:
+            lines.append(f"  {service:8} failed image {new}")
+            lines.append(f"  {service:8} restored     {old} (revision {previous[service]['revision']})")
+    lines += [f"  NOT RESTORED {item}" for item in broken]
+    message = "\n".join(lines)
+    (out / "rollback.txt").write_text(message + "\n", encoding="utf-8")
+    raise RolloutFailed(message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the kubectl commands")
     parser.add_argument("--render-only", action="store_true", help="write the release, apply nothing")
     parser.add_argument("--job-timeout", type=float, default=3600.0)
+    parser.add_argument("--rollout-timeout", type=float, default=900.0,
+                        help="seconds for each rollout (the progress deadline usually ends it)")
+    parser.add_argument("--smoke", default=None,
+                        help="a shell command run after the rollouts; failing rolls back")
+    parser.add_argument("--poll", type=float, default=5.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     out = args.out or ROOT / "build" / "release" / args.env
     try:
@@ -213,7 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         for service in SERVICES:
             print(f"  {service:8} {images[service]}")
         if not args.render_only:
-            apply(args.env, dirs, args.dry_run, args.job_timeout)
+            apply(args.env, dirs, args.dry_run, args.job_timeout, images,
+                  args.rollout_timeout, args.smoke, args.poll)
+    except RolloutFailed as exc:
+        print(f"deploy/promote.py: {exc}", file=sys.stderr)
+        return 2
     except (PromoteError, subprocess.CalledProcessError) as exc:
         print(f"deploy/promote.py: {exc}", file=sys.stderr)
         return 1

@@ -28,6 +28,7 @@
 //   Promote  main only: make deploy ENV=test with that digest; then the approval, waiting
 //            on no agent; then ENV=prod with the same digest (never rebuilt). Every deploy
 //            holds the lock "paiju-deploy", so two services never migrate or roll out at once.
+//            A rollout that fails its checks is rolled back by make deploy and fails the job.
 
 def call(Map args) {
     String service = args.service
@@ -128,13 +129,27 @@ boolean stages(String service) {
     return true
 }
 
+// make deploy rolls a failed rollout back by itself (deploy/promote.py: a rollout past its
+// progress deadline, a new pod crash looping, or a failed smoke check puts every Deployment
+// back on the revision it ran before, inside the lock) and exits non-zero; the release
+// directory is archived either way and the job fails naming the failed and the restored
+// images (build/release/<env>/rollback.txt). No rollback.txt: it failed before any rollout.
 def promote(String service, String environment) {
+    int status = 0
     lock('paiju-deploy') {
         withCredentials([file(credentialsId: "paiju-kubeconfig-${environment}", variable: 'KUBECONFIG')]) {
             withEnv(["DEPLOY_ENV=${environment}"]) {
-                sh 'make deploy ENV="$DEPLOY_ENV" IMAGES="$SERVICE=$(cat dist/$SERVICE/image.txt)"'
+                status = sh(returnStatus: true,
+                            script: 'make deploy ENV="$DEPLOY_ENV" IMAGES="$SERVICE=$(cat dist/$SERVICE/image.txt)"')
             }
         }
     }
-    archiveArtifacts artifacts: "build/release/${environment}/**", fingerprint: true
+    archiveArtifacts artifacts: "build/release/${environment}/**", fingerprint: true, allowEmptyArchive: true
+    if (status != 0) {
+        String report = "build/release/${environment}/rollback.txt"
+        String what = fileExists(report) ? readFile(report).trim()
+                : "make deploy exited ${status} before the rollout (see the log above); nothing was rolled back"
+        currentBuild.description = "paiju-${service}: the ${environment} rollout failed"
+        error("paiju-${service} was not deployed to ${environment}. ${what}")
+    }
 }

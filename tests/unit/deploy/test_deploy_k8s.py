@@ -921,6 +921,10 @@ def test_make_deploy_migrates_then_rolls_out(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     steps = [line[2:] for line in run.stdout.splitlines() if line.startswith("+ ")]
+    # first what each Deployment runs now (the rollback's target: test_deploy_rollback.py)
+    assert [s.split()[5] for s in steps[:4]] == list(SERVICES)
+    assert all(" get deployment " in s and "revision" in s for s in steps[:4])
+    steps = steps[4:]
     assert steps[0].startswith("kubectl -n paiju delete job records-migrate")
     assert "apply --server-side" in steps[1] and steps[1].endswith("/migrate")
     assert "get job records-migrate" in steps[2]
