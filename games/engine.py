@@ -15,7 +15,9 @@ deterministic state machine in the spirit of OpenSpiel and PokerKit:
 * ``default_action(seat)`` - what a timeout or entrust (托管) plays for that seat.
 * ``observation(seat)`` - exactly what that seat may see; ``public_view()`` - what a spectator
   may see. Hidden information leaves the engine only through these two and through events
-  addressed to one seat.
+  addressed to one seat. ``view_and_actions(seat)`` - the observation and the legal actions
+  together, as a prompt shows them (:class:`ViewThenActions` asks for the two apart; an engine
+  whose observation lists the legal actions, as mahjong's does, computes them once).
 * ``is_over()``, ``settlement()`` - the itemised, zero-sum ledger of the hand.
 * ``serialize()`` (a JSON string) / ``deserialize(text)`` (class method) / ``clone()``.
 * ``deal_events()`` - the events of the deal, right after ``new_hand`` (public "deal", each
@@ -205,6 +207,20 @@ class Verified:
         return True
 
 
+class ViewThenActions:
+    """``view_and_actions`` for an engine whose observation does not contain the legal
+    actions: the observation, then the legal actions."""
+
+    def observation(self, seat: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def legal_actions(self, seat: int) -> list[Action]:
+        raise NotImplementedError
+
+    def view_and_actions(self, seat: int) -> tuple[dict[str, Any], list[Action]]:
+        return self.observation(seat), self.legal_actions(seat)
+
+
 class NoWindows:
     """The response-window part of :class:`State` for a game that has no windows (Dadun):
     nothing is ever pending, and answering or deciding a window is refused."""
@@ -246,6 +262,8 @@ class State(Protocol):
     def default_action(self, seat: int) -> Action: ...
 
     def observation(self, seat: int) -> dict[str, Any]: ...
+
+    def view_and_actions(self, seat: int) -> tuple[dict[str, Any], list[Action]]: ...
 
     def public_view(self) -> dict[str, Any]: ...
 

@@ -36,6 +36,7 @@ from games.engine import (
     RuleError,
     Settlement,
     Verified,
+    ViewThenActions,
 )
 from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
 
@@ -47,7 +48,7 @@ __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_d
 parse_options = normalize_options
 
 
-class DadunState(NoWindows, Verified):
+class DadunState(NoWindows, ViewThenActions, Verified):
     """One deal; implements :class:`games.engine.State` (Dadun has no response windows)."""
 
     num_seats = SEATS

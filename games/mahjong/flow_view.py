@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from games.engine import Action
 from games.mahjong import SUITS, tile_name
 from games.mahjong.flow_base import HandCore
 from games.mahjong.meld import Meld
@@ -16,12 +17,18 @@ class ViewMixin(HandCore):
     """Observation (the hidden-information projection) of :class:`~games.mahjong.flow.MahjongState`."""
 
     def public_view(self) -> dict[str, Any]:
-        return self._view(None)
+        return self._view(None, [])
 
     def observation(self, seat: int) -> dict[str, Any]:
-        return self._view(seat)
+        return self._view(seat, self.legal_actions(seat))
 
-    def _view(self, seat: int | None) -> dict[str, Any]:
+    def view_and_actions(self, seat: int) -> tuple[dict[str, Any], list[Action]]:
+        """The observation lists the seat's legal actions: they are computed once."""
+        actions = self.legal_actions(seat)
+        return self._view(seat, actions), actions
+
+    def _view(self, seat: int | None, actions: list[Action]) -> dict[str, Any]:
+        """``actions``: the seat's legal actions (its "candidates"; unused for a spectator)."""
         voids_public = self.stage not in ("exchange", "void")
         w = self.window
         view: dict[str, Any] = {
@@ -53,7 +60,7 @@ class ViewMixin(HandCore):
         sel, recv = self.exchange_sel[seat], self.exchange_recv[seat]
         view["exchange"] = None if sel is None else {
             "given": self.names(sel), "received": None if recv is None else self.names(recv)}
-        view["candidates"] = [a.to_dict() for a in self.legal_actions(seat)]
+        view["candidates"] = [a.to_dict() for a in actions]
         return view
 
     def _visible_to_act(self, seat: int | None) -> list[int]:

@@ -71,16 +71,9 @@ def prompt(room: r.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
     """What a seat may do now, and its view of the hand."""
     state = room.state
     assert state is not None
-    observation = state.observation(seat)
-    listed = observation.get("candidates")
-    if listed is not None:
-        # a mahjong observation lists the seat's legal actions (Action.to_dict, empty
-        # fields left out): the same specs without asking the engine a second time
-        actions = [g.ActionSpec(kind=a["kind"], tiles=a.get("tiles", ()), ref=a.get("ref", ""),
-                                choice=a.get("choice", "")) for a in listed]
-    else:
-        actions = [g.ActionSpec(kind=a.kind, tiles=a.tiles, ref=a.ref, choice=a.choice)
-                   for a in state.legal_actions(seat)]
+    observation, legal = state.view_and_actions(seat)
+    actions = [g.ActionSpec(kind=a.kind, tiles=a.tiles, ref=a.ref, choice=a.choice)
+               for a in legal]
     return frames.server_frame(g.Prompt(
         game=room.game, phase=state.phase(), actions=actions,
         observation_json=_observation_json(observation),

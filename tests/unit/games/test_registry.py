@@ -78,6 +78,23 @@ def test_a_hand_plays_to_the_end_with_the_registry_bots(name: str) -> None:
     assert spec.deserialize(state.serialize()).serialize() == state.serialize()
 
 
+@pytest.mark.parametrize("name", ["xuezhan", "changsha", "dadun"])
+def test_view_and_actions_are_the_observation_and_the_legal_actions(name: str) -> None:
+    """The prompt's one call (engine.State.view_and_actions) gives what the two give apart,
+    for every seat at every decision of a hand, without changing the state."""
+    spec = registry.get(name)
+    state = spec.new_hand(spec.parse_options({}), 23, 2)
+    while not state.is_over():
+        for seat in range(state.num_seats):
+            before = state.serialize()
+            view, actions = state.view_and_actions(seat)
+            assert state.serialize() == before
+            assert view == state.observation(seat)
+            assert actions == state.legal_actions(seat)
+        seat = state.to_act()[0]
+        state.apply(seat, spec.greedy_policy(state, seat))
+
+
 def test_dadun_has_no_response_windows() -> None:
     state = registry.get("dadun").new_hand({}, 3, 0)
     assert state.pending_window() is None
