@@ -5,7 +5,7 @@ directory changes; nothing here knows the wire."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from games.engine import Event, Payment
@@ -34,6 +34,9 @@ class HandEvent:
     index: int            # within the hand
     event: Event
     ctx: HandContext
+    # not part of the fact: what a reader made of this very event, kept for a later reader
+    # (views.py: its frame, from the fold of its record until the hand's settlement)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -181,14 +180,12 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                     dismissed=False, reason=lm.NoticeDismiss.PLAYER_VOTE,
                     doc="the dismiss request was refused", room_id=room.room_id)))
             case ft.EngineEvents(events):
-                frames_of = _hand_frames.setdefault(room, {})
                 mapping: dict[str, Any] = {}
                 ctx: ft.HandContext | None = None
                 for e in events:
                     if e.ctx is not ctx:   # one context per batch: its mapping once
                         ctx, mapping = e.ctx, e.ctx.mapping()
-                    frame = _event_frame(room, e, mapping)
-                    frames_of[e.index] = (e, frame)
+                    frame = e.memo[_FRAME] = _event_frame(room, e, mapping)
                     if e.event.to is None:
                         fx.public.append(frame)
                     elif e.ctx.user_ids[e.event.to] and not reserved.is_robot(
@@ -230,24 +227,21 @@ def _event_frame(room: r.Room, e: ft.HandEvent,
     return event_frame(room.game, e.event, uid, e.ctx.mapping() if mapping is None else mapping)
 
 
-# The frames of the running hand's engine events, made when their record was folded, for
-# the hand's settlement (which replays them all): room -> event index -> (the event, its
-# frame). A frame is reused only for that very event object (a later hand, a rebuilt
-# room: made again); a room's entry goes with its hand's settlement or with the room.
-_hand_frames: weakref.WeakKeyDictionary[r.Room, dict[int, tuple[ft.HandEvent,
-                                                                 client_pb2.ServerFrame]]]
-_hand_frames = weakref.WeakKeyDictionary()
+# An engine event's frame is made once, when its record is folded (effects), and kept with
+# the event (HandEvent.memo) for the hand's settlement, which takes it: a frame is reused
+# only for that very event object (a later hand, a rebuilt room: made again).
+_FRAME = "frame"
 # json.dumps(obj, ensure_ascii=False, sort_keys=True) builds this very encoder every call
 _event_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 def hand_settlement(room: r.Room, hand: ft.HandEnded) -> dict[str, Any]:
     """The settlement message of a hand (records stores it; its events are the replay)."""
-    made = _hand_frames.pop(room, {})
     events = []
     for e in hand.events:
-        hit = made.get(e.index)
-        frame = hit[1] if hit is not None and hit[0] is e else _event_frame(room, e)
+        frame: client_pb2.ServerFrame | None = e.memo.pop(_FRAME, None)
+        if frame is None:
+            frame = _event_frame(room, e)
         events.append({
             "i": e.index, "kind": e.event.kind, "to": e.event.to, "event_id": frame.event_id,
             "frame": base64.b64encode(frame.SerializeToString()).decode(),

@@ -1,6 +1,6 @@
 """The table's per-record shortcuts give what the plain way gives, after every record of
-played hands: a prompt's actions taken from the observation's candidates, the engine
-events' frames a hand's settlement reuses. And every window of those hands is decided by
+played hands: a prompt's observation and actions from one engine call (mahjong computes
+its candidates once), the engine events' frames a hand's settlement reuses (each made once). And every window of those hands is decided by
 the arbiter's handler through the wire, which gives the pure function's decision, passed by
 the state's check (verify_decision, no trial on a clone) and taken by the fold."""
 
@@ -18,6 +18,7 @@ from paiju.v1 import client_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from services.arbiter.server import decide
 from services.common.arbwire import decision_from_pb, window_to_pb
+from services.table import facts as ft
 from services.table import logrec as lr
 from services.table import views
 from services.table.room import Room
@@ -63,7 +64,8 @@ def arbitrate(window: Window, rules: Rules) -> Decision:
 class Table:
     """Records folded with their frames (views.apply), as the actor does."""
 
-    def __init__(self, game: str, hands: int) -> None:
+    def __init__(self, game: str, hands: int, *, compare: bool = True) -> None:
+        self.compare = compare   # each settlement's events with the plain ones
         first = lr.stamp(create(game, hands), 0)
         self.records: list[lr.Record] = [first]
         self.room = Room(first)
@@ -78,7 +80,10 @@ class Table:
         fx = views.apply(self.room, rec)
         for msg in fx.settle:
             if not msg["final"]:
-                assert msg["events"] == plain_settlement_events(self.room, msg)
+                # the settlement took the frames its events kept since their fold
+                assert not any(e.memo for e in self.room.hand_events)
+                if self.compare:
+                    assert msg["events"] == plain_settlement_events(self.room, msg)
                 self.settled.append(msg)
         return fx
 
@@ -120,6 +125,26 @@ def test_prompts_and_settlements_are_the_plain_ones_after_every_record(game: str
     for seed in (20261202, 7, 99):
         table.play(seed)
     assert len(table.settled) == 3 and table.room.closed
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_a_hands_event_frames_are_made_once_for_the_screens_and_its_settlement(
+        game: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[int, int]] = []
+    make = views._event_frame
+
+    def counted(room: Room, e: ft.HandEvent,
+                mapping: dict[str, Any] | None = None) -> client_pb2.ServerFrame:
+        made.append((e.ctx.hand_no, e.index))
+        return make(room, e, mapping)
+
+    monkeypatch.setattr(views, "_event_frame", counted)
+    table = Table(game, hands=2, compare=False)
+    for seed in (31, 32):
+        table.play(seed)
+    assert len(table.settled) == 2
+    assert sorted(made) == sorted({(msg["hand_no"], e["i"]) for msg in table.settled
+                                   for e in msg["events"]})
 
 
 @pytest.mark.parametrize("game", GAMES)
