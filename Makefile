@@ -12,7 +12,7 @@ PROTO_STAMP := paiju/v1/__init__.py
 .PHONY: setup protos run test lint bench chaos capacity clean help lock tools validate deploy \
 	images image-tools base-image image-test $(addprefix test-,$(SERVICES)) $(addprefix build-,$(SERVICES)) \
 	$(addprefix image-,$(SERVICES)) $(addprefix push-,$(SERVICES)) $(addprefix changed-,$(SERVICES)) \
-	$(addprefix tests-of-,$(SERVICES)) db-backup db-restore
+	$(addprefix tests-of-,$(SERVICES)) db-backup db-restore protos-compat
 
 BENCH_ARGS ?=
 # container images (deploy/images.py, buildah and podman; deploy/README.md): built locally as
@@ -44,6 +44,7 @@ help:
 	@echo "make images | image-<svc> | push-<svc> IMAGE_REGISTRY=... | base-image [PIN=1] | image-test"
 	@echo "make deploy ENV=dev|test|prod [IMAGES=...] - migrate, then roll out images by digest"
 	@echo "make lock | tools | validate | changed-<svc> BASE=<commit> | tests-of-<svc>"
+	@echo "make protos-compat [BASE=<commit>] - protos/ wire-compatible with the pinned release"
 
 # The virtualenv and dependencies, from the lock file with hashes (requirements/dev.txt:
 # every package and version pinned, each download checked), then the project itself
@@ -88,6 +89,11 @@ tools:
 # The deploy/ checks alone (they are part of `make test` too).
 validate: setup
 	$(PY) -m pytest -q tests/unit/deploy
+
+# protos/ against the release pinned in deploy/protos-base.txt (or BASE=<commit>): additive
+# changes only (deploy/protocompat.py; part of make test: tests/unit/deploy).
+protos-compat: setup
+	$(PY) deploy/protocompat.py $(if $(BASE),--base $(BASE))
 
 # Generated protocol code: redone only when a .proto or the generator changes.
 $(PROTO_STAMP): $(PROTOS) scripts/gen_protos.sh $(STAMP)
