@@ -130,6 +130,7 @@ def render(env: str, images: dict[str, str], out: Path) -> list[Path]:
     if env not in ENVIRONMENTS:
         raise PromoteError(f"ENV={env!r}: one of {', '.join(ENVIRONMENTS)}")
     out.mkdir(parents=True, exist_ok=True)
+    (out / "rollback.txt").unlink(missing_ok=True)     # a previous run's, never this one's
     header = ("# Written by deploy/promote.py (make deploy ENV={env}); not tracked, not edited "
               "by hand.\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
     dirs = []

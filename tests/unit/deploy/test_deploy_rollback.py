@@ -133,6 +133,9 @@ def undos(calls: list[list[str]]) -> list[tuple[str, str]]:
 
 def test_a_healthy_rollout_records_the_previous_release_and_rolls_nothing_back(
         tmp_path: Path) -> None:
+    stale = tmp_path / "release" / "rollback.txt"
+    stale.parent.mkdir()
+    stale.write_text("a previous run's rollback\n")
     run, calls = deploy(tmp_path, {})
     assert run.returncode == 0, run.stderr
     assert not undos(calls)
@@ -199,7 +202,7 @@ def test_a_rollout_that_never_finishes_is_rolled_back_after_the_timeout(tmp_path
     assert len(undos(calls)) == 4
 
 
-def test_the_dry_run_shows_the_checks_and_the_pipeline_reports_the_rollback() -> None:
+def test_the_pipeline_reports_the_rollback_and_make_passes_the_checks() -> None:
     library = (ROOT / "deploy" / "jenkins" / "vars" / "paijuService.groovy").read_text()
     promote = library.split("def promote(", 1)[1]
     assert "returnStatus: true" in promote
