@@ -231,7 +231,9 @@ def rollout_problem(ns: str, service: str, image: str, timeout: float,
         for line in listed.splitlines():
             name, _, rest = line.strip().partition(" ")
             pod_image, _, reason = rest.partition(" ")
-            if pod_image == image and reason.strip() == "CrashLoopBackOff":
+            # by digest: the pod names it as kustomize wrote it (<name>@sha256:...)
+            new_image = bool(image) and pod_image.endswith("@" + image.rsplit("@", 1)[-1])
+            if new_image and reason.strip() == "CrashLoopBackOff":
                 return f"pod {name} of the new image is in CrashLoopBackOff"
         if time.monotonic() >= deadline:
             return f"not rolled out in {timeout:.0f} s"
