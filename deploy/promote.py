@@ -15,9 +15,10 @@
    old one deleted first: a Job cannot change), waits for it to complete (its logs and a
    failure if it does not), then the services (server-side apply: fields the HPAs own are
    left alone), then waits for every Deployment's rollout.
-4. Rolls back by itself: a rollout that exceeds its progress deadline (kubectl rollout status
-   fails), a pod of the new image in CrashLoopBackOff, a rollout not done in --rollout-timeout,
-   or a smoke check (--smoke, a shell command) that fails: every Deployment goes back to its
+4. Rolls back by itself: an apply of the services that fails, a rollout that exceeds its
+   progress deadline (kubectl rollout status fails), a pod of the new image in
+   CrashLoopBackOff, a rollout not done in --rollout-timeout, or a smoke check (--smoke, a
+   shell command) that fails: every Deployment goes back to its
    recorded revision (``kubectl rollout undo --to-revision``; a template that did not change
    is skipped by kubectl), the restored rollouts are awaited, ``rollback.txt`` names the
    failed and the restored images, and the exit status is 2. The migration is not undone
@@ -270,6 +271,7 @@ def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float,
     if not dry_run:
         (out / "previous.json").write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n",
                                            encoding="utf-8")
+    failed: dict[str, str] = {}
     for directory in dirs:
         if directory.name == "migrate":
             run(kubectl("-n", ns, "delete", "job", JOB, "--ignore-not-found", "--wait=true"),
@@ -277,9 +279,13 @@ def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float,
             run(kubectl(*APPLY, "-k", str(directory)), dry_run)
             wait_for_job(ns, job_timeout, dry_run)
         else:
-            run(kubectl(*APPLY, "-k", str(directory)), dry_run)
-    failed: dict[str, str] = {}
+            try:
+                run(kubectl(*APPLY, "-k", str(directory)), dry_run)
+            except subprocess.CalledProcessError as exc:   # some objects may be applied
+                failed["apply"] = f"kubectl apply of the release failed (exit {exc.returncode})"
     for service in SERVICES:
+        if failed:
+            break
         print("+ " + shlex.join(kubectl("-n", ns, "rollout", "status", f"deployment/{service}",
                                          "--watch=false"))
               + f"   # until rolled out; fails past the progress deadline, on a crash loop, "

@@ -51,6 +51,9 @@ if rest[:1] == ["delete"]:
     print('job.batch "records-migrate" deleted')
     sys.exit(0)
 if rest[:1] == ["apply"]:
+    if scenario.get("fail", {}).get("apply") and rest[-1].endswith("app"):
+        print('Error from server (Forbidden): deployments.apps "table" is forbidden', file=sys.stderr)
+        sys.exit(1)
     state["applied"] = True
     save()
     print("deployment.apps/lobby serverside-applied")
@@ -193,6 +196,15 @@ def test_a_failed_smoke_check_rolls_back_too(tmp_path: Path) -> None:
     passed, calls = deploy(tmp_path / "ok", {}, "SMOKE=test \"$$PAIJU_NAMESPACE\" = paiju")
     assert passed.returncode == 0, passed.stderr
     assert not undos(calls)
+
+
+def test_a_release_that_does_not_apply_whole_is_rolled_back(tmp_path: Path) -> None:
+    run, calls = deploy(tmp_path, {"apply": "forbidden"})
+    assert run.returncode != 0
+    assert "failed  apply: kubectl apply of the release failed (exit 1)" in run.stderr
+    assert len(undos(calls)) == 4
+    assert not any(c[:3] == ["rollout", "status", "deployment/lobby"] and "--watch=false" in c
+                   for c in calls), "no rollout is awaited after a failed apply"
 
 
 def test_a_rollout_that_never_finishes_is_rolled_back_after_the_timeout(tmp_path: Path) -> None:
