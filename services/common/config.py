@@ -134,6 +134,7 @@ class LobbyConfig:
     match_robot_fill_seconds: float = -1.0
     match_stake_cover: int = 20
     match_total_hands: int = 8
+    match_stranger_tables_per_day: int = 3   # strangers seated together at most this often a day
 
 
 @dataclass(frozen=True)
@@ -538,6 +539,8 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("lobby.match_*: tick and timeout positive, lease longer than a tick")
     if cfg.lobby.match_stake_cover < 0 or cfg.lobby.match_total_hands < 1:
         raise ConfigError("lobby.match_stake_cover >= 0 and match_total_hands >= 1")
+    if cfg.lobby.match_stranger_tables_per_day < 0:
+        raise ConfigError("lobby.match_stranger_tables_per_day >= 0")
     _validate_credentials(cfg)
     if cfg.nats.liveness_seconds <= 0:
         raise ConfigError("nats.liveness_seconds: must be positive")
