@@ -366,8 +366,9 @@ class Matchmaking:
                                             message="cancelled"), reply_to=frame.seq))
 
     async def session_gone(self, session: Session) -> None:
-        """The ticket this session asked for goes with it (not a ticket a newer login of the
-        user now follows)."""
+        """The ticket this session asked for (not one a newer login of the user now follows)
+        is held for ``lobby.reconnect_grace_seconds`` (``away_at``), cancelled at once when
+        there is no grace."""
         if self.kv is None or not session.user_id:
             return
         key = PREFIX + str(session.user_id)
@@ -375,35 +376,47 @@ class Matchmaking:
             entry = await self.kv.get(key)
             value = json.loads(entry.value or b"{}")
             if value.get("state") == WAITING and value.get("session_id") == session.session_id:
-                await self.kv.delete(key, last=entry.revision)
-                log.info("ticket cancelled with its session", extra={"user": session.user_id})
+                if self.cfg.reconnect_grace_seconds <= 0:
+                    await self.kv.delete(key, last=entry.revision)
+                    log.info("ticket cancelled with its session", extra={"user": session.user_id})
+                    return
+                value["away_at"] = time.time()
+                await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
+                log.info("ticket held for its player's return", extra={"user": session.user_id})
         except NotFoundError:
             return
         except Exception as exc:    # matched meanwhile, or NATS away: the timeout ends it
             log.info("ticket not cancelled with its session", extra={"error": repr(exc)})
 
     async def resume(self, session: Session) -> None:
-        """After a login: the user's ticket follows the new session (its state is told)."""
+        """After a login: the user's ticket follows the new session (its state is told; a
+        ticket held for his return is taken back)."""
         if self.kv is None:
             return
         key = PREFIX + str(session.user_id)
-        try:
-            entry = await self.kv.get(key)
-            value = json.loads(entry.value or b"{}")
-        except NotFoundError:
-            return
-        except Exception as exc:
-            log.info("ticket not resumed", extra={"error": repr(exc)})
-            return
-        if value.get("state") in (WAITING, CLAIMED):
+        for _ in range(3):    # an older session's end marking it away meanwhile: again
+            try:
+                entry = await self.kv.get(key)
+                value = json.loads(entry.value or b"{}")
+            except NotFoundError:
+                return
+            except Exception as exc:
+                log.info("ticket not resumed", extra={"error": repr(exc)})
+                return
+            if value.get("state") not in (WAITING, CLAIMED):
+                self._deliver(key, entry.revision or 0, value)
+                return
             value["session_id"], value["lobby"] = session.session_id, self.instance
+            value.pop("away_at", None)
             try:
                 await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
-            except APIError:   # moved on meanwhile: the watch delivers it
+            except APIError:   # moved on meanwhile: read it again
+                continue
+            except Exception as exc:
+                log.info("ticket not resumed", extra={"error": repr(exc)})
                 return
             session.send(server_frame(self._queued_frame(value)))
-        else:
-            self._deliver(key, entry.revision or 0, value)
+            return
 
     # -- outcomes to this lobby's sessions ------------------------------------------------
 
@@ -605,6 +618,14 @@ class Matchmaking:
                 if now - float(value.get("enqueued_at", now)) > self.cfg.match_timeout_seconds:
                     await self._set(key, rev, {**value, "state": TIMEOUT, "done_at": now,
                                                "message": "no match in time: ask again"})
+                    continue
+                away = value.get("away_at")
+                if away is not None:    # its player's connection dropped: held for him
+                    if now - float(away) > self.cfg.reconnect_grace_seconds:
+                        log.info("ticket of a player who never came back dropped",
+                                 extra={"user": value.get("user_id")})
+                        with contextlib.suppress(APIError):
+                            await self._need().delete(key, last=rev)
                     continue
                 if await self._orphaned(key, rev, value):
                     continue

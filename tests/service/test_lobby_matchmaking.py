@@ -158,15 +158,16 @@ async def test_cancel_and_bad_input(fresh_nats: EmbeddedNats) -> None:
             await queued(p, game="dadun", ranked=True)
         await asyncio.sleep(1.0)
         assert host.app.matchmaking.matches == 0
-        # a ticket goes with its session: the three and a newcomer make a table
+        # a ticket whose connection dropped is held for its player, not matched: the three
+        # and a newcomer make a table (tests/service/test_lobby_match_grace.py: the return)
         await queued(me, game="dadun", ranked=True)
         await me.close()
         s.clients.remove(me)
-        for _ in range(200):                   # withdrawn as its session ended
-            if "t.7101" not in host.app.matchmaking.view:
+        for _ in range(200):                   # held as its session ended
+            if "away_at" in host.app.matchmaking.view["t.7101"][1]:
                 break
             await asyncio.sleep(0.05)
-        assert "t.7101" not in host.app.matchmaking.view
+        assert "away_at" in host.app.matchmaking.view["t.7101"][1]
         late = await s.player(host, 7105)
         await queued(late, game="dadun", ranked=True)
         results = await asyncio.gather(*(found(p) for p in [*others, late]))
