@@ -57,6 +57,7 @@ from services.common import bus
 from services.common.tasks import cancel_and_wait
 from services.lobby.errors import Reject
 from services.lobby.matching import (
+    DAY_SECONDS,
     MAX_KEY_TEXT,
     MAX_PARTY,
     MatchConfig,
@@ -81,6 +82,12 @@ LEASE_KEY = "lease"
 STATS_KEY = "stats"
 PREFIX = "t."
 LOBBY_PREFIX = "l."   # l.<instance>: a lobby's presence, rewritten every third of a lease
+ASK_PREFIX = "p."     # p.<uid>: is this player online? (the lobby holding him answers)
+MET_PREFIX = "e."     # e.<slot>: the rooms the matcher made in one minute (encounters)
+MET_SLOT = 60.0       # seconds a slot covers
+MET_SLOTS = int(math.ceil(DAY_SECONDS / MET_SLOT)) + 1  # a day of slots and the current one
+MET_SLOT_ROOMS = 2_000  # rooms a slot keeps (beyond: the running matcher alone remembers)
+ASK_WAIT = 1.0        # seconds a party member's lobby has to say he is online
 WAITING, CLAIMED, MATCHED, TIMEOUT, FAILED = "waiting", "claimed", "matched", "timeout", "failed"
 DEFAULT_MU, DEFAULT_SIGMA = 25.0, 25.0 / 3     # the rating model's start (records' ratings)
 MAX_STAKE = 1_000_000
@@ -210,6 +217,11 @@ class Matchmaking:
         self._announced = 0.0                       # when this lobby's presence was written
         self._heard: dict[str, float] = {}          # lobby instance -> when its presence moved
         self._orphans: dict[str, float] = {}        # ticket id -> since when its lobby is gone
+        self._asking: dict[int, int] = {}           # user id -> presence asks under way
+        self._answers: dict[int, tuple[int, dict[str, Any]]] = {}   # their latest answers
+        self._answered: dict[int, asyncio.Event] = {}
+        self._synced = False                        # the watch delivered the bucket once
+        self._attached = 0.0
         self.passes = 0
         self.matches = 0
         self.tasks: list[asyncio.Task[Any]] = []    # the watch and the matcher's loop
@@ -268,6 +280,12 @@ class Matchmaking:
                          f"coins, you have {session.profile.coins}")
         kv = self._need()
         key = PREFIX + str(session.user_id)
+        if party:
+            queue = queue_name(QueueKey(req.game, rule_set, stake, req.region, req.ranked))
+            members = sorted([*party, session.user_id])
+            async with _reachable():
+                for friend in party:
+                    await self._check_member(friend, queue, members)
         mu, sigma = await self._rating(session.user_id, req.game)
         ip = session.profile.ip
         value = {"ticket_id": uuid.uuid4().hex[:16], "user_id": session.user_id,
@@ -307,6 +325,93 @@ class Matchmaking:
         except APIError:
             raise Reject(common_pb2.ERR_ALREADY_QUEUED, "a match request of yours is under "
                          "way") from None
+
+    async def _check_member(self, uid: int, queue: str, members: list[int]) -> None:
+        """A party member must be online and free: waiting for this very party (he asked
+        first) or for nothing, outside any room."""
+        kv = self._need()
+        try:
+            value = json.loads((await kv.get(PREFIX + str(uid))).value or b"{}")
+        except NotFoundError:
+            value = {}
+        state = value.get("state")
+        if state in (WAITING, CLAIMED, MATCHED):
+            try:
+                same = state == WAITING and queue_name(_key_of(value)) == queue \
+                    and sorted(int(u) for u in value.get("party") or ()) == members
+            except (KeyError, ValueError, TypeError):
+                same = False
+            if same:
+                return      # he asked for this party already (held while he reconnects)
+            raise Reject(common_pb2.ERR_PARTY_BUSY, f"player {uid} already waits for "
+                         "another match" if state == WAITING else
+                         f"player {uid} is being seated in a match")
+        here = await self._online(uid)
+        if here is None:
+            raise Reject(common_pb2.ERR_PARTY_OFFLINE, f"player {uid} is not online: a "
+                         "party's players must be logged in")
+        if int(here.get("room_id") or 0):
+            raise Reject(common_pb2.ERR_PARTY_BUSY, f"player {uid} sits in a room")
+
+    async def _online(self, uid: int) -> dict[str, Any] | None:
+        """Where a player is online (``{"room_id"}``), or None: his session on this lobby,
+        or the answer of the lobby that holds it to a ``p.<uid>`` entry within ASK_WAIT."""
+        local = self.app.hub.by_user.get(uid)
+        if local is not None and not local.kicked and not local.outbox.closed:
+            return {"room_id": local.room_id}
+        kv = self._need()
+        loop = asyncio.get_running_loop()
+        self._asking[uid] = self._asking.get(uid, 0) + 1
+        try:
+            self._answered.setdefault(uid, asyncio.Event())
+            rev = await kv.put(ASK_PREFIX + str(uid), json.dumps(
+                {"ask": uuid.uuid4().hex[:8], "at": time.time()}).encode())
+            deadline = loop.time() + ASK_WAIT
+            while True:
+                answer = self._answers.get(uid)
+                if answer is not None and answer[0] > rev:
+                    return answer[1]
+                left = deadline - loop.time()
+                if left <= 0:
+                    return None
+                event = self._answered.setdefault(uid, asyncio.Event())
+                try:
+                    await asyncio.wait_for(event.wait(), left)
+                except TimeoutError:
+                    return None
+        finally:
+            self._asking[uid] -= 1
+            if not self._asking[uid]:
+                del self._asking[uid]
+                self._answers.pop(uid, None)
+                self._answered.pop(uid, None)
+
+    def _presence(self, key: str, rev: int, value: dict[str, Any]) -> None:
+        """A ``p.<uid>`` entry: an answer wakes this lobby's askers; an ask about a player
+        of this lobby is answered (compare-and-set: a newer ask gets its own answer)."""
+        try:
+            uid = int(key[len(ASK_PREFIX):])
+        except ValueError:
+            return
+        if "here" in value:
+            if uid in self._asking:
+                self._answers[uid] = (rev, value)
+                event = self._answered.pop(uid, None)
+                if event is not None:
+                    event.set()
+            return
+        session = self.app.hub.by_user.get(uid)
+        if session is None or session.kicked or session.outbox.closed:
+            return
+        answer = json.dumps({"here": True, "room_id": session.room_id,
+                             "lobby": self.instance}).encode()
+
+        async def say() -> None:
+            try:
+                await self._need().update(key, answer, last=rev)
+            except Exception as exc:    # a newer ask meanwhile: answered in its turn
+                log.debug("presence not answered", extra={"error": repr(exc)})
+        self.app.spawn(say())
 
     async def _rating(self, user_id: int, game: str) -> tuple[float, float]:
         """The player's all-time rating in the game; the model's start when he has none or
@@ -449,6 +554,10 @@ class Matchmaking:
                         continue
                     if entry.key == STATS_KEY:
                         self.stats = {str(k): float(v) for k, v in value.items()}
+                        continue
+                    if entry.key.startswith(ASK_PREFIX):
+                        if isinstance(value, dict):
+                            self._presence(entry.key, entry.revision or 0, value)
                         continue
                     self.view[entry.key] = (entry.revision or 0, value)
                     if entry.key.startswith(PREFIX):

@@ -330,13 +330,13 @@ async def test_a_party_is_seated_together_once_every_member_asked(
                            ([7802, 7803, 7804], "too many"), ([-5], "no such user")):
             refused = await lead.request(lobby_msgs_pb2.AskMatch(game="changsha", party=party))
             assert code_of(refused) == E.ERR_BAD_OPTIONS, why
+        friend = await s.player(b, 7802)                  # online on the other lobby
         await queued(lead, game="changsha", party=[7802])
         solos = [await s.player(b if i % 2 else a, 7803 + i) for i in range(3)]
         for p in solos:
             await queued(p, game="changsha")
         await asyncio.sleep(1.0)         # three alone and a party of one so far: no table
         assert a.app.matchmaking.matches + b.app.matchmaking.matches == 0
-        friend = await s.player(b, 7802)                  # on the other lobby
         await queued(friend, game="changsha", party=[7801])
         (m1, _), (m2, _) = await asyncio.gather(found(lead), found(friend))
         assert m1.match_found.room_id == m2.match_found.room_id
