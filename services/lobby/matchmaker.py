@@ -9,7 +9,19 @@ cancelled under it. A ticket moves ``waiting`` → ``claimed`` (the matcher took
 making the room) → ``matched`` (room id, its password, robots) or ``timeout`` / ``failed``;
 every move is a compare-and-set on the entry's revision, so no ticket is matched twice and
 no match is made from a cancelled ticket. A session that ends without a newer login of its
-user (kicked by one, or sent away by a drain, it keeps the ticket) cancels its ticket.
+user (a dropped connection: kicked by a newer login or sent away by a drain, it keeps the
+ticket as it is) marks its waiting ticket ``away_at``: the matcher holds it (not matched)
+for ``lobby.reconnect_grace_seconds``, a login of the player on any lobby takes it back
+(:meth:`Matchmaking.resume`), and the matcher deletes it once the grace passed without him.
+
+**Parties.** A player who names friends is refused at once when one of them is not online on
+any lobby (``ERR_PARTY_OFFLINE``: asked through a ``p.<user id>`` entry that the lobby
+holding the friend's session answers) or waits for another match, is being seated in one,
+or sits in a room (``ERR_PARTY_BUSY``).
+
+**Encounters.** The rooms the matcher made are written, with the user ids of each ticket,
+into ``e.<slot>`` entries (one slot a minute, 1,441 slots reused a day later), so that a new
+matcher starts with the day's meetings of strangers (``lobby.match_stranger_tables_per_day``).
 
 **The active matcher.** Every lobby runs :meth:`Matchmaking._tick` every
 ``lobby.match_tick_seconds``. The lobby holding the ``lease`` key renews it (update on the
@@ -230,6 +242,7 @@ class Matchmaking:
 
     async def attach(self, js: Any, replicas: int = 1) -> None:
         self.kv = await bus.ensure_bucket(js, BUCKET, replicas=replicas)
+        self._attached = time.monotonic()
         self.tasks = [self.app.spawn(self._watch()), self.app.spawn(self._loop())]
 
     async def resign(self) -> None:
@@ -537,6 +550,7 @@ class Matchmaking:
                 watcher = await self.kv.watchall()
                 async for entry in watcher:
                     if entry is None:
+                        self._synced = True
                         continue
                     if entry.key.startswith(LOBBY_PREFIX):
                         instance = entry.key[len(LOBBY_PREFIX):]
@@ -619,6 +633,8 @@ class Matchmaking:
             await self._need().put(LOBBY_PREFIX + self.instance,
                                    json.dumps({"at": time.time()}).encode())
             self._announced = now
+        if not self._synced and now - self._attached < self.cfg.match_lease_seconds:
+            return      # the day's encounters not read yet: no lease before they are
         await self._hold_lease()
         if self.leading:
             await self._pass()
@@ -653,6 +669,7 @@ class Matchmaking:
             log.info("matching: this lobby is the active matcher",
                      extra={"instance": self.instance})
             self.matcher = Matcher(self._match_config())
+            self._recall(self.matcher)
             self._queued.clear()
         elif not leading and self.leading:
             log.info("matching: no longer the active matcher", extra={"instance": self.instance})
@@ -665,7 +682,59 @@ class Matchmaking:
     def _match_config(self) -> MatchConfig:
         fill = self.cfg.match_robot_fill_seconds
         return MatchConfig(robot_fill_after=fill if fill >= 0 else None,
-                           geo_alert_meters=float(self.cfg.geo_alert_meters))
+                           geo_alert_meters=float(self.cfg.geo_alert_meters),
+                           stranger_tables_per_day=self.cfg.match_stranger_tables_per_day)
+
+    def _recall(self, matcher: Matcher) -> None:
+        """A new matcher starts with the meetings of the rooms made in the last day (the
+        ``e.<slot>`` entries, by whichever lobby was the matcher then), oldest first."""
+        cutoff = time.time() - matcher.config.encounter_window
+        rooms: list[tuple[float, list[list[int]]]] = []
+        for key, (_, value) in list(self.view.items()):
+            if not key.startswith(MET_PREFIX):
+                continue
+            for room in value.get("rooms") or ():
+                try:
+                    at = float(room["at"])
+                    groups = [[int(u) for u in g] for g in room["groups"]]
+                except (KeyError, ValueError, TypeError):
+                    continue
+                if at > cutoff:
+                    rooms.append((at, groups))
+        rooms.sort(key=lambda r: r[0])
+        for at, groups in rooms:
+            matcher.note_table(groups, at)
+        if rooms:
+            log.info("matching: the day's encounters recalled", extra={"rooms": len(rooms)})
+
+    async def _remember(self, rooms: list[tuple[float, list[list[int]]]]) -> None:
+        """Add the rooms this pass made to their minute's ``e.<slot>`` entry (a slot a day
+        old is started afresh); compare-and-set, a few tries."""
+        kv = self._need()
+        by_slot: dict[int, list[dict[str, Any]]] = {}
+        for at, groups in rooms:
+            by_slot.setdefault(int(at // MET_SLOT), []).append({"at": at, "groups": groups})
+        for slot, made in by_slot.items():
+            key = f"{MET_PREFIX}{slot % MET_SLOTS}"
+            for _ in range(5):
+                try:
+                    entry = await kv.get(key)
+                    old = json.loads(entry.value or b"{}")
+                    rev: int | None = entry.revision or 0
+                except NotFoundError:
+                    old, rev = {}, None
+                kept = list(old.get("rooms") or ()) if old.get("slot") == slot else []
+                value = {"slot": slot, "rooms": (kept + made)[:MET_SLOT_ROOMS]}
+                data = json.dumps(value, separators=(",", ":")).encode()
+                try:
+                    new = await (kv.create(key, data) if rev is None
+                                 else kv.update(key, data, last=rev))
+                except APIError:
+                    continue
+                self.view[key] = (new, value)
+                break
+            else:
+                log.warning("encounters not written", extra={"key": key})
 
     async def _hold_lease(self) -> None:
         """Renew the lease this lobby holds, or take one that is free or stood still for a
@@ -774,20 +843,27 @@ class Matchmaking:
         matches = matcher.run(now)
         self.passes += 1
         POOL.set(matcher.waiting())
-        for match in matches:
-            entries = []
-            for t in match.tickets:
-                self._queued.discard(t.ticket_id)
-                entries.extend(units[t.ticket_id])
-            await self._make_room(match.robots, entries, now)
-            if time.monotonic() - self._renewed > self.cfg.match_lease_seconds / 2:
-                await self._hold_lease()    # many rooms in one pass: keep the lease
-                if not self.leading:        # lost it: the rest is the new matcher's
-                    return
+        made: list[tuple[float, list[list[int]]]] = []
+        try:
+            for match in matches:
+                entries = []
+                for t in match.tickets:
+                    self._queued.discard(t.ticket_id)
+                    entries.extend(units[t.ticket_id])
+                if await self._make_room(match.robots, entries, now):
+                    made.append((now, [[p.user_id for p in t.players] for t in match.tickets]))
+                if time.monotonic() - self._renewed > self.cfg.match_lease_seconds / 2:
+                    await self._hold_lease()    # many rooms in one pass: keep the lease
+                    if not self.leading:        # lost it: the rest is the new matcher's
+                        return
+        finally:
+            if made:
+                await self._remember(made)
         await self._publish_stats(matcher, waiting)
 
     async def _make_room(self, robots: int,
-                         entries: list[tuple[str, int, dict[str, Any]]], now: float) -> None:
+                         entries: list[tuple[str, int, dict[str, Any]]], now: float) -> bool:
+        """Claim the tickets, create the room, write it into them: whether a room was made."""
         claimed: list[tuple[str, int, dict[str, Any]]] = []
         for key, rev, value in entries:
             value = {**value, "state": CLAIMED, "claimed_at": now, "matcher": self.instance}
@@ -795,7 +871,7 @@ class Matchmaking:
             if new is None:     # cancelled meanwhile: the others wait again
                 for k, r, v in claimed:
                     await self._set(k, r, {**v, "state": WAITING})
-                return
+                return False
             claimed.append((key, new, value))
         first = claimed[0][2]
         spec = registry.get(str(first["game"]))
@@ -810,7 +886,7 @@ class Matchmaking:
             for k, r, v in claimed:
                 await self._set(k, r, {**v, "state": FAILED, "done_at": time.time(),
                                        "message": f"no room: {exc.message}"})
-            return
+            return False
         room_id = created.room.room_id
         self.matches += 1
         ROOMS.inc()
@@ -824,6 +900,7 @@ class Matchmaking:
                                    "password": password, "robots": robots,
                                    "creator": int(first["user_id"]), "matched_at": now,
                                    "done_at": done})
+        return True
 
     async def _publish_stats(self, matcher: Matcher,
                              waiting: dict[str, tuple[str, int, dict[str, Any]]]) -> None:

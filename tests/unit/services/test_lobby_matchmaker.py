@@ -4,6 +4,8 @@ value reads back as the matcher's ticket; a loopback address counts as no addres
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from paiju.v1 import common_pb2
@@ -48,3 +50,32 @@ def test_a_bucket_value_reads_back_as_the_matchers_ticket() -> None:
 def test_loopback_says_nothing_of_where_a_player_is() -> None:
     assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("")
     assert not _loopback("10.1.2.3") and not _loopback("2001:db8::1")
+
+
+def test_a_new_matcher_recalls_the_days_rooms_from_the_encounter_slots() -> None:
+    """``e.<slot>`` entries as the watch keeps them: rooms older than a day and bad rooms
+    are skipped, the rest noted oldest first (a party's members never count as met)."""
+    from types import SimpleNamespace
+
+    from services.common.config import LobbyConfig
+    from services.lobby.matching import DAY_SECONDS, Matcher
+    from services.lobby.matchmaker import MET_PREFIX, MET_SLOTS, Matchmaking
+
+    now = time.time()
+    mm = Matchmaking(SimpleNamespace(lobby=LobbyConfig(match_stranger_tables_per_day=1)))
+    assert mm._match_config().stranger_tables_per_day == 1
+    mm.view = {
+        f"{MET_PREFIX}3": (5, {"slot": 3, "rooms": [
+            {"at": now - 30, "groups": [[1, 2], [3], [4]]},
+            {"at": now - DAY_SECONDS - 5, "groups": [[5], [6]]},      # a day ago: gone
+            {"at": "when", "groups": [[7], [8]]}]}),                   # bad: skipped
+        f"{MET_PREFIX}{MET_SLOTS - 1}": (6, {"slot": 9, "rooms": [
+            {"at": now - 90, "groups": [[1], [3]]}]}),
+        "t.1": (7, {"state": "waiting"})}
+    matcher = Matcher(mm._match_config())
+    mm._recall(matcher)
+    enc = matcher.encounters
+    assert enc.count(1, 3) == 2 and enc.count(2, 4) == 1 and enc.count(1, 2) == 0
+    assert enc.count(5, 6) == 0 and enc.count(7, 8) == 0
+    enc.expire(now + DAY_SECONDS - 60)            # the older room's day is over first
+    assert enc.count(1, 3) == 1
