@@ -204,7 +204,8 @@ def projected_dir(pod: Pod, name: str, projected: dict[str, Any], group: int) ->
                 if secret.get("optional"):
                     continue
                 raise KeyError(f"Secret {secret['name']} has no key {item['key']}")
-            path = out / item["path"]
+            path = out / item["path"]   # a path may name a folder (nats/records-password)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(data[item["key"]], encoding="utf-8")
             os.chown(path, 0, group)
             path.chmod(projected.get("defaultMode", 0o644))
