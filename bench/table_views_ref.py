@@ -1,10 +1,11 @@
-"""The reference for bench_table_views: the table's per-record paths as they were before
-they were made cheaper (services/table/views.py prompt, effects' engine events and
-hand_settlement, logrec.encode, the Dadun hints' lowest fill), kept verbatim so the
-benchmark can time both in one process and check that they give the same bytes. The prompt
-and the lowest fill are the references their unit tests compare with (one copy each, in
-tests/). :func:`before` puts the shared ones (logrec.encode, which the fold's fair deals call
-too, and the Dadun hints) in place for the reference pass."""
+"""The reference for bench_table_views: the table's per-record paths done the plain way, as
+they were before they were made cheaper (services/table/views.py prompt, effects' engine
+events and hand_settlement, logrec.encode, the Dadun hints' lowest fill), so the benchmark
+can time both in one process and check that they give the same bytes. It lives here and
+imports no test: the unit tests that hold the cheap paths to the plain ones keep their own
+oracles (tests/unit/services/test_table_shortcuts.py, tests/unit/games/dadun/test_legal.py).
+:func:`before` puts the shared ones (logrec.encode, which the fold's fair deals call too,
+and the Dadun hints) in place for the reference pass."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from games.dadun import legal
 from games.engine import Action
 from paiju import frames
 from paiju.v1 import client_pb2
+from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import reserved
 from services.table import facts as ft
@@ -28,10 +30,39 @@ from services.table import logrec as lr
 from services.table import room as rm
 from services.table import views
 from services.table.codec import event_frame
-from tests.unit.games.dadun.test_legal import plain_lowest_fill as lowest_fill
-from tests.unit.services.test_table_shortcuts import plain_prompt as prompt
 
-__all__ = ["apply", "before", "encode", "hand_settlement", "prompt"]
+__all__ = ["apply", "before", "encode", "hand_settlement", "lowest_fill", "prompt"]
+
+
+def prompt(room: rm.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
+    """The engine asked for the legal actions and for the observation apart (mahjong's
+    observation computes them a second time), the observation encoded by json.dumps."""
+    assert room.state is not None
+    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
+               for a in room.state.legal_actions(seat)]
+    return frames.server_frame(g.Prompt(
+        game=room.game, phase=room.state.phase(), actions=actions,
+        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
+        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
+
+
+def lowest_fill(hand: legal.Hand, fixed: legal.Bounds, total: int,
+                free: bool) -> tuple[int, ...] | None:
+    """legal._lowest_fill as first written (every rank's bounds, then one sorted pass)."""
+    counts = []
+    for r in range(legal.NUM_RANKS):
+        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
+        counts.append([lo, min(hi, hand.ranks[r])])
+    left = total - sum(lo for lo, _ in counts)
+    if left < 0 or any(lo > hi for lo, hi in counts):
+        return None
+    for r in sorted(range(legal.NUM_RANKS), key=lambda r: (r in fixed, r)):
+        extra = min(left, counts[r][1] - counts[r][0])
+        counts[r][0] += extra
+        left -= extra
+    if left:
+        return None
+    return sum((hand.picks(r, c)[0] for r, (c, _) in enumerate(counts) if c), ())
 
 
 def encode(rec: lr.Record) -> dict[str, Any]:
