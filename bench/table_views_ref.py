@@ -2,8 +2,9 @@
 they were before they were made cheaper (services/table/views.py prompt, effects' engine
 events and hand_settlement, logrec.encode, the Dadun hints' lowest fill), so the benchmark
 can time both in one process and check that they give the same bytes. It lives here and
-imports no test: the unit tests that hold the cheap paths to the plain ones keep their own
-oracles (tests/unit/services/test_table_shortcuts.py, tests/unit/games/dadun/test_legal.py).
+imports no test; the unit tests that hold the cheap paths to the plain ones use its
+:func:`prompt` and :func:`lowest_fill` as their oracles (tests/unit/services/
+test_table_shortcuts.py, tests/unit/games/dadun/test_legal.py).
 :func:`before` puts the shared ones (logrec.encode, which the fold's fair deals call too,
 and the Dadun hints) in place for the reference pass."""
 

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
+from bench.table_views_ref import prompt as plain_prompt
 from games.arbitration import Decision, Rules, Window, resolve
-from paiju import frames
 from paiju.v1 import client_pb2
-from paiju.v1 import game_msgs_pb2 as g
 from services.arbiter.server import decide
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.table import facts as ft
@@ -25,18 +24,6 @@ from services.table.room import Room
 from tests.unit.services.test_table_fold import create, profile
 
 GAMES = ("xuezhan", "changsha", "dadun")
-
-
-def plain_prompt(room: Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
-    """A prompt as the table made it before: the engine asked for the legal actions and for
-    the observation, which is encoded by json.dumps."""
-    assert room.state is not None
-    actions = [g.ActionSpec(kind=a.kind, tiles=list(a.tiles), ref=a.ref, choice=a.choice)
-               for a in room.state.legal_actions(seat)]
-    return frames.server_frame(g.Prompt(
-        game=room.game, phase=room.state.phase(), actions=actions,
-        observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
-        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
 
 
 def plain_settlement_events(room: Room, settle: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.table_views_ref import lowest_fill as plain_lowest_fill
 from games.dadun.cards import SJ, counts_of, full_deck, parse_cards
 from games.dadun.combos import Combo, beats, classify, try_classify
 from games.dadun.legal import (
-    NUM_RANKS,
     Hand,
     _lowest_fill,
     bomb_shapes,
@@ -192,24 +192,6 @@ def test_last_play_triple_answers_a_triple_two_only_as_the_whole_hand():
 def test_hint_for_a_leader_starts_with_the_lowest_single():
     hand = parse_cards("4s 4h 5d 6c 7s 8s 9h Kd Kc 2s SJ")
     assert hint_plays(hand, None, 2) == [(parse_cards("4s")[0],), tuple(parse_cards("4s 4h"))]
-
-
-def plain_lowest_fill(hand, fixed, total, free):
-    """legal._lowest_fill as first written (every rank's bounds, then one sorted pass)."""
-    counts = []
-    for r in range(NUM_RANKS):
-        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
-        counts.append([lo, min(hi, hand.ranks[r])])
-    left = total - sum(lo for lo, _ in counts)
-    if left < 0 or any(lo > hi for lo, hi in counts):
-        return None
-    for r in sorted(range(NUM_RANKS), key=lambda r: (r in fixed, r)):
-        extra = min(left, counts[r][1] - counts[r][0])
-        counts[r][0] += extra
-        left -= extra
-    if left:
-        return None
-    return sum((hand.picks(r, c)[0] for r, (c, _) in enumerate(counts) if c), ())
 
 
 def shapes_of(hand, previous):
