@@ -138,8 +138,15 @@ def _connect(password: str, password_file: str, previous_file: str, dialect: Any
             raise
         log.warning("database refused the new password: connecting with the previous one "
                     "(run ALTER ROLE ... PASSWORD to finish the rotation)")
-        cparams["password"] = previous
-        return dialect.connect(*cargs, **cparams)
+        tried, cparams["password"] = cparams.get("password"), previous
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except Exception as again:
+            if getattr(again, "sqlstate", None) != WRONG_PASSWORD:
+                raise
+            # the role's password changed between the two tries: the new one works now
+            cparams["password"] = tried
+            return dialect.connect(*cargs, **cparams)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
