@@ -14,7 +14,7 @@ import itertools
 import json
 import urllib.request
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from paiju.v1 import (
     table_pb2_grpc,
 )
 from services.common import bus
+from services.common.config import Config, load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
@@ -125,6 +126,31 @@ async def publish_events(nc: Any, room: FakeRoom, frames: Any = (), private: Any
     room.ring = [*room.ring[-255:], message]
     await nc.publish(bus.room_events(room.room_id), message.SerializeToString())
     return message
+
+
+@contextlib.asynccontextmanager
+async def game_servers(nats_url: str, instance: str) -> AsyncIterator[Config]:
+    """A real arbiter and table (``instance``) on ``nats_url``, records in-test
+    (FakeRecords): the config a lobby of theirs starts with (token secret SECRET)."""
+    from services.arbiter.server import start as start_arbiter
+    from services.table.server import start as start_table
+
+    records = grpc.aio.server()
+    records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
+    records_port = records.add_insecure_port("127.0.0.1:0")
+    await records.start()
+    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
+    cfg = load_config("test", environ={
+        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
+        "PAIJU_TABLE__INSTANCE": instance})
+    table = await start_table(cfg, port=0, metrics_port=-1)
+    try:
+        yield replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET),
+                      records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
+    finally:
+        await table.stop(0)
+        await arbiter.stop(0)
+        await records.stop(0)
 
 
 class FakeTable(table_pb2_grpc.TableServicer):

@@ -14,19 +14,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import grpc
 import nats
 
 from clients.robot.robot import run_matched
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
-from services.arbiter.server import start as start_arbiter
-from services.common.config import Config, load_config
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
+from services.common.config import Config
 from services.common.natsd import EmbeddedNats
 from services.lobby.matchmaker import BUCKET, LEASE_KEY
 from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
-from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET, Client, FakeRecords, code_of
+from tests.service.test_lobby import SECRET, Client, code_of, game_servers
 from tests.support.procs import make_service
 
 E = common_pb2
@@ -56,28 +53,15 @@ class Stack:
 @contextlib.asynccontextmanager
 async def stack(nats_url: str) -> AsyncIterator[Stack]:
     """Arbiter and table for real, records in-test; lobbies made by the test."""
-    records = grpc.aio.server()
-    records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
-    records_port = records.add_insecure_port("127.0.0.1:0")
-    await records.start()
-    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
-    cfg = load_config("test", environ={
-        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
-        "PAIJU_TABLE__INSTANCE": "table-match"})
-    table = await start_table(cfg, port=0, metrics_port=-1)
-    cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET),
-                  records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
-    s = Stack(cfg)
-    try:
-        yield s
-    finally:
-        for client in s.clients:
-            await client.close()
-        for host in s.lobbies:
-            await host.stop(0.2)
-        await table.stop(0)
-        await arbiter.stop(0)
-        await records.stop(0)
+    async with game_servers(nats_url, "table-match") as cfg:
+        s = Stack(cfg)
+        try:
+            yield s
+        finally:
+            for client in s.clients:
+                await client.close()
+            for host in s.lobbies:
+                await host.stop(0.2)
 
 
 def has(name: str) -> Any:

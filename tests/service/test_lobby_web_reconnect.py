@@ -18,7 +18,7 @@ import pytest
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from tests.service.test_lobby import SECRET, World, open_world
-from tests.service.test_lobby_ws import STUB_DOM, _node_with_websocket
+from tests.service.test_lobby_ws import STUB_DOM
 
 HARNESS = r"""
 const [appPath] = process.argv.slice(2);
@@ -96,14 +96,6 @@ sock().onclose();
 while (timers.length) { now += 10000; fire(); sock().onclose(); }
 view("gave up");
 """
-
-
-@pytest.fixture
-def node() -> list[str]:
-    found = _node_with_websocket()
-    if found is None:
-        pytest.skip("needs node (>= 20 with WebSocket) to run clients/web/app.js")
-    return found
 
 
 async def test_the_page_reconnects_with_backoff_and_stops_when_it_should(

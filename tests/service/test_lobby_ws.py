@@ -15,20 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 import aiohttp
-import grpc
 import pytest
 from google.protobuf import json_format
 
 from clients.robot.robot import Robot
 from paiju.frames import client_frame, hand_over_data, server_frame
-from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2_grpc
-from services.arbiter.server import start as start_arbiter
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start as start_lobby
-from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET, FakeRecords, World, code_of, open_world
+from tests.service.test_lobby import SECRET, World, code_of, game_servers, open_world
 from tests.support.lobbykit import FrameReader, wait_cached
 
 E = common_pb2
@@ -313,25 +310,13 @@ def answer(game: str, spec: Any) -> Any:
 async def real_stack(nats_url: str, **lobby: Any) -> AsyncIterator[tuple[str, int]]:
     """Arbiter, table and lobby (WebSocket on) for real, records in-test: (lobby, ws port);
     ``lobby`` sets other lobby keys."""
-    records = grpc.aio.server()
-    records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
-    records_port = records.add_insecure_port("127.0.0.1:0")
-    await records.start()
-    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
-    cfg = load_config("test", environ={
-        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
-        "PAIJU_TABLE__INSTANCE": "table-ws"})
-    table = await start_table(cfg, port=0, metrics_port=-1)
-    lobby_cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET, ws_port=0, **lobby),
-                        records=replace(cfg.records, address=f"127.0.0.1:{records_port}"))
-    lobby = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
-    try:
-        yield f"127.0.0.1:{lobby.port}", lobby.ws_port
-    finally:
-        await lobby.stop(0.5)
-        await table.stop(0)
-        await arbiter.stop(0)
-        await records.stop(0)
+    async with game_servers(nats_url, "table-ws") as cfg:
+        lobby_cfg = replace(cfg, lobby=replace(cfg.lobby, ws_port=0, **lobby))
+        host = await start_lobby(lobby_cfg, port=0, metrics_port=-1)
+        try:
+            yield f"127.0.0.1:{host.port}", host.ws_port
+        finally:
+            await host.stop(0.5)
 
 
 @pytest.mark.parametrize("game,enum", [("xuezhan", E.XUEZHAN), ("dadun", E.DADUN)])
@@ -437,29 +422,11 @@ setTimeout(() => { console.log("TIMEOUT"); process.exit(1); }, 60000);
 """
 
 
-def _node_with_websocket() -> list[str] | None:
-    import shutil
-    import subprocess
-
-    node = shutil.which("node")
-    if node is None:
-        return None
-    for flags in ([], ["--experimental-websocket"]):
-        probe = subprocess.run([node, *flags, "-e", "process.exit(typeof WebSocket === 'function' ? 0 : 1)"],
-                               capture_output=True, timeout=20)
-        if probe.returncode == 0:
-            return [node, *flags]
-    return None
-
-
 @pytest.mark.parametrize("game", ["xuezhan", "dadun"])
 async def test_the_web_client_plays_a_hand_in_node(fresh_nats: EmbeddedNats, tmp_path: Any,
-                                                   game: str) -> None:
+                                                   game: str, node: list[str]) -> None:
     from services.lobby.ws import WEB_ROOT
 
-    node = await asyncio.to_thread(_node_with_websocket)
-    if node is None:
-        pytest.skip("needs node (>= 20 with WebSocket) to run clients/web/app.js")
     harness = tmp_path / "harness.js"
     harness.write_text(HARNESS)
     async with real_stack(fresh_nats.url) as (address, port):
@@ -560,12 +527,9 @@ view("hand over");
 
 
 async def test_the_web_client_takes_an_overtaken_answer_as_a_note_and_drops_stale_buttons(
-        tmp_path: Any) -> None:
+        tmp_path: Any, node: list[str]) -> None:
     from services.lobby.ws import WEB_ROOT
 
-    node = await asyncio.to_thread(_node_with_websocket)
-    if node is None:
-        pytest.skip("needs node (>= 20) to run clients/web/app.js")
     harness = tmp_path / "overtaken.js"
     harness.write_text(OVERTAKEN_HARNESS)
     proc = await asyncio.create_subprocess_exec(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import tempfile
@@ -41,6 +40,7 @@ from prometheus_client import REGISTRY
 
 from services.common import bus
 from services.common.natsd import _wait_port, free_port, nats_server_binary
+from tests.support.secret_volume import update_secret_volume
 
 OLD = ("table", "old-password-0123456789abcdef")
 NEW = ("table-b", "new-password-fedcba9876543210")   # the service's second user
@@ -119,20 +119,8 @@ def server() -> Iterator[RotatingNats]:
 
 def mount(directory: Path, user: str, *passwords: tuple[str, str]) -> None:
     """The pod's view of the Secret paiju-nats (deploy/k8s/base: ``user`` and
-    ``<user>-password`` files), swapped as the kubelet swaps a Secret volume: a new
-    directory, then one rename of the ``..data`` link, so a reader never sees half an
-    update."""
-    stamp = f"..{time.monotonic_ns()}"
-    (directory / stamp).mkdir()
-    files = {"user": user, **{f"{u}-password": p for u, p in passwords}}
-    for name, value in files.items():
-        (directory / stamp / name).write_text(value + "\n", encoding="utf-8")
-    tmp = directory / "..data_tmp"
-    tmp.symlink_to(stamp)
-    os.replace(tmp, directory / "..data")
-    for name in files:
-        if not (directory / name).is_symlink():
-            (directory / name).symlink_to(f"..data/{name}")
+    ``<user>-password`` files), swapped as the kubelet swaps a Secret volume."""
+    update_secret_volume(directory, {"user": user, **{f"{u}-password": p for u, p in passwords}})
 
 
 def files_of(mounted: Path) -> bus.NatsAuth:

@@ -35,6 +35,7 @@ import grpc
 import pytest
 
 from services.common.natsd import free_port, nats_server_binary
+from tests.support.secret_volume import update_secret_volume
 from tests.unit.deploy.test_deploy_nats import (
     PASSWORDS,
     SERVICE_USERS,
@@ -120,20 +121,6 @@ def server(tmp_path: Path) -> Iterator[Server]:
             s.proc.wait()
 
 
-def mount(directory: Path, files: dict[str, str]) -> None:
-    """A Secret volume's update: a new data directory, then one rename (as the kubelet)."""
-    stamp = f"..{time.monotonic_ns()}"
-    (directory / stamp).mkdir(parents=True)
-    for name, value in files.items():
-        (directory / stamp / name).write_text(value + "\n", encoding="utf-8")
-    tmp = directory / "..data_tmp"
-    tmp.symlink_to(stamp)
-    os.replace(tmp, directory / "..data")
-    for name in files:
-        if not (directory / name).is_symlink():
-            (directory / name).symlink_to(f"..data/{name}")
-
-
 @contextlib.asynccontextmanager
 async def stack(server: Server, tmp: Path) -> AsyncIterator[dict[str, Any]]:
     from services.arbiter.server import start as start_arbiter
@@ -146,7 +133,7 @@ async def stack(server: Server, tmp: Path) -> AsyncIterator[dict[str, Any]]:
         env = {"PAIJU_TABLE__INSTANCE": "table-rot"}
         if user:   # deploy/k8s/base: the user file optional, the password named by the user
             mounted = tmp / "secrets" / user
-            mount(mounted, {f"{user}-password": PASSWORDS[user]})
+            update_secret_volume(mounted, {f"{user}-password": PASSWORDS[user]})
             env.update({"NATS_URL": server.url, "PAIJU_NATS__USER": user,
                         "PAIJU_NATS__USER_FILE": str(mounted / "user"),
                         "PAIJU_NATS__PASSWORD_FILE": str(mounted / "{user}-password"),
@@ -200,14 +187,14 @@ async def test_every_service_moves_to_its_second_user_while_robots_play(
         server.configure(passwords := {**passwords, **{f"{u}-b": SECOND[u]
                                                       for u in SERVICE_USERS}})
         for user in SERVICE_USERS:
-            mount(tmp_path / "secrets" / user, {f"{user}-password": PASSWORDS[user],
+            update_secret_volume(tmp_path / "secrets" / user, {f"{user}-password": PASSWORDS[user],
                                                 f"{user}-b-password": SECOND[user]})
         server.reload()
         await wait_until(lambda: server.reloaded() > reloads, "the server reloaded")
         # 2. every service's user file names its second user
         started = time.monotonic()
         for user in SERVICE_USERS:
-            mount(tmp_path / "secrets" / user, {"user": f"{user}-b",
+            update_secret_volume(tmp_path / "secrets" / user, {"user": f"{user}-b",
                                                 f"{user}-password": PASSWORDS[user],
                                                 f"{user}-b-password": SECOND[user]})
         await wait_until(lambda: all(u.endswith("-b") for u in server.users_connected()),

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 
 from clients.robot.robot import Robot
 from paiju.v1 import records_pb2, records_pb2_grpc
@@ -30,7 +29,6 @@ from services.lobby.ws import WEB_ROOT
 from services.records.server import start as start_records
 from services.table.server import start as start_table
 from tests.service.test_lobby import SECRET
-from tests.service.test_lobby_ws import _node_with_websocket
 
 # A stub DOM with every element of index.html (ids and initial `hidden`), app.js loaded into
 # it, and a line protocol on stdin/stdout: one JSON command in, one JSON answer out.
@@ -226,10 +224,7 @@ def room_of(page_state: dict[str, Any]) -> int:
 
 
 async def test_chat_dismiss_entrust_history_and_replay_in_the_browser(
-        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
-    node = await asyncio.to_thread(_node_with_websocket)
-    if node is None:
-        pytest.skip("needs node (>= 20 with WebSocket) to run clients/web/app.js")
+        fresh_nats: EmbeddedNats, tmp_path: Path, node: list[str]) -> None:
     harness = tmp_path / "harness.js"
     harness.write_text(HARNESS)
     async with full_stack(fresh_nats.url, tmp_path / "records.db") as (address, port, records):

@@ -11,20 +11,14 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from clients.robot.robot import run_matched
 from services.common.natsd import EmbeddedNats
 from tests.service.test_lobby import SECRET
-from tests.service.test_lobby_ws import _node_with_websocket
 from tests.service.test_web_client_features import HARNESS, Page, full_stack, room_of
 
 
 async def test_a_browser_finds_a_match_waits_cancels_and_is_seated(
-        fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
-    node = await asyncio.to_thread(_node_with_websocket)
-    if node is None:
-        pytest.skip("needs node (>= 20 with WebSocket) to run clients/web/app.js")
+        fresh_nats: EmbeddedNats, tmp_path: Path, node: list[str]) -> None:
     harness = tmp_path / "harness.js"
     harness.write_text(HARNESS)
     async with full_stack(fresh_nats.url, tmp_path / "records.db") as (address, port, _):
