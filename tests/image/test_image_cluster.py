@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.image, pytest.mark.postgres, pytest.mark.timeout(1500)
 
 SERVICES = ("records", "arbiter", "table", "lobby")      # start order
 REPLICAS = 2
-HANDS = 12
+HANDS = 20                 # long enough that the four kills (about 17-23 s) fall inside play
 ROOMS_PER_GAME = 2
 TOKEN_SECRET = "image-test-token-secret"
 NATS_IPS = [f"127.0.10.{i + 1}" for i in range(3)]
