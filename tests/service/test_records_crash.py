@@ -10,7 +10,6 @@ consumer's ack_wait, shortened here (records.ack_wait_seconds) to keep the test 
 from __future__ import annotations
 
 import asyncio
-import random
 import signal
 import sqlite3
 import time
@@ -25,7 +24,11 @@ from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
 from services.common.natsd import EmbeddedNats
 from services.records.consumer import DURABLE
 from services.records.store import START_COINS
-from tests.service.test_records_support import encode, event, hand_message, payments_for
+from tests.service.test_records_support import (
+    encode,
+    payments_for,
+    random_settlements,
+)
 from tests.support.procs import ServiceProc, make_service
 
 FAST_REDELIVERY = {"PAIJU_RECORDS__ACK_WAIT_SECONDS": "3"}
@@ -36,16 +39,7 @@ USERS = list(range(9001, 9013))
 
 
 def settlements() -> list[dict]:
-    rng = random.Random(2026)
-    out = []
-    for hand_no in range(1, HANDS_PER_ROOM + 1):
-        for room in ROOMS:
-            deltas = [rng.randint(-30, 30) for _ in range(3)]
-            deltas.append(-sum(deltas))
-            seats = rng.sample(USERS, 4)
-            events = [event(0, None, b"deal"), event(1, rng.randrange(4), b"tiles")]
-            out.append(hand_message(room, hand_no, seats, deltas, events=events))
-    return out
+    return random_settlements(ROOMS, HANDS_PER_ROOM, USERS, seed=2026)
 
 
 async def publish(url: str, messages: list[dict], with_id: bool) -> None:

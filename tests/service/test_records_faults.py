@@ -8,7 +8,6 @@ records' log. The settlement delay (publish to SQL) is printed from records' own
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import signal
 import time
@@ -23,7 +22,11 @@ from services.common.bus import ensure_streams, settle_subject
 from services.common.natsd import EmbeddedNats
 from services.records.store import START_COINS
 from tests.service.test_records_crash import consumer_idle, wait_for
-from tests.service.test_records_support import encode, event, hand_message, payments_for
+from tests.service.test_records_support import (
+    encode,
+    payments_for,
+    random_settlements,
+)
 from tests.support.pgctl import PrivatePostgres
 from tests.support.procs import ServiceProc, make_service
 
@@ -36,15 +39,7 @@ NATS_DOWN = (5.0, 6.0)           # killed with SIGKILL, started again
 
 
 def settlements() -> list[dict]:
-    rng = random.Random(2027)
-    out = []
-    for hand_no in range(1, HANDS_PER_ROOM + 1):
-        for room in ROOMS:
-            deltas = [rng.randint(-30, 30) for _ in range(3)]
-            deltas.append(-sum(deltas))
-            out.append(hand_message(room, hand_no, rng.sample(USERS, 4), deltas,
-                                    events=[event(0, None, b"deal")]))
-    return out
+    return random_settlements(ROOMS, HANDS_PER_ROOM, USERS, seed=2027)
 
 
 async def publish_through_faults(url: str, messages: list[dict], pg: PrivatePostgres,

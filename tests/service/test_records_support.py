@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import os
+import random
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -87,3 +88,19 @@ def postgres_database() -> Iterator[str]:
         yield f"{base}/{name}"
     finally:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def random_settlements(rooms: list[int], hands: int, users: list[int],
+                       seed: int) -> list[dict[str, Any]]:
+    """``hands`` settled hands of each room, hand by hand across the rooms: four of
+    ``users`` seated at random, zero-sum deltas, a public and a private event each."""
+    rng = random.Random(seed)
+    out = []
+    for hand_no in range(1, hands + 1):
+        for room in rooms:
+            deltas = [rng.randint(-30, 30) for _ in range(3)]
+            deltas.append(-sum(deltas))
+            seats = rng.sample(users, 4)
+            events = [event(0, None, b"deal"), event(1, rng.randrange(4), b"tiles")]
+            out.append(hand_message(room, hand_no, seats, deltas, events=events))
+    return out
