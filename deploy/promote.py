@@ -15,10 +15,16 @@
    old one deleted first: a Job cannot change), waits for it to complete (its logs and a
    failure if it does not), then the services (server-side apply: fields the HPAs own are
    left alone), then waits for every Deployment's rollout.
-4. Rolls back by itself: an apply of the services that fails, a rollout that exceeds its
+4. Smoke check after the rollouts: every running pod of each service's release image runs
+   the image's own health check (``kubectl exec <pod> -- python3 /app/healthcheck.py``:
+   gRPC health, over the probe port or TLS as the pod is configured; the lobby's HTTPS
+   /healthz with public TLS), then --smoke (a shell command) when given; ``--smoke none``
+   runs neither. Before anything changes, the deployer's right to exec into pods is checked
+   (``kubectl auth can-i``): without it the release is refused, not applied.
+5. Rolls back by itself: an apply of the services that fails, a rollout that exceeds its
    progress deadline (kubectl rollout status fails), a pod of the new image in
-   CrashLoopBackOff, a rollout not done in --rollout-timeout, or a smoke check (--smoke, a
-   shell command) that fails: every Deployment goes back to its
+   CrashLoopBackOff, a rollout not done in --rollout-timeout, or a smoke check that fails:
+   every Deployment goes back to its
    recorded revision (``kubectl rollout undo --to-revision``; a template that did not change
    is skipped by kubectl), the restored rollouts are awaited, ``rollback.txt`` names the
    failed and the restored images, and the exit status is 2. The migration is not undone
@@ -233,12 +239,77 @@ def rollout_problem(ns: str, service: str, image: str, timeout: float,
             name, _, rest = line.strip().partition(" ")
             pod_image, _, reason = rest.partition(" ")
             # by digest: the pod names it as kustomize wrote it (<name>@sha256:...)
-            new_image = bool(image) and pod_image.endswith("@" + image.rsplit("@", 1)[-1])
-            if new_image and reason.strip() == "CrashLoopBackOff":
+            if same_image(pod_image, image) and reason.strip() == "CrashLoopBackOff":
                 return f"pod {name} of the new image is in CrashLoopBackOff"
         if time.monotonic() >= deadline:
             return f"not rolled out in {timeout:.0f} s"
         time.sleep(poll)
+
+
+# The default smoke check: the health check every service image ships (deploy/docker/
+# healthcheck.py, the image's HEALTHCHECK; it asks what the pod's own configuration says:
+# gRPC health on the gRPC or probe port, with TLS when on, the lobby's HTTPS /healthz).
+SMOKE_NONE = "none"
+HEALTH_CHECK = ("python3", "/app/healthcheck.py")
+SMOKE_PODS = ('{range .items[*]}{.metadata.name}{" "}{.spec.containers[0].image}{" "}'
+              '{.status.phase}{" "}{.metadata.deletionTimestamp}{"\\n"}{end}')
+CAN_EXEC = ("auth", "can-i", "create", "pods", "--subresource=exec")
+
+
+def same_image(pod_image: str, image: str) -> bool:
+    """A pod runs ``image`` (a ref by digest): the pod names it as kustomize wrote it."""
+    return bool(image) and pod_image.endswith("@" + image.rsplit("@", 1)[-1])
+
+
+def check_exec_allowed(ns: str, dry_run: bool) -> None:
+    """Refuse the release before anything changes when the health check could not run."""
+    argv = kubectl("-n", ns, *CAN_EXEC)
+    print("+ " + shlex.join(argv) + "   # the smoke check execs into the pods", flush=True)
+    if dry_run:
+        return
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or out.stdout.strip() != "yes":
+        raise PromoteError(
+            f"the smoke check needs pods/exec in {ns}, which this kubeconfig may not do "
+            f"({(out.stdout + out.stderr).strip() or 'no answer'}): grant the deployer "
+            "create on pods/exec, or deploy with SMOKE=none (no smoke check)")
+
+
+def health_smoke(ns: str, images: dict[str, str], dry_run: bool) -> str | None:
+    """None when every running pod of each service's release image answers its health
+    check; otherwise what failed. Terminating pods (the old release's) are skipped."""
+    for service in SERVICES:
+        listing = kubectl("-n", ns, "get", "pods", "-l", f"app.kubernetes.io/name={service}",
+                          "-o", f"jsonpath={SMOKE_PODS}")
+        print("+ " + shlex.join(listing) + "   # then, in each running pod of the release:",
+              flush=True)
+        print("+ " + shlex.join(kubectl("-n", ns, "exec", f"<{service} pod>", "-c", service,
+                                        "--", *HEALTH_CHECK)), flush=True)
+        if dry_run:
+            continue
+        out = subprocess.run(listing, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            return f"cannot list the pods of {service}: {out.stderr.strip()}"
+        pods = []
+        for line in out.stdout.splitlines():
+            fields = line.split()     # name, image, phase[, deletionTimestamp]
+            if len(fields) < 3:
+                continue              # a pod not yet given a phase
+            name, pod_image, phase, *deleting = fields
+            if phase == "Running" and not deleting and same_image(pod_image,
+                                                                   images.get(service, "")):
+                pods.append(name)
+        if not pods:
+            return f"no running pod of {service} runs the release's image"
+        for pod in pods:
+            check = subprocess.run(kubectl("-n", ns, "exec", pod, "-c", service, "--",
+                                           *HEALTH_CHECK),
+                                   capture_output=True, text=True, timeout=60)
+            if check.returncode != 0:
+                said = (check.stderr or check.stdout).strip().splitlines()
+                return (f"pod {pod} failed its health check (exit {check.returncode})"
+                        + (f": {said[-1]}" if said else ""))
+    return None
 
 
 def roll_back(ns: str, previous: dict[str, dict[str, str]], timeout: float) -> list[str]:
@@ -268,6 +339,8 @@ def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float,
     ns = namespace(env)
     out = dirs[-1].parent
     previous = current_state(ns, dry_run)
+    if smoke != SMOKE_NONE:
+        check_exec_allowed(ns, dry_run)
     if not dry_run:
         (out / "previous.json").write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n",
                                            encoding="utf-8")
@@ -297,7 +370,11 @@ def apply(env: str, dirs: list[Path], dry_run: bool, job_timeout: float,
         if problem:
             failed[service] = problem
             break                  # one failure decides: no need to wait for the others
-    if smoke:
+    if smoke != SMOKE_NONE and not failed:
+        problem = health_smoke(ns, images or {}, dry_run)
+        if problem:
+            failed["smoke"] = f"the health check failed: {problem}"
+    if smoke and smoke != SMOKE_NONE:
         print(f"+ {smoke}   # the smoke check (PAIJU_NAMESPACE={ns})", flush=True)
         if not dry_run and not failed:
             env_vars = {**os.environ, "PAIJU_NAMESPACE": ns, "PAIJU_ENV": env}
@@ -335,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollout-timeout", type=float, default=900.0,
                         help="seconds for each rollout (the progress deadline usually ends it)")
     parser.add_argument("--smoke", default=None,
-                        help="a shell command run after the rollouts; failing rolls back")
+                        help="a shell command run after the rollouts and the pods' health "
+                        "checks; failing rolls back. 'none': no smoke check at all")
     parser.add_argument("--poll", type=float, default=5.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     out = args.out or ROOT / "build" / "release" / args.env

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -924,12 +925,24 @@ def test_make_deploy_migrates_then_rolls_out(tmp_path: Path) -> None:
     # first what each Deployment runs now (the rollback's target: test_deploy_rollback.py)
     assert [s.split()[5] for s in steps[:4]] == list(SERVICES)
     assert all(" get deployment " in s and "revision" in s for s in steps[:4])
-    steps = steps[4:]
+    # then whether the smoke check may exec into the pods (else nothing is applied)
+    assert steps[4].startswith("kubectl -n paiju auth can-i create pods --subresource=exec")
+    steps = steps[5:]
     assert steps[0].startswith("kubectl -n paiju delete job records-migrate")
     assert "apply --server-side" in steps[1] and steps[1].endswith("/migrate")
     assert "get job records-migrate" in steps[2]
     assert "apply --server-side" in steps[3] and steps[3].endswith("/app")
-    assert [s.split()[5] for s in steps[4:]] == [f"deployment/{svc}" for svc in SERVICES]
+    assert [s.split()[5] for s in steps[4:8]] == [f"deployment/{svc}" for svc in SERVICES]
+    # the smoke check: the image's health check in each running pod of every service
+    health = promote_module().HEALTH_CHECK
+    for i, svc in enumerate(SERVICES):
+        listing, check = steps[8 + 2 * i: 10 + 2 * i]
+        assert listing.startswith(f"kubectl -n paiju get pods -l app.kubernetes.io/name={svc} ")
+        assert check == f"kubectl -n paiju exec '<{svc} pod>' -c {svc} -- " + " ".join(health)
+    assert len(steps) == 16
+    dockerfile = (ROOT / "deploy" / "docker" / "Dockerfile").read_text(encoding="utf-8")
+    assert f"CMD {json.dumps(list(health))}" in dockerfile.split("HEALTHCHECK ", 1)[1], \
+        "the smoke check runs the images' own health check"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "deploy/promote.py --env $(ENV)" in makefile and "--from-dist $(DIST)" in makefile
     assert re.search(r"^DIST \?= dist$", makefile, re.M)

@@ -3,8 +3,8 @@
 No cluster here: a fake ``kubectl`` first on PATH records every call and answers as kubectl
 does for the calls promote.py makes (a Deployment's revision and image, the migration Job,
 server-side apply, ``rollout status --watch=false`` with its progress-deadline error, the
-pods' waiting reasons, ``rollout undo --to-revision``). A scenario file says which rollout
-fails and how. What a real cluster would add (the controller really restoring pods) is not
+pods' waiting reasons and phases, ``auth can-i`` and ``exec`` of the smoke check, ``rollout
+undo --to-revision``). A scenario file says which rollout fails and how. What a real cluster would add (the controller really restoring pods) is not
 exercised; the commands and their order are.
 """
 
@@ -71,6 +71,24 @@ if rest[:2] == ["rollout", "status"]:
         print(f'Waiting for deployment "{svc}" rollout to finish: 1 old replicas are pending termination...')
         sys.exit(0)
     print(f'deployment "{svc}" successfully rolled out')
+    sys.exit(0)
+if rest[:2] == ["auth", "can-i"]:
+    allowed = not scenario.get("fail", {}).get("exec")
+    print("yes" if allowed else "no")
+    sys.exit(0 if allowed else 1)
+if rest[:2] == ["get", "pods"] and "phase" in rest[-1]:      # the smoke check's listing
+    svc = rest[3].split("=")[1]
+    if scenario.get("fail", {}).get(svc) != "nopod":
+        print(f"{svc}-7d9f-abcde {scenario['new'][svc]} Running ")
+        print(f"{svc}-7d9f-klmno {scenario['new'][svc]} Pending ")
+    # the old release's pod, terminating
+    print(f"{svc}-5c4b-fghij {scenario['previous'][svc]['image']} Running 2030-01-01T00:00:00Z")
+    sys.exit(0)
+if rest[:1] == ["exec"]:
+    pod, svc = rest[1], rest[3]
+    if scenario.get("fail", {}).get(svc) == "unhealthy":
+        print(f"healthcheck: {svc} at 127.0.0.1:50060 (grpc) is not healthy", file=sys.stderr)
+        sys.exit(1)
     sys.exit(0)
 if rest[:2] == ["get", "pods"]:
     svc = rest[3].split("=")[1]
@@ -184,6 +202,61 @@ def test_a_failed_rollout_is_undone_to_the_recorded_revisions_and_fails_the_job(
     assert all(c[3].startswith("--timeout=") for c in waits)
     assert "rollout status deployment/lobby" in order, "the services before table were checked"
     assert (tmp_path / "release" / "rollback.txt").read_text() in run.stderr + "\n"
+
+
+def execs(calls: list[list[str]]) -> list[list[str]]:
+    return [c[1:] for c in calls if c[:1] == ["exec"]]
+
+
+def test_a_healthy_release_passes_the_health_check_of_every_running_pod_of_its_image(
+        tmp_path: Path) -> None:
+    """The default smoke check: each service's running pods of the release's image run the
+    image's own health check; the old release's terminating pod and a Pending one are left
+    alone. The right to exec is checked before anything changes."""
+    run, calls = deploy(tmp_path, {})
+    assert run.returncode == 0, run.stderr
+    assert execs(calls) == [[f"{svc}-7d9f-abcde", "-c", svc, "--", "python3",
+                             "/app/healthcheck.py"] for svc in SERVICES]
+    order = verbs(calls)
+    assert order.index("auth can-i create") < order.index("delete job records-migrate")
+    last_rollout = max(i for i, c in enumerate(calls) if c[:2] == ["rollout", "status"])
+    first_exec = next(i for i, c in enumerate(calls) if c[:1] == ["exec"])
+    assert last_rollout < first_exec, "after every rollout"
+
+
+@pytest.mark.parametrize(("fail", "why"), [
+    ("unhealthy", "failed  smoke: the health check failed: pod records-7d9f-abcde failed its "
+                  "health check (exit 1): healthcheck: records at 127.0.0.1:50060 (grpc) is "
+                  "not healthy"),
+    ("nopod", "failed  smoke: the health check failed: no running pod of records runs the "
+              "release's image"),
+])
+def test_a_pod_of_the_release_that_fails_its_health_check_rolls_back(
+        tmp_path: Path, fail: str, why: str) -> None:
+    run, calls = deploy(tmp_path, {"records": fail})
+    assert run.returncode != 0
+    assert "the rollout to prod (paiju) failed and was rolled back:" in run.stderr
+    assert why in run.stderr
+    assert len(undos(calls)) == 4
+    assert [e[0] for e in execs(calls)] == [f"{svc}-7d9f-abcde"
+                                            for svc in ("lobby", "table", "arbiter", "records")
+                                            if not (svc == "records" and fail == "nopod")]
+
+
+def test_without_the_right_to_exec_nothing_is_applied_and_smoke_none_skips_the_check(
+        tmp_path: Path) -> None:
+    run, calls = deploy(tmp_path, {"exec": "forbidden"})
+    assert run.returncode != 0
+    assert "deploy/promote.py: the smoke check needs pods/exec in paiju" in run.stderr
+    assert "rolled back" not in run.stderr
+    assert "SMOKE=none" in run.stderr
+    assert not any(c[:1] in (["apply"], ["delete"]) for c in calls), "nothing changed"
+    (tmp_path / "none").mkdir()
+    run, calls = deploy(tmp_path / "none", {"exec": "forbidden", "records": "unhealthy"},
+                        "SMOKE=none")
+    assert run.returncode == 0, run.stderr
+    assert not execs(calls) and "auth can-i create" not in verbs(calls)
+    assert not undos(calls)
 
 
 def test_a_failed_smoke_check_rolls_back_too(tmp_path: Path) -> None:
