@@ -28,6 +28,17 @@ from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 
 TOP_LIMIT = 10   # rows of the leaderboard that ``top`` shows
+# "A moment" answers (docs/protocol.md §8): the room is moving between tables or a backend
+# did not answer. A command answered so is sent again after a pause growing by RETRY_STEP s
+# up to RETRY_LONGEST s, at most RETRY_TRIES times in all (as the robots ready,
+# clients/robot/robot.py); the person sees "a moment" in the status line, never an error.
+TRANSIENT = frozenset({common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_UNAVAILABLE})
+RETRY_TRIES, RETRY_STEP, RETRY_LONGEST = 40, 0.25, 2.0
+# commands sent again on "a moment": room commands that do the same when repeated (a repeat
+# after a try that did count is refused harmlessly) and questions; not create, quick, join,
+# match or chat, which a repeat could do twice
+RETRIED = frozenset({"ready", "dismiss", "entrust-cancel", "vote", "room", "geo", "list",
+                     "history", "rating", "top", "cancel"})
 
 
 @dataclass
@@ -75,6 +86,10 @@ class CliApp:
         self.room_closed = asyncio.Event()   # the person's room was dismissed
         self.robots: list[asyncio.Task[Any]] = []
         self._robot_uids = 0
+        # bumped by every prompt and every end of a decision of ours: an answer sent again
+        # after "a moment" is dropped once its decision is no longer the current one
+        self.decision = 0
+        self.retrying: set[asyncio.Task[None]] = set()   # commands waiting for a next try
 
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> int:
@@ -93,9 +108,9 @@ class CliApp:
             pushes.cancel()
             return 0
         finally:
-            for task in self.robots:
+            for task in (*self.robots, *self.retrying):
                 task.cancel()
-            await asyncio.gather(*self.robots, return_exceptions=True)
+            await asyncio.gather(*self.robots, *self.retrying, return_exceptions=True)
             await self.session.close()
 
     async def _login(self) -> bool:
@@ -198,9 +213,71 @@ class CliApp:
         self.out(f"you: {render.action_label(spec)}")
         if self.at.prompt is prompt:
             self.at.prompt = None
-        reply = await self.session.request(action_frame(prompt.game, action))
-        if reply.WhichOneof("payload") == "ret" and reply.ret.code:
+        decision = self.decision
+        frame = action_frame(prompt.game, action)
+        reply = await self.session.request(frame)
+        if _transient(reply):
+            # sent again while this decision stands (no new prompt, our move not seen played)
+            self._retry(frame, render.action_label(spec), self._show_action_reply,
+                        still=lambda: self.decision == decision)
+            return
+        self._show_action_reply(reply, 1)
+
+    def _show_action_reply(self, reply: client_pb2.ServerFrame, tries: int) -> None:
+        """An answer's reply: a refusal is shown, unless it only came too late (overtaken)
+        or answers a retry (``tries`` > 1), whose first try, answered "a moment", may have
+        counted after all: the room's frames show what happened."""
+        if reply.WhichOneof("payload") != "ret" or not reply.ret.code:
+            return
+        if reply.ret.overtaken:
+            self.out(f"(too late, the game moved on: {reply.ret.message})")
+        elif tries > 1:
+            self.out(f"(not taken again: {reply.ret.message})")
+        else:
             self.out(render.error_line(reply.ret))
+
+    def _retry(self, payload: Any, what: str,
+               done: Callable[[client_pb2.ServerFrame, int], None],
+               still: Callable[[], bool] = lambda: True) -> None:
+        """Send ``payload`` again in the background after "a moment" (its first try): up to
+        RETRY_TRIES tries in all, while ``still()``; ``done(reply, tries)`` gets the first
+        answer that is not "a moment"."""
+        self.out(f"… a moment (reconnecting): '{what}' is sent again")
+        task = asyncio.create_task(self._retrying(payload, what, done, still))
+        self.retrying.add(task)
+        self._moment()
+        task.add_done_callback(self._retried)
+
+    def _retried(self, task: asyncio.Task[None]) -> None:
+        self.retrying.discard(task)
+        self._moment()
+
+    def _moment(self) -> None:
+        """"a moment" in the status line while a command waits for its next try."""
+        waiting = bool(self.retrying)
+        if waiting != self.focus.moment:
+            self.focus.moment = waiting
+            self.show_prompt()
+
+    async def _retrying(self, payload: Any, what: str,
+                        done: Callable[[client_pb2.ServerFrame, int], None],
+                        still: Callable[[], bool]) -> None:
+        for tries in range(2, RETRY_TRIES + 1):
+            await asyncio.sleep(min(RETRY_LONGEST, RETRY_STEP * (tries - 1)))
+            if not still():
+                self.out(f"('{what}' not sent again: that decision is over)")
+                return
+            try:
+                reply = await self.session.request(payload)
+            except (SessionClosed, TimeoutError):
+                return   # the stream ended: the reconnect resumes the seat, a prompt follows
+            if not _transient(reply):
+                done(reply, tries)
+                return
+            if not still():
+                self.out(f"('{what}' not sent again: that decision is over)")
+                return
+        self.out(f"the room did not answer '{what}' after {RETRY_TRIES} tries: try again later")
 
     # ------------------------------------------------------------------ commands
     async def command(self, name: str, *args: str) -> None:
@@ -210,7 +287,21 @@ class CliApp:
             self._start_robots(int(args[0]) if args else self.opt.robots)
         else:
             payload = self._request_for(Command(name, args))
-            self._show_reply(await self.session.request(payload))
+            reply = await self.session.request(payload)
+            if not _transient(reply):
+                self._show_reply(reply)
+            elif name in RETRIED:
+                self._retry(payload, name, self._show_retried_reply)
+            else:   # not repeated on its own: it could count twice
+                self.out(f"… a moment: {reply.ret.message} (try '{name}' again)")
+
+    def _show_retried_reply(self, reply: client_pb2.ServerFrame, tries: int) -> None:
+        """The answer to a command sent again: a refusal may only mean that an earlier try,
+        answered "a moment", counted (a vote already cast): a note, not an error."""
+        if reply.WhichOneof("payload") == "ret" and reply.ret.code:
+            self.out(f"(not taken again: {reply.ret.message})")
+        else:
+            self._show_reply(reply)
 
     def _request_for(self, cmd: Command) -> Any:
         a = cmd.args
@@ -307,9 +398,9 @@ class CliApp:
                 if kind == "prompt" and self.opt.auto:
                     await self._auto_answer(frame.prompt)
                 elif self._is_hand_over(frame) and self.opt.auto and self._more_hands():
-                    await self.session.send(lm.AskReady(is_ready=True))
+                    await self._auto_ready()
                 elif kind == "room_joined" and self.opt.auto and self._ready_again(frame):
-                    await self.session.send(lm.AskReady(is_ready=True))
+                    await self._auto_ready()
             except (SessionClosed, TimeoutError) as exc:
                 self.out(f"lobby did not answer: {exc or 'timeout'}")
         self.out("the lobby closed the connection")
@@ -345,6 +436,16 @@ class CliApp:
         return (between and room.cur_hand > 0 and me is not None and not me.ready
                 and room.cur_hand < room.total_hands)
 
+    async def _auto_ready(self) -> None:
+        """Ready for the next hand; "a moment" is asked again in the background, any other
+        answer is shown as it comes (a reply printed by _on_push)."""
+        ready = lm.AskReady(is_ready=True)
+        reply = await self.session.request(ready)
+        if _transient(reply):
+            self._retry(ready, "ready", self._show_retried_reply)
+        elif reply.WhichOneof("payload") == "ret" and reply.ret.code:
+            self.out(render.error_line(reply.ret))
+
     async def _auto_answer(self, prompt: g.Prompt) -> None:
         action = choose(prompt.game, prompt, "greedy")
         await self._act(prompt, g.ActionSpec(kind=action.kind, tiles=list(action.tiles),
@@ -361,6 +462,8 @@ class CliApp:
     def _on_push(self, frame: client_pb2.ServerFrame) -> None:
         kind = frame.WhichOneof("payload")
         at = self.at
+        if self._ends_decision(frame):
+            self.decision += 1
         if kind == "prompt":
             at.prompt, at.seat, at.hand_no = frame.prompt, frame.prompt.seat, frame.prompt.hand_no
             self._print(render.prompt_lines(frame.prompt))
@@ -407,6 +510,15 @@ class CliApp:
             if line:
                 self.out(line)
 
+    def _ends_decision(self, frame: client_pb2.ServerFrame) -> bool:
+        """A new prompt, or the end of a decision of ours: a window closed, our discard or
+        play seen (ours, the timer's or entrust's), the hand over."""
+        kind = frame.WhichOneof("payload")
+        seat = self.at.seat
+        return (kind in ("prompt", "mj_window_closed") or self._is_hand_over(frame)
+                or (kind == "mj_discard" and frame.mj_discard.seat == seat)
+                or (kind == "dd_use_out" and frame.dd_use_out.seat == seat))
+
     def _track(self, frame: client_pb2.ServerFrame) -> None:
         """Keep the hand's payments and the room's end for the settlement and the loop."""
         kind = frame.WhichOneof("payload")
@@ -443,6 +555,11 @@ class CliApp:
     def _print(self, lines: list[str]) -> None:
         for line in lines:
             self.out(line)
+
+
+def _transient(reply: client_pb2.ServerFrame) -> bool:
+    """"A moment": the command did nothing we know of and may be sent again."""
+    return reply.WhichOneof("payload") == "ret" and reply.ret.code in TRANSIENT
 
 
 _last_status = [""]

@@ -28,6 +28,7 @@ class Focus:
     same_ip: set[int] = field(default_factory=set)
     same_ip_room: int = 0
     same_ip_told: int = 0           # how many players the last same-IP line named
+    moment: bool = False            # a command answered "a moment" waits for its next try
 
     # ------------------------------------------------------------------ room list
     def room_change(self, change: lm.RoomChange) -> None:
@@ -88,8 +89,10 @@ class Focus:
     def status(self, room: common_pb2.RoomInfo | None, seat: int, deciding: bool,
                hand_no: int = 0) -> str:
         """The input prompt: ``[room 123 xuezhan hand 1/4 · seat 2 · your move · 托管 ON] > ``."""
+        # a command sent again after "a moment" (the room moving between tables): quiet
+        moment = " · reconnecting… a moment" if self.moment else ""
         if room is None:
-            return "[lobby] > "
+            return f"[lobby{moment}] > "
         hand = hand_no or room.cur_hand
         parts = [f"room {room.room_id} {GAMES.get(room.game, '?')} hand {hand}/{room.total_hands}",
                  f"seat {seat}"]
@@ -102,4 +105,4 @@ class Focus:
             parts.append("entrust off")
         if len(self.same_ip) > 1:
             parts.append(f"same IP: {len(self.same_ip)}")
-        return "[" + " · ".join(parts) + "] > "
+        return "[" + " · ".join(parts) + moment + "] > "
