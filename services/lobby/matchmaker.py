@@ -1,6 +1,6 @@
 """Rated matchmaking over the wire (issue 23; docs/protocol.md, "Matchmaking"): tickets in
-the ``match_tickets`` KV bucket, one active matcher among the lobby replicas, matched
-players seated through the ordinary join path.
+the ``match_tickets`` KV bucket, one active matcher per game among the lobby replicas,
+matched players seated through the ordinary join path.
 
 **Tickets.** ``AskMatch`` writes the player's ticket as ``t.<user id>`` (created only if
 absent: one ticket per player, whatever lobby took it); ``CancelMatch`` deletes it with a
@@ -19,18 +19,26 @@ any lobby (``ERR_PARTY_OFFLINE``: asked through a ``p.<user id>`` entry that the
 holding the friend's session answers) or waits for another match, is being seated in one,
 or sits in a room (``ERR_PARTY_BUSY``).
 
-**Encounters.** The rooms the matcher made are written, with the user ids of each ticket,
+**Encounters.** The rooms the matchers made are written, with the user ids of each ticket,
 into ``e.<slot>`` entries (one slot a minute, 1,441 slots reused a day later), so that a new
-matcher starts with the day's meetings of strangers (``lobby.match_stranger_tables_per_day``).
+matcher starts with the day's meetings of strangers (``lobby.match_stranger_tables_per_day``),
+and a running matcher counts the rooms the other games' matchers make as they appear: a pair
+of strangers is limited across all games, as by one matcher.
 
-**The active matcher.** Every lobby runs :meth:`Matchmaking._tick` every
-``lobby.match_tick_seconds``. The lobby holding the ``lease`` key renews it (update on the
-revision it last wrote); a lobby that sees the key's revision stand still for
-``lobby.match_lease_seconds`` takes it over the same way, so a killed matcher is replaced
-within a lease and a tick. Only the holder runs :class:`services.lobby.matching.Matcher`
-over the waiting tickets (kept current by a watch of the bucket, as in every lobby); a new
-holder starts from the tickets as they stand (their waits kept: ``enqueued_at`` is in the
-ticket) and puts back in the queue the tickets a dead holder left ``claimed``.
+**The active matchers.** Every lobby runs :meth:`Matchmaking._tick` every
+``lobby.match_tick_seconds``. Each game has its own lease, ``lease.<game>``; the lobby
+holding it renews it (update on the revision it read); a lobby that sees its revision stand
+still for ``lobby.match_lease_seconds`` takes it over the same way, so a killed matcher is
+replaced within a lease and a tick, game by game, and the other games' matchers go on. The
+leases spread over the lobbies (:meth:`Matchmaking._hold_leases`): a lobby takes a free
+lease only while it holds fewer than its fair share (the games over the live lobbies,
+rounded up), reaching for the games in an order of its own (a hash of its instance and the
+game), and gives one up (the last of that order) once it held more than its share for a
+whole lease. Only the holder of a game's lease runs a
+:class:`services.lobby.matching.Matcher` over that game's waiting tickets (kept current by
+a watch of the bucket, as in every lobby); a new holder starts from the tickets as they
+stand (their waits kept: ``enqueued_at`` is in the ticket) and puts back in the queue the
+tickets a dead holder left ``claimed``.
 
 **Seating.** For a table the matcher claims its tickets, creates a room with a random
 password through the directory (the least-loaded table, as CreateRoom), and writes the room
@@ -47,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -90,8 +99,8 @@ SeatMatched = Callable[[LobbyApp, Session, dict[str, Any]], Awaitable[None]]
 log = logging.getLogger("paiju.lobby.matchmaker")
 
 BUCKET = "match_tickets"
-LEASE_KEY = "lease"
-STATS_KEY = "stats"
+LEASE_PREFIX = "lease."   # lease.<game>: who runs that game's matcher
+STATS_PREFIX = "stats."   # stats.<game>: that game's queues' recent median waits
 PREFIX = "t."
 LOBBY_PREFIX = "l."   # l.<instance>: a lobby's presence, rewritten every third of a lease
 ASK_PREFIX = "p."     # p.<uid>: is this player online? (the lobby holding him answers)
@@ -112,13 +121,16 @@ TICKETS = Counter("paiju_lobby_match_tickets_total",
 OUTCOMES = Counter("paiju_lobby_match_outcomes_total",
                    "Match requests ended for players of this lobby, by outcome (matched, "
                    "cancelled, timeout, failed)", ["outcome"])
-ROOMS = Counter("paiju_lobby_match_rooms_total", "Rooms made by this lobby's matcher")
+ROOMS = Counter("paiju_lobby_match_rooms_total", "Rooms made by this lobby's matchers, by game",
+                ["game"])
 WAITS = Histogram("paiju_lobby_match_wait_seconds",
-                  "From a ticket's taking to its table, as this lobby's matcher made it",
-                  buckets=(0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 300))
-ACTIVE = Gauge("paiju_lobby_matcher_active", "1 while this lobby is the active matcher")
+                  "From a ticket's taking to its table, as this lobby's matchers made it, by game",
+                  ["game"], buckets=(0.5, 1, 2, 3, 5, 10, 15, 20, 30, 60, 120, 300))
+ACTIVE = Gauge("paiju_lobby_matcher_active",
+               "1 while this lobby is the game's active matcher (holds lease.<game>)", ["game"])
 POOL = Gauge("paiju_lobby_match_waiting",
-                "Tickets waiting to be matched (the active matcher's count; 0 elsewhere)")
+             "Tickets of the game waiting to be matched (its active matcher's count; 0 "
+             "elsewhere)", ["game"])
 
 
 @contextlib.asynccontextmanager
@@ -210,7 +222,7 @@ def parties(waiting: dict[str, tuple[str, int, dict[str, Any]]],
 
 class Matchmaking:
     """One lobby's part: its view of the bucket, the delivery of outcomes to its sessions,
-    and, while it holds the lease, the matcher."""
+    and the matchers of the games whose lease it holds."""
 
     def __init__(self, app: LobbyApp, seat_matched: SeatMatched | None = None) -> None:
         self.app = app
@@ -219,13 +231,19 @@ class Matchmaking:
         self.instance = uuid.uuid4().hex[:12]
         self.kv: KeyValue | None = None
         self.view: dict[str, tuple[int, dict[str, Any]]] = {}   # key -> (revision, value)
-        self.stats: dict[str, float] = {}           # queue name -> estimated wait (s)
-        self.leading = False
-        self.matcher: Matcher | None = None
-        self._queued: set[str] = set()              # ticket ids in the matcher
+        self.stats: dict[str, dict[str, float]] = {}    # game -> queue name -> wait (s)
+        # the games this lobby reaches for, in its own order (spreads the leases)
+        self.games = tuple(sorted((spec.name for spec in registry.all()), key=lambda g:
+                                  hashlib.sha256(f"{self.instance}/{g}".encode()).digest()))
+        self.leading: set[str] = set()              # games whose lease this lobby holds
+        self.matchers: dict[str, Matcher] = {}      # their matchers
+        self._made_by: dict[str, str] = {}          # game -> its running matcher's id
+        self._queued: dict[str, set[str]] = {}      # game -> ticket ids in its matcher
         self._delivering: set[str] = set()          # ticket ids this lobby is delivering
-        self._lease_seen: tuple[int, float] = (0, time.monotonic())
-        self._renewed = 0.0
+        self._lease_seen: dict[str, tuple[int, float]] = {}  # game -> (revision, since)
+        self._renewed: dict[str, float] = {}        # game -> when this lobby renewed it
+        self._over_since: float | None = None       # holding more than its share since
+        self._met_seen: dict[str, tuple[int, int]] = {}  # e.<slot> -> (slot, rooms noted)
         self._announced = 0.0                       # when this lobby's presence was written
         self._heard: dict[str, float] = {}          # lobby instance -> when its presence moved
         self._orphans: dict[str, float] = {}        # ticket id -> since when its lobby is gone
@@ -234,9 +252,9 @@ class Matchmaking:
         self._answered: dict[int, asyncio.Event] = {}
         self._synced = False                        # the watch delivered the bucket once
         self._attached = 0.0
-        self.passes = 0
+        self.passes: dict[str, int] = {}            # game -> passes of its matcher here
         self.matches = 0
-        self.tasks: list[asyncio.Task[Any]] = []    # the watch and the matcher's loop
+        self.tasks: list[asyncio.Task[Any]] = []    # the watch and the matchers' loop
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -246,9 +264,10 @@ class Matchmaking:
         self.tasks = [self.app.spawn(self._watch()), self.app.spawn(self._loop())]
 
     async def resign(self) -> None:
-        """Give the lease up (a lobby that stops): a standby takes over at its next tick;
-        the tickets of this lobby's sessions wait for their players to log in elsewhere.
-        The loop stops first: a tick under way must not take the lease again after it."""
+        """Give the leases up (a lobby that stops): the other lobbies take them at their
+        next tick; the tickets of this lobby's sessions wait for their players to log in
+        elsewhere. The loop stops first: a tick under way must not take a lease again
+        after it."""
         await cancel_and_wait(*self.tasks)
         if self.kv is None:
             return
@@ -256,15 +275,8 @@ class Matchmaking:
             await self.kv.delete(LOBBY_PREFIX + self.instance)
         except Exception as exc:
             log.info("presence not withdrawn", extra={"error": repr(exc)})
-        if not self.leading:
-            return
-        self.leading = False
-        try:
-            entry = await self.kv.get(LEASE_KEY)
-            if entry.value and json.loads(entry.value).get("owner") == self.instance:
-                await self.kv.delete(LEASE_KEY, last=entry.revision)
-        except Exception as exc:
-            log.info("lease not given up", extra={"error": repr(exc)})
+        for game in [g for g in self.games if g in self.leading]:
+            await self._give_up(game)
 
     def _need(self) -> KeyValue:
         if self.kv is None:
@@ -444,7 +456,7 @@ class Matchmaking:
         name = queue_name(key)
         waiting = sum(1 for _, v in self._tickets() if v.get("state") == WAITING
                       and queue_name(_key_of(v)) == name)
-        estimate = self.stats.get(name)
+        estimate = self.stats.get(key.game, {}).get(name)
         return lobby_msgs_pb2.MatchQueued(
             ticket_id=value["ticket_id"], game=key.game, stake=key.stake, ranked=key.ranked,
             since_ms=int(value["enqueued_at"] * 1000), waiting=max(1, waiting),
@@ -566,14 +578,17 @@ class Matchmaking:
                         value = json.loads(entry.value)
                     except ValueError:
                         continue
-                    if entry.key == STATS_KEY:
-                        self.stats = {str(k): float(v) for k, v in value.items()}
+                    if entry.key.startswith(STATS_PREFIX):
+                        self.stats[entry.key[len(STATS_PREFIX):]] = {
+                            str(k): float(v) for k, v in value.items()}
                         continue
                     if entry.key.startswith(ASK_PREFIX):
                         if isinstance(value, dict):
                             self._presence(entry.key, entry.revision or 0, value)
                         continue
                     self.view[entry.key] = (entry.revision or 0, value)
+                    if entry.key.startswith(MET_PREFIX):
+                        self._note_met(entry.key, value)
                     if entry.key.startswith(PREFIX):
                         self._deliver(entry.key, entry.revision or 0, value)
             except asyncio.CancelledError:
@@ -615,7 +630,7 @@ class Matchmaking:
             except Exception as exc:    # replaced meanwhile (a new ticket): leave it
                 log.debug("ticket outcome not deleted", extra={"error": repr(exc)})
 
-    # -- the active matcher ---------------------------------------------------------------
+    # -- the active matchers --------------------------------------------------------------
 
     async def _loop(self) -> None:
         while True:
@@ -635,9 +650,16 @@ class Matchmaking:
             self._announced = now
         if not self._synced and now - self._attached < self.cfg.match_lease_seconds:
             return      # the day's encounters not read yet: no lease before they are
-        await self._hold_lease()
-        if self.leading:
-            await self._pass()
+        await self._hold_leases()
+        for game in [g for g in self.games if g in self.leading]:
+            if game not in self.leading:    # lost while an earlier game's pass renewed
+                continue
+            try:
+                await self._pass(game)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:    # this game's pass only: the others go on
+                log.warning("match pass failed", extra={"game": game, "error": repr(exc)})
 
     def _alive(self, instance: str) -> bool:
         """A lobby whose presence moved within a lease (this one always is)."""
@@ -664,20 +686,32 @@ class Matchmaking:
                 pass
         return True
 
-    def _lead(self, leading: bool) -> None:
-        if leading and not self.leading:
-            log.info("matching: this lobby is the active matcher",
-                     extra={"instance": self.instance})
-            self.matcher = Matcher(self._match_config())
-            self._recall(self.matcher)
-            self._queued.clear()
-        elif not leading and self.leading:
-            log.info("matching: no longer the active matcher", extra={"instance": self.instance})
-            self.matcher = None
-            self._queued.clear()
-            POOL.set(0)
-        self.leading = leading
-        ACTIVE.set(1 if leading else 0)
+    def _share(self) -> int:
+        """How many games' leases this lobby may take free: the games over the live
+        lobbies (this one included), rounded up."""
+        live = 1 + sum(1 for i in self._heard if i != self.instance and self._alive(i))
+        return math.ceil(len(self.games) / live)
+
+    def _lead(self, game: str, leading: bool) -> None:
+        if leading != (game in self.leading):   # how long the lease stands still counts
+            self._lease_seen.pop(game, None)    # from now (not from before this lobby's hold)
+        if leading and game not in self.leading:
+            log.info("matching: this lobby is the game's active matcher",
+                     extra={"game": game, "instance": self.instance})
+            matcher = Matcher(self._match_config())
+            self._recall(matcher)
+            self.matchers[game] = matcher
+            self._made_by[game] = uuid.uuid4().hex[:12]
+            self._queued[game] = set()
+            self.leading.add(game)
+        elif not leading and game in self.leading:
+            log.info("matching: no longer the game's active matcher",
+                     extra={"game": game, "instance": self.instance})
+            self.leading.discard(game)
+            del self.matchers[game], self._made_by[game], self._queued[game]
+            self._renewed.pop(game, None)
+            POOL.labels(game).set(0)
+        ACTIVE.labels(game).set(1 if leading else 0)
 
     def _match_config(self) -> MatchConfig:
         fill = self.cfg.match_robot_fill_seconds
@@ -687,7 +721,8 @@ class Matchmaking:
 
     def _recall(self, matcher: Matcher) -> None:
         """A new matcher starts with the meetings of the rooms made in the last day (the
-        ``e.<slot>`` entries, by whichever lobby was the matcher then), oldest first."""
+        ``e.<slot>`` entries as this lobby's watch delivered them, by every game's matcher,
+        wherever it ran), oldest first; :meth:`_note_met` adds the later ones."""
         cutoff = time.time() - matcher.config.encounter_window
         rooms: list[tuple[float, list[list[int]]]] = []
         for key, (_, value) in list(self.view.items()):
@@ -707,13 +742,40 @@ class Matchmaking:
         if rooms:
             log.info("matching: the day's encounters recalled", extra={"rooms": len(rooms)})
 
-    async def _remember(self, rooms: list[tuple[float, list[list[int]]]]) -> None:
-        """Add the rooms this pass made to their minute's ``e.<slot>`` entry (a slot a day
-        old is started afresh); compare-and-set, a few tries."""
+    def _note_met(self, key: str, value: dict[str, Any]) -> None:
+        """An ``e.<slot>`` entry moved (the watch): the rooms added to it since this lobby
+        last read it are told to each running matcher that did not make them itself (the
+        other games' matchers, here or on another lobby), so that strangers are limited
+        across all games. The view of the entry and what was noted move together (only
+        the watch writes either), so a matcher that :meth:`_recall` started is told each
+        room once."""
+        try:
+            slot = int(value["slot"])
+            rooms = list(value.get("rooms") or ())
+        except (KeyError, ValueError, TypeError):
+            return
+        seen_slot, seen = self._met_seen.get(key, (-1, 0))
+        self._met_seen[key] = (slot, len(rooms))
+        for room in rooms[seen if seen_slot == slot else 0:]:
+            try:
+                at = float(room["at"])
+                groups = [[int(u) for u in g] for g in room["groups"]]
+            except (KeyError, ValueError, TypeError):
+                continue
+            for game, matcher in self.matchers.items():
+                if room.get("by") != self._made_by[game]:
+                    matcher.note_table(groups, at)
+
+    async def _remember(self, game: str, by: str,
+                        rooms: list[tuple[float, list[list[int]]]]) -> None:
+        """Add the rooms a pass of the game's matcher (``by``: its id) made to their
+        minute's ``e.<slot>`` entry (a slot a day old is started afresh); compare-and-set,
+        a few tries. The view follows by the watch."""
         kv = self._need()
         by_slot: dict[int, list[dict[str, Any]]] = {}
         for at, groups in rooms:
-            by_slot.setdefault(int(at // MET_SLOT), []).append({"at": at, "groups": groups})
+            by_slot.setdefault(int(at // MET_SLOT), []).append(
+                {"at": at, "groups": groups, "game": game, "by": by})
         for slot, made in by_slot.items():
             key = f"{MET_PREFIX}{slot % MET_SLOTS}"
             for _ in range(5):
@@ -727,51 +789,95 @@ class Matchmaking:
                 value = {"slot": slot, "rooms": (kept + made)[:MET_SLOT_ROOMS]}
                 data = json.dumps(value, separators=(",", ":")).encode()
                 try:
-                    new = await (kv.create(key, data) if rev is None
-                                 else kv.update(key, data, last=rev))
+                    await (kv.create(key, data) if rev is None else kv.update(key, data, last=rev))
                 except APIError:
                     continue
-                self.view[key] = (new, value)
                 break
             else:
                 log.warning("encounters not written", extra={"key": key})
 
-    async def _hold_lease(self) -> None:
-        """Renew the lease this lobby holds, or take one that is free or stood still for a
-        whole lease (compare-and-set on the revision either way)."""
-        kv = self._need()
+    async def _hold_leases(self) -> None:
+        """Each game's lease, ``lease.<game>``, in this lobby's order of the games: renew
+        the ones it holds; take over one whose revision stood still for
+        ``lobby.match_lease_seconds`` (its holder died, or nobody took it free that long);
+        take a free one while this lobby holds fewer than :meth:`_share`; give one up (the
+        last it holds in its order) once it held more than its share for a whole lease (a
+        lobby joined: the leases spread). Every write is a compare-and-set, so two lobbies
+        never both hold a game's lease."""
         now = time.monotonic()
+        takable: list[tuple[str, int, str | None, bool]] = []
+        for game in self.games:
+            rev, holder = await self._read_lease(game)
+            if holder == self.instance:
+                await self._write_lease(game, rev, holder)
+                continue
+            self._lead(game, False)
+            if self._lease_seen.get(game, (-1, 0.0))[0] != rev:
+                self._lease_seen[game] = (rev, now)
+            lapsed = now - self._lease_seen[game][1] >= self.cfg.match_lease_seconds
+            if lapsed or holder is None:
+                takable.append((game, rev, holder, lapsed))
+        share = self._share()
+        if len(self.leading) <= share:
+            self._over_since = None
+        elif self._over_since is None:
+            self._over_since = now
+        elif now - self._over_since >= self.cfg.match_lease_seconds:
+            self._over_since = None
+            await self._give_up([g for g in self.games if g in self.leading][-1])
+            return
+        for game, rev, holder, lapsed in takable:
+            if lapsed or len(self.leading) < share:
+                if lapsed and holder is not None:
+                    log.info("matching: the game's lease lapsed, taking it over",
+                             extra={"game": game, "from": holder})
+                await self._write_lease(game, rev, holder)
+
+    async def _renew(self) -> None:
+        """Renew the leases this lobby holds (a long pass keeps them)."""
+        for game in [g for g in self.games if g in self.leading]:
+            rev, holder = await self._read_lease(game)
+            if holder == self.instance:
+                await self._write_lease(game, rev, holder)
+            else:
+                self._lead(game, False)
+
+    async def _read_lease(self, game: str) -> tuple[int, str | None]:
+        """The lease's revision and holder; (0, None) when it is free (never written, or
+        given up)."""
+        try:
+            entry = await self._need().get(LEASE_PREFIX + game)
+        except NotFoundError:
+            return 0, None
+        if not entry.value:
+            return 0, None
+        return entry.revision or 0, json.loads(entry.value).get("owner")
+
+    async def _write_lease(self, game: str, rev: int, holder: str | None) -> None:
+        """Hold the lease: create it when it is free, else update it on ``rev``; a lobby
+        that loses the race (or the lease) stops matching the game."""
+        kv = self._need()
+        key = LEASE_PREFIX + game
         mine = json.dumps({"owner": self.instance, "at": time.time()}).encode()
         try:
-            entry = await kv.get(LEASE_KEY)
-        except NotFoundError:
-            entry = None
-        if entry is None or not entry.value:
-            try:
-                await kv.create(LEASE_KEY, mine)
-            except APIError:
-                self._lead(False)
-                return
-            self._renewed = now
-            self._lead(True)
-            return
-        rev = entry.revision or 0
-        holder = json.loads(entry.value).get("owner")
-        if holder != self.instance:
-            if rev != self._lease_seen[0]:
-                self._lease_seen = (rev, now)
-            if now - self._lease_seen[1] < self.cfg.match_lease_seconds:
-                self._lead(False)
-                return
-            log.info("matching: the matcher's lease lapsed, taking it over",
-                     extra={"from": holder})
-        try:
-            await kv.update(LEASE_KEY, mine, last=rev)
+            await (kv.create(key, mine) if holder is None else kv.update(key, mine, last=rev))
         except APIError:
-            self._lead(False)
+            self._lead(game, False)
             return
-        self._renewed = now
-        self._lead(True)
+        self._renewed[game] = time.monotonic()
+        self._lead(game, True)
+
+    async def _give_up(self, game: str) -> None:
+        """Stop matching the game and delete its lease if this lobby still holds it (on the
+        revision read): another lobby takes it at its next tick."""
+        self._lead(game, False)
+        try:
+            rev, holder = await self._read_lease(game)
+            if holder == self.instance:
+                await self._need().delete(LEASE_PREFIX + game, last=rev)
+                log.info("matching: the game's lease given up", extra={"game": game})
+        except Exception as exc:
+            log.info("lease not given up", extra={"game": game, "error": repr(exc)})
 
     async def _set(self, key: str, rev: int, value: dict[str, Any]) -> int | None:
         """Write a ticket's new state if it is still at ``rev``; its new revision, or None
@@ -783,13 +889,13 @@ class Matchmaking:
         self.view[key] = (new, value)
         return new
 
-    async def _pass(self) -> None:
-        matcher = self.matcher
-        assert matcher is not None
+    async def _pass(self, game: str) -> None:
+        """One pass of the game's matcher over the game's tickets."""
+        matcher, queued, by = self.matchers[game], self._queued[game], self._made_by[game]
         now = time.time()
         waiting: dict[str, tuple[str, int, dict[str, Any]]] = {}
         for key, (rev, value) in list(self.view.items()):
-            if not key.startswith(PREFIX):
+            if not key.startswith(PREFIX) or value.get("game") != game:
                 continue
             state = value.get("state")
             if state == WAITING:
@@ -820,11 +926,11 @@ class Matchmaking:
         for ticket_id in [t for t in self._orphans if t not in tickets]:
             del self._orphans[ticket_id]
         units = parties(waiting)
-        for ticket_id in list(self._queued - units.keys()):
+        for ticket_id in list(queued - units.keys()):
             matcher.cancel(ticket_id)
-            self._queued.discard(ticket_id)
+            queued.discard(ticket_id)
         for ticket_id, members in units.items():
-            if ticket_id in self._queued:
+            if ticket_id in queued:
                 continue
             try:
                 matcher.enqueue(ticket_of(*(v for *_, v in members)))
@@ -839,29 +945,30 @@ class Matchmaking:
                     await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
                                                "message": f"bad ticket: {exc!r}"})
                 continue
-            self._queued.add(ticket_id)
+            queued.add(ticket_id)
         matches = matcher.run(now)
-        self.passes += 1
-        POOL.set(matcher.waiting())
+        self.passes[game] = self.passes.get(game, 0) + 1
+        POOL.labels(game).set(matcher.waiting())
         made: list[tuple[float, list[list[int]]]] = []
         try:
             for match in matches:
                 entries = []
                 for t in match.tickets:
-                    self._queued.discard(t.ticket_id)
+                    queued.discard(t.ticket_id)
                     entries.extend(units[t.ticket_id])
-                if await self._make_room(match.robots, entries, now):
+                if await self._make_room(game, match.robots, entries, now):
                     made.append((now, [[p.user_id for p in t.players] for t in match.tickets]))
-                if time.monotonic() - self._renewed > self.cfg.match_lease_seconds / 2:
-                    await self._hold_lease()    # many rooms in one pass: keep the lease
-                    if not self.leading:        # lost it: the rest is the new matcher's
+                if time.monotonic() - min(self._renewed.values(), default=0.0) \
+                        > self.cfg.match_lease_seconds / 2:
+                    await self._renew()         # many rooms in one pass: keep the leases
+                    if game not in self.leading:    # lost it: the rest is the new matcher's
                         return
         finally:
             if made:
-                await self._remember(made)
-        await self._publish_stats(matcher, waiting)
+                await self._remember(game, by, made)
+        await self._publish_stats(game, matcher, waiting)
 
-    async def _make_room(self, robots: int,
+    async def _make_room(self, game: str, robots: int,
                          entries: list[tuple[str, int, dict[str, Any]]], now: float) -> bool:
         """Claim the tickets, create the room, write it into them: whether a room was made."""
         claimed: list[tuple[str, int, dict[str, Any]]] = []
@@ -889,11 +996,11 @@ class Matchmaking:
             return False
         room_id = created.room.room_id
         self.matches += 1
-        ROOMS.inc()
+        ROOMS.labels(game).inc()
         for *_, v in claimed:
-            WAITS.observe(max(0.0, now - float(v["enqueued_at"])))
-        log.info("matched", extra={"room": room_id, "users": [v["user_id"] for *_, v in claimed],
-                                   "robots": robots})
+            WAITS.labels(game).observe(max(0.0, now - float(v["enqueued_at"])))
+        log.info("matched", extra={"game": game, "room": room_id, "robots": robots,
+                                   "users": [v["user_id"] for *_, v in claimed]})
         done = time.time()
         for k, r, v in claimed:
             await self._set(k, r, {**v, "state": MATCHED, "room_id": room_id,
@@ -902,7 +1009,7 @@ class Matchmaking:
                                    "done_at": done})
         return True
 
-    async def _publish_stats(self, matcher: Matcher,
+    async def _publish_stats(self, game: str, matcher: Matcher,
                              waiting: dict[str, tuple[str, int, dict[str, Any]]]) -> None:
         stats: dict[str, float] = {}
         for _, _, value in waiting.values():
@@ -910,6 +1017,6 @@ class Matchmaking:
             estimate = matcher.estimated_wait(key)
             if estimate is not None:
                 stats[queue_name(key)] = round(estimate, 1)
-        if stats and stats != self.stats:
-            self.stats = stats
-            await self._need().put(STATS_KEY, json.dumps(stats).encode())
+        if stats and stats != self.stats.get(game):
+            self.stats[game] = stats
+            await self._need().put(STATS_PREFIX + game, json.dumps(stats).encode())

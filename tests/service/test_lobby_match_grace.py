@@ -27,9 +27,10 @@ async def until(check: Any, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def leader(*hosts: LobbyHost) -> LobbyHost:
-    await until(lambda: any(h.app.matchmaking.leading for h in hosts))
-    return next(h for h in hosts if h.app.matchmaking.leading)
+async def leader(game: str, *hosts: LobbyHost) -> LobbyHost:
+    """The lobby holding the game's lease (once one does)."""
+    await until(lambda: any(game in h.app.matchmaking.leading for h in hosts))
+    return next(h for h in hosts if game in h.app.matchmaking.leading)
 
 
 async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
@@ -101,12 +102,13 @@ async def test_a_party_naming_an_offline_or_busy_friend_is_refused_at_once(
 
 async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
         fresh_nats: EmbeddedNats) -> None:
-    """With ``match_stranger_tables_per_day`` 1, matcher A seats four strangers together;
-    A stops; matcher B, which took over, will not seat any two of them together again."""
+    """With ``match_stranger_tables_per_day`` 1, changsha's matcher on A seats four strangers
+    together; A stops; B, which took the lease over, will not seat any two of them together
+    again."""
     once = {"match_stranger_tables_per_day": 1}
     async with stack(fresh_nats.url) as s:
         a = await s.lobby(**once)
-        assert await leader(a) is a
+        assert await leader("changsha", a) is a
         b = await s.lobby(**once, match_lease_seconds=30.0)   # takes over a given-up lease
         uids = [7971, 7972, 7973, 7974]
         players = [await s.player(b, u) for u in uids]
@@ -119,15 +121,15 @@ async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
         await until(lambda: any(k.startswith("e.") for k in b.app.matchmaking.view))
         await a.stop(0.5)
         s.lobbies.remove(a)
-        assert await leader(b) is b
-        matcher = b.app.matchmaking.matcher
-        assert matcher is not None and matcher.encounters.count(7971, 7972) == 1
+        assert await leader("changsha", b) is b
+        matcher = b.app.matchmaking.matchers["changsha"]
+        assert matcher.encounters.count(7971, 7972) == 1
         for p in players:                         # out of the room, and asking again
             left = await p.request(lobby_msgs_pb2.AskExit())
             assert left.WhichOneof("payload") != "ret" or code_of(left) == E.OK, left
             await queued(p, game="changsha")
-        passes = b.app.matchmaking.passes
-        await until(lambda: b.app.matchmaking.passes >= passes + 5)
+        passes = b.app.matchmaking.passes["changsha"]
+        await until(lambda: b.app.matchmaking.passes["changsha"] >= passes + 5)
         assert b.app.matchmaking.matches == 0
         view = b.app.matchmaking.view
         assert all(view[f"t.{u}"][1]["state"] == "waiting" for u in uids)

@@ -2,8 +2,9 @@
 with a real nats-server, arbiter, table and lobbies on loopback (records in-test): four
 players ask for a match, are matched into one room and seated, and the hand starts; a
 lone player of an unranked queue gets robots; cancel works; bad input gets its codes; the
-tickets live in the bucket, so when the active matcher dies another lobby takes over and
-matches the tickets taken before."""
+tickets live in the bucket, so when a game's active matcher dies another lobby takes over
+and matches the tickets taken before (one matcher per game:
+tests/service/test_lobby_match_leases.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from clients.robot.robot import run_matched
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 from services.common.config import Config
 from services.common.natsd import EmbeddedNats
-from services.lobby.matchmaker import BUCKET, LEASE_KEY
+from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
 from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
 from tests.service.test_lobby import SECRET, Client, code_of, game_servers
@@ -187,25 +188,29 @@ async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
     async with stack(fresh_nats.url) as s:
         a = await s.lobby()
         for _ in range(50):
-            if a.app.matchmaking.leading:
+            if "dadun" in a.app.matchmaking.leading:
                 break
             await asyncio.sleep(0.1)
-        assert a.app.matchmaking.leading
+        assert "dadun" in a.app.matchmaking.leading      # alone: every game's matcher
         b = await s.lobby()
-        await asyncio.sleep(0.6)
-        assert not b.app.matchmaking.leading
-        players = [await s.player(b, 7301 + i) for i in range(4)]
+        for _ in range(100):                   # the leases spread over the two lobbies
+            if a.app.matchmaking.leading and b.app.matchmaking.leading:
+                break
+            await asyncio.sleep(0.1)
+        holder, standby = (a, b) if "dadun" in a.app.matchmaking.leading else (b, a)
+        assert "dadun" not in standby.app.matchmaking.leading
+        players = [await s.player(standby, 7301 + i) for i in range(4)]
         for p in players[:2]:
             await queued(p, game="dadun")
-        await asyncio.sleep(0.5)               # two waiting in A's matcher
-        for task in a.app.matchmaking.tasks:   # A's matcher dies as at a kill -9 (no resign)
+        await asyncio.sleep(0.5)               # two waiting in the holder's matcher
+        for task in holder.app.matchmaking.tasks:   # it dies as at a kill -9 (no resign)
             task.cancel()
         for p in players[2:]:
             await queued(p, game="dadun")
         results = await asyncio.gather(*(found(p, timeout=15) for p in players))
         assert len({m.match_found.room_id for m, _ in results}) == 1
-        assert b.app.matchmaking.leading and b.app.matchmaking.matches == 1
-        assert a.app.matchmaking.matches == 0
+        assert "dadun" in standby.app.matchmaking.leading
+        assert standby.app.matchmaking.matches == 1 and holder.app.matchmaking.matches == 0
 
 
 async def test_robots_seated_by_matchmaking_across_two_lobbies_play_a_hand(
@@ -225,10 +230,10 @@ async def test_robots_seated_by_matchmaking_across_two_lobbies_play_a_hand(
 
 async def test_a_killed_matcher_process_loses_no_ticket(
         fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
-    """Lobby A, a real process, is the active matcher and holds two players' tickets; it is
-    killed (SIGKILL: no lease given up, no ticket withdrawn). Its players log in on lobby B,
-    where their tickets follow them (MatchQueued again); B takes the lease over once it
-    stood still, and matches them with two players of its own."""
+    """Lobby A, a real process, is the active matcher of every game and holds two players'
+    tickets; it is killed (SIGKILL: no lease given up, no ticket withdrawn). Its players log
+    in on lobby B, where their tickets follow them (MatchQueued again); B takes the leases
+    over once they stood still, and matches them with two players of its own."""
     async with stack(fresh_nats.url) as s:
         records = s.cfg.records.address
         proc = make_service("lobby", fresh_nats.url, tmp_path, **{
@@ -241,12 +246,10 @@ async def test_a_killed_matcher_process_loses_no_ticket(
             kv = await nc.jetstream().key_value(BUCKET)
             for _ in range(100):
                 with contextlib.suppress(Exception):
-                    if (await kv.get(LEASE_KEY)).value:
+                    if (await kv.get(LEASE_PREFIX + "changsha")).value:
                         break
                 await asyncio.sleep(0.1)
             b = await s.lobby()
-            await asyncio.sleep(0.6)
-            assert not b.app.matchmaking.leading
             first = []
             for uid in (7501, 7502):
                 client = Client(proc.address)
@@ -267,7 +270,7 @@ async def test_a_killed_matcher_process_loses_no_ticket(
             results = await asyncio.gather(*(found(p, timeout=20) for p in players))
             assert len({m.match_found.room_id for m, _ in results}) == 1
             assert {m.match_found.ticket_id for m, _ in results[:2]} == set(first)
-            assert b.app.matchmaking.leading and b.app.matchmaking.matches == 1
+            assert "changsha" in b.app.matchmaking.leading and b.app.matchmaking.matches == 1
         finally:
             await nc.close()
             await asyncio.to_thread(proc.stop)
@@ -275,8 +278,8 @@ async def test_a_killed_matcher_process_loses_no_ticket(
 
 async def test_a_draining_matcher_hands_over_at_once_and_its_players_keep_their_tickets(
         fresh_nats: EmbeddedNats) -> None:
-    """SIGTERM of the active matcher's lobby: its clients are sent away (their tickets stay),
-    it gives the lease up, the other lobby matches at its next pass; the players resume
+    """SIGTERM of the active matchers' lobby: its clients are sent away (their tickets stay),
+    it gives the leases up, the other lobby matches at its next pass; the players resume
     their tickets there."""
     async with stack(fresh_nats.url) as s:
         a = await s.lobby()
@@ -302,7 +305,7 @@ async def test_a_draining_matcher_hands_over_at_once_and_its_players_keep_their_
             await queued(players[-1], game="xuezhan", stake=5)
         results = await asyncio.gather(*(found(p, timeout=10) for p in players))
         assert len({m.match_found.room_id for m, _ in results}) == 1
-        assert b.app.matchmaking.leading
+        assert b.app.matchmaking.leading == set(b.app.matchmaking.games)
 
 
 async def test_a_party_is_seated_together_once_every_member_asked(
@@ -326,7 +329,7 @@ async def test_a_party_is_seated_together_once_every_member_asked(
         assert m1.match_found.room_id == m2.match_found.room_id
         assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
         # the party and two of the three made the table; the third still waits
-        view = (a if a.app.matchmaking.leading else b).app.matchmaking.view
+        view = (a if "changsha" in a.app.matchmaking.leading else b).app.matchmaking.view
         for _ in range(100):
             left = [i for i in range(3) if f"t.{7803 + i}" in view]
             if len(left) == 1:
