@@ -3,7 +3,7 @@
 In one process: an embedded nats-server, the real arbiter and table, a records stub on
 loopback (profiles with coins; no ratings, so every ticket has the model's start) and two
 real lobbies (services/lobby/matchmaker.py with its defaults: a pass a second, one active
-matcher elected by its lease). Players log in over gRPC ``Lobby.Connect``, spread over both
+matcher per game elected by its lease). Players log in over gRPC ``Lobby.Connect``, spread over both
 lobbies, and ask for a XueZhan match as a Poisson stream; a few cancel shortly after. Each
 player waits for its ``MatchFound`` and the ``RoomJoined`` after it.
 
@@ -170,7 +170,7 @@ async def run(players: int, rate: float) -> list[str]:
             await asyncio.wait_for(asyncio.gather(*tasks), 120 + players / rate)
             wall = time.monotonic() - started
             matchers = [lobby.app.matchmaking for lobby in lobbies]
-            return report(outs, rate, wall, [(m.matches, m.passes) for m in matchers])
+            return report(outs, rate, wall, [(m.matches, sum(m.passes.values())) for m in matchers])
         finally:
             for lobby in lobbies:
                 await lobby.stop(0.2)
