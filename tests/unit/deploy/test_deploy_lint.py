@@ -107,6 +107,23 @@ def test_checkov_still_catches_a_privileged_pod(tmp_path: Path) -> None:
     assert run.returncode != 0 and "CKV_K8S_16" in run.stdout
 
 
+def test_checkov_catches_a_secret_in_an_environment_variable(tmp_path: Path) -> None:
+    """CKV_K8S_35 (Secrets as files, not environment variables) is enforced, not skipped:
+    every Secret reaches the pods as a mounted file, nats-box's included."""
+    bad = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "bad", "namespace": "x"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+               "metadata": {"labels": {"a": "b"}},
+               "spec": {"containers": [{"name": "c", "image": f"r/x@{DIGEST}", "env": [
+                   {"name": "NATS_PASSWORD", "valueFrom": {"secretKeyRef": {
+                       "name": "paiju-nats", "key": "admin-password"}}}]}]}}}}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad), encoding="utf-8")
+    run = checkov("-d", str(tmp_path), "--framework", "kubernetes")
+    assert run.returncode != 0 and "CKV_K8S_35" in run.stdout
+    assert "CKV_K8S_35" not in yaml.safe_load(
+        (ROOT / "deploy" / "checkov.yaml").read_text(encoding="utf-8"))["skip-check"]
+
+
 def test_the_baseline_skips_only_reasoned_checks() -> None:
     text = (ROOT / "deploy" / "checkov.yaml").read_text(encoding="utf-8")
     config = yaml.safe_load(text)
@@ -114,7 +131,7 @@ def test_the_baseline_skips_only_reasoned_checks() -> None:
     for check in config["skip-check"]:
         i = lines.index(f"  - {check}")
         assert lines[i - 1].lstrip().startswith("#"), f"{check}: say why it is skipped"
-    assert len(config["skip-check"]) <= 4, "the baseline only grows by review"
+    assert len(config["skip-check"]) <= 3, "the baseline only grows by review"
 
 
 # ------------------------------------------------------------------ hadolint

@@ -56,6 +56,42 @@ INCLUDE = "../paiju-nats-auth/passwords.conf"
 SERVICE_USERS = ("lobby", "table", "records")   # the services that speak NATS
 SECOND_USERS = tuple(f"{u}-b" for u in SERVICE_USERS)   # each one's second, for rotations
 PLACEHOLDER = re.compile(r"^<<\s+\$(\w+)\s+>>$")
+BOX_SECRET = "paiju-nats-box"     # nats-box's context file: admin's user and password
+# The volumes of the nats-box pod as the chart 2.14.2 writes them (files/nats-box/deployment/
+# pod-template.yaml: its contexts Secret first, mounted at /etc/nats-contexts, the nats CLI's
+# context directory), before the values' patch.
+CHART_BOX_VOLUMES = [{"name": "contexts", "secret": {"secretName": "nats-box-contexts"}},
+                     {"name": "contents", "secret": {"secretName": "nats-box-contents"}}]
+
+
+def json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """RFC 6902 ``test``, ``replace`` and ``add`` on ``doc`` (a copy), as the chart applies
+    ``natsBox.podTemplate.patch``: a failed test raises."""
+    doc = json.loads(json.dumps(doc))
+    for op in ops:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~")
+                          for p in op["path"].split("/")[1:]]
+        node = doc
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        index: Any = (len(node) if last == "-" else int(last)) if isinstance(node, list) else last
+        if op["op"] == "test":
+            if node[index] != op["value"]:
+                raise ValueError(f"test failed at {op['path']}: {node[index]!r}")
+        elif op["op"] == "replace":
+            node[index] = op["value"]
+        elif op["op"] == "add" and isinstance(node, list):
+            node.insert(index, op["value"])
+        elif op["op"] == "add":
+            node[index] = op["value"]
+        else:
+            raise ValueError(f"op {op['op']} not modelled")
+    return doc
+
+
+def nats_box_volumes(patch: list[dict[str, Any]],
+                     chart: list[dict[str, Any]] = CHART_BOX_VOLUMES) -> list[dict[str, Any]]:
+    return json_patch({"spec": {"volumes": chart}}, patch)["spec"]["volumes"]
 
 
 # ------------------------------------------------------------------ the values and the model
@@ -102,6 +138,7 @@ def may(user: str, action: str, subject: str) -> bool:
 # The answer to a table's adopt request is no row here: the table may publish it as a reply
 # only (allow_responses), which test_a_table_answers_an_adopt_request_once checks.
 ROOM = 12345678
+LOG, SHARD = bus.room_log_stream(ROOM), bus.room_log_shard(ROOM)   # its room-log stream
 # Subjects spelled out (bus.py loses user_inbox and LOBBY_ROOMS with the ordered room events,
 # issue 10): private frames travel inside room.<id>.events, room metadata only in the "rooms"
 # bucket, and chat on room.<id>.chat.
@@ -118,24 +155,27 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", bus.settle_subject(ROOM)): True,
         ("publish", "$KV.rooms.12345678"): True,
         ("publish", "$KV.room_ids.12345678"): True,
-        ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): True,
-        ("publish", "$JS.API.STREAM.INFO.ROOMLOG"): True,
+        ("publish", f"$JS.API.STREAM.CREATE.{LOG}"): True,
+        ("publish", f"$JS.API.STREAM.INFO.{LOG}"): True,
         ("publish", "$JS.API.STREAM.INFO.SETTLE"): True,
-        ("publish", "$JS.API.STREAM.PURGE.ROOMLOG"): True,
-        ("publish", "$JS.API.STREAM.MSG.GET.ROOMLOG"): True,
-        ("publish", f"$JS.API.CONSUMER.CREATE.ROOMLOG.c1.room.{ROOM}.log"): True,
-        ("publish", "$JS.API.CONSUMER.MSG.NEXT.ROOMLOG.c1"): True,
-        ("publish", "$JS.ACK.ROOMLOG.c1.1.2.3.4.5"): True,
+        ("publish", f"$JS.API.STREAM.PURGE.{LOG}"): True,
+        ("publish", f"$JS.API.STREAM.MSG.GET.{LOG}"): True,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.c1.room.{ROOM}.log.{SHARD}"): True,
+        ("publish", f"$JS.API.CONSUMER.MSG.NEXT.{LOG}.c1"): True,
+        ("publish", f"$JS.ACK.{LOG}.c1.1.2.3.4.5"): True,
+        # the log streams' leaders spread over the NATS nodes (roomlog.balance_leaders)
+        ("publish", f"$JS.API.STREAM.LEADER.STEPDOWN.{LOG}"): True,
+        ("publish", "$JS.API.STREAM.LEADER.STEPDOWN.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.KV_rooms"): True,
         ("publish", ADOPT_B): True,                 # a draining table hands over a room
         ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it
         ("publish", COMMANDS): False,               # they speak for players: lobbies only
         ("subscribe", COMMANDS): True,              # players' commands (answered as replies)
         # start-up never changes a stream (an operator's replicas stand)
-        ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
+        ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"): False,
         ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
         ("publish", "$JS.API.STREAM.UPDATE.KV_rooms"): False,
-        ("publish", "$JS.API.STREAM.DELETE.ROOMLOG"): False,
+        ("publish", f"$JS.API.STREAM.DELETE.{LOG}"): False,
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): False,
@@ -172,16 +212,17 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.FC.KV_rooms.c1.1.2"): True,
         # the room log: no read, no write, no consumer, no get, no stream change
         ("subscribe", bus.room_log(ROOM)): False,
-        ("subscribe", "room.*.log"): False,
+        ("subscribe", "room.*.log.*"): False,
         ("subscribe", "room.>"): False,
         ("subscribe", ">"): False,
         ("publish", bus.room_log(ROOM)): False,
-        ("publish", "$JS.API.CONSUMER.CREATE.ROOMLOG"): False,
-        ("publish", f"$JS.API.CONSUMER.CREATE.ROOMLOG.c1.room.{ROOM}.log"): False,
-        ("publish", "$JS.API.CONSUMER.DURABLE.CREATE.ROOMLOG.c1"): False,
-        ("publish", "$JS.API.STREAM.MSG.GET.ROOMLOG"): False,
-        ("publish", f"$JS.API.DIRECT.GET.ROOMLOG.room.{ROOM}.log"): False,
-        ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}"): False,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.c1.room.{ROOM}.log.{SHARD}"): False,
+        ("publish", f"$JS.API.CONSUMER.DURABLE.CREATE.{LOG}.c1"): False,
+        ("publish", f"$JS.API.STREAM.MSG.GET.{LOG}"): False,
+        ("publish", f"$JS.API.DIRECT.GET.{LOG}.room.{ROOM}.log.{SHARD}"): False,
+        ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"): False,
+        ("publish", f"$JS.API.STREAM.LEADER.STEPDOWN.{LOG}"): False,
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,        # a stream sourcing ROOMLOG
         ("publish", "$JS.API.STREAM.CREATE.KV_rooms"): False,   # nor a bucket doing so
         # the settlements (every finished hand's private events)
@@ -214,19 +255,19 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     "records": {
         ("publish", "$JS.API.STREAM.INFO.SETTLE"): True,
         ("publish", "$JS.API.STREAM.CREATE.SETTLE"): True,
-        ("publish", "$JS.API.STREAM.CREATE.ROOMLOG"): False,    # declares SETTLE only
+        ("publish", f"$JS.API.STREAM.CREATE.{LOG}"): False,    # declares SETTLE only
         ("publish", "$JS.API.CONSUMER.INFO.SETTLE.records"): True,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): True,
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.SETTLE.records"): True,
         ("publish", "$JS.ACK.SETTLE.records.1.2.3.4.5"): True,
         ("subscribe", "_INBOX_records.abc.def"): True,
         ("subscribe", "_INBOX_table.abc.def"): False,
-        ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"): False,
+        ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"): False,
         ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,
-        ("publish", "$JS.API.CONSUMER.CREATE.ROOMLOG"): False,
-        ("publish", f"$JS.API.CONSUMER.CREATE.ROOMLOG.c1.room.{ROOM}.log"): False,
-        ("publish", "$JS.API.STREAM.MSG.GET.ROOMLOG"): False,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}"): False,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.c1.room.{ROOM}.log.{SHARD}"): False,
+        ("publish", f"$JS.API.STREAM.MSG.GET.{LOG}"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.spy.settle.*"): False,
         ("publish", bus.room_log(ROOM)): False,
         ("publish", bus.room_events(ROOM)): False,
@@ -254,8 +295,8 @@ CASES = [(user, action, subject, ok) for user, rows in MATRIX.items()
 def test_the_subject_matcher() -> None:
     assert covers("room.*.log", "room.1.log") and covers("room.*.log", "room.*.log")
     assert not covers("room.*.log", "room.>") and not covers("room.*.log", "room.1.events")
-    assert covers("$JS.API.CONSUMER.CREATE.ROOMLOG.>", "$JS.API.CONSUMER.CREATE.ROOMLOG.a.b")
-    assert not covers("$JS.API.CONSUMER.CREATE.ROOMLOG.>", "$JS.API.CONSUMER.CREATE.ROOMLOG")
+    assert covers(f"$JS.API.CONSUMER.CREATE.{LOG}.>", f"$JS.API.CONSUMER.CREATE.{LOG}.a.b")
+    assert not covers(f"$JS.API.CONSUMER.CREATE.{LOG}.>", f"$JS.API.CONSUMER.CREATE.{LOG}")
     assert not covers("_INBOX.>", ">") and covers(">", "_INBOX.>")
 
 
@@ -267,14 +308,14 @@ def test_the_permission_matrix(user: str, action: str, subject: str, ok: bool) -
 def test_only_the_table_can_reach_the_room_log() -> None:
     """However the subject is spelled: no other service user may write, subscribe, consume,
     get, update, purge or re-stream ROOMLOG (records may only re-declare it, see values)."""
-    reads = [("subscribe", "room.*.log"), ("subscribe", bus.room_log(1)),
-             ("publish", bus.room_log(1)), ("publish", "$JS.API.STREAM.MSG.GET.ROOMLOG"),
-             ("publish", "$JS.API.DIRECT.GET.ROOMLOG"), ("publish", "$JS.API.STREAM.UPDATE.ROOMLOG"),
-             ("publish", "$JS.API.STREAM.PURGE.ROOMLOG"), ("publish", "$JS.API.STREAM.DELETE.ROOMLOG"),
-             ("publish", "$JS.API.CONSUMER.CREATE.ROOMLOG"),
-             ("publish", "$JS.API.CONSUMER.CREATE.ROOMLOG.x.room.1.log"),
-             ("publish", "$JS.API.CONSUMER.DURABLE.CREATE.ROOMLOG.x"),
-             ("publish", "$JS.API.CONSUMER.MSG.NEXT.ROOMLOG.x")]
+    reads = [("subscribe", "room.*.log.*"), ("subscribe", bus.room_log(1)),
+             ("publish", bus.room_log(1)), ("publish", f"$JS.API.STREAM.MSG.GET.{LOG}"),
+             ("publish", f"$JS.API.DIRECT.GET.{LOG}"), ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"),
+             ("publish", f"$JS.API.STREAM.PURGE.{LOG}"), ("publish", f"$JS.API.STREAM.DELETE.{LOG}"),
+             ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}"),
+             ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.x.room.1.log.1"),
+             ("publish", f"$JS.API.CONSUMER.DURABLE.CREATE.{LOG}.x"),
+             ("publish", f"$JS.API.CONSUMER.MSG.NEXT.{LOG}.x")]
     for user in SERVICE_USERS:
         allowed = {(a, s) for a, s in reads if may(user, a, s)}
         if user == "table":
@@ -294,7 +335,7 @@ def test_no_service_user_may_change_or_delete_a_stream() -> None:
     """Start-up reads a stream's info and creates the stream when it is missing, nothing more
     (services/common/bus.ensure_streams, ensure_bucket): so an operator's replicas and limits
     stand whatever a service's code or configuration says. Streams change as admin only."""
-    streams = (bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM, "KV_tables", "KV_rooms", "KV_seats",
+    streams = (*bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM, "KV_tables", "KV_rooms", "KV_seats",
                "KV_room_ids", "OTHER")
     for user in SERVICE_USERS:
         for op in ("UPDATE", "DELETE"):
@@ -353,10 +394,12 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
         var = PLACEHOLDER.match(str(user["password"]))
         assert var, f"{name}: the password is a NATS variable, never a literal"
         assert var.group(1) == password_variable(name)
-    box = values["natsBox"]["container"]["env"]
-    assert box["NATS_USER"] == "admin"
-    assert box["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": SECRET, "key": "admin-password"}
+    # nats-box logs in as admin from a context file of its own Secret, not its environment
+    assert "container" not in values["natsBox"], "no password in nats-box's environment"
+    assert nats_box_volumes(values["natsBox"]["podTemplate"]["patch"])[0] == {
+        "name": "contexts", "secret": {"secretName": BOX_SECRET, "defaultMode": 0o444,
+                                       "items": [{"key": "default.json",
+                                                  "path": "default.json"}]}}
     # each NATS client Deployment logs in as its own user with its own key of the Secret,
     # mounted as a file (never an environment variable, never inside NATS_URL)
     for overlay in OVERLAYS:
@@ -387,6 +430,29 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
         assert "NATS_URL" not in find(objs, "ConfigMap", "paiju-config")["data"]
 
 
+def test_nats_box_logs_in_as_admin_from_a_context_file_of_its_own_secret() -> None:
+    """nats-box's nats CLI reads the context named in context.txt ("default", the chart's
+    defaultContextName) from /etc/nats-contexts, the chart's contexts volume: the values
+    swap that volume's Secret for paiju-nats-box, whose default.json holds admin's user and
+    password (deploy/README.md tells how to write it). The patch's test refuses a chart
+    whose first volume is another one, rather than replacing the wrong volume."""
+    box = auth_values()["natsBox"]
+    assert box.get("defaultContextName", "default") == "default"
+    (volume,) = [v for v in nats_box_volumes(box["podTemplate"]["patch"])
+                 if v["name"] == "contexts"]
+    assert volume["secret"]["secretName"] == BOX_SECRET
+    assert [i["path"] for i in volume["secret"]["items"]] == ["default.json"]
+    with pytest.raises(ValueError, match="test failed"):
+        nats_box_volumes(box["podTemplate"]["patch"], CHART_BOX_VOLUMES[::-1])
+    readme = (K8S.parent / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"printf '(\{.*?\})\\n' \"\$\(pw admin\)\"", readme)
+    assert command, "the README writes nats-box's context from admin's password"
+    context = json.loads(command.group(1).replace("%s", "<admin-password>"))
+    assert context == {"url": "nats://nats", "user": "admin", "password": "<admin-password>"}
+    assert "admin" in users() and f"create secret generic {BOX_SECRET} --from-file=default.json" \
+        in readme
+
+
 def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
     from services.common.bus import ROOM_IDS_BUCKET
     from services.lobby.hub import KICK_ALL
@@ -396,7 +462,7 @@ def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
     names: set[str] = set()
     for user in SERVICE_USERS:
         for subject in users()[user]["permissions"]["publish"]["allow"]:
-            m = re.match(r"\$JS\.API\.(?:STREAM\.\w+(?:\.GET)?|DIRECT\.GET|CONSUMER"
+            m = re.match(r"\$JS\.API\.(?:STREAM\.\w+(?:\.GET|\.STEPDOWN)?|DIRECT\.GET|CONSUMER"
                          r"(?:\.DURABLE)?\.\w+(?:\.NEXT)?)\.([\w-]+)", subject)
             if m:
                 names.add(m.group(1))
@@ -404,7 +470,7 @@ def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
                 names.add("KV_" + subject.split(".")[1])
     buckets = {bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET,
                MATCH_BUCKET}
-    assert names == {bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM} | {f"KV_{b}" for b in buckets}
+    assert names == {*bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM} | {f"KV_{b}" for b in buckets}
     assert may("records", "publish", f"$JS.API.CONSUMER.CREATE.SETTLE.{DURABLE}.{SUBJECTS}")
     assert may("lobby", "subscribe", KICK_ALL)
 
@@ -659,7 +725,7 @@ async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
     try:
         js = table.jetstream()
         await bus.ensure_streams(js)
-        spy = await lobby.subscribed("room.*.log")
+        spy = await lobby.subscribed("room.*.log.*")
         events = await lobby.subscribed(bus.room_events(1))
         # the table appends a record with a seed, then a public event: the lobby gets the
         # event (same publisher, so after the record would have come) and no record
@@ -670,9 +736,9 @@ async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
         # a JetStream consumer on the log is refused too (no answer: the request fails)
         with pytest.raises(nats.errors.TimeoutError):
             await lobby.nc.jetstream(timeout=0.5).pull_subscribe(
-                bus.room_log(1), stream=bus.ROOM_LOG_STREAM)
+                bus.room_log(1), stream=bus.room_log_stream(1))
         # the table reads its log back
-        sub = await js.pull_subscribe(bus.room_log(1), stream=bus.ROOM_LOG_STREAM)
+        sub = await js.pull_subscribe(bus.room_log(1), stream=bus.room_log_stream(1))
         (msg,) = await sub.fetch(1, timeout=5)
         assert json.loads(msg.data)["seed"] == 42
         await msg.ack()
@@ -843,7 +909,8 @@ async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
     try:
         ajs = admin.jetstream()
         # a stream created before R3 was configured (an older release, a dev run)
-        await ajs.add_stream(name=bus.ROOM_LOG_STREAM, subjects=["room.*.log"], num_replicas=1)
+        old = bus.room_log_stream(0)
+        await ajs.add_stream(name=old, subjects=["room.*.log.0"], num_replicas=1)
         js = table.jetstream()
         await bus.ensure_streams(js, 3)
         buckets = (bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, ROOM_IDS_BUCKET)
@@ -851,10 +918,10 @@ async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
             await bus.ensure_bucket(js, bucket, replicas=3)
         await bus.ensure_streams(records.jetstream(), 3, room_log=False)
         in_force = {name: (await ajs.stream_info(name)).config.num_replicas
-                    for name in (bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM,
+                    for name in (*bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM,
                                  *(f"KV_{b}" for b in buckets))}
-        assert in_force == {bus.ROOM_LOG_STREAM: 1, bus.SETTLE_STREAM: 3,
-                            **{f"KV_{b}": 3 for b in buckets}}
+        assert in_force == {**{name: 3 for name in bus.ROOM_LOG_STREAMS}, old: 1,
+                            bus.SETTLE_STREAM: 3, **{f"KV_{b}": 3 for b in buckets}}
         for name, replicas in in_force.items():   # what the alert compares
             assert REGISTRY.get_sample_value("paiju_stream_replicas", {"stream": name}) == replicas
             assert REGISTRY.get_sample_value("paiju_stream_replicas_target", {"stream": name}) == 3
@@ -961,7 +1028,7 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
         # the closed room's log is purged by the table
         async def purged() -> bool:
             info = await admin.jetstream().stream_info(
-                bus.ROOM_LOG_STREAM, subjects_filter=bus.room_log(room_id))
+                bus.room_log_stream(room_id), subjects_filter=bus.room_log(room_id))
             return not (info.state.subjects or {}).get(bus.room_log(room_id))
 
         await eventually(purged, "the closed room's log is purged")
