@@ -6,7 +6,7 @@ nats-server JetStream cluster at R3, two records on a fresh PostgreSQL database,
 arbiters, three tables and two lobbies as processes on loopback; robots play every game, the
 four seats of each room spread over both lobbies, L rooms of each game in play at once and
 new rooms created as others end. While hands are in flight, one fault at a time: SIGKILL the
-nats-server leading the ROOMLOG stream, a table owning rooms, a lobby with seated players,
+nats-server leading the first room-log stream (ROOMLOG_0), a table owning rooms, a lobby with seated players,
 an arbiter, a records (each started again), then a SIGTERM rolling restart of every table
 and every lobby; the whole list N times.
 
@@ -49,8 +49,8 @@ from tests.support.cluster import (
 )
 
 CONTEXT = {
-    "nats-leader": "the nats-server leading the room logs dies: appends wait for a new "
-                   "leader, clients on that server reconnect to another",
+    "nats-leader": "the nats-server leading a room-log stream dies: the rooms of the streams "
+                   "it led wait for a new leader, clients on that server reconnect to another",
     "table-kill": "the table running the room dies: another table takes its lease and "
                   "replays the room's log",
     "lobby-kill": "the player's lobby dies: the client reconnects to the other lobby and "

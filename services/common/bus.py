@@ -4,8 +4,8 @@ Subjects (docs/services.md): ``room.<id>.events`` (a room's events, one RoomEven
 per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobbies),
 ``session.kick.<uid>`` (one session per user across lobby replicas),
 ``table.<address>.commands`` (player commands from a lobby to a table, request/reply),
-``lobby.mute`` (operators' chat mutes), JetStream ``room.<id>.log`` (the room's action log)
-and ``settle.<room>`` (settlements), KV buckets ``tables`` (instances, TTL), ``rooms`` (room
+``lobby.mute`` (operators' chat mutes), JetStream ``room.<id>.log.<shard>`` (the room's
+action log, in one of the ``ROOMLOG_<shard>`` streams) and ``settle.<room>`` (settlements), KV buckets ``tables`` (instances, TTL), ``rooms`` (room
 owners and summaries), ``seats`` (where each user sits) and ``room_ids`` (every id given
 out). The whole picture: docs/architecture.md.
 """
@@ -37,7 +37,6 @@ from services.common.config import ConfigError, NatsConfig, read_secret_file
 
 log = logging.getLogger("paiju.bus")
 
-ROOM_LOG_STREAM = "ROOMLOG"
 SETTLE_STREAM = "SETTLE"
 TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
@@ -54,8 +53,27 @@ def room_chat(room_id: int) -> str:
     return f"room.{room_id}.chat"
 
 
+# The room log is spread over ROOM_LOG_SHARDS streams, a room's by its id, so that the
+# streams' Raft leaders sit on different NATS nodes (services/table/roomlog.py balances
+# them) and a node's loss pauses only the rooms whose stream it led. The count is part of
+# the stored layout: a room's records are found by it, so it is a constant, not a setting.
+ROOM_LOG_SHARDS = 3
+ROOM_LOG_STREAMS = tuple(f"ROOMLOG_{k}" for k in range(ROOM_LOG_SHARDS))
+
+
+def room_log_shard(room_id: int) -> int:
+    return room_id % ROOM_LOG_SHARDS
+
+
 def room_log(room_id: int) -> str:
-    return f"room.{room_id}.log"
+    """The subject of a room's records: ``room.<id>.log.<shard>`` (the shard names its
+    stream, ``ROOMLOG_<shard>``, whose subjects are ``room.*.log.<shard>``)."""
+    return f"room.{room_id}.log.{room_log_shard(room_id)}"
+
+
+def room_log_stream(room_id: int) -> str:
+    """The JetStream stream holding a room's records."""
+    return ROOM_LOG_STREAMS[room_log_shard(room_id)]
 
 
 def table_commands(address: str) -> str:
@@ -312,14 +330,16 @@ async def _ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
 
 async def ensure_streams(js: JetStreamContext, replicas: int = 1, *,
                          room_log: bool = True) -> None:
-    """Create the room log and settlement streams if missing; idempotent, and never an update
-    (records' NATS user may not update streams). Records, which never touches the room log
-    (and may not, under NATS permissions), passes ``room_log=False``."""
+    """Create the room log streams (one per shard) and the settlement stream if missing;
+    idempotent, and never an update (records' NATS user may not update streams). Records,
+    which never touches the room log (and may not, under NATS permissions), passes
+    ``room_log=False``."""
     if room_log:
-        await _ensure_stream(js, StreamConfig(
-            name=ROOM_LOG_STREAM, subjects=["room.*.log"], storage=StorageType.FILE,
-            retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120,
-            num_replicas=replicas))
+        for shard, name in enumerate(ROOM_LOG_STREAMS):
+            await _ensure_stream(js, StreamConfig(
+                name=name, subjects=[f"room.*.log.{shard}"], storage=StorageType.FILE,
+                retention=RetentionPolicy.LIMITS, max_age=7 * 24 * 3600, duplicate_window=120,
+                num_replicas=replicas))
     await _ensure_stream(js, StreamConfig(
         name=SETTLE_STREAM, subjects=["settle.*"], storage=StorageType.FILE,
         retention=RetentionPolicy.LIMITS, discard=DiscardPolicy.OLD,

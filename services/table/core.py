@@ -401,7 +401,7 @@ class TableCore:
                 try:
                     entry = await self.directory.kv_rooms.get(str(room_id))
                     owner = json.loads(entry.value or b"{}").get("owner")
-                    last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM,
+                    last = await self.js.get_last_msg(bus.room_log_stream(room_id),
                                                       bus.room_log(room_id))
                     tail = int(last.seq)
                 except KeyNotFoundError:   # no entry: closed, by the table that took it

@@ -35,6 +35,7 @@ from services.common import bus
 from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.host import TableHost
+from services.table.roomlog import balance_leaders
 
 log = logging.getLogger("paiju.table.lease")
 
@@ -155,8 +156,13 @@ class Lease:
             log.warning("directory re-read failed", extra={"error": repr(exc)})
         target = core.cfg.nats.replicas
         await bus.report_replicas(core.js, {name: target for name in (
-            bus.ROOM_LOG_STREAM, bus.SETTLE_STREAM, *(f"KV_{b}" for b in (
+            *bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM, *(f"KV_{b}" for b in (
                 bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, bus.ROOM_IDS_BUCKET)))})
+        if target > 1:   # a replicated cluster: the log streams' leaders spread over its nodes
+            try:
+                await balance_leaders(core.nc, core.js)
+            except Exception as exc:
+                log.warning("room log leaders not balanced", extra={"error": repr(exc)})
 
     async def _scan(self) -> None:
         try:

@@ -37,3 +37,5 @@ ADOPTED = Counter("paiju_table_rooms_adopted_total", "Rooms claimed from a table
 HANDED_OVER = Counter("paiju_table_rooms_handed_over_total", "Rooms handed to another table on drain")
 APPEND_RETRIES = Counter("paiju_table_log_append_retries_total",
                          "Room-log appends retried (no stream leader, no answer)")
+LOG_LEADER_MOVES = Counter("paiju_table_log_leader_moves_total",
+                           "Room-log stream leaders moved to spread them over the NATS nodes")

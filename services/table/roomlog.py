@@ -1,6 +1,11 @@
 """The room log: each room's records in JetStream (``room.<id>.log``), read back whole
 for a rebuild and appended one at a time, fenced so two tables never write one room.
 
+The log is spread over ``bus.ROOM_LOG_SHARDS`` streams (a room's by its id). Each stream is
+one Raft group on a replicated NATS cluster; :func:`balance_leaders` spreads their leaders
+over the nodes, so that a node's loss pauses only the rooms of the streams it led, for the
+length of one leader election.
+
 The fence is ``Nats-Expected-Last-Subject-Sequence``: an append names the last record its
 writer knows, so a table that lost the room (another adopted it) is refused. Every append
 of this process carries ``room:index:boot`` as its message id, so JetStream's duplicate
@@ -12,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
+from collections import Counter
 from typing import Any
 
 import nats.errors
@@ -77,7 +84,7 @@ class RoomLog:
                 return int(ack.seq)   # a duplicate can only be our own earlier try
             except nats.js.errors.APIError as exc:
                 if exc.err_code == WRONG_LAST_SEQUENCE:
-                    stored = await self.stored(subject, msg_id)  # our earlier try did land
+                    stored = await self.stored(room_id, msg_id)  # our earlier try did land
                     if stored is not None:
                         return stored
                     raise LogFenced(room_id) from None
@@ -91,18 +98,18 @@ class RoomLog:
             m.APPEND_RETRIES.inc()
             await asyncio.sleep(delay)
             delay = min(1.0, delay * 2)
-        stored = await self.stored(subject, msg_id)
+        stored = await self.stored(room_id, msg_id)
         if stored is not None:
             return stored
         log.warning("room log unavailable: the room is rebuilt from its log",
                     extra={"room": room_id, "error": repr(failure)})
         raise LogUnavailable(room_id)
 
-    async def stored(self, subject: str, msg_id: str) -> int | None:
-        """The stream sequence of the last record on ``subject`` if it is ours (its message
-        id, which names this process, is ``msg_id``)."""
+    async def stored(self, room_id: int, msg_id: str) -> int | None:
+        """The stream sequence of the room's last record if it is ours (its message id,
+        which names this process, is ``msg_id``)."""
         try:
-            last = await self.js.get_last_msg(bus.ROOM_LOG_STREAM, subject)
+            last = await self.js.get_last_msg(bus.room_log_stream(room_id), bus.room_log(room_id))
         except Exception:
             return None
         if (last.headers or {}).get("Nats-Msg-Id") == msg_id:
@@ -115,12 +122,13 @@ class RoomLog:
         subject = bus.room_log(room_id)
         records: list[dict[str, Any]] = []
         last_seq = 0
-        info = await self.js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+        stream = bus.room_log_stream(room_id)
+        info = await self.js.stream_info(stream, subjects_filter=subject)
         total = (info.state.subjects or {}).get(subject, 0)
         if not total:
             return records, last_seq
         sub = await self.js.pull_subscribe(
-            subject, durable=None, stream=bus.ROOM_LOG_STREAM,
+            subject, durable=None, stream=stream,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
         try:
             while len(records) < total:
@@ -136,4 +144,45 @@ class RoomLog:
 
     async def purge(self, room_id: int) -> None:
         """Drop a closed room's records (JetStream purge with a subject filter)."""
-        await self.js.purge_stream(bus.ROOM_LOG_STREAM, subject=bus.room_log(room_id))
+        await self.js.purge_stream(bus.room_log_stream(room_id), subject=bus.room_log(room_id))
+
+
+async def balance_leaders(nc: Any, js: Any) -> str | None:
+    """Spread the room log streams' leaders over the NATS nodes: when a node leads more
+    than its share (``ceil(streams / nodes)``), ask one of its streams to step down in
+    favour of a current replica on the node that leads the fewest (JetStream's leader
+    step-down with a preferred placement, nats-server 2.11+). One move per call (the next
+    call sees its result), so tables calling at once move a stream at most once each; the
+    moved stream pauses for one election. The stream moved, or None (balanced, a single
+    server, or a stream without a leader now)."""
+    clusters = []
+    for name in bus.ROOM_LOG_STREAMS:
+        cluster = (await js.stream_info(name)).cluster
+        if cluster is None or not cluster.leader:
+            return None     # electing now: look again next time
+        clusters.append((name, cluster))
+    led = Counter(cluster.leader for _, cluster in clusters)
+    nodes = set(led)
+    for _, cluster in clusters:
+        nodes.update(p.name for p in cluster.replicas or () if p.current and not p.offline)
+    share = math.ceil(len(clusters) / len(nodes))
+    for name, cluster in clusters:
+        if led[cluster.leader] <= share:
+            continue
+        peers = [p.name for p in cluster.replicas or () if p.current and not p.offline]
+        best = min(peers, key=lambda peer: (led[peer], peer), default=None)
+        if best is None or led[best] + 1 > share:
+            continue
+        reply = await nc.request(
+            f"$JS.API.STREAM.LEADER.STEPDOWN.{name}",
+            json.dumps({"placement": {"preferred": best}}).encode(), timeout=2.0)
+        answer = json.loads(reply.data or b"{}")
+        if not answer.get("success"):
+            log.warning("room log leader not moved",
+                        extra={"stream": name, "to": best, "error": answer.get("error")})
+            return None
+        m.LOG_LEADER_MOVES.inc()
+        log.info("room log leader moved", extra={"stream": name, "from": cluster.leader,
+                                                 "to": best})
+        return str(name)
+    return None

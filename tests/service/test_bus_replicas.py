@@ -29,7 +29,8 @@ async def test_an_existing_stream_is_reported_never_updated(fresh_nats: Embedded
         assert REGISTRY.get_sample_value("paiju_stream_replicas_target", labels) == 3
         # a missing stream is created with what is configured
         await bus.ensure_streams(js, replicas=1)
-        assert (await js.stream_info(bus.ROOM_LOG_STREAM)).config.num_replicas == 1
+        for name in bus.ROOM_LOG_STREAMS:
+            assert (await js.stream_info(name)).config.num_replicas == 1
         kv = await bus.ensure_bucket(js, "tables", ttl=5, replicas=1)
         await kv.put("x", b"1")
         assert REGISTRY.get_sample_value("paiju_stream_replicas", {"stream": "KV_tables"}) == 1

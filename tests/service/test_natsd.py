@@ -33,7 +33,7 @@ async def test_message_goes_through_and_jetstream_survives_restart() -> None:
         server.start()
         nc = await nats.connect(server.url)
         js = nc.jetstream()
-        stored = await js.get_msg(bus.ROOM_LOG_STREAM, ack.seq)
+        stored = await js.get_msg(bus.room_log_stream(1), ack.seq)
         assert stored.data == b"action-1"
         await nc.close()
     finally:

@@ -79,7 +79,7 @@ async def eventually(test: Callable[[], Any], seconds: float = 10.0) -> bool:
 
 async def log_count(js: Any, room_id: int) -> int:
     subject = bus.room_log(room_id)
-    info = await js.stream_info(bus.ROOM_LOG_STREAM, subjects_filter=subject)
+    info = await js.stream_info(bus.room_log_stream(room_id), subjects_filter=subject)
     return int((info.state.subjects or {}).get(subject, 0))
 
 

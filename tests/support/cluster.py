@@ -16,7 +16,8 @@ Robots (clients.robot) play rooms of every game back to back in lanes, the four 
 room spread over both lobbies, until the fault schedule is over; then every room plays to its
 end. Each fault is one of:
 
-- ``nats-leader``: SIGKILL the nats-server leading the ROOMLOG stream, start it again;
+- ``nats-leader``: SIGKILL the nats-server leading the first room-log stream (ROOMLOG_0),
+  start it again; the rooms it pauses are those of the streams it led (bus.room_log_stream);
 - ``table-kill``: SIGKILL the table owning the most rooms in play (owner from the ``rooms``
   bucket), start it again once its rooms moved;
 - ``lobby-kill``: SIGKILL the lobby with the most seated robots, start it again;
@@ -65,7 +66,8 @@ SECRET = "cluster-chaos-secret"
 PG_ADMIN_URL = os.environ.get("PAIJU_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 GAMES = ("xuezhan", "changsha", "dadun")
 # every stream and KV bucket of the deployment (a bucket ``b`` is the stream ``KV_b``)
-STREAMS = ("ROOMLOG", "SETTLE", "KV_tables", "KV_rooms", "KV_seats", "KV_room_ids")
+STREAMS = (*bus.ROOM_LOG_STREAMS, "SETTLE", "KV_tables", "KV_rooms", "KV_seats",
+           "KV_room_ids")
 FAULT_KINDS = ("nats-leader", "table-kill", "lobby-kill", "arbiter-kill", "records-kill",
                "rolling-tables", "rolling-lobbies")
 # refused actions a robot may get when its prompt went stale (the decision moved on, e.g.
@@ -733,23 +735,30 @@ class ChaosRun:
         return {}
 
     async def fault_nats_leader(self) -> list[FaultRecord]:
-        leader = None
+        leaders: dict[str, str] = {}
         for _ in range(40):
             with contextlib.suppress(Exception):
-                leader = await stream_leader(self.observer.js, bus.ROOM_LOG_STREAM)
-            if leader:
+                leaders = {name: await stream_leader(self.observer.js, name)
+                           for name in bus.ROOM_LOG_STREAMS}
+            if leaders and all(leaders.values()):
                 break
             await asyncio.sleep(0.25)
+        leader = leaders.get(bus.ROOM_LOG_STREAMS[0])
         if not leader:
-            return [FaultRecord("nats-leader", "?", now(), [], error="no ROOMLOG leader found")]
+            return [FaultRecord("nats-leader", "?", now(), [], error="no ROOMLOG_0 leader found")]
+        led = sorted(name for name, node in leaders.items() if node == leader)
         i = self.stack.nats.index_of(leader)
-        rooms = await self.wait_in_flight()
-        rec = FaultRecord("nats-leader", f"{leader} (ROOMLOG leader)", now(), rooms)
+        in_play = await self.wait_in_flight()
+        rooms = [r for r in in_play if bus.room_log_stream(r) in led]
+        rec = FaultRecord("nats-leader", f"{leader} (leader of {', '.join(led)})", now(), rooms,
+                          notes=[f"room-log leaders before: {leaders}",
+                                 f"{len(rooms)} of {len(in_play)} rooms in play had their "
+                                 f"log on a stream it led"])
         await asyncio.to_thread(self.stack.nats.kill, i)
         took = await self.wait_recovered(rec)
         with contextlib.suppress(Exception):
-            rec.notes.append(f"new ROOMLOG leader "
-                             f"{await stream_leader(self.observer.js, bus.ROOM_LOG_STREAM)}")
+            rec.notes.append("room-log leaders after: " + str({
+                name: await stream_leader(self.observer.js, name) for name in led}))
         rec.notes.append(f"rooms moved again {took:.1f} s after the kill")
         await asyncio.sleep(self.plan.nats_down_seconds)
         started = now()

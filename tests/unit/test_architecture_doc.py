@@ -261,7 +261,7 @@ def test_a_name_that_is_gone_is_reported(snippet: str, problem: str) -> None:
 def test_names_that_exist_pass() -> None:
     text = ("`services/table/actor.py` `services.table.core.TableCore.answer` `clients.robot` "
             "`room.<id>.events` `table.<address>.commands` `lobby.mute` `settle.<room>` "
-            "`lobby.spectator_delay = 2` the `seats` bucket `ROOMLOG` `Lobby.Connect` "
+            "`lobby.spectator_delay = 2` the `seats` bucket `SETTLE` `Lobby.Connect` "
             "`RoomEvents` `RoomActor.record` `RoomInfo.spectators`\n"
             "```mermaid\nA->>B: table.ADDRESS.commands\n```")
     report = check_doc(text, known())
