@@ -60,10 +60,17 @@ def make_landlord(state: game.DoudizhuState, landlord: int) -> None:
     assert state.deal.landlord == landlord
 
 
-def play(*names: str) -> Action:
-    return Action("play", tiles=tuple(names))
-
-
 def cards(text: str) -> Action:
     """A play of the cards in notation: cards("3s 3h")."""
     return Action("play", tiles=tuple(text.split()))
+
+
+LANDLORD_17 = "SJ BJ 2s 2h 2c 2d 3s 4s 5s 6s 7s 8s 9s Ts Js Qs Ks"
+
+
+def spring_hand(options: dict[str, object] | None = None) -> game.DoudizhuState:
+    """Seat 0 calls, lands the bottom As 3h 3c and holds a 12-straight, the bomb of 2s, the
+    rocket and a pair of 3s; the farmers share the rest (no bomb, no rocket)."""
+    state = started({0: LANDLORD_17}, bottom="As 3h 3c", options=options)
+    make_landlord(state, 0)
+    return state

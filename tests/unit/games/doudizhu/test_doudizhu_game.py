@@ -32,6 +32,7 @@ from tests.unit.games.doudizhu.helpers import (
     cards,
     make_deal,
     make_landlord,
+    spring_hand,
     started,
 )
 
@@ -168,17 +169,6 @@ def test_bids_out_of_turn_or_phase_are_refused() -> None:
 
 
 # -- play -------------------------------------------------------------------------------------
-
-LANDLORD_17 = "SJ BJ 2s 2h 2c 2d 3s 4s 5s 6s 7s 8s 9s Ts Js Qs Ks"
-
-
-def spring_hand(options: dict[str, object] | None = None) -> game.DoudizhuState:
-    """Seat 0 lands the bottom As 3h 3c and holds a 12-straight, the bomb of 2s, the rocket
-    and a pair of 3s; the farmers share the rest (no bomb, no rocket)."""
-    state = started({0: LANDLORD_17}, bottom="As 3h 3c", options=options)
-    make_landlord(state, 0)
-    return state
-
 
 def test_the_leader_must_play_and_followers_may_pass() -> None:
     state = spring_hand()
