@@ -7,7 +7,8 @@
 // lists every legal action of the pending Prompt as a numbered button; the table covers the
 // common ones with pictures (click a tile to discard, select cards to play) and dialogs.
 import {$, el, show} from "./dom.js";
-import {answer as sendAnswer, conn, connect, FINAL_LOGIN_CODES, loggedIn, request, send} from "./conn.js";
+import {command, commandAnswered, conn, connect, dropStale, FINAL_LOGIN_CODES, loggedIn,
+  send} from "./conn.js";
 import {app, ddInfoObservation, fromObservation, hand, onEvent, ui} from "./state.js";
 import {i18n, initLang, setLang, t, TERMS} from "./i18n.js";
 import {describe, does, error, log, seatName, status, tiles, userName} from "./log.js";
@@ -46,10 +47,20 @@ const HANDLERS = {
     if (to === conn.loginSeq && FINAL_LOGIN_CODES.has(code)) {
       conn.login = null;   // the token will not get better: no reconnect
     }
+    // "a moment" (the room is moving, a backend did not answer) to a command of ours: it is
+    // sent again after a short pause, or dropped when its decision is gone; never an error
+    const sent = commandAnswered(to, code);
+    if (sent === "retry" || sent === "dropped") {
+      if (sent === "dropped") log(`not sent again: ${r.message || code}`);
+      return;
+    }
     const answered = conn.answers.delete(to);
     if (conn.quiet.delete(to)) { if (code) log(`not taken: ${r.message || code}`); }
     // the server flags an answer that only came too late (the game moved on): a note
     else if (answered && r.overtaken) log(`too late, the game moved on: ${r.message || code}`);
+    // a refused retry: the first try, answered "a moment", may have counted after all (the
+    // room's frames say what happened); it was legal when it was sent, so a note
+    else if (sent && sent.tries > 1 && code) log(`not taken again: ${r.message || code}`);
     else if (code) {
       error(`error ${code}: ${r.message || ""}`);
       if (answered && app.lastPrompt && !app.prompt) renderPrompt(app.lastPrompt);   // try again
@@ -116,17 +127,20 @@ const HANDLERS = {
   mj_payment(b) { app.payments.push(b.payment || {}); onEvent("mj_payment", b); log(describe("mj_payment", b)); render(); },
   // the decision our action buttons belong to can end without us: drop the buttons then
   mj_window_closed(w) {
+    decisionOver();
     if (app.prompt && app.prompt.ref === String(w.window_id || 0)) clearActions();
     onEvent("mj_window_closed", w);
     render();
   },
-  mj_discard(d) {   // our turn, played by the timer or entrust
+  mj_discard(d) {   // our turn, played by the timer or entrust (or our own discard)
+    if ((d.seat ?? 0) === app.seat) decisionOver();
     if (app.prompt && !app.prompt.ref && (d.seat ?? 0) === app.seat) clearActions();
     log(describe("mj_discard", d));
     onEvent("mj_discard", d);
     render();
   },
-  dd_use_out(u) {   // our play or pass, made by the timer or entrust
+  dd_use_out(u) {   // our play or pass, made by the timer or entrust (or our own)
+    if ((u.seat ?? 0) === app.seat) decisionOver();
     if (app.prompt && (u.seat ?? 0) === app.seat) clearActions();
     log(describe("dd_use_out", u));
     onEvent("dd_use_out", u);
@@ -169,7 +183,7 @@ const HANDLERS = {
   match_cancelled(c) { match.onCancelled(c); log(match.cancelledText(c)); },
   rating_info(r) { ratings.renderRating(r); },
   leaderboard(b) { ratings.renderLeaderboard(b); },
-  prompt(p) { app.seat = p.seat ?? 0; renderPrompt(p); },
+  prompt(p) { app.seat = p.seat ?? 0; decisionOver(); renderPrompt(p); },
   // provably fair deals (docs/fairness.md, fair.js): the commitment before the deal, our own
   // seed for it, and at the hand's end the check that the revealed seed gives the commitment
   hand_commitment(c) {
@@ -222,6 +236,13 @@ function renderPrompt(p) {
 function answer(game, a) {
   clearActions();
   const tiles = a.tiles || [];
+  // sent again on "a moment" while this decision stands: a new prompt, our move seen played
+  // (by this answer, the timer or entrust), a window closed or the hand over drop it. A
+  // retry of an answer that did count is refused as stale (window id, out-token, turn),
+  // "overtaken", or as already answered: a note, not an error (HANDLERS.ret)
+  const decision = app.decision;
+  const sendAnswer = (name, body) => command(name, body,
+    {answer: true, still: () => app.decision === decision});
   if (game !== "dadun") {
     sendAnswer("mahjong_action", {kind: a.kind, tiles, window_id: a.ref || "0", choice: a.choice || ""});
   } else if (a.kind === "choose_alone") {
@@ -232,6 +253,13 @@ function answer(game, a) {
     sendAnswer("dd_ask_out", {token: a.ref || "", cards: tiles, is_skip: a.kind === "pass"});
   }
   render();
+}
+
+// The decision an answer of ours was for is over or replaced (a new prompt): its answer is
+// no longer sent again.
+function decisionOver() {
+  app.decision = (app.decision || 0) + 1;
+  dropStale();
 }
 
 // No decision pending for us: no action buttons, no countdown, no dialog.
@@ -377,6 +405,7 @@ function settle(frame, over) {
     lines.push(`  ${seatName(p.seat, app.seat)}: win ${p.win_score || 0}, bomb ` +
       `${p.bomb_score || 0}, cards ${p.card_score || 0}, caught ${p.catch_score || 0}`);
   }
+  decisionOver();
   clearActions();
   room.endOfHandEntrust();
   if (hand) { hand.phase = "over"; hand.toAct = []; hand.scores = [0, 0, 0, 0]; }
@@ -434,6 +463,8 @@ conn.hooks = {
   error,
   closed: clearActions,
   loggedOut: () => show("login-panel", true),
+  // a command answered "a moment" waits for its next try: a quiet status, no error
+  moment: (on) => show("moment", on),
 };
 
 function tick() {
@@ -466,16 +497,17 @@ $("join").onclick = () => {
   send("join_room", {room_id: String(roomId), password: $("password").value});
 };
 $("refresh-list").onclick = () => send("ask_room_list", {});
-$("ready").onclick = () => { $("error").hidden = true; send("ask_ready", {is_ready: true}); };
+$("ready").onclick = () => { $("error").hidden = true; command("ask_ready", {is_ready: true}); };
 $("next-hand").onclick = () => { show("settlement-panel", false); $("ready").onclick(); };
 $("settlement-close").onclick = () => show("settlement-panel", false);
-$("unready").onclick = () => send("ask_ready", {is_ready: false});
-$("leave").onclick = () => request(app.watching ? "stop_watching" : "ask_exit", {}, (r) => {
-  if (!r.code) room.leaveRoom();
-});
+$("unready").onclick = () => command("ask_ready", {is_ready: false});
+// a retried leave refused "not in a room" (1014): an earlier try, answered "a moment", left
+$("leave").onclick = () => command(app.watching ? "stop_watching" : "ask_exit", {}, {onRet: (r) => {
+  if (!r.code || Number(r.code) === 1014) room.leaveRoom();
+}});
 $("chat-send").onclick = room.sendChat;
 $("chat-input").onkeydown = (ev) => { if (ev.key === "Enter") room.sendChat(); };
-$("dismiss-apply").onclick = () => send("ask_dismiss", {});
+$("dismiss-apply").onclick = () => command("ask_dismiss", {});
 $("dismiss-agree").onclick = () => room.vote(true);
 $("dismiss-refuse").onclick = () => room.vote(false);
 $("cancel-entrust").onclick = room.cancelEntrust;
@@ -494,9 +526,9 @@ $("all-moves").onclick = () => {
   box.className = box.className.includes("show-all") ? "actions" : "actions show-all";
 };
 $("guest-login").onclick = guestLogin;
-$("fill-robots").onclick = () => request("add_robots", {count: 0}, (r) => {
+$("fill-robots").onclick = () => command("add_robots", {count: 0}, {onRet: (r) => {
   if (!r.code) log("robots are taking the free seats");
-});
+}});
 // Keys: 1-9 press that decision button (shown or not), Escape clears a selection.
 document.onkeydown = (ev) => {
   const tag = ev.target && ev.target.tagName;

@@ -13,12 +13,20 @@ export const RECONNECT = {FIRST: 200, LONGEST: 3000, GIVE_UP: 60000};
 // a login refused for these reasons is not retried (ERR_BAD_TOKEN, ERR_TOKEN_EXPIRED)
 export const FINAL_LOGIN_CODES = new Set([1003, 1004]);
 const FRAME_KEYS = new Set(["seq", "event_id", "reply_to", "event_uid"]);
+// "A moment" answers (docs/protocol.md §8): the room is moving between tables
+// (ERR_ROOM_MOVING) or a backend did not answer (ERR_UNAVAILABLE). A command answered so is
+// sent again after a pause growing by STEP ms up to LONGEST ms, at most TRIES times in all
+// (as the robots do, clients/robot/robot.py): the player sees "a moment", never an error.
+export const TRANSIENT = new Set([1050, 1051]);
+export const RETRY = {TRIES: 40, STEP: 250, LONGEST: 2000};
 
 export const conn = {ws: null, seq: 0, login: null, loginSeq: 0, kicked: false,
   reconnectAfter: 0, beat: null, onRet: new Map(), answers: new Set(), quiet: new Set(),
   retry: {attempt: 0, since: 0, timer: null},
+  commands: new Map(),   // seq -> a command sent again on "a moment" (command()), until answered
+  waiting: new Set(),    // commands answered "a moment" and not yet answered for good
   // set by app.js
-  hooks: {frame() {}, status() {}, error() {}, closed() {}, loggedOut() {}}};
+  hooks: {frame() {}, status() {}, error() {}, closed() {}, loggedOut() {}, moment() {}}};
 
 export function connect(login) {
   clearTimeout(conn.retry.timer);
@@ -48,6 +56,7 @@ function open() {
     conn.answers.clear();
     conn.quiet.clear();
     conn.onRet.clear();
+    forgetCommands();   // the resumed seat's snapshot and prompt say what is still to do
     conn.hooks.closed();
     if (conn.kicked || !conn.login) {
       conn.hooks.status("disconnected");
@@ -104,9 +113,71 @@ export function request(name, body, onRet) {
   return seq;
 }
 
-// An answer to a Prompt: remembered so that an "overtaken" refusal is a note, not an error.
-export function answer(name, body) {
-  const seq = send(name, body);
-  if (seq) conn.answers.add(seq);
+// A command the player sent that is sent again while its answer is "a moment" (TRANSIENT).
+// `still()` says whether it is still wanted when a try is answered so and before the next
+// try (a game action: its decision is still pending; once the prompt changed it is
+// dropped). `answer`: an answer to a Prompt, remembered so that an "overtaken" refusal is a
+// note, not an error. `onRet`
+// gets the final Return, never a "a moment" one.
+export function command(name, body, {still = () => true, answer: isAnswer = false, onRet = null} = {}) {
+  return sendCommand({name, body, still, answer: isAnswer, onRet, tries: 0, timer: null});
+}
+
+function sendCommand(c) {
+  c.tries += 1;
+  const seq = send(c.name, c.body);
+  if (!seq) return 0;
+  conn.commands.set(seq, c);
+  if (c.answer) conn.answers.add(seq);
+  if (c.onRet) conn.onRet.set(seq, c.onRet);
   return seq;
+}
+
+// The answer to request `seq`: for a command of command(), "retry" when the answer is "a
+// moment" and the command is sent again after a pause, "dropped" when it is no longer
+// wanted or out of tries (nothing more to do: the caller shows no error), else the command
+// ({tries, ...}: tries > 1 is a retry, whose refusal may only mean that an earlier try
+// counted); null for any other request.
+export function commandAnswered(seq, code) {
+  const c = conn.commands.get(seq);
+  if (!c) return null;
+  conn.commands.delete(seq);
+  if (!TRANSIENT.has(code)) {
+    settle(c);
+    return c;
+  }
+  conn.answers.delete(seq);
+  conn.onRet.delete(seq);
+  if (!c.still() || c.tries >= RETRY.TRIES) {
+    settle(c);
+    return "dropped";
+  }
+  conn.waiting.add(c);
+  conn.hooks.moment(true);
+  c.timer = setTimeout(() => {
+    c.timer = null;
+    if (!conn.waiting.has(c)) return;
+    if (!c.still() || !sendCommand(c)) settle(c);
+  }, Math.min(RETRY.LONGEST, RETRY.STEP * c.tries));
+  return "retry";
+}
+
+// A command's last word: no more tries; "a moment" goes once nothing waits any more.
+function settle(c) {
+  clearTimeout(c.timer);
+  c.timer = null;
+  if (conn.waiting.delete(c) && !conn.waiting.size) conn.hooks.moment(false);
+}
+
+// Commands waiting for a try that is no longer wanted (a new prompt, the decision over).
+export function dropStale() {
+  for (const c of [...conn.waiting]) if (!c.still()) settle(c);
+}
+
+function forgetCommands() {
+  for (const c of conn.waiting) clearTimeout(c.timer);
+  const had = conn.waiting.size > 0;
+  conn.waiting.clear();
+  conn.commands.clear();
+  if (had) conn.hooks.moment(false);
 }

@@ -35,6 +35,7 @@ const EN = {
   m: "characters", p: "dots", s: "bamboo", game_over: "Room over", all_moves: "all moves",
   replay_events: "the replay's events", alone_yes: "Yes, alone", alone_no: "No",
   robot: "robot", guest: "Play as a guest", with_token: "Log in with a token", fill_robots: "Fill with robots",
+  a_moment: "reconnecting… a moment",
 };
 
 const ZH = {
@@ -65,6 +66,7 @@ const ZH = {
   m: "万", p: "筒", s: "条", game_over: "房间结束", all_moves: "全部操作",
   replay_events: "回放事件", alone_yes: "打独", alone_no: "不打",
   robot: "机器人", guest: "游客登录", with_token: "用令牌登录", fill_robots: "机器人补位",
+  a_moment: "正在重连…请稍候",
 };
 
 // action kinds, phases and payment reasons

@@ -4,7 +4,7 @@
 // pair (a DistanceAlert names its players; a repeat for the same players is not shown again).
 import {$, button, cell, el, fill, show} from "./dom.js";
 import {app, ui} from "./state.js";
-import {request, send} from "./conn.js";
+import {command, request, send} from "./conn.js";
 import {log, userName} from "./log.js";
 
 const REASONS = {PLAYER_VOTE: "the players voted", PLAYER_LEFT: "a player left",
@@ -144,7 +144,10 @@ export function renderDismissVote(q) {
 
 export function vote(agree) {
   show("dismiss-vote", false);
-  request("report_dismiss", {agree}, (r) => { if (r.code) show("dismiss-vote", true); });
+  // sent again on "a moment"; "already voted" (1031) to a retry: an earlier try counted
+  command("report_dismiss", {agree}, {onRet: (r) => {
+    if (r.code && Number(r.code) !== 1031) show("dismiss-vote", true);
+  }});
 }
 
 export function renderDismissResult(n) {
@@ -174,9 +177,9 @@ export function showEntrust(on, cancelsLeft) {
 }
 
 export function cancelEntrust() {
-  request("cancel_entrust", {}, (r) => {
+  command("cancel_entrust", {}, {onRet: (r) => {
     $("entrust-msg").textContent = r.code ? `refused: ${r.message || r.code}` : "";
-  });
+  }});
 }
 
 // The room's player list shows who is entrusted; the server does not resend it.
