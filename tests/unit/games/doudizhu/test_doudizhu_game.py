@@ -408,3 +408,32 @@ def test_bad_seeds_seats_and_deals_are_bad_input() -> None:
     with pytest.raises(StaleRef):
         state.record_response(0, PASS)
     assert state.pending_window() is None and state.num_seats == 3
+
+
+def test_hands_leave_no_reference_cycles() -> None:
+    """As tests/unit/games/test_no_reference_cycles.py asks of the registered games: what an
+    action allocates is freed by reference counting (no pause of the collector)."""
+    import gc
+
+    from games.bots.doudizhu import greedy_policy
+
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for seed in range(3):
+            state = game.new_hand({}, seed, seed)
+            state.deal_events()
+            while not state.is_over():
+                (seat,) = state.to_act()
+                state.observation(seat)
+                state.public_view()
+                state.clone()
+                state.apply(seat, greedy_policy(state, seat))
+            state.settlement()
+            del state
+        unreachable = gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    assert unreachable == 0
