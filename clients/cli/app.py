@@ -214,7 +214,7 @@ class CliApp:
         if self.at.prompt is prompt:
             self.at.prompt = None
         decision = self.decision
-        frame = action_frame(prompt.game, action)
+        frame = action_frame(prompt.game, action, prompt.decision)
         reply = await self.session.request(frame)
         if _transient(reply):
             # sent again while this decision stands (no new prompt, our move not seen played)

@@ -58,8 +58,16 @@ class RobotStats:
     overtaken: int = 0      # answers refused only for coming too late (Return.overtaken)
 
 
-def action_frame(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
-    """The wire frame of an engine action (canonical names, docs in the protos)."""
+def action_frame(game: str, action: dict[str, Any], decision: int = 0) -> client_pb2.ClientFrame:
+    """The wire frame of an engine action (canonical names, docs in the protos), answering
+    the prompt whose ``decision`` it names (Prompt.decision: a resent answer never counts
+    twice)."""
+    frame = _action_payload(game, action)
+    frame.decision = decision
+    return frame
+
+
+def _action_payload(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame:
     from paiju.v1 import game_msgs_pb2 as g
 
     kind, tiles = action["kind"], list(action.get("tiles", ()))
@@ -336,7 +344,8 @@ class Robot:
         if self.on_send is not None:
             self.on_send()
         try:
-            reply = await s.request(action_frame(self.game, action.to_dict()),
+            reply = await s.request(action_frame(self.game, action.to_dict(),
+                                                 frame.prompt.decision),
                                     timeout=REQUEST_TIMEOUT)
         except SessionClosed:
             return   # the stream ended: the reconnect resumes, a new prompt follows

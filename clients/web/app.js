@@ -220,7 +220,8 @@ function renderPrompt(p) {
   // a window id or an out-token ("" or "0" on a mahjong turn or a simultaneous phase)
   const ref = (p.actions || []).map((a) => a.ref || "").find((r) => r && r !== "0") || "";
   const sameDecision = app.prompt && app.prompt.ref === ref && app.prompt.phase === p.phase;
-  app.prompt = {game: p.game, ref, phase: p.phase || "", actions: p.actions || []};
+  app.prompt = {game: p.game, ref, phase: p.phase || "", actions: p.actions || [],
+                decision: p.decision || ""};
   app.lastPrompt = p;
   if (!sameDecision) { app.selected = []; app.hint = -1; }
   const covered = DIALOG_PHASES.has(p.phase) || (p.game === "dadun");
@@ -234,6 +235,8 @@ function renderPrompt(p) {
 }
 
 function answer(game, a) {
+  // the prompt's decision travels with the answer: a resent answer never counts twice
+  const envelope = app.prompt && app.prompt.decision ? {decision: String(app.prompt.decision)} : {};
   clearActions();
   const tiles = a.tiles || [];
   // sent again on "a moment" while this decision stands: a new prompt, our move seen played
@@ -242,7 +245,7 @@ function answer(game, a) {
   // "overtaken", or as already answered: a note, not an error (HANDLERS.ret)
   const decision = app.decision;
   const sendAnswer = (name, body) => command(name, body,
-    {answer: true, still: () => app.decision === decision});
+    {answer: true, still: () => app.decision === decision, envelope});
   if (game !== "dadun") {
     sendAnswer("mahjong_action", {kind: a.kind, tiles, window_id: a.ref || "0", choice: a.choice || ""});
   } else if (a.kind === "choose_alone") {

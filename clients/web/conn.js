@@ -96,13 +96,14 @@ export function loggedIn(seconds) {
   return again;
 }
 
-export function send(name, body) {
+// `envelope`: more fields of the ClientFrame beside the payload (a game action's `decision`).
+export function send(name, body, envelope = {}) {
   if (!conn.ws || conn.ws.readyState !== WebSocket.OPEN) {
     conn.hooks.error("not connected");
     return 0;
   }
   conn.seq += 1;
-  conn.ws.send(JSON.stringify({seq: conn.seq, [name]: body || {}}));
+  conn.ws.send(JSON.stringify({...envelope, seq: conn.seq, [name]: body || {}}));
   return conn.seq;
 }
 
@@ -119,13 +120,15 @@ export function request(name, body, onRet) {
 // dropped). `answer`: an answer to a Prompt, remembered so that an "overtaken" refusal is a
 // note, not an error. `onRet`
 // gets the final Return, never a "a moment" one.
-export function command(name, body, {still = () => true, answer: isAnswer = false, onRet = null} = {}) {
-  return sendCommand({name, body, still, answer: isAnswer, onRet, tries: 0, timer: null});
+export function command(name, body, {still = () => true, answer: isAnswer = false, onRet = null,
+                                     envelope = {}} = {}) {
+  return sendCommand({name, body, envelope, still, answer: isAnswer, onRet, tries: 0,
+                      timer: null});
 }
 
 function sendCommand(c) {
   c.tries += 1;
-  const seq = send(c.name, c.body);
+  const seq = send(c.name, c.body, c.envelope);
   if (!seq) return 0;
   conn.commands.set(seq, c);
   if (c.answer) conn.answers.add(seq);

@@ -314,6 +314,12 @@ class Commands:
         if not room.in_hand():
             return Reply(code_of(room.game, "hand_over"), "no hand is being played",
                          overtaken=True)
+        if frame.decision and frame.decision != room.timer_key():
+            # an answer to a decision that is over: sent again after it counted (a lost
+            # reply, a failover), or too late; it never counts for a later decision
+            return Reply(code_of(room.game, "stale_ref"),
+                         f"decision {frame.decision} is over (now {room.timer_key()})",
+                         overtaken=True)
         started = time.perf_counter()
         try:
             await self.auto.act(seat, action, "player")

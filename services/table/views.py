@@ -76,7 +76,8 @@ def prompt(room: r.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
     return frames.server_frame(g.Prompt(
         game=room.game, phase=state.phase(), actions=actions,
         observation_json=_observation_json(observation),
-        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
+        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id,
+        decision=room.timer_key()))
 
 
 def snapshot(room: r.Room, seat: int, seconds_left: float) -> list[client_pb2.ServerFrame]:

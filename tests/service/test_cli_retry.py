@@ -8,9 +8,9 @@ nats-server, robots as lobby clients. The one fault is in the lobby's link to th
 (services/lobby/table_link.py): for one user's commands of one kind, the first tries are
 answered as a table rebuilding a room does (ERR_ROOM_MOVING: the lobby follows the "moving"
 room, its bound shortened as in test_lobby_moving.py, then answers ERR_ROOM_MOVING), as a
-busy room does (ERR_UNAVAILABLE), or are applied by the table and answered ERR_UNAVAILABLE
-all the same (a reply lost on its way: the client was told "a moment" for a command that
-counted).
+busy room does (ERR_UNAVAILABLE), or are applied by the table and their reply lost on its
+way (the lobby sends the command again itself, forwarding.py: the answer's decision,
+Prompt.decision, makes the repeat overtaken, so it counts once).
 ``Faults`` and ``retry_stack`` are shared with tests/browser/test_web_retry.py."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from paiju.v1 import common_pb2, table_pb2
 from services.arbiter.server import start as start_arbiter
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.lobby.errors import Unavailable
 from services.lobby.server import start as start_lobby
 from services.lobby.table_link import TableLink
 from services.records.server import start as start_records
@@ -54,8 +55,8 @@ class Faults:
     lists, for the next tries (client seqs) of that payload kind, one of "moving" (answered
     ERR_ROOM_MOVING without reaching the table, as a new owner still rebuilding the room),
     "unavailable" (ERR_UNAVAILABLE, as a room whose inbox is full) or "applied" (the table
-    gets it and applies it, and the lobby answers ERR_UNAVAILABLE as if its reply had been
-    lost); tries past the plan go through."""
+    gets it and applies it, and its reply is lost: the link raises Unavailable, as after a
+    timeout); tries past the plan go through."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, user_id: int) -> None:
         self.user_id = user_id
@@ -89,12 +90,9 @@ class Faults:
             reply = await real(link, cmd, timeout)
             now.table.append((reply.code, reply.overtaken))
             if now.fault == "applied":
-                # not Unavailable from the link: the lobby would send the command again
-                # itself (forwarding.py), and a mahjong discard has no token to tell a
-                # repeat from a new move (see the report of issue 22)
-                return table_pb2.TableReply(request_id=cmd.request_id,
-                                            code=common_pb2.ERR_UNAVAILABLE, seat=-1,
-                                            message=f"table {link.address} did not answer")
+                # the reply lost on its way: the lobby sends the command again itself
+                # (forwarding.py); the answer's decision makes the repeat overtaken
+                raise Unavailable(f"table {link.address} did not answer")
             return reply
 
         monkeypatch.setattr(TableLink, "command", command)

@@ -15,6 +15,8 @@ import nats
 import pytest
 from prometheus_client import REGISTRY
 
+from clients.robot.robot import action_frame
+from clients.robot.view import choose
 from games.mahjong import parse_tiles, tile_name
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
@@ -102,6 +104,43 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
         stale = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,
                  common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
         assert all(e.code in stale for e in p.errors), [e.message for e in p.errors]
+    await t.close()
+
+
+@pytest.mark.parametrize("game", [common_pb2.XUEZHAN, common_pb2.CHANGSHA, common_pb2.DADUN])
+async def test_an_answer_delivered_twice_counts_once(stack: dict[str, Any], game: int) -> None:
+    """Every answer of seat 0 arrives twice, as when a reply was lost and the command was
+    sent again (by the lobby following a moving room, or by the client on "a moment"): the
+    second copy names a decision that is over (ClientFrame.decision = Prompt.decision), so it
+    is refused as overtaken and never counts, for this decision or a later one."""
+    t = await new_table(stack, game, hands=1)
+    players = [(await t.seat(uid))[0] for uid in (41, 42, 43, 44)]
+    t.play(players[1:])        # seat 0's prompts are this test's
+    await t.ready_all()
+    link, twice = stack["link"], players[0]
+    seconds: list[table_pb2.TableReply] = []
+    finished = asyncio.ensure_future(settlements(stack["nats"].url, 2, timeout=90))
+    while not finished.done():
+        getter = asyncio.ensure_future(twice.prompts.get())
+        await asyncio.wait({getter, finished}, return_when=asyncio.FIRST_COMPLETED)
+        if not getter.done():
+            getter.cancel()
+            break
+        prompt = getter.result()
+        assert prompt.decision, prompt
+        frame = action_frame(t.game, choose(t.game, prompt).to_dict(), prompt.decision)
+        first = await link.send(t.room_id, 41, frame)
+        if first.code:   # overtaken by a faster seat or the hand's end: nothing to repeat
+            assert first.overtaken, first
+            continue
+        seconds.append(await link.send(t.room_id, 41, frame))
+    hand, _ = await finished
+    assert sum(hand["deltas"]) == 0
+    assert seconds, "seat 0 never answered"
+    stale = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,
+             common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
+    assert all(r.code in stale and r.overtaken for r in seconds), [
+        (r.code, r.message) for r in seconds if r.code not in stale or not r.overtaken]
     await t.close()
 
 

@@ -119,8 +119,9 @@ class Table:
                                          frames.client_frame(lm.AskReady(is_ready=True)))
             assert reply.code == 0, reply.message
 
-    def play(self) -> None:
-        for p in self.players:
+    def play(self, players: list[Player] | None = None) -> None:
+        """Answer the prompts of ``players`` (default: every seat) with the robot's choice."""
+        for p in self.players if players is None else players:
             self._tasks.append(asyncio.create_task(self._play_loop(p)))
 
     async def _play_loop(self, p: Player) -> None:
@@ -131,8 +132,8 @@ class Table:
             p.answering = True
             try:
                 action = choose(self.game, prompt)
-                reply = await self.link.send(self.room_id, p.user_id,
-                                             action_frame(self.game, action.to_dict()))
+                reply = await self.link.send(self.room_id, p.user_id, action_frame(
+                    self.game, action.to_dict(), prompt.decision))
             finally:
                 p.answering = False
             if reply.code:
