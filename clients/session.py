@@ -252,6 +252,15 @@ class LobbySession:
         self.kicked = False
         await self.open()
 
+    def pending(self) -> list[client_pb2.ServerFrame | None]:
+        """The pushes received and not read yet, in order (left in ``pushes``)."""
+        items = []
+        while not self.pushes.empty():
+            items.append(self.pushes.get_nowait())
+        for item in items:
+            self.pushes.put_nowait(item)
+        return items
+
     def _drop_end_markers(self) -> None:
         """Remove end-of-stream markers of earlier streams from ``pushes`` (their frames
         stay, in order): the stream they announce is already being replaced."""

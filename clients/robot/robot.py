@@ -56,6 +56,7 @@ class RobotStats:
     fair_checked: int = 0   # hands whose revealed seeds matched the commitment we saw
     fair_failed: list[str] = field(default_factory=list)
     overtaken: int = 0      # answers refused only for coming too late (Return.overtaken)
+    retried: int = 0        # answers sent again after "a moment" (ERR_ROOM_MOVING, ERR_UNAVAILABLE)
 
 
 def action_frame(game: str, action: dict[str, Any], decision: int = 0) -> client_pb2.ClientFrame:
@@ -343,15 +344,25 @@ class Robot:
         sent = time.monotonic()
         if self.on_send is not None:
             self.on_send()
-        try:
-            reply = await s.request(action_frame(self.game, action.to_dict(),
-                                                 frame.prompt.decision),
-                                    timeout=REQUEST_TIMEOUT)
-        except SessionClosed:
-            return   # the stream ended: the reconnect resumes, a new prompt follows
-        except TimeoutError:
-            self.stats.errors.append(f"timeout: no answer to {action.kind}")
-            return
+        wire = action_frame(self.game, action.to_dict(), frame.prompt.decision)
+        for attempt in range(READY_TRIES):
+            try:
+                reply = await s.request(wire, timeout=REQUEST_TIMEOUT)
+            except SessionClosed:
+                return   # the stream ended: the reconnect resumes, a new prompt follows
+            except TimeoutError:
+                self.stats.errors.append(f"timeout: no answer to {action.kind}")
+                return
+            code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
+            if code not in TRANSIENT:
+                break
+            # "a moment": the same answer again (its decision makes a repeat of one that
+            # did count overtaken), until a new prompt replaces it
+            self.stats.retried += 1
+            await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+            if any(f is not None and f.WhichOneof("payload") == "prompt"
+                   for f in s.pending()):
+                return
         if self.on_action is not None:
             self.on_action(time.monotonic() - sent)
         if reply.WhichOneof("payload") == "ret" and reply.ret.code:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from clients.cli.app import CliApp, Options
+from clients.robot.robot import run_tables
 from paiju.v1 import common_pb2, table_pb2
 from services.arbiter.server import start as start_arbiter
 from services.common.config import load_config
@@ -164,3 +165,26 @@ async def test_the_cli_sends_a_command_again_after_a_moment_and_it_counts_once(
     assert [t.fault for t in act] == ["moving", "unavailable", "ok"], act
     assert [t.table for t in act] == [[], [], [(0, False)]]
     assert not statuses[-1].count("a moment"), "nothing waits at the end"
+
+
+async def test_a_robot_sends_its_answer_again_after_a_moment_and_it_counts_once(
+        fresh_nats: EmbeddedNats, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The robots (clients/robot) too: an answer told "a moment" goes again, no error; one
+    whose reply was lost goes again through the lobby and counts once."""
+    first_uid = 4400
+    faults = Faults(monkeypatch, first_uid)
+    faults.plan["mahjong_action"] = ["moving", "unavailable", "ok", "applied"]
+    async with retry_stack(fresh_nats.url, tmp_path / "records.db") as stack:
+        results = await asyncio.wait_for(run_tables(
+            stack.address, "changsha", 1, SECRET, hands=1, first_uid=first_uid), 120)
+    assert all(not r.errors for r in results), [r.errors for r in results]
+    me = next(r for r in results if r.user_id == first_uid)
+    assert me.retried >= 2 and me.hands == 1, me
+    tries = faults.tries["mahjong_action"]
+    # the first two answers "a moment" without reaching the table, then served once; the
+    # answer whose reply was lost is applied once, its repeat by the lobby overtaken
+    first = faults.logical("mahjong_action")
+    assert [t.fault for t in first] == ["moving", "unavailable", "ok"], first
+    assert [t.table for t in first] == [[], [], [(0, False)]]
+    lost = next(t for t in tries if t.fault == "applied")
+    assert lost.table[0] == (0, False) and all(o for _, o in lost.table[1:]), lost.table
