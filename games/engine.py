@@ -45,9 +45,10 @@ Same seed + same actions => the same events, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # games.arbitration imports this module: types only
     from games.arbitration import Decision, Rules, Window
@@ -219,6 +220,55 @@ class ViewThenActions:
 
     def view_and_actions(self, seat: int) -> tuple[dict[str, Any], list[Action]]:
         return self.observation(seat), self.legal_actions(seat)
+
+
+class DealBacked(Verified):
+    """The part of :class:`State` that the card games share: the state is one ``deal``
+    (its ``phase``, ``to_act()``, ``hands``, ``to_json()`` and ``copy()``), and an action is
+    checked by its kind's verifier (``verifiers[kind](deal, seat, action)``, raising
+    RuleError). ``title`` names the game in messages."""
+
+    num_seats: int
+    title: ClassVar[str]
+    verifiers: ClassVar[Mapping[str, Callable[[Any, int, Action], object]]]
+
+    def __init__(self, deal: Any) -> None:
+        self.deal = deal
+
+    def to_act(self) -> tuple[int, ...]:
+        return self.deal.to_act()  # type: ignore[no-any-return]
+
+    def phase(self) -> str:
+        return str(self.deal.phase)
+
+    def is_over(self) -> bool:
+        return bool(self.deal.phase == "over")
+
+    def check_seat(self, seat: Any) -> int:
+        """``seat`` if it is a seat of this game, else BadInput."""
+        if isinstance(seat, bool) or not isinstance(seat, int) \
+                or not 0 <= seat < self.num_seats:
+            raise BadInput(f"seat must be 0..{self.num_seats - 1}, got {seat!r}")
+        return seat
+
+    def verify(self, seat: int, action: Action) -> None:
+        if not isinstance(action, Action):
+            raise BadInput("an action must be a games.engine.Action")
+        self.check_seat(seat)
+        verifier = self.verifiers.get(action.kind)
+        if verifier is None:
+            raise BadInput(f"unknown {self.title} action {action.kind!r}")
+        verifier(self.deal, seat, action)
+
+    def serialize(self) -> str:
+        return json.dumps(self.deal.to_json(), sort_keys=True, separators=(",", ":"))
+
+    def clone(self) -> Any:
+        return type(self)(self.deal.copy())
+
+    def hand_of(self, seat: int) -> list[int]:
+        """A copy of a seat's concealed hand (card codes), for tests and tools only."""
+        return list(self.deal.hands[seat])
 
 
 class NoWindows:

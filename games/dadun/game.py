@@ -30,12 +30,12 @@ from games.dadun.options import DEFAULT_OPTIONS, normalize_options
 from games.engine import (
     Action,
     BadInput,
+    DealBacked,
     Event,
     NotYourTurn,
     NoWindows,
     RuleError,
     Settlement,
-    Verified,
     ViewThenActions,
 )
 from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
@@ -48,24 +48,21 @@ __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_d
 parse_options = normalize_options
 
 
-class DadunState(NoWindows, ViewThenActions, Verified):
+_VERIFY = {
+    "choose_alone": phases_setup.verify_alone,
+    "choose_friend_card": phases_setup.verify_friend,
+    "play": trick.verify_play,
+    "pass": trick.verify_pass,
+}
+
+
+class DadunState(NoWindows, ViewThenActions, DealBacked):
     """One deal; implements :class:`games.engine.State` (Dadun has no response windows)."""
 
     num_seats = SEATS
-
-    def __init__(self, deal: Deal) -> None:
-        self.deal = deal
-
-    # -- protocol: who acts and what they may do -------------------------------------------
-
-    def to_act(self) -> tuple[int, ...]:
-        return self.deal.to_act()
-
-    def phase(self) -> str:
-        return self.deal.phase
-
-    def is_over(self) -> bool:
-        return self.deal.phase == "over"
+    title = "Dadun"
+    verifiers = _VERIFY
+    deal: Deal
 
     def legal_actions(self, seat: int) -> list[Action]:
         d = self.deal
@@ -83,16 +80,6 @@ class DadunState(NoWindows, ViewThenActions, Verified):
         if not d.must_play:
             out.append(Action("pass", ref=d.token))
         return out
-
-    def verify(self, seat: int, action: Action) -> None:
-        if not isinstance(action, Action):
-            raise BadInput("an action must be a games.engine.Action")
-        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < SEATS:
-            raise BadInput(f"seat must be 0..3, got {seat!r}")
-        verifier = _VERIFY.get(action.kind)
-        if verifier is None:
-            raise BadInput(f"unknown Dadun action {action.kind!r}")
-        verifier(self.deal, seat, action)
 
     def apply(self, seat: int, action: Action) -> list[Event]:
         """Verify, then mutate; a rejected action raises and leaves the state unchanged."""
@@ -128,9 +115,7 @@ class DadunState(NoWindows, ViewThenActions, Verified):
         return events + [phases_setup.hint_alone(d)]
 
     def observation(self, seat: int) -> dict[str, Any]:
-        if not isinstance(seat, int) or not 0 <= seat < SEATS:
-            raise BadInput(f"seat must be 0..3, got {seat!r}")
-        return views.observation(self.deal, seat)
+        return views.observation(self.deal, self.check_seat(seat))
 
     def public_view(self) -> dict[str, Any]:
         return views.public_view(self.deal)
@@ -140,25 +125,8 @@ class DadunState(NoWindows, ViewThenActions, Verified):
             raise RuleError("the deal is not over", "hand_not_over")
         return settlement(self.deal)
 
-    def serialize(self) -> str:
-        return json.dumps(self.deal.to_json(), sort_keys=True, separators=(",", ":"))
-
-    def clone(self) -> DadunState:
-        return DadunState(self.deal.copy())
-
-    # -- test helpers ------------------------------------------------------------------------
-
-    def hand_of(self, seat: int) -> list[int]:
-        """A copy of a seat's concealed hand (codes), for tests and tools only."""
-        return list(self.deal.hands[seat])
 
 
-_VERIFY = {
-    "choose_alone": phases_setup.verify_alone,
-    "choose_friend_card": phases_setup.verify_friend,
-    "play": trick.verify_play,
-    "pass": trick.verify_pass,
-}
 _APPLY = {
     "choose_alone": phases_setup.apply_alone,
     "choose_friend_card": phases_setup.apply_friend,

@@ -32,12 +32,12 @@ from games.doudizhu.scoring import settlement
 from games.engine import (
     Action,
     BadInput,
+    DealBacked,
     Event,
     NotYourTurn,
     NoWindows,
     RuleError,
     Settlement,
-    Verified,
     ViewThenActions,
 )
 from games.fair import Seed, check_seed, seed_to_json
@@ -49,24 +49,22 @@ __all__ = ["NAME", "DEFAULT_OPTIONS", "SEATS", "DoudizhuState", "new_hand",
 _BID_KIND = {"call": "call_landlord", "rob": "rob_landlord"}
 
 
-class DoudizhuState(NoWindows, ViewThenActions, Verified):
+_Handler = Callable[[Deal, int, Action], Any]
+_VERIFY: dict[str, _Handler] = {
+    "call_landlord": bidding.verify_bid,
+    "rob_landlord": bidding.verify_bid,
+    "play": play.verify_play,
+    "pass": play.verify_pass,
+}
+
+
+class DoudizhuState(NoWindows, ViewThenActions, DealBacked):
     """One hand; implements :class:`games.engine.State` (Dou Dizhu has no response windows)."""
 
     num_seats = SEATS
-
-    def __init__(self, deal: Deal) -> None:
-        self.deal = deal
-
-    # -- protocol: who acts and what they may do -------------------------------------------
-
-    def to_act(self) -> tuple[int, ...]:
-        return self.deal.to_act()
-
-    def phase(self) -> str:
-        return self.deal.phase
-
-    def is_over(self) -> bool:
-        return self.deal.phase == "over"
+    title = "Dou Dizhu"
+    verifiers = _VERIFY
+    deal: Deal
 
     def legal_actions(self, seat: int) -> list[Action]:
         d = self.deal
@@ -82,16 +80,6 @@ class DoudizhuState(NoWindows, ViewThenActions, Verified):
         if top is not None:
             out.append(Action("pass"))
         return out
-
-    def verify(self, seat: int, action: Action) -> None:
-        if not isinstance(action, Action):
-            raise BadInput("an action must be a games.engine.Action")
-        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < SEATS:
-            raise BadInput(f"seat must be 0..2, got {seat!r}")
-        verifier = _VERIFY.get(action.kind)
-        if verifier is None:
-            raise BadInput(f"unknown Dou Dizhu action {action.kind!r}")
-        verifier(self.deal, seat, action)
 
     def apply(self, seat: int, action: Action) -> list[Event]:
         """Verify, then mutate; a rejected action raises and leaves the state unchanged."""
@@ -117,9 +105,7 @@ class DoudizhuState(NoWindows, ViewThenActions, Verified):
         return opening_events(self.deal)
 
     def observation(self, seat: int) -> dict[str, Any]:
-        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < SEATS:
-            raise BadInput(f"seat must be 0..2, got {seat!r}")
-        return views.observation(self.deal, seat)
+        return views.observation(self.deal, self.check_seat(seat))
 
     def public_view(self) -> dict[str, Any]:
         return views.public_view(self.deal)
@@ -129,26 +115,8 @@ class DoudizhuState(NoWindows, ViewThenActions, Verified):
             raise RuleError("the hand is not over", "hand_not_over")
         return settlement(self.deal)
 
-    def serialize(self) -> str:
-        return json.dumps(self.deal.to_json(), sort_keys=True, separators=(",", ":"))
-
-    def clone(self) -> DoudizhuState:
-        return DoudizhuState(self.deal.copy())
-
-    # -- test helpers ------------------------------------------------------------------------
-
-    def hand_of(self, seat: int) -> list[int]:
-        """A copy of a seat's concealed hand (codes), for tests and tools only."""
-        return list(self.deal.hands[seat])
 
 
-_Handler = Callable[[Deal, int, Action], Any]
-_VERIFY: dict[str, _Handler] = {
-    "call_landlord": bidding.verify_bid,
-    "rob_landlord": bidding.verify_bid,
-    "play": play.verify_play,
-    "pass": play.verify_pass,
-}
 _APPLY: dict[str, Callable[[Deal, int, Action], list[Event]]] = {
     "call_landlord": bidding.apply_call,  # apply() verified the bid already
     "rob_landlord": bidding.apply_rob,
