@@ -6,8 +6,9 @@ nats-server JetStream cluster at R3, two records on a fresh PostgreSQL database,
 arbiters, three tables and two lobbies as processes on loopback; robots play every game, the
 four seats of each room spread over both lobbies, L rooms of each game in play at once and
 new rooms created as others end. While hands are in flight, one fault at a time: SIGKILL the
-nats-server leading the first room-log stream (ROOMLOG_0), a table owning rooms, a lobby with seated players,
-an arbiter, a records (each started again), then a SIGTERM rolling restart of every table
+nats-server leading the room-log stream of the most rooms, a table owning rooms, a lobby with
+seated players, an arbiter, a records (each started again), SIGSTOP of a table owning rooms
+(SIGCONT 8 s later), then a SIGTERM rolling restart of every table
 and every lobby; the whole list N times.
 
 Writes bench/reports/chaos.md (``--out DIR`` elsewhere): per fault kind the recovery (the
@@ -53,6 +54,9 @@ CONTEXT = {
                    "it led wait for a new leader, clients on that server reconnect to another",
     "table-kill": "the table running the room dies: another table takes its lease and "
                   "replays the room's log",
+    "table-freeze": "the table running the room stops running (SIGSTOP: a long pause, a "
+                    "stopped VM) and goes on later: another table takes its rooms meanwhile; "
+                    "the continued table writes nothing for them",
     "lobby-kill": "the player's lobby dies: the client reconnects to the other lobby and "
                   "resumes from the snapshot",
     "arbiter-kill": "one arbiter dies: the tables' channel uses the other (or the table "

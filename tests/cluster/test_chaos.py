@@ -1,8 +1,9 @@
 """The chaos suite, compact: a three-node JetStream cluster, two records on PostgreSQL, two
 arbiters, three tables and two lobbies as processes; robots of every game spread over both
-lobbies; while hands are in flight, one fault at a time (SIGKILL the ROOMLOG leader node, a
-table owning rooms, a lobby with seated players, an arbiter, a records; then a SIGTERM
-rolling restart of every table and every lobby). Then: every hand that started is settled
+lobbies; while hands are in flight, one fault at a time (SIGKILL the NATS node leading the
+room-log stream of the most rooms, a table owning rooms; SIGSTOP then SIGCONT such a table;
+SIGKILL a lobby with seated players, an arbiter, a records; then a SIGTERM rolling restart
+of every table and every lobby). Then: every hand that started is settled
 exactly once and zero-sum, no frame carried another seat's hidden tiles or cards, every room
 finished and no robot gave up, every stream and bucket is at R3, and each fault's recovery
 (fault -> next event in each affected room) was measured.

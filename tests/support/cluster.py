@@ -16,10 +16,13 @@ Robots (clients.robot) play rooms of every game back to back in lanes, the four 
 room spread over both lobbies, until the fault schedule is over; then every room plays to its
 end. Each fault is one of:
 
-- ``nats-leader``: SIGKILL the nats-server leading the first room-log stream (ROOMLOG_0),
-  start it again; the rooms it pauses are those of the streams it led (bus.room_log_stream);
+- ``nats-leader``: SIGKILL the nats-server leading the room-log stream of the most rooms in
+  play, start it again; the rooms it pauses are those of the streams it led
+  (bus.room_log_stream);
 - ``table-kill``: SIGKILL the table owning the most rooms in play (owner from the ``rooms``
   bucket), start it again once its rooms moved;
+- ``table-freeze``: SIGSTOP that table for ``freeze_seconds``, then SIGCONT (its rooms move
+  meanwhile; continued, it must not write to them);
 - ``lobby-kill``: SIGKILL the lobby with the most seated robots, start it again;
 - ``arbiter-kill`` / ``records-kill``: SIGKILL one replica, start it again;
 - ``rolling-tables`` / ``rolling-lobbies``: SIGTERM each replica in turn, start it again,
@@ -68,8 +71,8 @@ GAMES = ("xuezhan", "changsha", "dadun")
 # every stream and KV bucket of the deployment (a bucket ``b`` is the stream ``KV_b``)
 STREAMS = (*bus.ROOM_LOG_STREAMS, "SETTLE", "KV_tables", "KV_rooms", "KV_seats",
            "KV_room_ids")
-FAULT_KINDS = ("nats-leader", "table-kill", "lobby-kill", "arbiter-kill", "records-kill",
-               "rolling-tables", "rolling-lobbies")
+FAULT_KINDS = ("nats-leader", "table-kill", "table-freeze", "lobby-kill", "arbiter-kill",
+               "records-kill", "rolling-tables", "rolling-lobbies")
 # refused actions a robot may get when its prompt went stale (the decision moved on, e.g.
 # entrust played while it was away): game ranges 969x / 979x / 989x
 STALE_PREFIXES = ("969", "979", "989")
@@ -495,6 +498,7 @@ class ChaosPlan:
     settle_seconds: float = 2.0        # play between one fault's recovery and the next fault
     recovery_bound: float = 60.0       # how long to wait for the affected rooms to move again
     nats_down_seconds: float = 2.0     # a killed nats node stays down this long after recovery
+    freeze_seconds: float = 8.0        # a frozen table (SIGSTOP) stays so this long (4 leases)
     finish_bound: float = 240.0        # after the faults, for every room to play to its end
     room_bound: float = 420.0          # one room, from creation to its end
     stack: StackSpec = field(default_factory=StackSpec)
@@ -743,12 +747,16 @@ class ChaosRun:
             if leaders and all(leaders.values()):
                 break
             await asyncio.sleep(0.25)
-        leader = leaders.get(bus.ROOM_LOG_STREAMS[0])
+        in_play = await self.wait_in_flight()
+        # the leader of the stream holding the most rooms in play (so that the fault hits some)
+        per_stream = Counter(bus.room_log_stream(r) for r in in_play)
+        busiest = max(bus.ROOM_LOG_STREAMS, key=lambda name: per_stream[name])
+        leader = leaders.get(busiest)
         if not leader:
-            return [FaultRecord("nats-leader", "?", now(), [], error="no ROOMLOG_0 leader found")]
+            return [FaultRecord("nats-leader", "?", now(), [],
+                                error=f"no {busiest} leader found")]
         led = sorted(name for name, node in leaders.items() if node == leader)
         i = self.stack.nats.index_of(leader)
-        in_play = await self.wait_in_flight()
         rooms = [r for r in in_play if bus.room_log_stream(r) in led]
         rec = FaultRecord("nats-leader", f"{leader} (leader of {', '.join(led)})", now(), rooms,
                           notes=[f"room-log leaders before: {leaders}",
@@ -770,16 +778,21 @@ class ChaosRun:
             rec.error = f"{leader} did not come back: {exc!r}"
         return [rec]
 
-    async def fault_table_kill(self) -> list[FaultRecord]:
+    async def _busiest_table(self) -> tuple[str | None, list[int], str]:
+        """The table owning the most rooms in play, its rooms in play, and what was seen
+        (for the error when no owner is found)."""
         rooms = await self.wait_in_flight()
         owners = await self._owners()
         per_table = Counter(owners.get(r, "") for r in rooms)
         per_table.pop("", None)
         label = next((t for t, _ in per_table.most_common() if self.stack.table_label(t)), None)
+        return label, [r for r in rooms if owners.get(r) == label], f"{rooms} {owners}"
+
+    async def fault_table_kill(self) -> list[FaultRecord]:
+        label, mine, seen = await self._busiest_table()
         if label is None:
-            return [FaultRecord("table-kill", "?", now(), rooms,
-                                error=f"no owner of rooms in play found ({owners})")]
-        mine = [r for r in rooms if owners.get(r) == label]
+            return [FaultRecord("table-kill", "?", now(), [],
+                                error=f"no owner of rooms in play found ({seen})")]
         ttl = await self.observer.max_age("KV_tables")
         rec = FaultRecord("table-kill", f"{label} (owned {len(mine)} rooms in play)", now(), mine,
                           notes=[f"tables bucket TTL {ttl:g} s" if ttl else "tables TTL unknown"])
@@ -792,6 +805,34 @@ class ChaosRun:
             rec.notes.append(f"{label} restarted in {await self.stack.restart(label):.1f} s")
         except Exception as exc:
             rec.error = f"{label} did not restart: {exc!r}"
+        return [rec]
+
+    async def fault_table_freeze(self) -> list[FaultRecord]:
+        """SIGSTOP the busiest table for ``freeze_seconds`` (several leases: a long pause, a
+        stopped VM), then SIGCONT. Its rooms move to the other tables while it is frozen;
+        continued, it writes and sends nothing for the rooms it lost (services/table/lease.py,
+        "Fencing"), which the run's checks (each hand once, zero-sum, no leak) would see."""
+        label, mine, seen = await self._busiest_table()
+        proc = self.stack.procs[label].proc if label is not None else None
+        if label is None or proc is None:
+            return [FaultRecord("table-freeze", "?", now(), [],
+                                error=f"no owner of rooms in play found ({seen})")]
+        freeze = self.plan.freeze_seconds
+        rec = FaultRecord("table-freeze", f"{label} (owned {len(mine)} rooms in play, "
+                                          f"frozen {freeze:g} s)", now(), mine)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            took = await self.wait_recovered(rec)
+            rec.notes.append(f"its rooms moved to "
+                             f"{sorted({(await self._owners()).get(r, '?') for r in mine})} "
+                             f"and played again {took:.1f} s after the freeze")
+            await asyncio.sleep(max(0.0, freeze - (now() - rec.at)))
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        rec.until = now()
+        await asyncio.sleep(2.0)
+        rec.notes.append(f"{label} continued after {rec.until - rec.at:.1f} s; "
+                         f"{'still running' if proc.poll() is None else 'exited'} 2 s later")
         return [rec]
 
     def _homes_in_play(self, rooms: list[int]) -> Counter[int]:
