@@ -45,7 +45,7 @@ class Adoption:
         a hand-over whose rebuild failed or is pending), and claim rooms whose owner no
         longer heartbeats."""
         core = self.core
-        if core.draining or not self.lease.current(self.lease.epoch):
+        if core.rooms.draining or not self.lease.current(self.lease.epoch):
             return 0   # draining, or this process has just stalled: its view is stale
         ttl = core.cfg.table.lease_ttl_seconds
         now = time.monotonic()
@@ -59,8 +59,7 @@ class Adoption:
         for room_id, (entry, revision) in list(core.view.rooms.items()):
             owner = entry.get("owner")
             if owner == core.instance:
-                if room_id not in core.rooms and room_id not in core.logless and (
-                        room_id not in core.moving or room_id in core.failed_rebuilds):
+                if core.rooms.rebuild_due(room_id):
                     todo.append(room_id)
                 continue
             if not owner or owner in live:
@@ -79,7 +78,8 @@ class Adoption:
                 log.info("adopting room", extra={"room": room_id, "from": owner})
                 m.ADOPTED.inc()
                 todo.append(room_id)
-        core.moving.update(todo)
+        for room_id in todo:
+            core.rooms.claim(room_id)
         return sum(await asyncio.gather(*(core.rebuild_safely(rid) for rid in todo)))
 
     async def _claim(self, room_id: int, entry: dict[str, Any], revision: int) -> bool:
@@ -108,7 +108,7 @@ class Adoption:
         (between two actions: the new owner rebuilds from the log; players see a pause and
         ERR_ROOM_MOVING answers their lobby retries), within ``table.drain_seconds``."""
         core = self.core
-        core.draining = True
+        core.rooms.drain()
         try:
             await self.lease.register()
         except Exception as exc:
@@ -136,7 +136,7 @@ class Adoption:
         if target is None:
             log.warning("no table to hand the room to", extra={"room": room_id})
             return 0
-        core.moving.add(room_id)
+        core.rooms.hand_over(room_id)
         if not await actor.pause(timeout=APPEND_RETRY_SECONDS + 2):
             # an item still in hand (an append riding out an election): stop it anyway; a
             # record that lands late fences the new owner's first append, and its rebuild
@@ -171,10 +171,10 @@ class Adoption:
             room_id = int(json.loads(msg.data)["room_id"])
             entry = await core.directory.kv_rooms.get(str(room_id))
             value = json.loads(entry.value or b"{}")
-            ok = value.get("owner") == core.instance and not core.draining
+            ok = value.get("owner") == core.instance and not core.rooms.draining
             if ok:
                 core.view.rooms[room_id] = (value, int(entry.revision))
-                core.moving.add(room_id)
+                core.rooms.claim(room_id)
                 ok = await core.rebuild_safely(room_id) or room_id in core.rooms
             await msg.respond(json.dumps({"ok": ok}).encode())
         except Exception as exc:

@@ -6,6 +6,7 @@ and how what a record caused goes out. The parts it wires, each with one job:
 - :mod:`~services.table.dirview` the directory as watched;
 - :mod:`~services.table.settlements` the settlement outbox;
 - :mod:`~services.table.lease` heartbeat, adoption and drain;
+- :mod:`~services.table.lifecycle` each room's state at this table, changed in one place;
 - :mod:`~services.table.arbiter_client` the arbiter;
 - :mod:`~services.table.actor` one task per room (single writer), folding
   :class:`~services.table.room.Room` and keeping its ordered stream.
@@ -39,6 +40,7 @@ from services.table.arbiter_client import ArbiterClient
 from services.table.directory import DirectoryWriter
 from services.table.dirview import DirectoryView
 from services.table.lease import Lease
+from services.table.lifecycle import Rooms, RoomState
 from services.table.nats_commands import CommandSubscription, SendReply
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
@@ -106,7 +108,8 @@ class TableCore:
         # every log append of this process carries this in its message id (roomlog.py)
         self.boot = secrets.token_hex(6)
         self.started_at = time.time()
-        self.rooms: dict[int, RoomActor] = {}
+        # every room's life at this table (lifecycle.py); as a mapping, the rooms it runs
+        self.rooms = Rooms()
         # the actor that writes each room (registered, or still being rebuilt) and the lease
         # epoch it holds the room under (lease.py, "Fencing"): nothing is written or sent
         # for a room whose epoch is not the lease's current one
@@ -124,13 +127,6 @@ class TableCore:
         self.lease = Lease(self, scan=lambda: self.adoption.adopt_orphans())
         self.adoption = Adoption(self, self.lease)
         self.arbiter: ArbiterClient | None = None
-        self.unpurged: set[int] = set()          # closed rooms whose log is still stored
-        self.failed_rebuilds: set[int] = set()
-        self.logless: set[int] = set()           # directory entries without a room log
-        self.draining = False
-        # rooms claimed by (or handed to) this table and not rebuilt yet, or handed away:
-        # their commands are answered ERR_ROOM_MOVING, and the lobby retries
-        self.moving: set[int] = set()
         self._rebuilds = asyncio.Semaphore(REBUILD_CONCURRENCY)
         self.commands = CommandSubscription(self)   # the lobbies' commands over NATS
 
@@ -238,9 +234,7 @@ class TableCore:
         return actor
 
     def _register(self, actor: RoomActor) -> None:
-        self.rooms[actor.room.room_id] = actor
-        self.logless.discard(actor.room.room_id)
-        m.ROOMS.set(len(self.rooms))
+        self.rooms.run(actor.room.room_id, actor)
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> Room:
         game, options = creation.validate(req)
@@ -248,17 +242,18 @@ class TableCore:
         rec = creation.create_record(room_id, req, game, options, self.cfg.table.entrust_cancels,
                             self._timers())
         room = Room(rec, RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
-        self.moving.add(room_id)   # our scans must not rebuild it while it is being made
+        self.rooms.create(room_id)   # our scans must not rebuild it while it is being made
         try:
             value = {"room_id": room_id, "owner": self.instance, "address": self.address,
                      **room_summary(room)}
             self.directory.room_revs[room_id] = await self.directory.kv_rooms.put(
                 str(room_id), json.dumps(value).encode())
-            actor = self._actor(room, 0, 0)
+            actor = self._actor(room, 0, 0)   # it runs from here
         except (TimeoutError, nats.errors.Error) as exc:
             raise Unavailable(f"the directory cannot be written now: {exc!r}") from None
         finally:
-            self.moving.discard(room_id)
+            if self.rooms.state(room_id) is RoomState.CREATING:   # not made
+                self.rooms.abandon(room_id)
         await actor.record(rec)
         actor.start()
         return room
@@ -285,7 +280,8 @@ class TableCore:
         """Take back this instance's rooms after a restart: fold each room's log."""
         mine = [rid for rid, (entry, _) in self.view.rooms.items()
                 if entry.get("owner") == self.instance and rid not in self.rooms]
-        self.moving.update(mine)
+        for room_id in mine:
+            self.rooms.claim(room_id)
         await asyncio.gather(*(self.rebuild_safely(rid) for rid in mine))
 
     async def rebuild_safely(self, room_id: int) -> bool:
@@ -293,22 +289,21 @@ class TableCore:
         (meanwhile its players hear ERR_ROOM_MOVING)."""
         async with self._rebuilds:
             if room_id in self.rooms:
-                self.moving.discard(room_id)
                 return False
             try:
-                await self.rebuild(room_id)
+                await self.rebuild(room_id)   # its outcome is the room's state: LIVE, ...
             except Exception as exc:
                 log.warning("room could not be rebuilt, will retry",
                             extra={"room": room_id, "error": repr(exc)})
-                self.failed_rebuilds.add(room_id)
+                self.rooms.fail(room_id)
                 return False
-            self.failed_rebuilds.discard(room_id)
-            self.moving.discard(room_id)
             return True
 
     async def rebuild(self, room_id: int) -> None:
+        """Fold the room's log and run it here; the room ends LIVE, LOGLESS or CLOSED."""
         if room_id in self.rooms:
             return
+        self.rooms.claim(room_id)   # claimed already when a caller waited for its turn
         epoch = self.lease.epoch   # a stall while the log is read: the room is checked again
         logged, last_seq = await self.log.read(room_id)
         if room_id in self.rooms:   # rebuilt meanwhile (a hand-over request and a scan)
@@ -316,7 +311,7 @@ class TableCore:
         records = [lr.decode(rec) for rec in logged]   # LogRecordError: retried, never half-folded
         if not records or not isinstance(records[0], lr.Create):
             log.warning("room log missing", extra={"room": room_id})
-            self.logless.add(room_id)   # not retried by the scans
+            self.rooms.no_log(room_id)   # not retried by the scans
             return
         room = Room(records[0], RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
         fx = Effects()
@@ -340,15 +335,16 @@ class TableCore:
         log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),
                                                  "hand": room.hand_no})
 
-    def forget(self, room_id: int, *, stop: bool = False, keep_directory: bool = False) -> None:
-        """This table no longer runs the room: its pending directory writes are dropped
-        (they are not ours to make any more) unless ``keep_directory``."""
-        if not keep_directory:
+    def forget(self, room_id: int, *, stop: bool = False, lapsed: bool = False) -> None:
+        """This table no longer runs the room. Another table has it (or it was handed away):
+        its pending directory writes are dropped, they are not ours to make any more. Or,
+        ``lapsed``, its tenure or its log failed: they stay, and the next scan rebuilds the
+        room from its log (lifecycle.py, LAPSE)."""
+        if not lapsed:
             self.directory.forget(room_id)
         self.tenure.pop(room_id, None)
         writer = self.writers.pop(room_id, None)
-        actor = self.rooms.pop(room_id, None) or writer
-        m.ROOMS.set(len(self.rooms))
+        actor = (self.rooms.lapse(room_id) if lapsed else self.rooms.drop(room_id)) or writer
         if stop and actor is not None:
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
 
@@ -377,9 +373,7 @@ class TableCore:
             return
         log.warning("room held through a stall not confirmed: rebuilt from its log",
                     extra={"room": room_id})
-        self.forget(room_id, stop=True, keep_directory=True)
-        self.moving.add(room_id)
-        self.failed_rebuilds.add(room_id)
+        self.forget(room_id, stop=True, lapsed=True)
 
     def stale_rooms(self) -> list[int]:
         return [rid for rid, epoch in self.tenure.items() if epoch != self.lease.epoch]
@@ -446,9 +440,7 @@ class TableCore:
             self.forget(room_id, stop=True)
             raise
         except LogUnavailable:
-            self.forget(room_id, stop=True, keep_directory=True)
-            self.moving.add(room_id)
-            self.failed_rebuilds.add(room_id)   # the next scan rebuilds it from the log
+            self.forget(room_id, stop=True, lapsed=True)   # the next scan rebuilds it from the log
             raise
 
     async def _publish(self, actor: RoomActor, fx: Effects, msg: table_pb2.RoomEvents) -> None:
@@ -478,40 +470,48 @@ class TableCore:
         if fx.closed:
             await self._closed(room.room_id)
             # the last await here: stopping cancels the actor's task, which runs this
-            self.rooms.pop(room.room_id, None)
             self.writers.pop(room.room_id, None)
             self.tenure.pop(room.room_id, None)
-            m.ROOMS.set(len(self.rooms))
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
         elif fx.changed:
             await self.directory.put_room(room.room_id, room_summary(room))
 
     async def _closed(self, room_id: int) -> None:
-        """A closed room leaves the directory, then its log is purged."""
+        """A closed room leaves the directory, then its log is purged; the room is CLOSED
+        until it is (the backlog is the heartbeat's), then GONE. Its actor, if it ran here,
+        is let go only now: commands that come meanwhile wait in its inbox."""
         await self.directory.delete_room(room_id)
-        self.unpurged.add(room_id)
-        await self.purge_logs([room_id])  # the backlog is the heartbeat's
+        purged = await self._purge(room_id)
+        self.rooms.close(room_id)
+        if purged:
+            self.rooms.purged(room_id)
 
-    async def purge_logs(self, rooms: list[int] | None = None) -> None:
-        """Purge the logs of closed rooms. A log goes only after the room's settlements are
-        published (records keeps the hands and their replays from those; nothing reads a
+    async def _purge(self, room_id: int) -> bool:
+        """Purge a closed room's log, now if it may go: only after the room's settlements
+        are published (records keeps the hands and their replays from those; nothing reads a
         closed room's log) and after its directory entry is deleted (a restarted table must
-        not find a room without its log). A purge that fails is retried by the heartbeat;
-        it never holds up anything else."""
-        for room_id in sorted(self.unpurged) if rooms is None else rooms:
-            if self.settlements.holds(room_id) or self.directory.holds(room_id):
-                continue
-            try:
-                await self.log.purge(room_id)
-            except Exception as exc:
-                log.warning("room log not purged yet", extra={"room": room_id, "error": repr(exc)})
-                continue
-            self.unpurged.discard(room_id)
-            m.LOGS_PURGED.inc()
-        m.PENDING.labels("purge").set(len(self.unpurged))
+        not find a room without its log). False when it stays for a retry."""
+        if self.settlements.holds(room_id) or self.directory.holds(room_id):
+            return False
+        try:
+            await self.log.purge(room_id)
+        except Exception as exc:
+            log.warning("room log not purged yet", extra={"room": room_id, "error": repr(exc)})
+            return False
+        m.LOGS_PURGED.inc()
+        return True
+
+    async def purge_logs(self) -> None:
+        """Retry the purge of the logs of CLOSED rooms; a failure never holds up anything
+        else."""
+        for room_id in self.rooms.in_state(RoomState.CLOSED):
+            # a rebuild of the same room may have closed and purged it meanwhile
+            if await self._purge(room_id) and self.rooms.state(room_id) is RoomState.CLOSED:
+                self.rooms.purged(room_id)
 
     def has_pending(self) -> bool:
-        return bool(self.directory.pending or self.settlements.unsent or self.unpurged)
+        return bool(self.directory.pending or self.settlements.unsent
+                    or self.rooms.in_state(RoomState.CLOSED))
 
     async def retry_pending(self) -> None:
         """Retry what failed after a log append; these never raise, a failure stays pending
@@ -520,8 +520,7 @@ class TableCore:
         try:
             await self.directory.flush()
             await self.settlements.retry()
-            if self.unpurged:
-                await self.purge_logs()
+            await self.purge_logs()
         except Exception:  # a bug here must not end the retries for good
             log.exception("retrying pending writes failed")
 
@@ -545,7 +544,7 @@ class TableCore:
         if actor is not None and not self.lease.current(self.tenure.get(cmd.room_id)):
             return moving_reply(cmd)   # checked after a stall first (lease.py)
         if actor is None:
-            if cmd.room_id in self.moving or self.view.owner(cmd.room_id) == self.instance:
+            if self.rooms.moving(cmd.room_id) or self.view.owner(cmd.room_id) == self.instance:
                 return moving_reply(cmd)
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
                                         message=f"room {cmd.room_id} is not on this table",

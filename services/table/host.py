@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from services.common.config import Config
-from services.table.actor import RoomActor
 from services.table.directory import DirectoryWriter
 from services.table.dirview import DirectoryView
+from services.table.lifecycle import Rooms
 
 
 class TableHost(Protocol):
@@ -16,12 +16,8 @@ class TableHost(Protocol):
     instance: str
     address: str
     started_at: float
-    draining: bool
-    rooms: dict[int, RoomActor]
+    rooms: Rooms                # every room's state here; as a mapping, the rooms it runs
     tenure: dict[int, int]      # room -> the lease epoch it is held under (lease.py)
-    moving: set[int]            # rooms being claimed, rebuilt or handed away
-    logless: set[int]           # directory entries without a room log
-    failed_rebuilds: set[int]
     nc: Any
     js: Any
     kv_tables: Any
@@ -36,4 +32,4 @@ class TableHost(Protocol):
 
     async def reverify(self) -> None: ...
 
-    def forget(self, room_id: int, *, stop: bool = False, keep_directory: bool = False) -> None: ...
+    def forget(self, room_id: int, *, stop: bool = False, lapsed: bool = False) -> None: ...

@@ -75,7 +75,7 @@ class Lease:
         core = self.core
         players = sum(len(a.room.seated()) for a in core.rooms.values())
         return {"instance": core.instance, "address": core.address, "rooms": len(core.rooms),
-                "players": players, "started_at": core.started_at, "draining": core.draining}
+                "players": players, "started_at": core.started_at, "draining": core.rooms.draining}
 
     async def register(self) -> None:
         await self.core.kv_tables.put(self.core.instance, json.dumps(self.entry()).encode())

@@ -34,6 +34,10 @@ PENDING = Gauge("paiju_table_pending_writes",
                 "Directory writes, settlements and log purges waiting for a retry", ["kind"])
 LOGS_PURGED = Counter("paiju_table_logs_purged_total", "Closed rooms whose log was purged")
 ADOPTED = Counter("paiju_table_rooms_adopted_total", "Rooms claimed from a table that stopped heartbeating")
+ROOM_TRANSITIONS_REFUSED = Counter(
+    "paiju_table_room_transitions_refused_total",
+    "Room lifecycle events refused in the room's state (services/table/lifecycle.py): a bug",
+    ["event", "state"])
 HANDED_OVER = Counter("paiju_table_rooms_handed_over_total", "Rooms handed to another table on drain")
 APPEND_RETRIES = Counter("paiju_table_log_append_retries_total",
                          "Room-log appends retried (no stream leader, no answer)")

@@ -28,7 +28,7 @@ class TableService(table_pb2_grpc.TableServicer):
 
     async def CreateRoom(self, request: table_pb2.CreateRoomRequest,  # noqa: N802
                          context: grpc.aio.ServicerContext) -> table_pb2.CreateRoomReply:
-        if self.core.draining:
+        if self.core.rooms.draining:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "this table is draining")
         try:
             room = await self.core.create_room(request)

@@ -19,6 +19,7 @@ from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.actor import RoomActor
 from services.table.core import TableCore
+from services.table.lifecycle import RoomState
 from services.table.room import RoomError
 from services.table.roomlog import RoomLog
 from tests.service.test_table_restart import snapshot
@@ -135,14 +136,11 @@ async def test_a_failed_rebuild_after_a_claim_is_retried(
             await asyncio.sleep(0.1)
         assert failures == [room.room_id]   # the first rebuild failed ...
         assert room.room_id in b.rooms      # ... and a later scan rebuilt the room
-        assert room.room_id not in b.moving
+        assert b.rooms.state(room.room_id) is RoomState.LIVE
         reply = await b.command(table_pb2.TableCommand(room_id=room.room_id, user_id=5,
                                                        kind="snapshot"))
         assert reply.code == common_pb2.ERR_NOT_IN_ROOM   # the room answers (not "moving")
     finally:
-        for actor in list(a.rooms.values()):
-            await actor.stop()
-        a.rooms.clear()
         await a.stop()
         await b.stop()
 
@@ -152,7 +150,7 @@ async def test_commands_for_a_room_being_claimed_hear_room_moving(
     b = core(fresh_nats.url, "table-b", monkeypatch)
     await b.start()
     try:
-        b.moving.add(12345678)
+        b.rooms.claim(12345678)
         reply = await b.command(table_pb2.TableCommand(room_id=12345678, user_id=5, kind="snapshot"))
         assert reply.code == common_pb2.ERR_ROOM_MOVING
         reply = await b.command(table_pb2.TableCommand(room_id=12345679, user_id=5, kind="snapshot"))

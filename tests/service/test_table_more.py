@@ -21,6 +21,7 @@ from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.core import TableCore
+from services.table.lifecycle import RoomState
 from services.table.server import start as start_table
 from tests.support.tablekit import LobbyLink, Table
 
@@ -136,7 +137,7 @@ async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
     final = await js.get_last_msg(bus.SETTLE_STREAM, bus.settle_subject(t.room_id))
     msg = json.loads(final.data)
     assert msg["final"] and msg["room_id"] == t.room_id and msg["hands_played"] == 0
-    assert not core.unpurged
+    assert not core.rooms.in_state(RoomState.CLOSED)
     await t.close()
 
 
@@ -159,7 +160,7 @@ async def test_a_purge_that_fails_is_retried(stack: dict[str, Any]) -> None:
     purge = Broken(core.log.js, ("purge_stream",))
     core.log.js = purge
     await dismiss(t)
-    assert purge.failures and t.room_id in core.unpurged
+    assert purge.failures and core.rooms.state(t.room_id) is RoomState.CLOSED
     assert await log_count(js, t.room_id) > 0
     gone = await t.link.send(t.room_id, 11, frames.client_frame(lm.AskReady(is_ready=True)))
     assert gone.code == common_pb2.ERR_NO_SUCH_ROOM  # closing was not held up
@@ -169,7 +170,7 @@ async def test_a_purge_that_fails_is_retried(stack: dict[str, Any]) -> None:
         return await log_count(js, t.room_id) == 0
 
     assert await eventually(purged)
-    assert not core.unpurged
+    assert not core.rooms.in_state(RoomState.CLOSED)
     await t.close()
 
 
