@@ -28,6 +28,8 @@ class ServiceProc:
     proc: subprocess.Popen[bytes] | None = None
     extra_args: list[str] = field(default_factory=list)
     health_address: str = ""    # where to check health when the gRPC port needs a certificate
+    # the checkout the service runs from (another release's, for mixed-version tests)
+    root: Path = ROOT
 
     @property
     def address(self) -> str:
@@ -39,9 +41,10 @@ class ServiceProc:
         a service that others already dial keeps its ports: ``port_retries=0``)."""
         for attempt in range(port_retries + 1):
             log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's life
+            env = self.env if self.root == ROOT else {**self.env, "PYTHONPATH": str(self.root)}
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", f"services.{self.name}", *self.extra_args],
-                cwd=ROOT, env=self.env, stdout=log, stderr=log, start_new_session=True)
+                cwd=self.root, env=env, stdout=log, stderr=log, start_new_session=True)
             try:
                 self.wait_serving(timeout)
                 return self
