@@ -131,12 +131,16 @@ def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
 class _Node:
     """One member of an :class:`EmbeddedNatsCluster`: its ports, store, config and process."""
 
-    def __init__(self, index: int, host: str, base: Path, cluster_name: str) -> None:
+    def __init__(self, index: int, host: str, base: Path, cluster_name: str,
+                 fronted: bool = False) -> None:
         self.index = index
         self.host = host
         self.server_name = f"{cluster_name}-n{index}"
         self.port = free_port(host)
         self.cluster_port = free_port(host)
+        # where the other nodes dial this one's routes: its cluster port, or a port of its
+        # own that a proxy in front of it listens on (``fronted_routes``)
+        self.route_port = free_port(host) if fronted else self.cluster_port
         self.monitor_port = free_port(host)
         self.store_dir = base / f"n{index}" / "store"
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +154,7 @@ class _Node:
 
     @property
     def route(self) -> str:
-        return f"nats-route://{self.host}:{self.cluster_port}"
+        return f"nats-route://{self.host}:{self.route_port}"
 
     def write_config(self, cluster_name: str, routes: list[str]) -> None:
         routes_text = "\n".join(f'    "{r}"' for r in routes)
@@ -167,6 +171,7 @@ jetstream {{
 cluster {{
   name: "{cluster_name}"
   listen: "{self.host}:{self.cluster_port}"
+  advertise: "{self.host}:{self.route_port}"
   routes: [
 {routes_text}
   ]
@@ -216,17 +221,21 @@ class EmbeddedNatsCluster:
     """``size`` nats-server processes with JetStream, routed to each other as one cluster on
     free loopback ports, each with its own store, server name and config file. Nodes can be
     killed (SIGKILL) and started again on the same ports and store, as an operator's pod
-    would come back. ``urls`` is the comma-joined client URL list (``NATS_URL``)."""
+    would come back. ``urls`` is the comma-joined client URL list (``NATS_URL``).
+
+    ``fronted_routes``: every node's routes are dialled (and advertised) at its
+    ``route_port``, not at its cluster port, so that a proxy listening there can cut a node
+    off from the others while its clients stay connected (tests/support/partition.py)."""
 
     def __init__(self, size: int = 3, *, host: str = "127.0.0.1", base_dir: str | None = None,
-                 name: str = "paiju") -> None:
+                 name: str = "paiju", fronted_routes: bool = False) -> None:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.name = name
         self.host = host
         self._own_base = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="paiju-natsc-"))
-        self.nodes = [_Node(i, host, self.base_dir, name) for i in range(size)]
+        self.nodes = [_Node(i, host, self.base_dir, name, fronted_routes) for i in range(size)]
         for node in self.nodes:
             node.write_config(name, [n.route for n in self.nodes if n is not node])
 

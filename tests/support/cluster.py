@@ -167,6 +167,8 @@ class StackSpec:
     lease_ttl_seconds: int = 3
     drain_seconds: float = 10.0      # a table's SIGTERM drain bound (table.drain_seconds)
     extra_env: tuple[tuple[str, str], ...] = ()
+    # NATS routes dialled through ports a proxy can front (tests/support/partition.py)
+    fronted_routes: bool = False
 
 
 def multi_target(procs: list[ServiceProc]) -> str:
@@ -182,7 +184,8 @@ class ClusterStack:
         self.tmp = tmp
         self.db = db
         self.spec = spec or StackSpec()
-        self.nats = EmbeddedNatsCluster(self.spec.nats_nodes, base_dir=str(tmp / "nats"))
+        self.nats = EmbeddedNatsCluster(self.spec.nats_nodes, base_dir=str(tmp / "nats"),
+                                        fronted_routes=self.spec.fronted_routes)
         self.procs: dict[str, ServiceProc] = {}
         self.started_in = 0.0
         self.start_failures: list[str] = []     # processes that failed a first start
