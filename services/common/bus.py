@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nats
-from nats.aio.client import Client
+from nats.aio.client import Client, Server
 from nats.js import JetStreamContext
 from nats.js.api import (
     DiscardPolicy,
@@ -242,12 +242,102 @@ async def _watch_credentials(nc: Client, auth: NatsAuth, poll: float) -> None:
         await nc.force_reconnect()
 
 
+# A NATS node cut off from the rest of its cluster (a network partition) keeps its clients:
+# their connection is up, but JetStream and every subject served on the other nodes are gone
+# for them. The node says so to its clients: the INFO it sends when its routes drop lists the
+# cluster's client URLs it still reaches (``connect_urls``, itself included). A connection
+# whose server lists no more than half of the most its servers have listed (one of three)
+# for ISOLATED_SECONDS reconnects (``force_reconnect``) to another server of its list, the one
+# it left tried last, again after a doubling pause while it keeps landing on a cut-off node; a
+# majority node, which lists two of three, keeps its clients.
+PARTITION_POLL = 0.5            # seconds between two looks at the server's cluster view
+ISOLATED_SECONDS = 2.0          # cut off this long (a node's start forms its routes sooner)
+ISOLATED_BACKOFF_MAX = 30.0
+
+PARTITION_MOVES = Counter("paiju_nats_partition_moves_total",
+                          "reconnects to another NATS server because ours was cut off from "
+                          "the majority of its cluster")
+
+
+class ClusterClient(Client):
+    """nats-py's client, noting how many servers of the cluster its server reaches: the
+    length of ``connect_urls`` in the server's every INFO (the first, and those it sends when
+    a route comes or goes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cluster_now: int | None = None   # listed by the current server (None: unknown)
+        self.cluster_seen = 0                  # the most any of our servers has listed
+        self.leaving = ""                      # a cut-off server being left (its host:port)
+        self.reconnect_wait = 0.5
+
+    def pick_server(self, servers: list[Server],
+                    info: dict[str, Any]) -> tuple[Server | None, float]:
+        """nats-py's ``reconnect_to_server_handler`` (the pool comes shuffled): the server
+        that failed least, the one being left for being cut off only after the others; a
+        server that failed is tried after ``reconnect_wait``."""
+        if not servers:
+            return None, 0.0
+        pick = min(servers, key=lambda s: (s.uri.netloc == self.leaving, s.reconnects))
+        return pick, (self.reconnect_wait if pick.reconnects else 0.0)
+
+    async def _process_info(self, info: dict[str, Any], initial_connection: bool = False) -> None:
+        urls = info.get("connect_urls")
+        if urls is not None:
+            self.cluster_now = len(urls)
+            self.cluster_seen = max(self.cluster_seen, len(urls))
+        elif initial_connection:
+            self.cluster_now = None
+        await super()._process_info(info, initial_connection)
+
+    @property
+    def isolated(self) -> bool:
+        """The server is cut off from the majority of the cluster it was seen in."""
+        return (self.cluster_seen >= 3 and self.cluster_now is not None
+                and self.cluster_now <= self.cluster_seen // 2)
+
+
+async def _watch_partition(nc: ClusterClient, poll: float, after: float) -> None:
+    """Move the connection off a server cut off from its cluster (see ISOLATED_SECONDS).
+    Ends with the connection."""
+    since: float | None = None
+    pause = after
+    while not nc.is_closed:
+        await asyncio.sleep(poll)
+        if not nc.is_connected or not nc.isolated:
+            since = None
+            if nc.is_connected:
+                pause, nc.leaving = after, ""
+            continue
+        now = time.monotonic()
+        since = since or now
+        if now - since < pause:
+            continue
+        nc.leaving = str(getattr(nc.connected_url, "netloc", ""))
+        log.warning("nats server cut off from its cluster: reconnecting to another",
+                    extra={"server": nc.leaving, "reaches": nc.cluster_now,
+                           "cluster": nc.cluster_seen})
+        PARTITION_MOVES.inc()
+        since = None
+        pause = min(ISOLATED_BACKOFF_MAX, pause * 2)
+        await nc.force_reconnect()
+
+
+def _keep(task: asyncio.Task[None], tasks: list[asyncio.Task[None]]) -> None:
+    _watchers.add(task)
+    task.add_done_callback(_watchers.discard)
+    tasks.append(task)
+
+
 async def connect(url: str | NatsConfig, name: str, connect_timeout: float | None = None, *,
-                  auth: NatsAuth | None = None, credentials_poll: float | None = None) -> Client:
+                  auth: NatsAuth | None = None, credentials_poll: float | None = None,
+                  isolated_after: float = ISOLATED_SECONDS) -> Client:
     """Connect with unlimited reconnects across every given server (a restarted nats-server,
-    or another node of the cluster, is picked up again). ``url`` is ``nats.url`` or the whole
-    ``NatsConfig`` (then its credentials too); credentials go to nats-py apart from the URL,
-    their files read at every (re)connect and watched for a change."""
+    or another node of the cluster, is picked up again), and away from a server cut off from
+    its cluster for ``isolated_after`` seconds (0: never; see ISOLATED_SECONDS). ``url`` is
+    ``nats.url`` or the whole ``NatsConfig`` (then its credentials too); credentials go to
+    nats-py apart from the URL, their files read at every (re)connect and watched for a
+    change."""
     if isinstance(url, NatsConfig):
         auth = auth or NatsAuth.of(url)
         connect_timeout = url.connect_timeout if connect_timeout is None else connect_timeout
@@ -270,18 +360,22 @@ async def connect(url: str | NatsConfig, name: str, connect_timeout: float | Non
         for task in watcher:
             task.cancel()
 
-    nc = await nats.connect(
-        servers=server_urls(url), name=name,
-        connect_timeout=2.0 if connect_timeout is None else connect_timeout,
-        max_reconnect_attempts=-1, reconnect_time_wait=0.5, allow_reconnect=True,
+    nc = ClusterClient()
+    options: dict[str, Any] = {   # nats.connect's, whose annotations say int for seconds
+        "connect_timeout": 2.0 if connect_timeout is None else connect_timeout,
+        "reconnect_time_wait": nc.reconnect_wait, "reconnect_to_server_handler": nc.pick_server,
+        **auth.connect_options()}
+    await nc.connect(
+        servers=server_urls(url), name=name, max_reconnect_attempts=-1, allow_reconnect=True,
         error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
-        closed_cb=on_closed, inbox_prefix=inbox_prefix(name), **auth.connect_options(),
+        closed_cb=on_closed, inbox_prefix=inbox_prefix(name), **options,
     )
     if auth.files:
-        task = asyncio.ensure_future(_watch_credentials(nc, auth, credentials_poll or 5.0))
-        _watchers.add(task)
-        task.add_done_callback(_watchers.discard)
-        watcher.append(task)
+        _keep(asyncio.ensure_future(_watch_credentials(nc, auth, credentials_poll or 5.0)),
+              watcher)
+    if isolated_after > 0:
+        _keep(asyncio.ensure_future(_watch_partition(nc, PARTITION_POLL, isolated_after)),
+              watcher)
     return nc
 
 
