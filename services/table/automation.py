@@ -1,11 +1,13 @@
 """A room's automation: decision timers, entrust and timeouts (auto-play), response windows
-(the arbiter), hand starts, prompts, the ready and dismiss countdowns, idle rooms. Timers
-post ticks into the room's inbox (actor.py), so the room never changes from two places at
+(the arbiter), hand starts, prompts, the ready and dismiss countdowns, idle rooms. Its
+deadlines are named in one :class:`Deadlines`; one timer task sleeps until the earliest and
+posts a tick into the room's inbox (actor.py), so the room never changes from two places at
 once. One instance per room, used only from the room's task."""
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import secrets
 import time
@@ -33,6 +35,52 @@ Arbiter = Callable[[Window, Rules, Callable[[Decision], None]], Awaitable[Decisi
 Bots = Callable[[str, Any, int], Action]
 
 
+class Timer(enum.Enum):
+    """A room's deadlines, each armed and cleared by its automation."""
+
+    DECISION = "decision"   # the current decision's timer: seats still to act then play by entrust
+    ENTRUST = "entrust"     # entrusted seats play, ``entrust_delay`` after a new decision
+    DISMISS = "dismiss"     # the dismiss vote is decided as timed out
+    RETRY = "retry"         # an automation pass that failed is tried again
+    READY = "ready"         # between hands, seats still not ready are readied
+    IDLE = "idle"           # a room that is not in a hand closes (counts only between hands)
+
+
+class Deadlines:
+    """Named deadlines on the ``time.monotonic()`` clock, and the earliest one: the room's
+    timer task wakes up then."""
+
+    def __init__(self) -> None:
+        self._at: dict[Timer, float] = {}
+
+    def at(self, timer: Timer) -> float | None:
+        return self._at.get(timer)
+
+    def set(self, timer: Timer, at: float | None) -> None:
+        """Arm ``timer`` for ``at``, or clear it (None)."""
+        if at is None:
+            self._at.pop(timer, None)
+        else:
+            self._at[timer] = at
+
+    def clear(self, *timers: Timer) -> None:
+        for timer in timers:
+            self._at.pop(timer, None)
+
+    def due(self, timer: Timer, now: float) -> bool:
+        at = self._at.get(timer)
+        return at is not None and now >= at
+
+    def left(self, timer: Timer, now: float) -> float:
+        """Seconds until ``timer``, 0 when it is past or not armed."""
+        at = self._at.get(timer)
+        return 0.0 if at is None else max(0.0, at - now)
+
+    def earliest(self, *, skip: Timer | None = None) -> float | None:
+        """When the first armed deadline (but ``skip``) falls, None when none is armed."""
+        return min((at for timer, at in self._at.items() if timer is not skip), default=None)
+
+
 class Automation:
     def __init__(self, actor: Actor, *, arbiter: Arbiter, bots: Bots, timers: dict[str, float],
                  dismiss_seconds: float, idle_seconds: float, entrust_delay: float,
@@ -47,18 +95,14 @@ class Automation:
         self.prompted: dict[int, tuple[Any, ...]] = {}
         self.prompted_at: dict[int, int] = {}   # seat -> room.decision of its last prompt
         self.acted: dict[int, int] = {}
-        self.deadline: float | None = None
-        self.deadline_key = -1          # room.timer_key() the deadline belongs to
+        self.deadlines = Deadlines()
+        self.deadline_key = -1          # room.timer_key() the DECISION deadline belongs to
         self.entrust_decision = -1      # room.decision the entrust delay was armed for
-        self.entrust_due: float | None = None
-        self.dismiss_deadline: float | None = None
-        self.retry_due: float | None = None
         # between hands, seats still not ready this long after a hand ended are readied (a
         # player who missed the hand's end, say while his lobby or table moved, must not
         # hold the room for ever); 0 = never
         self.ready_seconds = ready_seconds
-        self.ready_deadline: float | None = None
-        self.idle_deadline = time.monotonic() + idle_seconds
+        self.deadlines.set(Timer.IDLE, time.monotonic() + idle_seconds)
         self.wake = asyncio.Event()
 
     @property
@@ -68,7 +112,7 @@ class Automation:
     def failed(self) -> None:
         """The last pass failed: re-arm the timers and try again in a second."""
         self.deadline_key = self.entrust_decision = -1
-        self.retry_due = time.monotonic() + 1.0
+        self.deadlines.set(Timer.RETRY, time.monotonic() + 1.0)
         self.wake.set()
 
     async def act(self, seat: int, action: Action, by: str) -> None:
@@ -99,7 +143,7 @@ class Automation:
             return
         outcome = checks.dismiss_outcome(self.room, timed_out)
         if outcome is not None:
-            self.dismiss_deadline = None
+            self.deadlines.clear(Timer.DISMISS)
             await self.actor.record(lr.DismissResult(outcome))
 
     async def after(self) -> None:
@@ -107,12 +151,13 @@ class Automation:
         whose seats are all ready starts (also after a rebuild), new decisions get their
         prompts and timers, entrusted seats play."""
         room = self.room
-        self.retry_due = None
+        self.deadlines.clear(Timer.RETRY)
         if room.closed:
             return
-        if room.dismiss is not None and self.dismiss_deadline is None:
+        if room.dismiss is not None and self.deadlines.at(Timer.DISMISS) is None:
             left = max(0.0, room.dismiss_until - time.time()) if room.dismiss_until else 0.0
-            self.dismiss_deadline = time.monotonic() + left   # e.g. restored after a rebuild
+            # e.g. restored after a rebuild
+            self.deadlines.set(Timer.DISMISS, time.monotonic() + left)
         window, rules = room.pending_window(), room.arbitration_rules()
         if window is not None and rules is not None \
                 and window.candidates.keys() <= window.responses.keys():
@@ -124,22 +169,25 @@ class Automation:
             await self.start_hand()
         self.arm_ready_timeout()
         if room.in_hand():
-            self.idle_deadline = time.monotonic() + self.idle_seconds  # idle counts between hands
+            # idle counts between hands
+            self.deadlines.set(Timer.IDLE, time.monotonic() + self.idle_seconds)
             # the deadline belongs to the timer key: a new turn or phase, not every answer in
             # a simultaneous phase (that would give the slowest seat more time per answer)
             if self.deadline_key != room.timer_key():
                 self.deadline_key = room.timer_key()
-                self.deadline = time.monotonic() + room.decision_seconds(self.timers)
+                self.deadlines.set(Timer.DECISION,
+                                   time.monotonic() + room.decision_seconds(self.timers))
             new_decision = self.entrust_decision != room.decision
             self.entrust_decision = room.decision
             if self.entrust_delay <= 0:
                 await self.auto_play()
-            elif new_decision or self.entrust_due is None:
+            elif new_decision or self.deadlines.at(Timer.ENTRUST) is None:
                 due = [s for s in room.to_act() if self.entrusted(s)]
-                self.entrust_due = time.monotonic() + self.entrust_delay if due else None
+                self.deadlines.set(Timer.ENTRUST,
+                                   time.monotonic() + self.entrust_delay if due else None)
             await self.send_prompts()
         else:
-            self.deadline = self.entrust_due = None
+            self.deadlines.clear(Timer.DECISION, Timer.ENTRUST)
         self.wake.set()
 
     def arm_ready_timeout(self) -> None:
@@ -147,14 +195,14 @@ class Automation:
         between = (not room.closed and not room.in_hand() and room.dismiss is None
                    and 0 < room.hand_no < room.total_hands)
         if not between or self.ready_seconds <= 0:
-            self.ready_deadline = None
-        elif self.ready_deadline is None:
-            self.ready_deadline = time.monotonic() + self.ready_seconds
+            self.deadlines.clear(Timer.READY)
+        elif self.deadlines.at(Timer.READY) is None:
+            self.deadlines.set(Timer.READY, time.monotonic() + self.ready_seconds)
 
     async def ready_timeout(self) -> None:
         """Ready every seat that is not (the room goes on; entrust plays for whoever is
         away)."""
-        self.ready_deadline = None
+        self.deadlines.clear(Timer.READY)
         for seat, s in enumerate(self.room.seats):
             if s is not None and not s.ready and not self.room.in_hand():
                 await self.actor.record(lr.Ready(seat, True, "timeout"))
@@ -236,36 +284,36 @@ class Automation:
     async def tick(self) -> None:
         now = time.monotonic()
         room = self.room
-        if self.dismiss_deadline is not None and now >= self.dismiss_deadline:
-            self.dismiss_deadline = None
+        due = self.deadlines.due
+        if due(Timer.DISMISS, now):
+            self.deadlines.clear(Timer.DISMISS)
             await self.dismiss_check(timed_out=True)
-        if not room.closed and not room.in_hand() and now >= self.idle_deadline:
+        if not room.closed and not room.in_hand() and due(Timer.IDLE, now):
             await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
                                        "the room was not started in time" if not room.hand_no
                                        else "the room sat between hands too long"))
             return
-        if self.ready_deadline is not None and now >= self.ready_deadline:
+        if due(Timer.READY, now):
             await self.ready_timeout()
-        if self.entrust_due is not None and now >= self.entrust_due:
-            self.entrust_due = None
+        if due(Timer.ENTRUST, now):
+            self.deadlines.clear(Timer.ENTRUST)
             await self.auto_play()
-        if room.in_hand() and self.deadline is not None and now >= self.deadline:
+        if room.in_hand() and due(Timer.DECISION, now):
             m.TIMEOUTS.labels(room.game).inc()
             await self.auto_play(late=set(room.to_act()))
             if self.deadline_key == room.timer_key():
-                self.deadline = None  # played; a new decision arms its own timer
+                self.deadlines.clear(Timer.DECISION)  # played; a new decision arms its own timer
 
     def seconds_left(self) -> float:
-        if self.deadline is None:
+        if self.deadlines.at(Timer.DECISION) is None:
             return self.room.decision_seconds(self.timers) if self.room.in_hand() else 0
-        return max(0.0, self.deadline - time.monotonic())
+        return self.deadlines.left(Timer.DECISION, time.monotonic())
 
     async def timer_loop(self) -> None:
         while True:
-            idle = None if self.room.in_hand() else self.idle_deadline
-            wakes = [t for t in (self.deadline, self.entrust_due, self.dismiss_deadline,
-                                 self.retry_due, self.ready_deadline, idle) if t is not None]
-            delay = max(0.0, min(wakes) - time.monotonic()) if wakes else 3600.0
+            # the idle deadline counts only between hands
+            wake_at = self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
+            delay = 3600.0 if wake_at is None else max(0.0, wake_at - time.monotonic())
             self.wake.clear()
             try:
                 # not asyncio.wait_for: on Python 3.11 it can swallow the cancel of stop()

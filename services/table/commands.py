@@ -19,7 +19,7 @@ from services.common.geo import blur, has_position
 from services.table import checks, views
 from services.table import logrec as lr
 from services.table import metrics as m
-from services.table.automation import Automation
+from services.table.automation import Automation, Timer
 from services.table.codec import FrameError, action_from_frame, rule_error_code
 from services.table.parts import Actor, Reply
 from services.table.room import Room, RoomError
@@ -279,7 +279,7 @@ class Commands:
             raise RoomError(common_pb2.ERR_ALREADY_VOTED, "a dismiss vote is already open")
         await self.actor.record(lr.DismissApply(seat, int(self.auto.dismiss_seconds),
                                           time.time() + self.auto.dismiss_seconds))
-        self.auto.dismiss_deadline = time.monotonic() + self.auto.dismiss_seconds
+        self.auto.deadlines.set(Timer.DISMISS, time.monotonic() + self.auto.dismiss_seconds)
         await self.auto.dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])
 
@@ -289,7 +289,7 @@ class Commands:
             raise RoomError(common_pb2.ERR_NO_DISMISS_VOTE, "no dismiss vote is open")
         if seat in room.dismiss.votes:
             raise RoomError(common_pb2.ERR_ALREADY_VOTED, "you have already voted")
-        left = max(0, int((self.auto.dismiss_deadline or time.monotonic()) - time.monotonic()))
+        left = int(self.auto.deadlines.left(Timer.DISMISS, time.monotonic()))
         await self.actor.record(lr.DismissVote(seat, frame.report_dismiss.agree, left))
         await self.auto.dismiss_check(timed_out=False)
         return Reply(frames_=[frames.ok_frame(frame.event_id)])

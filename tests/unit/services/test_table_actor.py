@@ -19,6 +19,7 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import logrec as lr
 from services.table import views
 from services.table.actor import RoomActor
+from services.table.automation import Timer
 from services.table.core import bot_move
 from services.table.creation import create_record
 from services.table.room import Room
@@ -219,7 +220,7 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
     await ready_all(actor)
     await processed(actor)
     assert room.phase() == "exchange" and room.to_act() == (0, 1, 2, 3)
-    original = actor.auto.deadline
+    original = actor.auto.deadlines.at(Timer.DECISION)
     assert original is not None
     key = room.timer_key()
     committed = []
@@ -230,7 +231,7 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
         await processed(actor)
         committed.append(time.monotonic())
         assert room.decision > decision and room.phase() == "exchange"
-        assert room.timer_key() == key and actor.auto.deadline == original
+        assert room.timer_key() == key and actor.auto.deadlines.at(Timer.DECISION) == original
     assert committed[-1] < original, "the machine was too slow to stagger the answers in time"
     assert room.to_act() == (0,)
     # seat 0 never answers: its timer fires at the phase's deadline, not a turn after the
@@ -243,7 +244,8 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
     # the next phase (void, 定缺) gets a fresh timer
     await processed(actor)
     assert room.phase() == "void" and room.timer_key() != key
-    assert actor.auto.deadline is not None and actor.auto.deadline > original
+    renewed = actor.auto.deadlines.at(Timer.DECISION)
+    assert renewed is not None and renewed > original
     await actor.stop()
 
 
@@ -257,12 +259,12 @@ async def test_a_rebuilt_simultaneous_phase_restarts_its_timer_once() -> None:
     await processed(actor2)
     assert room2.phase() == "exchange" and room2.to_act() == (0, 2, 3)
     assert room2.timer_key() == room.timer_key()  # the key is folded from the log
-    deadline = actor2.auto.deadline
+    deadline = actor2.auto.deadlines.at(Timer.DECISION)
     assert deadline is not None
     for seat in (2, 3):
         await commit(actor2, seat)
         await processed(actor2)
-        assert actor2.auto.deadline == deadline
+        assert actor2.auto.deadlines.at(Timer.DECISION) == deadline
     await actor2.stop()
 
 
