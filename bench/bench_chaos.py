@@ -9,7 +9,9 @@ new rooms created as others end. While hands are in flight, one fault at a time:
 nats-server leading the room-log stream of the most rooms, a table owning rooms, a lobby with
 seated players, an arbiter, a records (each started again), SIGSTOP of a table owning rooms
 (SIGCONT 8 s later), then a SIGTERM rolling restart of every table
-and every lobby; the whole list N times.
+and every lobby; the whole list N times. Then a run of its own with every NATS route through
+a proxy: the node of a table owning rooms in play is cut off from the other two while its
+clients stay connected to it (tests/support/partition.py; ``--no-partition`` skips it).
 
 Writes bench/reports/chaos.md (``--out DIR`` elsewhere): per fault kind the recovery (the
 longest silence of each affected room, p50 / max; the time to its next event; the longest
@@ -40,14 +42,18 @@ from tests.support.cluster import (
     RECONNECT_STORM,
     ChaosPlan,
     ChaosResult,
+    FaultRecord,
     KindFigures,
     PostgresUnavailable,
     StackSpec,
+    create_database,
     describe,
+    drop_database,
     figures,
     quantile,
     run_chaos,
 )
+from tests.support.partition import PartitionResult, run_partition
 
 CONTEXT = {
     "nats-leader": "the nats-server leading a room-log stream dies: the rooms of the streams "
@@ -66,6 +72,10 @@ CONTEXT = {
                       "started again",
     "rolling-lobbies": "each lobby in turn is stopped (SIGTERM: it tells its clients to "
                        "reconnect) and started again",
+    "partition": "the NATS node of the room's table is cut off from the other two: the "
+                 "services on it move to the majority, the table's rooms play on there",
+    "partition-lobby": "the NATS node of the player's lobby is cut off: the lobby moves to the "
+                       "majority and its players play on",
 }
 
 
@@ -137,16 +147,8 @@ def report(result: ChaosResult, command: str) -> list[str]:
         "0.1 s); **prompt gap** = the longest wait of its robots (those of the lobby, for "
         "a lobby fault) for a prompt. Seconds; p50 and max over the rooms hit.",
         "",
-        "| fault | times | rooms hit | pause p50 | pause max | next event p50 "
-        "| next event max | prompt gap p50 | prompt gap max | rooms stuck | hands lost "
-        "| hands doubled |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *figure_table(kinds),
     ]
-    for k in kinds.values():
-        lines.append(f"| {k.kind} | {k.faults} | {k.rooms} | {seconds(p50(k.pause))} "
-                     f"| {seconds(peak(k.pause))} | {seconds(p50(k.nxt))} "
-                     f"| {seconds(peak(k.nxt))} | {seconds(p50(k.prompt))} "
-                     f"| {seconds(peak(k.prompt))} | {k.stuck} | {k.lost} | {k.doubled} |")
     lines += ["", f"Whole run: {len(v.lost)} hands lost, {len(v.doubled)} doubled, "
               f"{len(v.not_zero_sum)} not zero-sum, {len(v.leaks)} frames carrying another "
               f"seat's hidden tiles or cards ({v.frames_checked} frames checked against the "
@@ -188,13 +190,62 @@ def report(result: ChaosResult, command: str) -> list[str]:
                 lines.append(f"{title} ({len(items)}):")
                 lines += [f"- {item}" for item in items[:15]]
                 lines.append("")
-    lines += ["", "## Faults, one by one", ""]
-    for f in result.faults:
+    lines += ["", "## Faults, one by one", "", *one_by_one(result.faults)]
+    return lines
+
+
+def figure_table(kinds: dict[str, KindFigures]) -> list[str]:
+    """The per-kind table of pauses, next events, prompt gaps and hands."""
+    lines = ["| fault | times | rooms hit | pause p50 | pause max | next event p50 "
+             "| next event max | prompt gap p50 | prompt gap max | rooms stuck | hands lost "
+             "| hands doubled |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in kinds.values():
+        lines.append(f"| {k.kind} | {k.faults} | {k.rooms} | {seconds(p50(k.pause))} "
+                     f"| {seconds(peak(k.pause))} | {seconds(p50(k.nxt))} "
+                     f"| {seconds(peak(k.nxt))} | {seconds(p50(k.prompt))} "
+                     f"| {seconds(peak(k.prompt))} | {k.stuck} | {k.lost} | {k.doubled} |")
+    return lines
+
+
+def one_by_one(faults: list[FaultRecord]) -> list[str]:
+    lines = []
+    for f in faults:
         hit = sorted(x for x in f.pause.values() if x is not None)
         lines.append(f"- {f.kind} {f.target}: {len(f.rooms)} rooms, pause "
                      f"{'/'.join(f'{x:.1f}' for x in hit) or '-'} s"
                      + (f"; ERROR {f.error}" if f.error else "")
                      + "".join(f"; {n}" for n in f.notes))
+    return lines
+
+
+def partition_report(result: PartitionResult) -> list[str]:
+    """The partition run's section: a NATS node cut off from the other two (its routes
+    through proxies the run cuts), its clients left connected to it."""
+    v = result.outcome.verdict
+    kinds = figures(result.outcome)
+    lines = ["", "## A NATS node cut off from its cluster", "",
+             "A run of its own (tests/support/partition.py): the same stack with every NATS "
+             "route through a proxy; mid-hand, the node a table owning rooms in play is "
+             "connected to (and a lobby, when one is) is cut off from the other two while its "
+             "clients stay connected to it, then healed once every service has left it. "
+             f"{v.rooms} rooms, {v.hands_settled} of {v.hands_started} hands settled.", "",
+             *figure_table(kinds), ""]
+    for k in kinds.values():
+        lines.append(f"- **{k.kind}** ({CONTEXT.get(k.kind, '')}): {player_sees(k)}")
+    lines += ["",
+              f"- one writer per room log: {result.rooms_logged} logs read, "
+              f"{len(result.breaches)} with a second writer"
+              + (f" ({'; '.join(result.breaches[:5])})" if result.breaches else ""),
+              f"- hands settled exactly once: {v.hands_settled} of {v.hands_started} "
+              f"({len(v.lost)} lost, {len(v.doubled)} doubled), zero-sum: "
+              f"{'yes' if not v.not_zero_sum else 'NO'}",
+              f"- refused actions: {v.stale} stale, {sum(v.transient.values())} \"a moment\", "
+              f"{len(v.refused)} other",
+              "- the healed node's store: " + (
+                  "the same as the others'" if not result.behind
+                  else "behind: " + "; ".join(result.behind[:5])),
+              "", *one_by_one(result.outcome.faults)]
     return lines
 
 
@@ -210,6 +261,15 @@ def failed(result: ChaosResult, replicas: int) -> list[str]:
     return out
 
 
+async def partition_run(tmp: Path, plan: ChaosPlan) -> PartitionResult:
+    tmp.mkdir(parents=True, exist_ok=True)
+    db = await create_database()
+    try:
+        return await run_partition(tmp, plan, db)
+    finally:
+        await drop_database(db)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -220,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--faults", default=",".join(FAULT_KINDS),
                         help=f"comma-separated subset of {','.join(FAULT_KINDS)}")
     parser.add_argument("--keep", action="store_true", help="keep the logs directory")
+    parser.add_argument("--no-partition", dest="partition", action="store_false",
+                        help="skip the run with a NATS node cut off from its cluster")
     parser.add_argument("--require-postgres", action="store_true",
                         help="fail without PostgreSQL (make chaos); else skip (make bench)")
     parser.add_argument("--out", type=Path, default=REPORTS,
@@ -258,8 +320,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"bench_chaos skipped (needs PostgreSQL): {exc}")
         return
     (tmp / "summary.txt").write_text(describe(result, full=True) + "\n", encoding="utf-8")
-    write_report(args.out / "chaos.md", report(result, command))
+    lines = report(result, command)
     problems = failed(result, plan.stack.replicas)
+    if args.partition:
+        cut = asyncio.run(partition_run(tmp / "partition", dataclasses.replace(
+            plan, faults=("partition",), repeat=1,
+            stack=dataclasses.replace(plan.stack, fronted_routes=True))))
+        lines += partition_report(cut)
+        problems += [f"partition: {p}" for p in failed(cut.outcome, plan.stack.replicas)]
+        problems += [f"partition: a second writer in {b}" for b in cut.breaches]
+    write_report(args.out / "chaos.md", lines)
     if args.keep or problems:
         print(f"logs kept in {tmp}")
     else:
