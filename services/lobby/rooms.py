@@ -14,12 +14,12 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from games import registry
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 
 log = logging.getLogger("paiju.lobby.rooms")
 
-SEATS = 4  # every game of the platform seats four players
 
 # Statuses counted as "started" in RoomList.started_room_num.
 _STARTED = frozenset({common_pb2.ROOM_PLAYING, common_pb2.ROOM_HAND_OVER,
@@ -104,8 +104,19 @@ def _game_of(game: Any) -> int:
         return common_pb2.GAME_UNSPECIFIED
 
 
+def seats_of(info: common_pb2.RoomInfo) -> int:
+    """The room's seat count: the table's ``RoomInfo.seats``, else its game's registry
+    entry (a room written before the field existed), else 4."""
+    if info.seats:
+        return info.seats
+    try:
+        return registry.by_type(info.game).seats
+    except KeyError:
+        return 4
+
+
 def _free_seats(info: common_pb2.RoomInfo) -> int:
-    return max(0, SEATS - sum(1 for p in info.players if p.user_id))
+    return max(0, seats_of(info) - sum(1 for p in info.players if p.user_id))
 
 
 class RoomCache:

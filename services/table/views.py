@@ -59,7 +59,7 @@ def room_info(room: r.Room, for_user: int | None = None) -> common_pb2.RoomInfo:
         min_hands=room.min_hands, has_password=bool(room.password),
         game=variants.get(room.game).game_type,
         options_json=json.dumps({**room.options, **room.room_options}, sort_keys=True),
-        spectators=room.spectators, creator_id=room.creator_id)
+        spectators=room.spectators, creator_id=room.creator_id, seats=room.spec.seats)
 
 
 # json.dumps(obj, ensure_ascii=False) builds this very encoder on every call
