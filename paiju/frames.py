@@ -73,6 +73,8 @@ def hand_over_data(frame: client_pb2.ServerFrame) -> dict | None:
         return json.loads(frame.mj_hand_over.details_json or "{}")
     if kind == "dd_small_settlement":
         return json.loads(frame.dd_small_settlement.details_json or "{}")
+    if kind == "game_event" and frame.game_event.kind == "hand_over":   # a game without typed
+        return json.loads(frame.game_event.json or "{}")               # frames (Dou Dizhu)
     return None
 
 

@@ -22,6 +22,7 @@ ROOM_COMMANDS: Final = frozenset({
 GAME_ACTIONS: Final = frozenset({
     "mahjong_action",                                  # XueZhan, Changsha
     "dd_ask_alone", "dd_choose_friend", "dd_ask_out",  # Dadun
+    "game_action",                                     # any game without typed actions
 })
 SEATED: Final = ROOM_COMMANDS | GAME_ACTIONS
 
