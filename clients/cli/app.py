@@ -18,6 +18,7 @@ from typing import Any
 
 from clients.cli import render
 from clients.cli.focus import Focus
+from clients.cli.games import game_ui
 from clients.cli.parse import COMMANDS, Command, InputError, choose_action, parse_command
 from clients.robot.robot import GAMES, Robot, action_frame
 from clients.robot.view import choose
@@ -365,7 +366,7 @@ class CliApp:
         room = self.at.room
         if room is None:
             raise InputError("robots join your room: create or join one first")
-        free = 4 - len(room.players)
+        free = (room.seats or 4) - len(room.players)   # RoomInfo.seats: 3 or 4
         if free <= 0:
             raise InputError(f"room {room.room_id} has no free seat")
         for _ in range(min(count, free)):
@@ -492,6 +493,13 @@ class CliApp:
             self._print(render.observation_lines(at.game, json.loads(
                 info.observation_json or "{}")))
             return
+        if kind == "game_info":              # a game without its own snapshot frame
+            info = frame.game_info
+            self.focus.set_entrust(0 <= at.seat < len(info.entrusted) and info.entrusted[at.seat],
+                                   info.cancel_entrust_count)
+            self._print(render.observation_lines(at.game, json.loads(
+                info.observation_json or "{}")))
+            return
         if kind == "dd_game_info":
             info = frame.dd_game_info
             self.focus.set_entrust(0 <= at.seat < len(info.is_entrust) and info.is_entrust[at.seat],
@@ -517,7 +525,9 @@ class CliApp:
         seat = self.at.seat
         return (kind in ("prompt", "mj_window_closed") or self._is_hand_over(frame)
                 or (kind == "mj_discard" and frame.mj_discard.seat == seat)
-                or (kind == "dd_use_out" and frame.dd_use_out.seat == seat))
+                or (kind == "dd_use_out" and frame.dd_use_out.seat == seat)
+                or (kind == "game_event" and frame.game_event.seat == seat
+                    and frame.game_event.kind in _decision_ends(frame.game_event.game)))
 
     def _track(self, frame: client_pb2.ServerFrame) -> None:
         """Keep the hand's payments and the room's end for the settlement and the loop."""
@@ -555,6 +565,11 @@ class CliApp:
     def _print(self, lines: list[str]) -> None:
         for line in lines:
             self.out(line)
+
+
+def _decision_ends(game: str) -> frozenset[str]:
+    ui = game_ui(game)
+    return ui.DECISION_ENDS if ui is not None else frozenset()
 
 
 def _transient(reply: client_pb2.ServerFrame) -> bool:

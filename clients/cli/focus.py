@@ -9,13 +9,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from games import registry
 from paiju.v1 import common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 
 SUMMARY_SECONDS = 10.0      # room-list summaries at most this often
 REASONS = {lm.RoomChange.CREATED: "created", lm.RoomChange.UPDATED: "updated",
            lm.RoomChange.STARTED: "started", lm.RoomChange.DISMISSED: "closed"}
-GAMES = {common_pb2.XUEZHAN: "xuezhan", common_pb2.CHANGSHA: "changsha", common_pb2.DADUN: "dadun"}
+GAMES = {spec.game_type: spec.name for spec in registry.all()}   # paiju.v1.Game -> name
 
 
 @dataclass

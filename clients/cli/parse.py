@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from clients.cli.games import game_ui
 from games import registry
 from paiju.v1 import game_msgs_pb2 as g
 
@@ -89,7 +90,7 @@ def _game_command(name: str, args: tuple[str, ...], default_game: str) -> Comman
         if game not in GAMES:
             raise InputError(f"unknown game '{game}': {' | '.join(GAMES)}")
     if name == "quick" and args:
-        raise InputError("quick takes only a game: quick [xuezhan|changsha|dadun]")
+        raise InputError(f"quick takes only a game: quick [{'|'.join(GAMES)}]")
     if args and not _positive(args[0]):
         raise InputError("the number of hands must be a positive number")
     return Command(name, (game, *args[:1]))
@@ -164,7 +165,9 @@ def choose_action(text: str, game: str, actions: Sequence[g.ActionSpec]) -> int:
             raise InputError(f"pick a number from 1 to {len(actions)}")
         return n - 1
     word, _, rest = text.partition(" ")
-    aliases = DADUN_ALIASES if game in CARD_GAMES else MAHJONG_ALIASES
+    ui = game_ui(game)
+    aliases: Mapping[str, Sequence[str]] = (ui.ALIASES if ui is not None else DADUN_ALIASES
+                                            if game in CARD_GAMES else MAHJONG_ALIASES)
     kinds = aliases.get(word.lower(), (word.lower(),))
     matches = [i for i, a in enumerate(actions) if a.kind in kinds]
     if not matches:

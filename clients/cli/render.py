@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from clients.cli.games import game_ui
 from clients.cli.parse import CARD_GAMES
 from clients.cli.render_events import TERMS, event_line, payment_text, seat_name
 from games import registry
@@ -45,7 +46,9 @@ def observation_lines(game: str, obs: Mapping[str, Any]) -> list[str]:
     if not obs:
         return []
     me = int(obs.get("seat", -1))
-    lines = (_dadun_lines(obs, me) if game in CARD_GAMES else _mahjong_lines(obs, me))
+    ui = game_ui(game)
+    lines = (ui.observation_lines(obs, me) if ui is not None
+             else _dadun_lines(obs, me) if game in CARD_GAMES else _mahjong_lines(obs, me))
     to_act = [int(s) for s in obs.get("to_act") or ()]
     phase = obs.get("phase", "")
     who = ", ".join(seat_name(s, me) for s in to_act) or "nobody"
@@ -184,7 +187,10 @@ def settlement_lines(game: str, over: Mapping[str, Any], payments: Iterable[Mapp
                                          str(p["reason"]), me))
     if not paid:
         lines.append("  no payments")
-    if game in CARD_GAMES:
+    ui = game_ui(game)
+    if ui is not None:
+        lines.extend(ui.settlement_lines(over, me))
+    elif game in CARD_GAMES:
         lines.extend(_dadun_settlement(over, me))
     else:
         hands = over.get("hands") or ()

@@ -10,6 +10,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from clients.cli.games import game_ui
 from games.dadun.combos import CLASS_NAMES
 from paiju.v1 import client_pb2
 from paiju.v1 import game_msgs_pb2 as g
@@ -166,6 +167,9 @@ def _game_event(m: g.GameEvent, me: int) -> str | None:
     if m.kind in QUIET_KINDS:
         return None
     data: dict[str, Any] = json.loads(m.json or "{}")
+    ui = game_ui(m.game)
+    if ui is not None:
+        return ui.event_line(m.kind, data, me)
     if m.kind == "payment":
         return "payment: " + payment_text(int(data["payer"]), int(data["payee"]),
                                           data["amount"], data["reason"], me)

@@ -73,7 +73,10 @@ def _action_payload(game: str, action: dict[str, Any]) -> client_pb2.ClientFrame
 
     kind, tiles = action["kind"], list(action.get("tiles", ()))
     ref, choice = action.get("ref", ""), action.get("choice", "")
-    if registry.get(game).family == "mahjong":
+    family = registry.get(game).family
+    if family not in ("mahjong", "dadun"):   # a game without typed actions of its own
+        return frames.client_frame(g.GameAction(kind=kind, cards=tiles, ref=ref, choice=choice))
+    if family == "mahjong":
         return frames.client_frame(g.MahjongAction(kind=kind, tiles=tiles, choice=choice,
                                                    window_id=int(ref) if ref else 0))
     if kind == "choose_alone":
@@ -412,9 +415,10 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
                      hands: int, first_uid: int = 900000, policy: str = "greedy",
                      room_wait: float = ROOM_WAIT_SECONDS, ca_file: str | None = None,
                      tls: bool = False) -> list[RobotStats]:
-    """``tables`` rooms of four robots each: the first robot creates, three join it once it
-    has its room. A creator without a room (refused, or none after ``room_wait`` seconds)
-    leaves its table unplayed: four results with the error, never robots sent elsewhere.
+    """``tables`` rooms of robots, one per seat of the game (its registry entry): the first
+    robot creates, the others join it once it has its room. A creator without a room
+    (refused, or none after ``room_wait`` seconds) leaves its table unplayed: a result with
+    the error per seat, never robots sent elsewhere.
 
     ``address`` may name several lobbies (a list, or comma-separated): robot ``i`` (counted
     over all tables) starts on the ``i``-th lobby (modulo their number) and fails over to the
@@ -424,6 +428,7 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
     results: list[RobotStats] = []
     tasks: list[asyncio.Task[RobotStats]] = []
     failed: list[RobotStats] = []
+    joiners = range(1, registry.get(game).seats)
     for t in range(tables):
         base = first_uid + t * 4
         creator = Robot(rotated(addresses, t * 4), base, game, secret, policy=policy,
@@ -435,11 +440,11 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
         except RuntimeError as exc:
             log.error("table of robot %d not played: %s", base, exc)
             failed.extend(RobotStats(user_id=base + i, errors=[f"no room to join: {exc}"])
-                          for i in (1, 2, 3))
+                          for i in joiners)
             continue
         others = [Robot(rotated(addresses, t * 4 + i), base + i, game, secret, policy=policy,
                         room_id=room_id, ca_file=ca_file, tls=tls)
-                  for i in (1, 2, 3)]
+                  for i in joiners]
         tasks.extend(asyncio.create_task(r.run()) for r in others)
     for result in await asyncio.gather(*tasks, return_exceptions=True):
         if isinstance(result, BaseException):

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from paiju.v1 import common_pb2
+from games import registry
 from services.common.natsd import EmbeddedNats
+from services.table import variants
 from tests.support.procs import ROOT, ServiceProc, make_service, service_env
 
 SECRET = "dev-secret-change-me"
@@ -22,8 +23,9 @@ DELTAS = re.compile(r"^deltas: (.*)$", re.MULTILINE)
 
 
 # A refused answer to a window or out-token that closed meanwhile is a normal race.
-STALE = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,   # overtaken answers
-         common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
+# Every game's codes of the two (services/table/variants.py).
+STALE = frozenset(g.error_code(reason) for g in variants.all_games()
+                  for reason in ("stale_ref", "hand_over"))
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +62,8 @@ def run_cli(lobby: str, tmp: Path, user: int, script: str, timeout: float = 120)
     return result.stdout
 
 
-@pytest.mark.parametrize(("game", "user"), [("xuezhan", 4201), ("changsha", 4202),
-                                           ("dadun", 4203)])
+@pytest.mark.parametrize(("game", "user"), [(spec.name, 4201 + i)
+                                           for i, spec in enumerate(registry.all())])
 def test_cli_plays_a_hand_to_its_settlement(stack: dict[str, ServiceProc], tmp_path: Path,
                                             game: str, user: int) -> None:
     out = run_cli(stack["lobby"].address, tmp_path, user, f"create {game} 1; robots; ready")
@@ -74,5 +76,5 @@ def test_cli_plays_a_hand_to_its_settlement(stack: dict[str, ServiceProc], tmp_p
     assert "stopped:" not in out, "a robot failed"
     assert "=== settlement" in out, out[-3000:]
     deltas = [int(d) for d in re.findall(r"[+-]\d+", DELTAS.search(out).group(1))]
-    assert len(deltas) == 4 and sum(deltas) == 0
+    assert len(deltas) == registry.get(game).seats and sum(deltas) == 0
     assert "closed (解散): all hands played" in out

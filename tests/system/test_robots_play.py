@@ -12,11 +12,12 @@ import pytest
 
 from clients.robot.robot import RobotStats, run_tables
 from clients.verify_deal import main as verify_from_records
+from games import registry
 from games.tools.verify_deal import verify
 from paiju.v1 import client_pb2, records_pb2, records_pb2_grpc
 from tests.system.conftest import SECRET, Stack
 
-GAMES = ["xuezhan", "changsha", "dadun"]
+GAMES = [spec.name for spec in registry.all()]   # every game of the registry
 ROOMS, HANDS = 3, 7          # 21 hands per game
 
 
@@ -61,7 +62,7 @@ async def test_robots_finish_hands_settled_once_without_leaks(stack: Stack, game
         for h in hands:
             if not h.final:
                 assert sum(h.deltas) == 0
-                assert len(h.user_ids) == 4
+                assert len(h.user_ids) == registry.get(game).seats
         # privacy: every frame a robot got is public or its own
         owners: dict[str, int | None] = {}
         seat_of: dict[tuple[int, int], int] = {}
@@ -87,7 +88,7 @@ async def test_robots_finish_hands_settled_once_without_leaks(stack: Stack, game
     assert code == 0
     # each robot checked every revealed server seed against the commitment it was shown
     assert all(not r.fair_failed for r in results), [r.fair_failed for r in results]
-    assert sum(r.fair_checked for r in results) >= ROOMS * HANDS * 4 * 0.9
+    assert sum(r.fair_checked for r in results) >= ROOMS * HANDS * registry.get(game).seats * 0.9
     checked = 0
     for robot in results:
         for frame in robot.received:
