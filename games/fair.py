@@ -34,6 +34,7 @@ VERSION = 1
 SEED_BYTES = 32          # server seed and hand seed
 MAX_CLIENT_SEED = 64     # bytes a seat may contribute
 SEATS = 4
+SEAT_COUNTS = (3, 4)   # the seats of a table: three or four
 COMMIT_TAG = b"paiju/fair/v1/commit"
 HAND_TAG = b"paiju/fair/v1/hand"
 # The labelled sub-streams of a hand seed (docs/fairness.md, "Sub-streams").
@@ -68,9 +69,12 @@ def check_client_seed(seed: object) -> bytes:
     return seed
 
 
-def check_client_seeds(seeds: Sequence[bytes | None], seats: int = SEATS) -> tuple[bytes, ...]:
-    """One checked client seed per seat, seat 0 first."""
-    if isinstance(seeds, bytes | str) or len(seeds) != seats:
+def check_client_seeds(seeds: Sequence[bytes | None],
+                       seats: int | None = None) -> tuple[bytes, ...]:
+    """One checked client seed per seat, seat 0 first: ``seats`` of them, or (None) one per
+    seat of a table of any of :data:`SEAT_COUNTS` (Dou Dizhu's three, the others' four)."""
+    if isinstance(seeds, bytes | str) or (
+            len(seeds) != seats if seats is not None else len(seeds) not in SEAT_COUNTS):
         raise FairError(f"client seeds: expected one per seat ({seats}), got {_describe(seeds)}")
     return tuple(check_client_seed(s) for s in seeds)
 
@@ -107,7 +111,7 @@ def commitment(room_id: int, hand_no: int, server_seed: bytes) -> str:
 def hand_seed_input(room_id: int, hand_no: int, server_seed: bytes,
                     client_seeds: Sequence[bytes | None]) -> bytes:
     """HAND_TAG || 0x00 || room_id (u64 BE) || hand_no (u64 BE) || server_seed (32 bytes) ||
-    for seat 0..3: len(client_seed) (one byte) || client_seed."""
+    for each seat of the table, 0 first: len(client_seed) (one byte) || client_seed."""
     out = bytearray(HAND_TAG + b"\x00" + _u64(room_id, "room_id") + _u64(hand_no, "hand_no")
                     + check_server_seed(server_seed))
     for seed in check_client_seeds(client_seeds):
@@ -186,9 +190,10 @@ def sub_seed(seed: Seed, label: str) -> int:
     return derive(seed, label)
 
 
-def first_dealer(seed: bytes) -> int:
-    """The dealer of a room's first hand when the room draws it: ``below(4)`` of "dealer"."""
-    return FairStream(seed, "dealer").below(SEATS)
+def first_dealer(seed: bytes, seats: int = SEATS) -> int:
+    """The dealer of a room's first hand when the room draws it: ``below(seats)`` of
+    "dealer" (four seats, or Dou Dizhu's three)."""
+    return FairStream(seed, "dealer").below(seats)
 
 
 # ---------------------------------------------------------------------- serialized forms

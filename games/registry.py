@@ -66,6 +66,8 @@ class GameSpec:
       ``play_timeout_s``); ``simultaneous`` - phases in which every listed seat answers at
       once (one answer does not start a new decision for the others).
     * ``seats`` - players at a table (4 in all three games).
+    * ``deal_layout(seed)`` - what a replay stores of the hand's shuffle, ``{"wall": tile
+      names}`` or ``{"deck": card names}`` (docs/fairness.md), for the deal's verification.
     """
 
     name: str
@@ -78,6 +80,7 @@ class GameSpec:
     parse_options: Callable[[Mapping[str, Any]], dict[str, Any]]
     greedy_policy: Callable[[PlayerView, int], Action]
     random_policy: Callable[[PlayerView, int, Stream], Action]
+    deal_layout: Callable[[Seed], Mapping[str, list[str]]]
     phase_timers: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     option_timers: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     simultaneous: frozenset[str] = frozenset()
@@ -104,6 +107,8 @@ class _Engine(Protocol):
 
     def parse_options(self, options: Mapping[str, Any]) -> dict[str, Any]: ...
 
+    def deal_layout(self, seed: Seed) -> Mapping[str, list[str]]: ...
+
 
 class _Bots(Protocol):
     """A policy module of :mod:`games.bots`."""
@@ -117,7 +122,7 @@ def _spec(engine: _Engine, bots: _Bots, title: str, game_type: int, family: str,
           **timers: Any) -> GameSpec:
     return GameSpec(engine.NAME, title, game_type, family, engine.new_hand,
                     engine.deserialize, _frozen(engine.DEFAULT_OPTIONS), engine.parse_options,
-                    bots.greedy_policy, bots.random_policy, **timers)
+                    bots.greedy_policy, bots.random_policy, engine.deal_layout, **timers)
 
 
 _MAHJONG_TIMERS = _frozen({"window": WINDOW})

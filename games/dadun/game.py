@@ -43,7 +43,7 @@ from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
 NAME = "dadun"
 HINT_LIMIT = 8
 __all__ = ["NAME", "DEFAULT_OPTIONS", "DadunState", "new_hand", "new_hand_from_deal",
-           "deserialize", "parse_options", "shuffled_deck"]
+           "deserialize", "parse_options", "shuffled_deck", "deal_layout"]
 # The full option dict: ``options`` over the defaults; BadInput on an unknown key or bad value.
 parse_options = normalize_options
 
@@ -187,3 +187,8 @@ def deserialize(text: str) -> DadunState:
     except (ValueError, TypeError, KeyError) as exc:
         raise BadInput(f"not a serialized Dadun state: {exc}") from exc
     return DadunState(deal)
+
+
+def deal_layout(seed: Seed) -> dict[str, list[str]]:
+    """What a replay stores of the shuffle (docs/fairness.md): the deck in deal order."""
+    return {"deck": [card_name(c) for c in shuffled_deck(seed)]}

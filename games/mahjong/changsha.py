@@ -27,8 +27,16 @@ from games.mahjong.score_changsha_opening import (
 )
 from games.mahjong.score_common import WinContext
 from games.mahjong.wall import check_wall, shuffled_wall
+from games.mahjong.wall import deal_layout as wall_layout
 
 NAME = "changsha"
+
+
+def deal_layout(seed: Seed) -> dict[str, list[str]]:
+    """What a replay stores of the shuffle: the wall in draw order (the registry's)."""
+    return wall_layout(seed)
+
+
 DEFAULT_OPTIONS: Mapping[str, Any] = defaults(CHANGSHA_TABLE, CHANGSHA_SCORING_DEFAULTS)
 
 

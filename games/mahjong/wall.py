@@ -121,3 +121,10 @@ def _filler(pool: list[int], count: int, start: int) -> list[int]:
             got.append(kind % NUM_KINDS)
         kind += 5
     return got
+
+
+def deal_layout(seed: Seed) -> dict[str, list[str]]:
+    """What a replay stores of the shuffle (docs/fairness.md): the wall in draw order."""
+    from games.mahjong.tiles import tile_name
+
+    return {"wall": [tile_name(t) for t in shuffled_wall(seed)]}

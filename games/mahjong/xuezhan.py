@@ -19,8 +19,16 @@ from games.mahjong.options import XUEZHAN_TABLE, defaults, validate
 from games.mahjong.score_common import WinContext
 from games.mahjong.score_xuezhan import XUEZHAN_SCORING_DEFAULTS, score_xuezhan
 from games.mahjong.wall import check_wall, shuffled_wall
+from games.mahjong.wall import deal_layout as wall_layout
 
 NAME = "xuezhan"
+
+
+def deal_layout(seed: Seed) -> dict[str, list[str]]:
+    """What a replay stores of the shuffle: the wall in draw order (the registry's)."""
+    return wall_layout(seed)
+
+
 DEFAULT_OPTIONS: Mapping[str, Any] = defaults(XUEZHAN_TABLE, XUEZHAN_SCORING_DEFAULTS)
 
 

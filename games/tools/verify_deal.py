@@ -35,8 +35,6 @@ from typing import Any, TextIO
 
 from games import registry
 from games.arbitration import Decision, InvalidWindow
-from games.dadun.cards import card_name
-from games.dadun.game import shuffled_deck
 from games.engine import Action, Event, RuleError, State
 from games.fair import (
     FairError,
@@ -46,8 +44,6 @@ from games.fair import (
     parse_hex,
     parse_reveal,
 )
-from games.mahjong.tiles import tile_name
-from games.mahjong.wall import shuffled_wall
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -94,10 +90,9 @@ class Report:
 
 def deal_layout(game: str, seed: bytes | int) -> dict[str, list[str]]:
     """What the replay stores of a hand's shuffle: ``{"wall": tile names}`` (mahjong, in
-    draw order from the front) or ``{"deck": card names}`` (Dadun, in deal order)."""
-    if registry.get(game).family == "dadun":
-        return {"deck": [card_name(c) for c in shuffled_deck(seed)]}
-    return {"wall": [tile_name(t) for t in shuffled_wall(seed)]}
+    draw order from the front) or ``{"deck": card names}`` (the card games, in deal order):
+    the game's own layout (its registry entry's ``deal_layout``)."""
+    return dict(registry.get(game).deal_layout(seed))
 
 
 def verify(replay: Mapping[str, Any]) -> Report:
@@ -107,6 +102,9 @@ def verify(replay: Mapping[str, Any]) -> Report:
     try:
         room_id, hand_no, server, clients, commit = parse_reveal(replay)
         spec = registry.get(_str(replay, "game"))
+        if len(clients) != spec.seats:
+            raise FairError(f"client seeds: expected one per seat ({spec.seats}), "
+                            f"got {len(clients)}")
         dealer = replay.get("dealer")
         if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < spec.seats:
             raise FairError(f"dealer: expected a seat, got {dealer!r}")
@@ -159,7 +157,7 @@ def _check_hand_seed(replay: Mapping[str, Any], seed: bytes) -> Check:
 def _check_dealer(replay: Mapping[str, Any], seed: bytes, dealer: int) -> Check:
     if not replay.get("dealer_from_seed"):
         return Check("dealer", SKIP, f"seat {dealer}, carried over from the previous hand")
-    drawn = first_dealer(seed)
+    drawn = first_dealer(seed, registry.get(str(replay.get("game"))).seats)
     if drawn != dealer:
         return Check("dealer", FAIL, f"the seed draws seat {drawn}, the replay has {dealer}")
     return Check("dealer", PASS, f"seat {dealer} drawn from the seed")

@@ -225,7 +225,7 @@ class Automation:
         if seed is None:   # not committed (cannot happen after checks.needs_commitment)
             raise RuntimeError(f"hand {hand_no} of room {room.room_id} has no commitment")
         first = not room.hand_no
-        dealer = fair.first_dealer(seed) if first else room.dealer
+        dealer = fair.first_dealer(seed, room.spec.seats) if first else room.dealer
         await self.actor.record(lr.Start(hand_no, seed.hex(), dealer, dealer_from_seed=first))
 
     async def send_prompts(self) -> None:

@@ -12,12 +12,13 @@ the algorithm of games/tools/verify_deal.py) in Chromium.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from games import fair
+from games import fair, registry
 from services.table import logrec as lr
 from services.table.codec import event_frame
 from tests.browser.webpage import open_page
@@ -29,7 +30,7 @@ DESKTOP = {"width": 1280, "height": 800}
 def hand_of(game: str, hands: int = 1) -> tuple[list[Any], int]:
     """The HandEnded facts of ``hands`` hands of ``game`` (seat 2 sends a client seed)."""
     log = Log(game, total_hands=hands)
-    for seat in range(4):
+    for seat in range(registry.get(game).seats):
         log.add(lr.Join(seat, 21 + seat, lr.Profile(nickname=f"p{seat}", coins=1000)))
     return [fair_hand_ended(log, {2: b"two"}) for _ in range(hands)], log.room.room_id
 
@@ -59,7 +60,9 @@ VERIFY = """async ({room, game, seat, frames, reveal}) => {
 async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: Any) -> None:
     context, page, errors = await open_page(browser, DESKTOP)
     try:
-        for game in ("xuezhan", "changsha", "dadun"):
+        for spec in registry.all():   # every game of the registry
+            game, seats = spec.name, spec.seats
+            (layout,) = spec.deal_layout(0)   # "wall" or "deck"
             (first, second), room_id = hand_of(game, hands=2)
             seats_with_draws = 0
             for ended in (first, second):
@@ -72,12 +75,12 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
                     [room_id, rec["hand_no"], rec["server_seed"], rec["client_seeds"], game])
                 assert derived == {
                     "commitment": rec["commitment"], "handSeed": rec["hand_seed"],
-                    "layout": rec["deck" if game == "dadun" else "wall"],
-                    "dealer": fair.first_dealer(seed),
+                    "layout": rec[layout],
+                    "dealer": fair.first_dealer(seed, seats),
                     "dice": [dice.below(6) + 1 for _ in range(6)]}, (game, rec["hand_no"])
                 reveal = {k: rec[k] for k in ("hand_no", "commitment", "server_seed",
                                               "client_seeds")}
-                for seat in range(4):
+                for seat in range(seats):
                     frames = frames_for(game, ended, seat)
                     got = await page.evaluate(VERIFY, {"room": room_id, "game": game,
                                                        "seat": seat, "frames": frames,
@@ -94,20 +97,16 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
                     seats_with_draws += drew
             # a hand can end before anyone draws (a Changsha win on the dealer's first
             # discard), two hands in a row all but never do
-            assert (seats_with_draws > 0) == (game != "dadun"), game
+            assert (seats_with_draws > 0) == (spec.family == "mahjong"), game
             # one tile of seat 0's deal changed: the page says it
             frames = frames_for(game, first, 0)
-            kind = "dd_assign" if game == "dadun" else "mj_hand"
-            body = next(b for k, b in frames if k == kind)
-            key = "cards" if game == "dadun" else "tiles"
-            other = ("BJ", "3s") if game == "dadun" else ("9m", "1m")
-            body[key][0] = other[0] if body[key][0] != other[0] else other[1]
+            change_one_dealt(spec.family, frames)
             reveal = {k: first.fair[k] for k in ("hand_no", "commitment", "server_seed",
                                                  "client_seeds")}
             got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": 0,
                                                "frames": frames, "reveal": reveal})
             assert not got["ok"] and "NOT verified: deal" in got["text"], got
-            if game != "dadun":   # a drawn tile changed (from the front: the page checks those)
+            if spec.family == "mahjong":   # a drawn tile changed (from the front: the page checks those)
                 ended, seat, frames, body = next(
                     (ended, seat, frames, b)
                     for ended in (first, second) for seat in range(4)
@@ -127,6 +126,23 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
     finally:
         await context.close()
     assert errors == []
+
+
+def change_one_dealt(family: str, frames: list[list[Any]]) -> None:
+    """Seat 0's first dealt tile or card changed in its frames: the deal frame of its family
+    (mahjong ``mj_hand``, Dadun ``dd_assign``, a game without typed frames its private
+    ``game_event`` "hand", the cards in its JSON)."""
+    if family in ("mahjong", "dadun"):
+        kind, key = ("mj_hand", "tiles") if family == "mahjong" else ("dd_assign", "cards")
+        body = next(b for k, b in frames if k == kind)
+        other = ("9m", "1m") if family == "mahjong" else ("BJ", "3s")
+        body[key][0] = other[0] if body[key][0] != other[0] else other[1]
+        return
+    body = next(b for k, b in frames if k == "game_event" and b["kind"] == "hand")
+    data = json.loads(body["json"])
+    cards = data["cards"].split()
+    cards[0] = "BJ" if cards[0] != "BJ" else "3s"
+    body["json"] = json.dumps({**data, "cards": " ".join(cards)})
 
 
 async def click_any(page: Any) -> bool:
