@@ -22,6 +22,7 @@ import * as history from "./history.js";
 import * as ratings from "./ratings.js";
 import * as match from "./match.js";
 import {wireReplay} from "./replay.js";
+import {gameOfEnum, rendererOf} from "./games.js";
 import {checkReveal, clientSeed, observe, onCommitment} from "./fair.js";
 
 // Action kinds the table or a dialog offers in pictures: their buttons in the decision bar
@@ -122,7 +123,23 @@ const HANDLERS = {
   },
   game_event(e) {
     if (e.kind === "deal" && e.game === "dadun") room.startOfHand();   // a Dadun hand starts
+    const own = rendererOf(e.game);   // a game drawn by its own module (games.js)
+    if (own && own.startsHand(e.kind || "", JSON.parse(e.json || "{}"))) room.startOfHand();
+    if (own && own.decisionEnds(e.kind || "") && (e.seat ?? -1) === app.seat) {
+      decisionOver();   // our move, made by us, the timer or entrust
+      if (app.prompt) clearActions();
+    }
+    if (own && e.kind === "hand_over") {
+      onEvent("game_event", e);
+      settle({...e, hand_no: (app.room && app.room.cur_hand) || ""}, JSON.parse(e.json || "{}"));
+      return;
+    }
     if (onEvent("game_event", e)) render();
+  },
+  game_info(g) {   // the snapshot of a game without its own (GameInfo)
+    fromObservation(g.game || room_game(), JSON.parse(g.observation_json || "{}"));
+    room.showEntrust(!!(g.entrusted || [])[app.seat], g.cancel_entrust_count || 0);
+    render();
   },
   mj_payment(b) { app.payments.push(b.payment || {}); onEvent("mj_payment", b); log(describe("mj_payment", b)); render(); },
   // the decision our action buttons belong to can end without us: drop the buttons then
@@ -208,7 +225,7 @@ const HANDLERS = {
 
 function room_game() {
   const g = app.room && app.room.game;
-  return {XUEZHAN: "xuezhan", CHANGSHA: "changsha", DADUN: "dadun"}[g] || "xuezhan";
+  return {XUEZHAN: "xuezhan", CHANGSHA: "changsha", DADUN: "dadun"}[g] || gameOfEnum(g) || "xuezhan";
 }
 
 // ------------------------------------------------------------------ the pending decision
@@ -224,7 +241,8 @@ function renderPrompt(p) {
                 decision: p.decision || ""};
   app.lastPrompt = p;
   if (!sameDecision) { app.selected = []; app.hint = -1; }
-  const covered = DIALOG_PHASES.has(p.phase) || (p.game === "dadun");
+  const own = rendererOf(p.game);
+  const covered = DIALOG_PHASES.has(p.phase) || (p.game === "dadun") || !!(own && own.pictured(p.phase));
   (p.actions || []).forEach((a, i) => box.appendChild(el("button", {
     text: `${i + 1}) ${actionLabel(a)}`, onclick: () => answer(p.game, a),
     cls: `act k-${a.kind}${PICTURED.has(a.kind) || covered ? " pictured" : ""}`,
@@ -246,7 +264,9 @@ function answer(game, a) {
   const decision = app.decision;
   const sendAnswer = (name, body) => command(name, body,
     {answer: true, still: () => app.decision === decision, envelope});
-  if (game !== "dadun") {
+  if (rendererOf(game)) {   // a game without typed actions: GameAction
+    sendAnswer("game_action", {kind: a.kind, cards: tiles, ref: a.ref || "", choice: a.choice || ""});
+  } else if (game !== "dadun") {
     sendAnswer("mahjong_action", {kind: a.kind, tiles, window_id: a.ref || "0", choice: a.choice || ""});
   } else if (a.kind === "choose_alone") {
     sendAnswer("dd_ask_alone", {is_alone: a.choice === "yes"});
@@ -310,6 +330,7 @@ function toggle(index, most) {
 // The hand as drawn (sorted, the drawn tile last), to map selections back to tiles.
 function shownHand() {
   if (!hand) return [];
+  if (rendererOf(hand.game)) return rendererOf(hand.game).sortedHand();
   if (hand.family === "dadun") return sortedHand();
   const rest = [...hand.tiles];
   let drawn = null;
@@ -348,13 +369,13 @@ function ddPlay() {
   if (!cards.length) { error("select cards to play, or pass"); return; }
   const hinted = p.actions.find((a) => a.kind === "play" &&
     [...(a.tiles || [])].sort().join() === [...cards].sort().join());
-  answer("dadun", hinted || {kind: "play", tiles: cards, ref: p.ref});
+  answer(p.game, hinted || {kind: "play", tiles: cards, ref: p.ref});
 }
 
 function ddPass() {
   const p = app.prompt;
   const a = p && p.actions.find((x) => x.kind === "pass");
-  if (a) answer("dadun", a);
+  if (a) answer(p.game, a);
 }
 
 // ------------------------------------------------------------------ drawing
@@ -378,7 +399,8 @@ function draw() {
   const p = app.prompt;
   const dialog = p && dialogFor(p, (a) => answer(p.game, a), {selectedTiles, select});
   if (!dialog) closeDialog();
-  const ddPlayPhase = !!p && p.game === "dadun" && p.phase === "play";
+  const own = p ? rendererOf(p.game) : null;
+  const ddPlayPhase = !!p && ((p.game === "dadun" && p.phase === "play") || !!(own && own.cardControls(p.phase)));
   show("dd-controls", ddPlayPhase);
   if (ddPlayPhase) {
     const canPass = p.actions.some((a) => a.kind === "pass");
@@ -404,7 +426,7 @@ function settle(frame, over) {
   }
   (over.hands || frame.hands || []).forEach((h, s) =>
     lines.push(`  ${seatName(s, app.seat)}: ${tiles(h) || "-"}`));
-  for (const p of over.players || []) {   // Dadun score parts
+  for (const p of (over.players || []).filter((x) => x.win_score !== undefined)) {   // Dadun score parts
     lines.push(`  ${seatName(p.seat, app.seat)}: win ${p.win_score || 0}, bomb ` +
       `${p.bomb_score || 0}, cards ${p.card_score || 0}, caught ${p.catch_score || 0}`);
   }

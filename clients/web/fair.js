@@ -10,6 +10,8 @@
 const TAG = new TextEncoder().encode("paiju/fair/v1/commit");
 const HAND_TAG = new TextEncoder().encode("paiju/fair/v1/hand");
 
+import {rendererOf} from "./games.js";
+
 export const fair = {
   commitments: new Map(),   // hand_no -> commitment hex shown before the deal
   sent: new Map(),          // hand_no -> the client seed (hex) this page sent for it
@@ -70,9 +72,10 @@ function concat(...parts) {
 }
 
 // hand_seed = SHA-256(HAND_TAG || 0x00 || u64be(room) || u64be(hand) || server_seed ||
-// for each seat: u8(len) || client seed): 32 bytes.
+// for each seat: u8(len) || client seed): 32 bytes. The reveal lists one per seat (3 or 4).
 export async function handSeedOf(roomId, handNo, serverSeedHex, clientSeedsHex) {
-  const seeds = [0, 1, 2, 3].map((i) => fromHex((clientSeedsHex || [])[i] || ""));
+  const given = clientSeedsHex || [];
+  const seeds = Array.from({length: given.length === 3 ? 3 : 4}, (_, i) => fromHex(given[i] || ""));
   const parts = [HAND_TAG, new Uint8Array(1), u64(roomId), u64(handNo), fromHex(serverSeedHex)];
   for (const c of seeds) parts.push(Uint8Array.of(c.length), c);
   return new Uint8Array(await crypto.subtle.digest("SHA-256", concat(...parts)));
@@ -137,6 +140,8 @@ function cardName(c) {
 
 // The wall in draw order (mahjong) or the deck in deal order (Dadun), as names.
 export async function layoutOf(game, seed) {
+  const own = rendererOf(game);
+  if (own) return own.layout(seed, Stream);
   if (game === "dadun") {
     const deck = [];
     for (let c = 0; c < 54; c++) deck.push(c, c);
@@ -147,13 +152,15 @@ export async function layoutOf(game, seed) {
   return (await (await Stream.of(seed, "wall")).shuffle(wall)).map(tileName);
 }
 
-export async function firstDealerOf(seed) {
-  return (await Stream.of(seed, "dealer")).below(4);
+export async function firstDealerOf(seed, seats = 4) {
+  return (await Stream.of(seed, "dealer")).below(seats);
 }
 
 // The layout positions a seat is dealt: mahjong, 13 rounds from the dealer, the dealer's
 // fourteenth at 52; Dadun, 27 in a row from seat 0.
 export function dealtPositions(game, seat, dealer) {
+  const own = rendererOf(game);
+  if (own) return own.dealtPositions(seat);
   if (game === "dadun") return Array.from({length: 27}, (_, i) => 27 * seat + i);
   const k = (seat - dealer + 4) % 4;
   const out = Array.from({length: 13}, (_, r) => 4 * r + k);
@@ -167,8 +174,10 @@ export async function derive(roomId, handNo, serverSeedHex, clientSeedsHex, game
   const dice = await Stream.of(seed, "dice");
   const firstDice = [];
   for (let i = 0; i < 6; i++) firstDice.push(await dice.below(6) + 1);
+  const own = rendererOf(game);
   return {commitment: await commitmentOf(roomId, handNo, serverSeedHex), handSeed: hex(seed),
-    layout: await layoutOf(game, seed), dealer: await firstDealerOf(seed), dice: firstDice};
+    layout: await layoutOf(game, seed), dealer: await firstDealerOf(seed, own ? own.seats : 4),
+    dice: firstDice};
 }
 
 // ------------------------------------------------------------------ what the page saw
@@ -186,8 +195,25 @@ export function observe(kind, b, game, seat) {
     fair.seen = {handNo: nextHand(), game: "dadun", seat, dealer: banker, dealt: null, draws: []};
     return;
   }
+  const own = kind === "game_event" ? rendererOf(b.game) : null;
+  let d = {};
+  if (own) { try { d = JSON.parse(b.json || "{}"); } catch (e) { d = {}; } }
+  if (own && own.startsHand(b.kind || "", d)) {   // a game drawn by its own module (games.js)
+    fair.seen = {handNo: nextHand(), game: b.game, seat, dealer: own.dealer(d), dealt: null,
+      draws: [], dealNo: 0};
+    return;
+  }
   const s = fair.seen;
   if (!s) return;
+  if (own && own.redealt(b.kind || "", d) !== null) {   // a new deal of the same hand
+    s.dealNo = own.redealt(b.kind || "", d);
+    s.dealt = null;
+    return;
+  }
+  if (own && !s.dealt) {
+    const cards = own.dealt(b.kind || "", d);
+    if (cards) s.dealt = cards;
+  }
   if (kind === "dd_assign" && !s.dealt) s.dealt = [...(b.cards || [])];
   else if (kind === "mj_hand" && !s.dealt) s.dealt = [...(b.tiles || [])];
   else if (kind === "mj_draw" && s.front !== undefined) {
@@ -206,9 +232,10 @@ const sorted = (list) => [...list].sort().join(" ");
 async function dealChecks(seen, seed, handNo) {
   const out = [];
   if (!seen || seen.handNo !== handNo || !seen.game) return out;
-  const layout = await layoutOf(seen.game, seed);
+  const own = rendererOf(seen.game);
+  const layout = own ? await own.layout(seed, Stream, seen.dealNo || 0) : await layoutOf(seen.game, seed);
   if (handNo === 1 && seen.dealer !== null && seen.dealer !== undefined) {
-    const drawn = await firstDealerOf(seed);
+    const drawn = await firstDealerOf(seed, own ? own.seats : 4);
     out.push(["dealer", drawn === seen.dealer, drawn === seen.dealer
       ? `the first dealer, seat ${drawn}, is the seed's draw`
       : `the seed draws seat ${drawn} as first dealer, the table named seat ${seen.dealer}`]);
@@ -216,7 +243,7 @@ async function dealChecks(seen, seed, handNo) {
   if (seen.dealt && seen.seat >= 0) {
     const mine = dealtPositions(seen.game, seen.seat, seen.dealer ?? 0).map((i) => layout[i]);
     const ok = sorted(mine) === sorted(seen.dealt);
-    const what = seen.game === "dadun" ? "cards" : "tiles";
+    const what = seen.game === "dadun" || rendererOf(seen.game) ? "cards" : "tiles";
     out.push(["deal", ok, ok ? `your ${mine.length} ${what} are the shuffle's`
       : `you were dealt ${sorted(seen.dealt)}, the seed deals ${sorted(mine)}`]);
   }

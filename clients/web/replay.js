@@ -6,6 +6,7 @@
 import {$, show} from "./dom.js";
 import {app, currentHand, newHand, onEvent, withHand} from "./state.js";
 import {renderTable} from "./table.js";
+import {rendererOf} from "./games.js";
 
 const MELDS = new Set(["chi", "peng", "zhigang", "angang", "bugang", "kaigang", "buzhang"]);
 const rp = {game: "", seat: 0, frames: [], at: 0, timer: null, hand: null, payments: []};
@@ -14,6 +15,7 @@ const rp = {game: "", seat: 0, frames: [], at: 0, timer: null, hand: null, payme
 // does not show it.
 function toFrame(kind, d, game) {
   const seat = d.seat ?? -1;
+  if (rendererOf(game)) return ["game_event", {game, kind, seat, json: JSON.stringify(d)}];
   if (game === "dadun") {
     switch (kind) {
       case "deal": return ["game_event", {game, kind: "deal", json: JSON.stringify(d)}];

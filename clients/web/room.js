@@ -2,6 +2,7 @@
 // ready / leave / dismiss / distances), chat, the dismiss vote, entrust and the same-IP and
 // distance alerts. One alert per room for each group of players found together, not one per
 // pair (a DistanceAlert names its players; a repeat for the same players is not shown again).
+import {gameOfEnum, rendererOf} from "./games.js";
 import {$, button, cell, el, fill, show} from "./dom.js";
 import {app, ui} from "./state.js";
 import {command, request, send} from "./conn.js";
@@ -11,6 +12,7 @@ const REASONS = {PLAYER_VOTE: "the players voted", PLAYER_LEFT: "a player left",
   ALL_HANDS_PLAYED: "all hands played", NEGATIVE_COINS: "a player ran out of coins",
   IDLE_TOO_LONG: "idle too long"};
 const GAMES = {XUEZHAN: "XueZhan 血战", CHANGSHA: "Changsha 长沙", DADUN: "Dadun 打盾"};
+const gameTitle = (g) => GAMES[g] || (rendererOf(gameOfEnum(g)) || {}).title || g || "?";
 const STATUS = {ROOM_WAITING: "waiting 等待", ROOM_PLAYING: "playing 游戏中", ROOM_HAND_OVER: "hand over 小局结束",
   ROOM_FINISHED: "finished 已结束", ROOM_DISMISSING: "dismissing 解散中", ROOM_CHOOSING_ALONE: "choosing alone 选择打独"};
 const alerted = new Set();      // distance alerts shown, by their players
@@ -26,7 +28,7 @@ export function setRoom(room, seat) {
   if (!room) { clearRoomViews(); return; }
   if (entered) enterRoom(room.room_id);
   for (const p of room.players || []) app.names.set(String(p.user_id), p.nickname || "");
-  $("room-title").textContent = `Room ${room.room_id} · ${GAMES[room.game] || room.game || "?"} · ` +
+  $("room-title").textContent = `Room ${room.room_id} · ${gameTitle(room.game)} · ` +
     `hand ${room.cur_hand || 0}/${room.total_hands || 0} · ${STATUS[room.status || "ROOM_WAITING"] || room.status}`;
   const items = (room.players || []).map((p) => {
     const flags = [p.robot && "robot", p.ready && "ready", !p.robot && !p.online && "offline",
@@ -41,7 +43,7 @@ export function setRoom(room, seat) {
   $("room-panel").className = [inHand ? "in-hand" : "", app.watching ? "watching" : ""].join(" ");
   // the creator fills the free seats with robots before the first hand (AddRobots)
   show("fill-robots", String(room.room_id) === app.ownRoom && !inHand && !(room.cur_hand > 0) &&
-    (room.players || []).length < 4);
+    (room.players || []).length < (room.seats || 4));
   ui.render();
 }
 
@@ -101,8 +103,8 @@ export function renderRooms() {
     const tr = document.createElement("tr");
     const names = (r.players || []).map((p) => p.nickname || p.user_id).join(", ");
     const watchers = r.spectators ? ` · ${r.spectators} 观战` : "";
-    const cells = [r.room_id + (r.has_password ? " VIP" : ""), GAMES[r.game] || r.game || "?",
-      `${(r.players || []).length}/4 ${names}`, (STATUS[r.status || "ROOM_WAITING"] || r.status) + watchers,
+    const cells = [r.room_id + (r.has_password ? " VIP" : ""), gameTitle(r.game),
+      `${(r.players || []).length}/${r.seats || 4} ${names}`, (STATUS[r.status || "ROOM_WAITING"] || r.status) + watchers,
       r.total_hands || 0];
     for (const text of cells) tr.appendChild(cell(String(text)));
     const td = document.createElement("td");

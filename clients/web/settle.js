@@ -13,7 +13,7 @@ const signed = (n) => (n > 0 ? `+${n}` : String(n));
 
 export function renderSettlement(frame, over, payments, text) {
   const deltas = (over.deltas || frame.deltas || []).map(Number);
-  const seats = [0, 1, 2, 3];
+  const seats = deltas.length ? deltas.map((_, s) => s) : [0, 1, 2, 3];   // 3 or 4 seats
   const head = el("tr", {}, [el("th", {text: ""}), ...seats.map((s) =>
     el("th", {text: seatLabel(s), cls: s === app.seat ? "me" : ""}))]);
   // one row per reason (the lines of a reason summed per seat, their number shown)
@@ -41,7 +41,7 @@ export function renderSettlement(frame, over, payments, text) {
   }
   for (const key of ["win_score", "bomb_score", "card_score", "catch_score"]) {
     const players = over.players || [];
-    if (!players.length) break;
+    if (!players.some((p) => p[key] !== undefined)) continue;   // Dadun's parts only
     extra.push(el("tr", {cls: "parts"}, [el("th", {text: key.replace("_", " ")}), ...seats.map((s) =>
       el("td", {text: String((players.find((p) => (p.seat ?? 0) === s) || {})[key] ?? "")}))]));
   }

@@ -2,13 +2,14 @@
 // seat sees it (`hand`), kept from the seat's observation (every Prompt and snapshot carries
 // one, authoritative) and moved forward by the public events in between. No rendering here.
 import {parseTiles} from "./tiles.js";
+import {gameOfEnum, rendererOf} from "./games.js";
 
 export const app = {me: "", ownRoom: "", createSeq: 0, seat: -1, room: null, rooms: new Map(), deadline: 0, payments: [],
   names: new Map(), lastRoom: 0, dismissDeadline: 0, prompt: null, selected: [],
   settlement: null, birds: null, seatDeadline: [0, 0, 0, 0]};
 
 export const GAME_OF_ENUM = {XUEZHAN: "xuezhan", CHANGSHA: "changsha", DADUN: "dadun"};
-export const family = (game) => (game === "dadun" ? "dadun" : "mahjong");
+export const family = (game) => (rendererOf(game) ? game : game === "dadun" ? "dadun" : "mahjong");
 
 export let hand = null;
 
@@ -46,13 +47,14 @@ export function newHand(game, fields = {}) {
     desk: [], plays: four(() => null), deskPoints: 0, friendCard: "", banker: -1,
     isAlone: false, aloneSeat: null, catch: four(() => 0), overOrder: four(() => 0),
     shown: null, token: "", mustPlay: false,
+    ...(rendererOf(game) ? rendererOf(game).fields() : {}),
     ...fields};
   return hand;
 }
 
 export function gameOfRoom() {
   const g = app.room && app.room.game;
-  return GAME_OF_ENUM[g] || (hand && hand.game) || "xuezhan";
+  return GAME_OF_ENUM[g] || gameOfEnum(g) || (hand && hand.game) || "xuezhan";
 }
 
 // The whole hand from an observation (engine view of this seat).
@@ -63,6 +65,11 @@ export function fromObservation(game, obs) {
   h.phase = obs.phase || "";
   h.toAct = obs.to_act || [];
   h.scores = obs.scores || h.scores;
+  const r = rendererOf(game);
+  if (r) {
+    r.fromObservation(h, obs);
+    return h;
+  }
   if (h.family === "mahjong") {
     h.dealer = obs.dealer ?? 0;
     h.wall = obs.wall_remaining ?? 0;
@@ -112,6 +119,13 @@ function removeOne(list, tile) {
 // A public or private event moves the hand forward. Returns true when the table changed.
 export function onEvent(kind, b) {
   const s = b.seat ?? 0;
+  const r = kind === "game_event" ? rendererOf(b.game) : null;
+  if (r) {   // a game drawn by its own module (games.js)
+    const d = parseJson(b.json);
+    if (r.startsHand(b.kind || "", d)) newHand(b.game);
+    if (!hand) return false;
+    return r.onEvent(hand, b.kind || "", d, b.seat ?? -1);
+  }
   if (kind === "mj_deal") {
     newHand(gameOfRoom(), {handNo: b.hand_no || 0, dealer: b.dealer ?? 0,
       wall: b.wall_remaining || 0});

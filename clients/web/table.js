@@ -7,13 +7,22 @@ import {app, hand} from "./state.js";
 import {t, tz} from "./i18n.js";
 import * as mahjong from "./mahjong.js";
 import * as dadun from "./dadun.js";
+import {rendererOf} from "./games.js";
 
 export const POSITIONS = ["bottom", "right", "top", "left"];
+const POSITIONS_OF = {3: ["bottom", "right", "left"], 4: POSITIONS};
+
+// Seats at the table: the room's (RoomInfo.seats), else the game's renderer's, else four.
+export function seatCount() {
+  const r = hand ? rendererOf(hand.game) : null;
+  return (app.room && app.room.seats) || (r && r.seats) || 4;
+}
 
 // The position of a seat on the screen: ours at the bottom.
 export function position(seat) {
+  const n = seatCount();
   const me = app.seat >= 0 ? app.seat : 0;
-  return POSITIONS[(seat - me + 4) % 4];
+  return (POSITIONS_OF[n] || POSITIONS)[(seat - me + n) % n];
 }
 
 export function playerAt(seat) {
@@ -33,20 +42,18 @@ export function renderTable(actions, at = "") {
   const game = hand ? hand.game : "";
   table.className = `table g-${hand ? hand.family : "none"}`;
   if (!at) show("table", !!app.room);
-  for (let seat = 0; seat < 4; seat++) {
+  const own = hand ? rendererOf(hand.game) : null;
+  const game_ = own || (hand && hand.family === "dadun" ? dadun : mahjong);
+  for (const pos of POSITIONS) { const box = $(`${at}seat-${pos}`); if (box) box.replaceChildren(); }
+  for (let seat = 0; seat < seatCount(); seat++) {
     const box = $(`${at}seat-${position(seat)}`);
     box.replaceChildren(plate(seat));
-    if (hand) {
-      const parts = hand.family === "dadun" ? dadun.seatParts(seat) : mahjong.seatParts(seat);
-      for (const p of parts) box.appendChild(p);
-    }
+    if (hand) for (const p of game_.seatParts(seat)) box.appendChild(p);
   }
   const center = $(`${at}table-center`);
-  center.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.centerParts()
-    : mahjong.centerParts()) : [el("div", {cls: "idle", text: t("waiting")})]));
+  center.replaceChildren(...(hand ? game_.centerParts() : [el("div", {cls: "idle", text: t("waiting")})]));
   const mine = $(`${at}my-hand`);
-  mine.replaceChildren(...(hand ? (hand.family === "dadun" ? dadun.handParts(actions)
-    : mahjong.handParts(actions)) : []));
+  mine.replaceChildren(...(hand ? game_.handParts(actions) : []));
   if (game) table.title = game;
 }
 
@@ -62,8 +69,10 @@ function plate(seat) {
   }
   if (!p) return el("div", {cls: `${cls} vacant`, text: t("empty_seat")});
   const badges = [];
-  const dealer = hand && (hand.family === "dadun" ? hand.banker : hand.dealer);
-  if (hand && dealer === seat) badges.push(el("span", {cls: "badge dealer", text: hand.family === "dadun" ? t("banker") : t("dealer")}));
+  const own = hand ? rendererOf(hand.game) : null;
+  if (own) badges.push(...own.badges(seat));
+  const dealer = hand && !own && (hand.family === "dadun" ? hand.banker : hand.dealer);
+  if (hand && !own && dealer === seat) badges.push(el("span", {cls: "badge dealer", text: hand.family === "dadun" ? t("banker") : t("dealer")}));
   if (p.robot) badges.push(el("span", {cls: "badge robot", text: tz("robot", "机器人")}));
   else badges.push(el("span", {cls: `badge ${p.online ? "online" : "offline"}`, text: p.online ? t("online") : t("offline")}));
   if (p.entrusted && !p.robot) badges.push(el("span", {cls: "badge entrusted", text: `${tz("entrusted", "托管")}`}));
