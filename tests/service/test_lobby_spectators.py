@@ -19,6 +19,7 @@ from paiju.v1 import game_msgs_pb2 as g
 from services.common.natsd import EmbeddedNats
 from tests.service.test_lobby import code_of
 from tests.service.test_lobby_ws import (
+    GAMES,
     WsClient,
     answer,
     play_until_hand_over,
@@ -48,7 +49,7 @@ async def spectators_of(client: WsClient, room_id: int, want: int) -> None:
             await asyncio.sleep(0.1)
 
 
-@pytest.mark.parametrize("game,enum", [("xuezhan", E.XUEZHAN), ("dadun", E.DADUN)])
+@pytest.mark.parametrize("game,enum", GAMES)
 async def test_a_spectator_watches_a_hand_and_never_sees_a_hidden_tile(
         fresh_nats: EmbeddedNats, game: str, enum: Any) -> None:
     async with real_stack(fresh_nats.url) as (_, port), ws_clients() as clients:
@@ -74,7 +75,7 @@ async def test_a_spectator_watches_a_hand_and_never_sees_a_hidden_tile(
         # a spectator cannot act
         for payload in (lobby_msgs_pb2.AskReady(is_ready=True), lobby_msgs_pb2.AddRobots(),
                         lobby_msgs_pb2.Chat(content="hi"), g.MahjongAction(kind="pass"),
-                        g.DdAskOut(token="x")):
+                        g.DdAskOut(token="x"), g.GameAction(kind="pass")):
             assert code_of(await fan.request(payload)) == E.ERR_SPECTATOR, payload
         watching: list[client_pb2.ServerFrame] = []
 
@@ -90,9 +91,13 @@ async def test_a_spectator_watches_a_hand_and_never_sees_a_hidden_tile(
         # a watcher arriving mid-hand gets the public view of the hand, no concealed tile
         seen = await late.request(lobby_msgs_pb2.WatchRoom(room_id=room_id))
         assert seen.room_joined.seat == -1
-        info = await late.until(lambda f: f.HasField("mj_game_info") or f.HasField("dd_game_info"))
+        info = await late.until(lambda f: f.HasField("mj_game_info") or f.HasField("dd_game_info")
+                                or f.HasField("game_info"))
         if info.HasField("mj_game_info"):
             assert not HIDDEN_KEYS & set(json.loads(info.mj_game_info.observation_json))
+        elif info.HasField("game_info"):   # a game without its own snapshot: the public view
+            public = json.loads(info.game_info.observation_json)
+            assert not HIDDEN_KEYS & set(public) and not public.get("all_hands"), public
         else:
             assert not info.dd_game_info.hand and not info.dd_game_info.out_token
             assert not [h for h in info.dd_game_info.all_hands if h.cards]
@@ -113,7 +118,8 @@ async def test_a_spectator_watches_a_hand_and_never_sees_a_hidden_tile(
         assert not kinds & {"prompt", "mj_hand", "mj_candidates"}, kinds
         assert all(b in public for b, f in zip(got, watching, strict=True)
                    if f.WhichOneof("payload") not in ("ret", "room_joined")
-                   and not f.HasField("mj_game_info") and not f.HasField("dd_game_info")), kinds
+                   and not f.HasField("mj_game_info") and not f.HasField("dd_game_info")
+                   and not f.HasField("game_info")), kinds
         assert all(not f.mj_draw.tile for f in watching if f.HasField("mj_draw"))
         # stop watching: counted no more; seated commands still refused, now as not in a room
         assert code_of(await late.request(lobby_msgs_pb2.StopWatching())) == E.OK

@@ -19,12 +19,14 @@ import pytest
 from google.protobuf import json_format
 
 from clients.robot.robot import Robot
+from games import registry
 from paiju.frames import client_frame, hand_over_data, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start as start_lobby
+from services.table import variants
 from tests.service.test_lobby import SECRET, World, code_of, game_servers, open_world
 from tests.support.lobbykit import FrameReader, wait_cached
 
@@ -296,7 +298,11 @@ def answer(game: str, spec: Any) -> Any:
     """The client frame payload of a Prompt action, as clients/web/app.js builds it."""
     from paiju.v1 import game_msgs_pb2 as g
 
-    if game != "dadun":
+    family = registry.get(game).family
+    if family not in ("mahjong", "dadun"):   # a game without typed actions: GameAction
+        return g.GameAction(kind=spec.kind, cards=list(spec.tiles), ref=spec.ref,
+                            choice=spec.choice)
+    if family == "mahjong":
         return g.MahjongAction(kind=spec.kind, tiles=list(spec.tiles), choice=spec.choice,
                                window_id=int(spec.ref or 0))
     if spec.kind == "choose_alone":
@@ -319,7 +325,11 @@ async def real_stack(nats_url: str, **lobby: Any) -> AsyncIterator[tuple[str, in
             await host.stop(0.5)
 
 
-@pytest.mark.parametrize("game,enum", [("xuezhan", E.XUEZHAN), ("dadun", E.DADUN)])
+# every family of the registry: XueZhan for mahjong, then every other game
+GAMES = [(s.name, s.game_type) for s in registry.all() if s.name not in ("changsha",)]
+
+
+@pytest.mark.parametrize("game,enum", GAMES)
 async def test_a_browser_plays_a_hand_against_three_robots(
         fresh_nats: EmbeddedNats, game: str, enum: Any) -> None:
     async with real_stack(fresh_nats.url) as (address, port), ws_clients() as clients:
@@ -329,7 +339,8 @@ async def test_a_browser_plays_a_hand_against_three_robots(
         created = await me.request(lobby_msgs_pb2.CreateRoom(game=enum, base_score=1,
                                                               total_hands=1))
         room_id = created.room_joined.room.room_id
-        robots = [Robot(address, 202 + i, game, SECRET, room_id=room_id) for i in range(3)]
+        robots = [Robot(address, 202 + i, game, SECRET, room_id=room_id)
+                  for i in range(registry.get(game).seats - 1)]
         tasks = [asyncio.create_task(r.run(max_hands=1)) for r in robots]
         try:
             assert code_of(await me.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
@@ -339,14 +350,14 @@ async def test_a_browser_plays_a_hand_against_three_robots(
             for task in tasks:
                 task.cancel()
     assert prompts > 0
-    assert len(over["deltas"]) == 4 and sum(over["deltas"]) == 0
+    assert len(over["deltas"]) == registry.get(game).seats and sum(over["deltas"]) == 0
     assert all(s.hands == 1 for s in stats)
 
 
 # a prompt overtaken by a timeout, a window decided early or the hand's last decision may be
 # refused as stale or too late; any other refusal is a bug
-OVERTAKEN = {E.MJ_NOT_YOUR_TURN, E.MJ_STALE_WINDOW, E.MJ_HAND_OVER,
-             E.DD_NOT_YOUR_TURN, E.DD_STALE_TOKEN, E.DD_HAND_OVER}
+OVERTAKEN = {v.error_code(reason) for v in variants.all_games()
+             for reason in ("not_your_turn", "stale_ref", "hand_over")}
 
 
 async def play_until_hand_over(me: WsClient, game: str) -> tuple[int, dict[str, Any]]:

@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 
 from clients.robot.robot import action_frame
 from clients.robot.view import choose
+from games import registry
 from games.mahjong import parse_tiles, tile_name
 from paiju import frames
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
@@ -26,6 +27,7 @@ from services.arbiter.server import start as start_arbiter
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.table import variants
 from services.table.server import start as start_table
 from tests.support.tablekit import LobbyLink, Player, Table, hand_overs, notice, wait_until
 
@@ -59,8 +61,7 @@ async def running_stack(fresh_nats: EmbeddedNats, **environ: str
 async def new_table(stack: dict[str, Any], game: int, hands: int = 1, **opts: Any) -> Table:
     reply = await stack["stub"].CreateRoom(table_pb2.CreateRoomRequest(
         game=game, base_score=1, total_hands=hands, options_json=json.dumps(opts)))
-    name = {common_pb2.XUEZHAN: "xuezhan", common_pb2.CHANGSHA: "changsha",
-            common_pb2.DADUN: "dadun"}[game]
+    name = registry.by_type(game).name
     t = Table(stack["nats"].url, stack["link"], reply.room.room_id, name)
     await t.connect()
     return t
@@ -107,14 +108,15 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
     await t.close()
 
 
-@pytest.mark.parametrize("game", [common_pb2.XUEZHAN, common_pb2.CHANGSHA, common_pb2.DADUN])
+@pytest.mark.parametrize("game", [spec.game_type for spec in registry.all()])
 async def test_an_answer_delivered_twice_counts_once(stack: dict[str, Any], game: int) -> None:
     """Every answer of seat 0 arrives twice, as when a reply was lost and the command was
     sent again (by the lobby following a moving room, or by the client on "a moment"): the
     second copy names a decision that is over (ClientFrame.decision = Prompt.decision), so it
     is refused as overtaken and never counts, for this decision or a later one."""
     t = await new_table(stack, game, hands=1)
-    players = [(await t.seat(uid))[0] for uid in (41, 42, 43, 44)]
+    players = [(await t.seat(uid))[0]
+               for uid in range(41, 41 + registry.by_type(game).seats)]
     t.play(players[1:])        # seat 0's prompts are this test's
     await t.ready_all()
     link, twice = stack["link"], players[0]
@@ -137,8 +139,8 @@ async def test_an_answer_delivered_twice_counts_once(stack: dict[str, Any], game
     hand, _ = await finished
     assert sum(hand["deltas"]) == 0
     assert seconds, "seat 0 never answered"
-    stale = (common_pb2.MJ_STALE_WINDOW, common_pb2.DD_STALE_TOKEN,
-             common_pb2.MJ_HAND_OVER, common_pb2.DD_HAND_OVER)
+    stale = {v.error_code(reason) for v in variants.all_games()
+             for reason in ("stale_ref", "hand_over")}
     # the copy of the room's last answer may find the room already closed by the first
     *before_last, last = seconds
     assert all(r.code in stale and r.overtaken for r in before_last), [
