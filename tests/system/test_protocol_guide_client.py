@@ -1,6 +1,6 @@
 """A client written from docs/protocol.md alone: plain JSON over the lobby's WebSocket
-(aiohttp), no protobuf and nothing of clients/. Four of them fill a room (the creator and
-three "robots" that join it by number), ready, answer every Prompt by the guide's mapping
+(aiohttp), no protobuf and nothing of clients/. One per seat fill a room (the creator and
+the "robots" that join it by number; the room says how many seats it has), ready, answer every Prompt by the guide's mapping
 from an action to its request, ignore the refusals the guide calls "overtaken", ready again
 after each settlement until the room is dismissed (all hands played), then read the room's
 history and a replay. Every step's frame names and fields are the ones the guide shows."""
@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from games import registry
 from services.common.natsd import free_port
 from services.lobby import tokens
 from tests.system.conftest import SECRET, start_stack, stop_stack
@@ -82,6 +83,9 @@ class GuideClient:
         if game in ("xuezhan", "changsha"):
             seq = await self.send("mahjong_action", {"kind": kind, "tiles": tiles,
                                                      "window_id": ref or "0", "choice": choice})
+        elif game != "dadun":   # any other game: game_action
+            seq = await self.send("game_action", {"kind": kind, "cards": tiles, "ref": ref,
+                                                  "choice": choice})
         elif kind == "choose_alone":
             seq = await self.send("dd_ask_alone", {"is_alone": choice == "yes"})
         elif kind == "choose_friend_card":
@@ -108,7 +112,8 @@ class GuideClient:
                 to = int(frame.get("reply_to", "0"))
                 if not (to in self.answers and body.get("overtaken")):
                     self.errors.append((code, body.get("message", "")))
-            elif kind in ("mj_hand_over", "dd_small_settlement"):
+            elif kind in ("mj_hand_over", "dd_small_settlement") or (
+                    kind == "game_event" and body.get("kind") == "hand_over"):
                 self.hands_over += 1
                 if self.hands_over < HANDS:
                     await self.send("ask_ready", {"is_ready": True})
@@ -116,7 +121,10 @@ class GuideClient:
                 self.dismissed = body
 
 
-@pytest.mark.parametrize("game", ["xuezhan", "changsha", "dadun"])
+GAMES = [spec.name for spec in registry.all()]   # every game of the registry
+
+
+@pytest.mark.parametrize("game", GAMES)
 async def test_a_client_from_the_guide_plays_a_whole_room(tmp_path: Path, game: str) -> None:
     ws_port = free_port()
     stack = await asyncio.to_thread(start_stack, tmp_path, PAIJU_LOBBY__WS_PORT=str(ws_port))
@@ -125,10 +133,11 @@ async def test_a_client_from_the_guide_plays_a_whole_room(tmp_path: Path, game: 
     try:
         async with aiohttp.ClientSession() as http:
             url = f"http://127.0.0.1:{ws_port}/ws?format=json"
-            sockets = [await http.ws_connect(url) for _ in range(4)]
+            seats = registry.get(game).seats
+            sockets = [await http.ws_connect(url) for _ in range(seats)]
             rng = random.Random(7)
             players = [GuideClient(ws, f"guide{i}", rng) for i, ws in enumerate(sockets)]
-            first = 7000 + 10 * ["xuezhan", "changsha", "dadun"].index(game)
+            first = 7000 + 10 * GAMES.index(game)
             for i, p in enumerate(players):
                 ok = await p.login(first + i)
                 assert int(ok["player"]["user_id"]) == first + i
@@ -141,11 +150,12 @@ async def test_a_client_from_the_guide_plays_a_whole_room(tmp_path: Path, game: 
             joined = await owner.until("room_joined", seq)
             owner.room_id, owner.seat = joined["room"]["room_id"], joined.get("seat", 0)
             assert joined["room"]["game"] == game.upper()
+            assert joined["room"]["seats"] == seats   # the guide: room.seats
             for p in players[1:]:   # the "robots": join by number
                 seq = await p.send("join_room", {"room_id": owner.room_id})
                 j = await p.until("room_joined", seq)
                 p.room_id, p.seat = j["room"]["room_id"], j.get("seat", 0)
-            assert sorted(p.seat for p in players) == [0, 1, 2, 3]
+            assert sorted(p.seat for p in players) == list(range(seats))
             for p in players:
                 await p.send("ask_ready", {"is_ready": True})
             await asyncio.wait_for(asyncio.gather(*(p.play_room() for p in players)), 240)
@@ -177,7 +187,7 @@ async def history_and_replay(owner: GuideClient, game: str) -> None:
         if items and all(len(i.get("scores", [])) == HANDS for i in items):
             break
         await asyncio.sleep(0.2)
-    assert len(items) == 4
+    assert len(items) == registry.get(game).seats
     for hand in range(HANDS):
         assert sum(int(i["scores"][hand]) for i in items) == 0
     seq = await owner.send("ask_replay", {"room_id": owner.room_id, "hand_no": 1})
