@@ -44,7 +44,8 @@ def prompt(room: rm.Room, seat: int, seconds: float) -> client_pb2.ServerFrame:
     return frames.server_frame(g.Prompt(
         game=room.game, phase=room.state.phase(), actions=actions,
         observation_json=json.dumps(room.state.observation(seat), ensure_ascii=False),
-        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id))
+        seconds=int(seconds), seat=seat, hand_no=room.hand_no, room_id=room.room_id,
+        decision=room.timer_key()))
 
 
 def lowest_fill(hand: legal.Hand, fixed: legal.Bounds, total: int,
