@@ -31,9 +31,11 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from games.bots import dadun as dadun_bots
+from games.bots import doudizhu as doudizhu_bots
 from games.bots import mahjong as mahjong_bots
 from games.bots.view import PlayerView
 from games.dadun import game as dadun
+from games.doudizhu import game as doudizhu
 from games.engine import Action, State
 from games.fair import Seed
 from games.mahjong import changsha, xuezhan
@@ -65,7 +67,7 @@ class GameSpec:
       ``option_timers`` - the game's own option names for the table's timers (Dadun's
       ``play_timeout_s``); ``simultaneous`` - phases in which every listed seat answers at
       once (one answer does not start a new decision for the others).
-    * ``seats`` - players at a table (4 in all three games).
+    * ``seats`` - players at a table (4; Dou Dizhu 3).
     * ``deal_layout(seed)`` - what a replay stores of the hand's shuffle, ``{"wall": tile
       names}`` or ``{"deck": card names}`` (docs/fairness.md), for the deal's verification.
     """
@@ -137,6 +139,9 @@ _SPECS = (
     _spec(dadun, dadun_bots, "Dadun (崇仁打盾)", 3, "dadun",
           phase_timers=_frozen({"alone": ALONE}),
           option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"})),
+    _spec(doudizhu, doudizhu_bots, "Dou Dizhu (斗地主)", 4, "doudizhu", seats=3,
+          phase_timers=_frozen({"call": ALONE, "rob": ALONE}),  # bids: the one-seat yes/no timer
+          option_timers=_frozen({TURN: "play_timeout_s", ALONE: "bid_timeout_s"})),
 )
 _BY_NAME = {spec.name: spec for spec in _SPECS}
 _BY_TYPE = {spec.game_type: spec for spec in _SPECS}

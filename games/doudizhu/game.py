@@ -44,7 +44,8 @@ from games.fair import Seed, check_seed, seed_to_json
 
 NAME = "doudizhu"
 __all__ = ["NAME", "DEFAULT_OPTIONS", "SEATS", "DoudizhuState", "new_hand",
-           "new_hand_from_deal", "deserialize", "parse_options", "shuffled_deck"]
+           "new_hand_from_deal", "deserialize", "parse_options", "shuffled_deck",
+           "deal_layout"]
 
 _BID_KIND = {"call": "call_landlord", "rob": "rob_landlord"}
 
@@ -170,3 +171,10 @@ def deserialize(text: str) -> DoudizhuState:
     except (ValueError, TypeError, KeyError) as exc:
         raise BadInput(f"not a serialized Dou Dizhu state: {exc}") from exc
     return DoudizhuState(deal)
+
+
+def deal_layout(seed: Seed) -> dict[str, list[str]]:
+    """What a replay stores of the shuffle (docs/doudizhu.md): the first deal's deck in deal
+    order (seat k: 17k .. 17k+16, the bottom 51..53); a redeal's deck is the next shuffle of
+    the same stream, checked by re-running the hand."""
+    return {"deck": [card_name(c) for c in shuffled_deck(seed)]}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from games import registry
 from games.registry import GameSpec
 from paiju.v1 import common_pb2
-from services.table import codec_dadun, codec_mahjong
+from services.table import codec_dadun, codec_doudizhu, codec_mahjong
 from services.table.wire import GameCodec
 
 
@@ -41,6 +41,8 @@ _GAMES = (
               (range(9690, 9700), range(9790, 9800))),
     TableGame(common_pb2.DADUN, registry.by_type(common_pb2.DADUN), codec_dadun,
               (range(9890, 9900),)),
+    TableGame(common_pb2.DOUDIZHU, registry.by_type(common_pb2.DOUDIZHU), codec_doudizhu,
+              (range(9990, 10000),)),
 )
 _BY_TYPE: dict[int, TableGame] = {g.game_type: g for g in _GAMES}
 _BY_NAME = {g.name: g for g in _GAMES}
