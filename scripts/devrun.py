@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from games import registry
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 
@@ -22,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 VAR = ROOT / "var"
 LOGS = VAR / "log"
 SERVICES = ("records", "arbiter", "table", "lobby")
-ROBOT_GAMES = [g for g in os.environ.get("PAIJU_ROBOT_GAMES", "xuezhan,changsha,dadun").split(",") if g]
+# robot tables of every game of the registry unless PAIJU_ROBOT_GAMES names some
+ROBOT_GAMES = [g for g in os.environ.get(
+    "PAIJU_ROBOT_GAMES", ",".join(spec.name for spec in registry.all())).split(",") if g]
 
 
 def wait_serving(address: str, proc: subprocess.Popen[bytes], name: str, timeout: float = 30) -> None:
