@@ -222,6 +222,14 @@ class ViewThenActions:
         return self.observation(seat), self.legal_actions(seat)
 
 
+def check_seat(seat: Any, seats: int, what: str = "seat") -> int:
+    """``seat`` if it is a seat number of a table of ``seats`` (a plain int, not a bool),
+    else BadInput naming ``what``."""
+    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < seats:
+        raise BadInput(f"{what} must be a seat 0..{seats - 1}, got {seat!r}")
+    return seat
+
+
 class DealBacked(Verified):
     """The part of :class:`State` that the card games share: the state is one ``deal``
     (its ``phase``, ``to_act()``, ``hands``, ``to_json()`` and ``copy()``), and an action is
@@ -246,10 +254,7 @@ class DealBacked(Verified):
 
     def check_seat(self, seat: Any) -> int:
         """``seat`` if it is a seat of this game, else BadInput."""
-        if isinstance(seat, bool) or not isinstance(seat, int) \
-                or not 0 <= seat < self.num_seats:
-            raise BadInput(f"seat must be 0..{self.num_seats - 1}, got {seat!r}")
-        return seat
+        return check_seat(seat, self.num_seats)
 
     def verify(self, seat: int, action: Action) -> None:
         if not isinstance(action, Action):

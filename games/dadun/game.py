@@ -37,6 +37,7 @@ from games.engine import (
     RuleError,
     Settlement,
     ViewThenActions,
+    check_seat,
 )
 from games.fair import Seed, check_seed, seed_to_json, stream, sub_seed
 
@@ -126,7 +127,6 @@ class DadunState(NoWindows, ViewThenActions, DealBacked):
         return settlement(self.deal)
 
 
-
 _APPLY = {
     "choose_alone": phases_setup.apply_alone,
     "choose_friend_card": phases_setup.apply_friend,
@@ -135,16 +135,10 @@ _APPLY = {
 }
 
 
-def _check_seat(seat: Any, what: str) -> int:
-    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS:
-        raise BadInput(f"{what} must be a seat 0..3, got {seat!r}")
-    return seat
-
-
 def _start(options: Mapping[str, Any] | None, seed: Seed, banker: int,
            hands: list[list[int]]) -> DadunState:
     opts = normalize_options(options)
-    banker = _check_seat(banker, "banker")
+    banker = check_seat(banker, SEATS, "banker")
     askers = [banker] if opts["alone_askers"] == "banker_only" else [
         (banker + i) % SEATS for i in range(SEATS)]
     salt = f"t{sub_seed(seed, 'token') & 0xFFFFFF:06x}."

@@ -39,6 +39,7 @@ from games.engine import (
     RuleError,
     Settlement,
     ViewThenActions,
+    check_seat,
 )
 from games.fair import Seed, check_seed, seed_to_json
 
@@ -117,7 +118,6 @@ class DoudizhuState(NoWindows, ViewThenActions, DealBacked):
         return settlement(self.deal)
 
 
-
 _APPLY: dict[str, Callable[[Deal, int, Action], list[Event]]] = {
     "call_landlord": bidding.apply_call,  # apply() verified the bid already
     "rob_landlord": bidding.apply_rob,
@@ -126,16 +126,10 @@ _APPLY: dict[str, Callable[[Deal, int, Action], list[Event]]] = {
 }
 
 
-def _check_seat(seat: Any, what: str) -> int:
-    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS:
-        raise BadInput(f"{what} must be a seat 0..2, got {seat!r}")
-    return seat
-
-
 def _start(options: Mapping[str, Any] | None, seed: Seed, first_caller: int,
            hands: list[list[int]], bottom: list[int]) -> DoudizhuState:
     deal = Deal(options=parse_options(options), seed=seed_to_json(seed),
-                first_caller=_check_seat(first_caller, "the first caller"),
+                first_caller=check_seat(first_caller, SEATS, "the first caller"),
                 hands=[sorted(h) for h in hands], dealt=[sorted(h) for h in hands],
                 bottom=sorted(bottom))
     start_bidding(deal)
