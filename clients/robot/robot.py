@@ -143,6 +143,8 @@ class Robot:
                 reply = await s.login(self._token(), **self._login_fields())
             except SessionClosed:   # the lobby went away before it answered the login
                 reply = await self._reconnect()
+            if reply.WhichOneof("payload") == "ret" and reply.ret.code in TRANSIENT:
+                reply = await self._reconnect()   # "a moment": log in again, as after a drop
             if reply.WhichOneof("payload") != "login_ok":
                 raise RuntimeError(f"login refused: {reply.ret.code} {reply.ret.message}")
             while True:
@@ -171,7 +173,14 @@ class Robot:
         elif self.match is not None and not self.seated.is_set():
             self.room_id = await self._matched()
         elif self.create is not None and not self.seated.is_set():
-            created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
+            # "a moment" (a table or the directory did not answer): ask again; a room made
+            # by a try whose answer was lost has no player and closes when idle
+            for attempt in range(READY_TRIES):
+                created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
+                code = created.ret.code if created.WhichOneof("payload") == "ret" else 0
+                if code not in TRANSIENT:
+                    break
+                await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
             self._check(created, "create room")
             self.room_id = created.room_joined.room.room_id
         else:

@@ -9,6 +9,8 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import nats.errors
+
 from games import registry
 from paiju.frames import error_frame, ok_frame, server_frame
 from paiju.seated import SEATED  # forwarded unchanged to the table owning the sender's room
@@ -50,6 +52,13 @@ async def dispatch(app: LobbyApp, session: Session, frame: client_pb2.ClientFram
     except Reject as exc:
         session.send(error_frame(exc.code, exc.message, request_event_id=event_id,
                                  reply_to=frame.seq))
+    except (nats.errors.Error, TimeoutError) as exc:
+        # the broker or a bucket did not answer (a node lost, an election, a partition):
+        # "a moment", which clients send again, not an internal error
+        log.warning("command not served: NATS did not answer",
+                    extra={"user": session.user_id, "payload": name, "error": repr(exc)})
+        session.send(error_frame(common_pb2.ERR_UNAVAILABLE, "a moment: please try again",
+                                 request_event_id=event_id, reply_to=frame.seq))
     except Exception:
         log.exception("command failed", extra={"user": session.user_id, "payload": name})
         session.send(error_frame(common_pb2.ERR_INTERNAL, "internal error",

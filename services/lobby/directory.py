@@ -20,8 +20,8 @@ from typing import Any
 import grpc
 import nats.errors
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError
-from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
+from nats.js.errors import KeyNotFoundError, NotFoundError
+from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
@@ -59,6 +59,7 @@ class Directory:
         self.dial = dial   # address -> channel to that table (None: plaintext)
         self.nc = nc       # commands to tables over NATS when set (table_link.py)
         self.table_cache = TableCache(ttl)
+        self.js: JetStreamContext | None = None   # set by attach (the leader's reads)
         self._links: dict[str, TableLink] = {}
         self._instances: dict[str, str] = {}   # address -> instance id last listed there
 
@@ -82,6 +83,7 @@ class Directory:
         rooms = await bus.ensure_bucket(js, bus.ROOMS_BUCKET, replicas=replicas)
         seats = await bus.ensure_bucket(js, bus.SEATS_BUCKET, replicas=replicas)
         self.tables, self.rooms, self.seats = tables, rooms, seats
+        self.js = js
 
     @property
     def opened(self) -> bool:
@@ -248,10 +250,26 @@ class Directory:
 
     # -- rooms and seats ------------------------------------------------------------------
 
-    async def room(self, room_id: int) -> dict[str, Any] | None:
+    async def room(self, room_id: int, *, leader: bool = False) -> dict[str, Any] | None:
+        """The room's entry, None when it has none. A bucket's get may be answered by any
+        replica (direct get), and one catching up after a restart or a partition answers
+        "no such key" for a recent room: ``leader`` asks the stream's leader instead."""
         self._need()
         assert self.rooms is not None
-        return await _get_json(self.rooms, str(room_id))
+        if not leader or self.js is None:
+            return await _get_json(self.rooms, str(room_id))
+        try:
+            msg = await self.js.get_last_msg(f"KV_{bus.ROOMS_BUCKET}",
+                                             f"$KV.{bus.ROOMS_BUCKET}.{room_id}", direct=False)
+        except NotFoundError:
+            return None
+        if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE) or not msg.data:
+            return None
+        try:
+            value = json.loads(msg.data)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
 
     async def seat(self, user_id: int) -> dict[str, Any] | None:
         self._need()

@@ -96,6 +96,9 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
                                  reply_to=frame.seq), final=True)
         session.close()
         return
+    # where the user sits, read before the session is bound: a directory that does not
+    # answer leaves this stream logged out, and the login may simply be sent again
+    seat = await app.directory.seat(user_id)
     session.user_id = user_id
     session.login_at = time.time()
     session.gen, session.token_expiry = claims.gen, float(claims.expiry)
@@ -103,7 +106,6 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
     app.hub.bind(session)
     metrics.LOGINS.labels("ok").inc()
     try:
-        seat = await app.directory.seat(user_id)
         room_id = int(seat.get("room_id") or 0) if seat else 0
         ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
                                     heartbeat_seconds=app.lobby.heartbeat_seconds,

@@ -10,6 +10,7 @@ from typing import Any
 
 from games import registry
 from paiju.frames import client_frame, error_frame, event_id_of, ok_frame, payload_of, server_frame
+from paiju.seated import GAME_ACTIONS
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby import watching
 from services.lobby.app import LobbyApp
@@ -32,9 +33,13 @@ def reply_frames(request: client_pb2.ClientFrame,
     """The table's answer for the client: its frames, or a Return (error or plain ok)."""
     event_id = request_event_id(request)
     if reply.code != 0:
+        # an answer to a prompt whose room has closed meanwhile (its last hand ended, the
+        # timer or entrust played the last decision) only came too late
+        late = (reply.code == common_pb2.ERR_NO_SUCH_ROOM
+                and request.WhichOneof("payload") in GAME_ACTIONS)
         return [error_frame(reply.code, reply.message or "refused by the table",
                             request_event_id=event_id, reply_to=request.seq,
-                            overtaken=reply.overtaken)]
+                            overtaken=reply.overtaken or late)]
     if not reply.frames:
         return [ok_frame(event_id, reply_to=request.seq)]
     out = list(reply.frames)

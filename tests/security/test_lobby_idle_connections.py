@@ -168,7 +168,7 @@ async def test_connections_are_capped_per_address_and_in_total(world: World) -> 
     for c in first:                       # admitted: their heartbeats are answered
         assert code_of(await c.recv()) == E.ERR_NOT_LOGGED_IN
     fourth = await stream("203.0.113.1")
-    got, _ = await frames_until_closed(fourth.recv, 5)
+    got, _ = await frames_until_closed(fourth.recv, 20)
     assert [f.ret.code for f in got] == [E.ERR_RATE_LIMITED]
     assert "too many connections from your address (at most 3)" in got[0].ret.message
     async with aiohttp.ClientSession() as http, http.get(
@@ -179,7 +179,7 @@ async def test_connections_are_capped_per_address_and_in_total(world: World) -> 
     for c in others:
         assert code_of(await c.recv()) == E.ERR_NOT_LOGGED_IN
     full = await stream("203.0.113.3")
-    got, _ = await frames_until_closed(full.recv, 5)
+    got, _ = await frames_until_closed(full.recv, 20)
     assert [f.ret.code for f in got] == [E.ERR_UNAVAILABLE]
     assert "the lobby is full" in got[0].ret.message
     async with aiohttp.ClientSession() as http, http.get(
@@ -188,7 +188,7 @@ async def test_connections_are_capped_per_address_and_in_total(world: World) -> 
 
     # one goes away: its place is free again
     await first[0].close()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20   # generous: a loaded machine
     while True:
         again = await stream("203.0.113.1")
         frame = await again.recv()

@@ -461,6 +461,31 @@ async def test_login_replies_own_profile_with_ip_and_session(world: World) -> No
     assert beat.heartbeat.client_time_ms == 77
 
 
+async def test_a_login_the_broker_does_not_answer_is_a_moment_not_an_internal_error(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NATS request that times out while a login reads the directory (a node lost, an
+    election, a partition: tests/cluster/test_partition.py has the real one) is answered
+    ERR_UNAVAILABLE, which clients send again, and the next try logs in."""
+    address = await world.lobby()
+    app = world.lobbies[-1].app
+    real = app.directory.seat
+    calls = 0
+
+    async def slow_broker(user_id: int) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise nats.errors.TimeoutError
+        return await real(user_id)
+
+    monkeypatch.setattr(app.directory, "seat", slow_broker)
+    c = await world.client(address)
+    refused = await c.request(lobby_msgs_pb2.Login(token=tokens.mint(1011, SECRET, 600)))
+    assert refused.WhichOneof("payload") == "ret", refused
+    assert refused.ret.code == E.ERR_UNAVAILABLE, refused
+    assert (await c.login(1011)).login_ok.player.user_id == 1011
+
+
 @pytest.mark.parametrize("token,code", [
     ("1001.9999999999.deadbeef", E.ERR_BAD_TOKEN),
     ("garbage", E.ERR_BAD_TOKEN),
