@@ -13,7 +13,10 @@ import nats.errors
 
 from games import registry
 from paiju.frames import error_frame, ok_frame, server_frame
-from paiju.seated import SEATED  # forwarded unchanged to the table owning the sender's room
+from paiju.seated import (  # forwarded unchanged to the table owning the sender's room
+    GAME_ACTIONS,
+    SEATED,
+)
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
 from services.lobby import limits, metrics, seating, watching
@@ -78,6 +81,13 @@ async def room_list(app: LobbyApp, session: Session, frame: client_pb2.ClientFra
 async def seated(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) -> None:
     if not session.room_id:
         watching.refuse_if_watching(app, session)
+        if frame.WhichOneof("payload") in GAME_ACTIONS:
+            # an answer to a prompt of an earlier stream, sent before this one's seat was
+            # resumed: late, not refused (the resumed seat gets its prompt again)
+            session.send(error_frame(common_pb2.ERR_NOT_IN_ROOM, "not in a room (yet)",
+                                     request_event_id=request_event_id(frame),
+                                     reply_to=frame.seq, overtaken=True))
+            return
         raise Reject(common_pb2.ERR_NOT_IN_ROOM, "not in a room")
     await seating.seated_command(app, session, frame)
 
