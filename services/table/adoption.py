@@ -10,11 +10,11 @@ the live ones (placement.should_adopt); a drain prefers the newest live tables
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
 
+from paiju.contracts.directory import AdoptAnswer, AdoptRequest, RoomEntry
 from services.table import metrics as m
 from services.table.host import TableHost
 from services.table.lease import Lease
@@ -49,7 +49,7 @@ class Adoption:
             return 0   # draining, or this process has just stalled: its view is stale
         ttl = core.cfg.table.lease_ttl_seconds
         now = time.monotonic()
-        live = {str(t.get("instance")): t for t in core.view.live_tables()}
+        live = {t.instance: t for t in core.view.live_tables()}
         if core.instance not in live:  # our own entry is what the others see of us
             live[core.instance] = self.lease.entry()
         for gone in set(self.orphaned_at) - set(core.view.rooms):
@@ -57,7 +57,7 @@ class Adoption:
         todo: list[int] = []
         alive: dict[str, bool] = {}   # owners asked directly during this scan
         for room_id, (entry, revision) in list(core.view.rooms.items()):
-            owner = entry.get("owner")
+            owner = entry.owner
             if owner == core.instance:
                 if core.rooms.rebuild_due(room_id):
                     todo.append(room_id)
@@ -70,9 +70,9 @@ class Adoption:
             waited = now - self.orphaned_at.setdefault(room_id, now)
             if not should_adopt(room_id, core.instance, live.values(), waited, fallback=ttl):
                 continue
-            if str(owner) not in alive:   # a watch can lag: ask directly, once per owner
-                alive[str(owner)] = await self._table_alive(str(owner))
-            if alive[str(owner)]:
+            if owner not in alive:   # a watch can lag: ask directly, once per owner
+                alive[owner] = await self._table_alive(owner)
+            if alive[owner]:
                 continue
             if await self._claim(room_id, entry, revision):
                 log.info("adopting room", extra={"room": room_id, "from": owner})
@@ -82,11 +82,11 @@ class Adoption:
             core.rooms.claim(room_id)
         return sum(await asyncio.gather(*(core.rebuild_safely(rid) for rid in todo)))
 
-    async def _claim(self, room_id: int, entry: dict[str, Any], revision: int) -> bool:
+    async def _claim(self, room_id: int, entry: RoomEntry, revision: int) -> bool:
         core = self.core
-        claimed = {**entry, "owner": core.instance, "address": core.address}
+        claimed = entry.moved_to(core.instance, core.address)
         try:
-            rev = await core.directory.kv_rooms.update(str(room_id), json.dumps(claimed).encode(),
+            rev = await core.directory.kv_rooms.update(str(room_id), claimed.encode(),
                                                        last=revision)
         except Exception:  # another table won the claim, or the entry changed
             return False
@@ -145,37 +145,37 @@ class Adoption:
             log.warning("room not paused in time, handed over anyway", extra={"room": room_id})
         kv_rooms = core.directory.kv_rooms
         entry = await kv_rooms.get(str(room_id))
-        value = json.loads(entry.value or b"{}")
-        if value.get("owner") != core.instance:
+        value = RoomEntry.decode(entry.value or b"")
+        if value.owner != core.instance:
             return 0   # adopted meanwhile
         await core.directory.flush()   # our last directory writes for it go out first
-        value.update(owner=target["instance"], address=target["address"])
-        await kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+        await kv_rooms.update(str(room_id), value.moved_to(target.instance, target.address).encode(),
+                              last=entry.revision)
         core.forget(room_id)
         await actor.stop()
-        assigned[str(target["instance"])] = assigned.get(str(target["instance"]), 0) + 1
+        assigned[target.instance] = assigned.get(target.instance, 0) + 1
         try:  # the new owner's scan would find it too; this saves it the wait
-            await core.nc.request(adopt_subject(str(target["instance"])),
-                                  json.dumps({"room_id": room_id}).encode(), timeout=3)
+            await core.nc.request(adopt_subject(target.instance),
+                                  AdoptRequest(room_id=room_id).encode(), timeout=3)
         except Exception as exc:
             log.info("adopt request unanswered: its scan takes the room",
                      extra={"room": room_id, "error": repr(exc)})
         m.HANDED_OVER.inc()
-        log.info("room handed over", extra={"room": room_id, "to": target["instance"]})
+        log.info("room handed over", extra={"room": room_id, "to": target.instance})
         return 1
 
     async def _on_adopt(self, msg: Any) -> None:
         """A draining table handed us a room: rebuild it now (the entry must name us)."""
         core = self.core
         try:
-            room_id = int(json.loads(msg.data)["room_id"])
+            room_id = AdoptRequest.decode(msg.data).room_id
             entry = await core.directory.kv_rooms.get(str(room_id))
-            value = json.loads(entry.value or b"{}")
-            ok = value.get("owner") == core.instance and not core.rooms.draining
+            value = RoomEntry.decode(entry.value or b"")
+            ok = value.owner == core.instance and not core.rooms.draining
             if ok:
                 core.view.rooms[room_id] = (value, int(entry.revision))
                 core.rooms.claim(room_id)
                 ok = await core.rebuild_safely(room_id) or room_id in core.rooms
-            await msg.respond(json.dumps({"ok": ok}).encode())
+            await msg.respond(AdoptAnswer(ok=ok).encode())
         except Exception as exc:
             log.warning("adopt request failed", extra={"error": repr(exc)})

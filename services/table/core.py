@@ -15,7 +15,6 @@ and how what a record caused goes out. The parts it wires, each with one job:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -27,6 +26,7 @@ from google.protobuf import json_format
 from nats.js.errors import KeyNotFoundError
 
 from games.engine import Action
+from paiju.contracts.directory import RoomEntry
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.common.config import Config
@@ -76,12 +76,13 @@ def bot_move(game: str, state: Any, seat: int) -> Action:
     return variants.get(game).spec.greedy_policy(state, seat)
 
 
-def room_summary(room: Room) -> dict[str, Any]:
-    """The room's entry in the ``rooms`` bucket (besides owner and address): what the
-    lobbies list and route by."""
+def room_entry(room: Room, owner: str, address: str) -> RoomEntry:
+    """The room's entry in the ``rooms`` bucket, owned by table ``owner`` at ``address``:
+    what the lobbies list and route by."""
     info = json_format.MessageToDict(views.room_info(room), preserving_proto_field_name=True)
-    return {"game": room.game, "status": int(room.status), "free_seats": room.free_seats(),
-            "has_password": bool(room.password), "room": info}
+    return RoomEntry(room_id=room.room_id, owner=owner, address=address, game=room.game,
+                     status=int(room.status), free_seats=room.free_seats(),
+                     has_password=bool(room.password), room=info)
 
 
 def table_reply(room: Room, cmd: table_pb2.TableCommand, reply: Reply) -> table_pb2.TableReply:
@@ -244,10 +245,8 @@ class TableCore:
         room = Room(rec, RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
         self.rooms.create(room_id)   # our scans must not rebuild it while it is being made
         try:
-            value = {"room_id": room_id, "owner": self.instance, "address": self.address,
-                     **room_summary(room)}
             self.directory.room_revs[room_id] = await self.directory.kv_rooms.put(
-                str(room_id), json.dumps(value).encode())
+                str(room_id), self._room_entry(room).encode())
             actor = self._actor(room, 0, 0)   # it runs from here
         except (TimeoutError, nats.errors.Error) as exc:
             raise Unavailable(f"the directory cannot be written now: {exc!r}") from None
@@ -257,6 +256,9 @@ class TableCore:
         await actor.record(rec)
         actor.start()
         return room
+
+    def _room_entry(self, room: Room) -> RoomEntry:
+        return room_entry(room, self.instance, self.address)
 
     async def _new_room_id(self) -> int:
         """A room id never given out before (an atomic create in ``room_ids``, whose keys
@@ -279,7 +281,7 @@ class TableCore:
     async def recover(self) -> None:
         """Take back this instance's rooms after a restart: fold each room's log."""
         mine = [rid for rid, (entry, _) in self.view.rooms.items()
-                if entry.get("owner") == self.instance and rid not in self.rooms]
+                if entry.owner == self.instance and rid not in self.rooms]
         for room_id in mine:
             self.rooms.claim(room_id)
         await asyncio.gather(*(self.rebuild_safely(rid) for rid in mine))
@@ -327,7 +329,7 @@ class TableCore:
         actor = self._actor(room, records[-1].i + 1, last_seq, register=False, epoch=epoch)
         # this table's first record: its messages sort after anything the old owner sent
         await actor.record(lr.Owner(self.instance, self.boot))
-        await self.directory.put_room(room_id, room_summary(room))
+        await self.directory.put_room(self._room_entry(room))
         for user_id in (s.user_id for _, s in room.players()):
             await self.directory.put_seat(room_id, user_id, room.seat_of(user_id))
         self._register(actor)   # commands reach it from now on (ERR_ROOM_MOVING until then)
@@ -394,7 +396,8 @@ class TableCore:
             async with limit:
                 try:
                     entry = await self.directory.kv_rooms.get(str(room_id))
-                    owner = json.loads(entry.value or b"{}").get("owner")
+                    # an unreadable entry is not checked: the room is rebuilt (below)
+                    owner = RoomEntry.decode(entry.value or b"").owner
                     last = await self.js.get_last_msg(bus.room_log_stream(room_id),
                                                       bus.room_log(room_id))
                     tail = int(last.seq)
@@ -474,7 +477,7 @@ class TableCore:
             self.tenure.pop(room.room_id, None)
             asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(actor.stop()))
         elif fx.changed:
-            await self.directory.put_room(room.room_id, room_summary(room))
+            await self.directory.put_room(self._room_entry(room))
 
     async def _closed(self, room_id: int) -> None:
         """A closed room leaves the directory, then its log is purged; the room is CLOSED

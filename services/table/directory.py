@@ -10,13 +10,14 @@ in another room now.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import nats.js.errors
 from nats.js.errors import KeyNotFoundError
 
+from paiju.contracts.directory import RoomEntry, SeatEntry
+from paiju.contracts.typed import BadContract
 from services.common import bus
 from services.table import metrics as m
 
@@ -48,18 +49,16 @@ class DirectoryWriter:
         self._busy: set[tuple[str, str]] = set()
 
     # -- what a room writes ------------------------------------------------------------
-    async def put_room(self, room_id: int, entry: dict[str, Any]) -> None:
-        value = {"room_id": room_id, "owner": self.instance, "address": self.address, **entry}
-        await self.write(bus.ROOMS_BUCKET, str(room_id),
-                         KvWrite("put", room_id, json.dumps(value).encode()))
+    async def put_room(self, entry: RoomEntry) -> None:
+        await self.write(bus.ROOMS_BUCKET, str(entry.room_id),
+                         KvWrite("put", entry.room_id, entry.encode()))
 
     async def put_seat(self, room_id: int, user_id: int, seat: int | None) -> None:
         if seat is None:
             await self.write(bus.SEATS_BUCKET, str(user_id), KvWrite("clear", room_id))
             return
-        await self.write(bus.SEATS_BUCKET, str(user_id), KvWrite("put", room_id, json.dumps({
-            "room_id": room_id, "owner": self.instance, "address": self.address,
-            "seat": seat}).encode()))
+        entry = SeatEntry(room_id=room_id, owner=self.instance, address=self.address, seat=seat)
+        await self.write(bus.SEATS_BUCKET, str(user_id), KvWrite("put", room_id, entry.encode()))
 
     async def delete_room(self, room_id: int) -> None:
         """A closed room leaves the directory (its last record is ours)."""
@@ -126,7 +125,7 @@ class DirectoryWriter:
             room_entry = await self.kv_rooms.get(str(op.room_id))
         except KeyNotFoundError:  # the room has closed
             room_entry = None
-        owner = json.loads(room_entry.value or b"{}").get("owner") if room_entry else None
+        owner = _owner(room_entry.value) if room_entry else None
         if owner not in (None, "", self.instance):
             log.info("room belongs to another table now: directory write dropped",
                      extra={"room": op.room_id, "owner": owner, "key": key})
@@ -144,5 +143,21 @@ class DirectoryWriter:
             entry = await self.kv_seats.get(key)
         except KeyNotFoundError:
             return
-        if json.loads(entry.value or b"{}").get("room_id") == op.room_id:
+        try:
+            seated = SeatEntry.decode(entry.value or b"")
+        except BadContract as exc:   # unreadable: it names no room, it is not ours to clear
+            log.warning("unreadable seat entry left as it is",
+                        extra={"key": key, "error": str(exc)})
+            return
+        if seated.room_id == op.room_id:
             await self.kv_seats.delete(key, last=entry.revision)
+
+
+def _owner(value: bytes | None) -> str | None:
+    """The owner a ``rooms`` value names; None for an unreadable one (logged), which any
+    table's write replaces."""
+    try:
+        return RoomEntry.decode(value or b"").owner
+    except BadContract as exc:
+        log.warning("unreadable room entry", extra={"error": str(exc)})
+        return None

@@ -5,13 +5,15 @@ something."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from nats.js.kv import KV_DEL, KV_PURGE
+
+from paiju.contracts.directory import RoomEntry, TableEntry
+from paiju.contracts.typed import BadContract
 
 log = logging.getLogger("paiju.table.directory")
 
@@ -21,8 +23,8 @@ class DirectoryView:
         self.kv_rooms = kv_rooms
         self.kv_tables = kv_tables
         self.lease_ttl = lease_ttl
-        self.rooms: dict[int, tuple[dict[str, Any], int]] = {}   # id -> (entry, revision)
-        self.tables: dict[str, tuple[dict[str, Any], float]] = {}  # instance -> (entry, seen)
+        self.rooms: dict[int, tuple[RoomEntry, int]] = {}     # id -> (entry, revision)
+        self.tables: dict[str, tuple[TableEntry, float]] = {}  # instance -> (entry, seen)
         self._watchers: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
@@ -35,9 +37,9 @@ class DirectoryView:
 
     def owner(self, room_id: int) -> str | None:
         entry = self.rooms.get(room_id)
-        return None if entry is None else entry[0].get("owner")
+        return None if entry is None else entry[0].owner
 
-    def live_tables(self) -> list[dict[str, Any]]:
+    def live_tables(self) -> list[TableEntry]:
         """Tables heard from within the lease (this one included)."""
         now = time.monotonic()
         return [entry for entry, seen in self.tables.values() if now - seen <= self.lease_ttl]
@@ -62,22 +64,22 @@ class DirectoryView:
             self.rooms.pop(room_id, None)
             return
         try:
-            self.rooms[room_id] = (json.loads(entry.value), int(entry.revision))
-        except ValueError:
-            log.warning("unreadable room entry", extra={"room": room_id})
+            self.rooms[room_id] = (RoomEntry.decode(entry.value), int(entry.revision))
+        except BadContract as exc:
+            log.warning("unreadable room entry", extra={"room": room_id, "error": str(exc)})
 
     def on_table_entry(self, entry: Any) -> None:
         if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
             self.tables.pop(entry.key, None)
             return
         try:
-            self.tables[entry.key] = (json.loads(entry.value), time.monotonic())
-        except ValueError:
-            pass
+            self.tables[entry.key] = (TableEntry.decode(entry.value), time.monotonic())
+        except BadContract as exc:
+            log.warning("unreadable table entry", extra={"key": entry.key, "error": str(exc)})
 
     async def resync(self) -> None:
         """Read the whole ``rooms`` bucket again."""
-        rooms: dict[int, tuple[dict[str, Any], int]] = {}
+        rooms: dict[int, tuple[RoomEntry, int]] = {}
         try:
             keys = await self.kv_rooms.keys()
         except Exception:  # an empty bucket has no keys
@@ -85,7 +87,10 @@ class DirectoryView:
         for key in keys:
             try:
                 got = await self.kv_rooms.get(key)
-                rooms[int(key)] = (json.loads(got.value or b"{}"), got.revision)
             except Exception:  # deleted meanwhile
                 continue
+            try:
+                rooms[int(key)] = (RoomEntry.decode(got.value or b""), got.revision)
+            except ValueError as exc:   # an unreadable entry (BadContract) or key
+                log.warning("unreadable room entry", extra={"key": key, "error": str(exc)})
         self.rooms = rooms

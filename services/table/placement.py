@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-Entry = Mapping[str, Any]   # a ``tables`` entry: instance, address, rooms, started_at, draining
+from paiju.contracts.directory import TableEntry as Entry  # a ``tables`` entry
 
 
 def candidates(tables: Iterable[Entry]) -> list[Entry]:
     """Tables that may take rooms: listed with an address and not draining."""
-    return [t for t in tables if t.get("address") and not t.get("draining")]
+    return [t for t in tables if t.address and not t.draining]
 
 
 def _score(room_id: int, instance: str) -> bytes:
@@ -34,7 +33,7 @@ def _score(room_id: int, instance: str) -> bytes:
 def adoption_order(room_id: int, tables: Iterable[Entry]) -> list[str]:
     """The candidates' instances in the order they should adopt ``room_id`` (highest random
     weight first): the same on every table for the same set of live tables."""
-    names = [str(t["instance"]) for t in candidates(tables) if t.get("instance")]
+    names = [t.instance for t in candidates(tables) if t.instance]
     return sorted(names, key=lambda name: _score(room_id, name), reverse=True)
 
 
@@ -53,16 +52,13 @@ def drain_target(me: Entry, tables: Iterable[Entry],
     """The table a draining ``me`` hands its next room to, or None if none can take it.
     ``assigned`` counts the rooms already handed to each instance during this drain."""
     assigned = assigned or {}
-    others = [t for t in candidates(tables) if t.get("instance") != me.get("instance")]
+    others = [t for t in candidates(tables) if t.instance != me.instance]
     if not others:
         return None
-    mine = float(me.get("started_at", 0.0))
-    newer = [t for t in others if float(t.get("started_at", 0.0)) > mine]
+    newer = [t for t in others if t.started_at > me.started_at]
     pool = newer or others
 
     def load(t: Entry) -> tuple[int, float, str]:
-        name = str(t.get("instance", ""))
-        return (int(t.get("rooms", 0)) + assigned.get(name, 0),
-                -float(t.get("started_at", 0.0)), name)
+        return (t.rooms + assigned.get(t.instance, 0), -t.started_at, t.instance)
 
     return min(pool, key=load)

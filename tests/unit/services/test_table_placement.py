@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+from paiju.contracts.directory import TableEntry
 from services.table.placement import adoption_order, drain_target, should_adopt
 
 
-def table(name: str, rooms: int = 0, started: float = 0.0, draining: bool = False) -> dict:
-    return {"instance": name, "address": f"{name}:1", "rooms": rooms, "started_at": started,
-            "draining": draining}
+def table(name: str, rooms: int = 0, started: float = 0.0,
+          draining: bool = False) -> TableEntry:
+    return TableEntry(instance=name, address=f"{name}:1", rooms=rooms, started_at=started,
+                      draining=draining)
 
 
 def test_every_table_computes_the_same_adoption_order() -> None:
@@ -45,13 +47,13 @@ def test_a_drain_hands_rooms_to_newer_tables_least_loaded_first() -> None:
     me = table("old-1", started=100.0)
     tables = [me, table("old-2", rooms=0, started=90.0), table("new-1", rooms=5, started=200.0),
               table("new-2", rooms=2, started=210.0), table("gone", started=300.0, draining=True)]
-    assert drain_target(me, tables)["instance"] == "new-2"
+    assert drain_target(me, tables).instance == "new-2"
     # rooms handed during this drain count as load
-    assert drain_target(me, tables, {"new-2": 4})["instance"] == "new-1"
+    assert drain_target(me, tables, {"new-2": 4}).instance == "new-1"
 
 
 def test_without_a_newer_table_a_drain_takes_the_least_loaded_other() -> None:
     me = table("t1", started=500.0)
     tables = [me, table("t2", rooms=3, started=10.0), table("t3", rooms=1, started=20.0)]
-    assert drain_target(me, tables)["instance"] == "t3"
+    assert drain_target(me, tables).instance == "t3"
     assert drain_target(me, [me, table("t4", draining=True)]) is None
