@@ -13,7 +13,6 @@ from services.lobby.app import LobbyApp
 from services.lobby.client_ip import METADATA_KEY, client_ip, grpc_peer_ip, parse_networks
 from services.lobby.session_loop import (
     decode_binary,
-    encode_batch,
     encode_binary,
     refuse_connection,
     serve_session,
@@ -45,7 +44,7 @@ class LobbyService:
             session = Session(peer_ip=ip)
             incoming = (decode_binary(raw) async for raw in requests)
             async with contextlib.aclosing(serve_session(self.app, session, incoming,
-                                                            batch=encode_batch)) as frames:
+                                                            batch=True)) as frames:
                 async for frame in frames:
                     yield frame
         finally:

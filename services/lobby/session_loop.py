@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf.message import DecodeError
 
-from paiju.frames import error_frame
+from paiju.frames import encode_batch, error_frame
 from paiju.v1 import client_pb2, common_pb2
 from services.common.tasks import cancel_and_wait
 from services.lobby import metrics
@@ -59,33 +59,12 @@ def encode_binary(item: Outgoing, seq: int) -> bytes:
 Encoder = Callable[[Outgoing, int], bytes | str]
 
 BATCH_MOST = 64   # frames in one batch at most (the rest go in the next)
-# a batch is ServerFrame{event_id: 1080, batch: ServerFrames{frames: [...]}} (client.proto),
-# written as bytes around the frames' own serializations: nothing is parsed or copied
-_BATCH_HEAD = bytes((0x10,)) + b"\xb8\x08"   # ServerFrame.event_id (field 2, varint) = 1080
-_BATCH_TAG = 0x4A   # ServerFrame.batch: field 9, length-delimited
-_FRAME_TAG = 0x0A   # ServerFrames.frames: field 1, length-delimited
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def encode_batch(wires: list[bytes]) -> bytes:
-    """One ServerFrame carrying the serialized frames ``wires`` (each with its seq) as a
-    ``batch``, byte for byte what serializing that message gives."""
-    inner = b"".join(b"%c%b%b" % (_FRAME_TAG, _varint(len(w)), w) for w in wires)
-    return b"%b%c%b%b" % (_BATCH_HEAD, _BATCH_TAG, _varint(len(inner)), inner)
 
 
 async def serve_session(app: LobbyApp, session: Session,
                         incoming: AsyncIterator[Incoming],
                         encode: Encoder = encode_binary,
-                        batch: Callable[[list[bytes]], bytes] | None = None,
+                        batch: bool = False,
                         ) -> AsyncGenerator[bytes | str, None]:
     """The life of one client connection, whatever carries it (a Connect stream or a
     WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
@@ -93,8 +72,9 @@ async def serve_session(app: LobbyApp, session: Session,
     closes.
 
     With ``batch`` (binary frames; the Connect stream) and a client that asked for batches
-    (Session.batches), the frames queued at once leave as one message: one write per client
-    for the frames one room message or one reply brings, however many."""
+    (Session.batches), the frames queued at once leave as one message
+    (paiju.frames.encode_batch): one write per client for the frames one room message or one
+    reply brings, however many."""
     session.task = asyncio.current_task()
     app.hub.add(session)
     reader = None
@@ -110,7 +90,7 @@ async def serve_session(app: LobbyApp, session: Session,
         outbox = session.outbox
         while (item := await outbox.next()) is not None:
             metrics.frame_out(item.event_id)
-            if batch is None or not session.batches or not len(outbox):
+            if not batch or not session.batches or not len(outbox):
                 yield encode(item, session.next_seq())
                 continue
             items = outbox.take(BATCH_MOST - 1)
@@ -120,7 +100,7 @@ async def serve_session(app: LobbyApp, session: Session,
                 wires.append(encode_binary(more, session.next_seq()))
             metrics.BATCHES.inc()
             metrics.BATCHED_FRAMES.inc(len(wires))
-            yield batch(wires)
+            yield encode_batch(wires)
     except asyncio.CancelledError:
         return  # disconnected (a client that does not read) or shutting down
     finally:

@@ -4,8 +4,9 @@ bound to. No I/O here; the session loop (session_loop.py) drives the stream.
 An outbox holds the lobby's own frames (``ServerFrame`` objects) and frames relayed from
 NATS (``Relayed``): those are parsed once per NATS message, whatever the number of sessions
 they go to, and each session's bytes are its ``seq`` field followed by the frame's
-serialization without seq (``ServerFrame.seq`` is field 1, which a serializer writes first),
-so a relayed frame is never copied, parsed or serialized per session.
+serialization without seq (``ServerFrame.seq`` is the field a serializer writes first:
+paiju.frames.seq_field), so a relayed frame is never copied, parsed or serialized per
+session.
 """
 
 from __future__ import annotations
@@ -19,23 +20,11 @@ from typing import TypeAlias
 
 from google.protobuf.message import DecodeError
 
+from paiju.frames import seq_field
 from paiju.v1 import client_pb2, table_pb2
 from services.lobby import metrics
 
 OUTBOX_LIMIT = 512
-SEQ_TAG = 0x08  # ServerFrame.seq: field 1, wire type 0 (varint)
-
-
-def seq_field(seq: int) -> bytes:
-    """``ServerFrame.seq = seq`` in the protobuf wire format (nothing for 0, as proto3)."""
-    if seq < 0x80:
-        return bytes((SEQ_TAG, seq)) if seq > 0 else b""
-    out = bytearray((SEQ_TAG,))
-    while seq > 0x7F:
-        out.append((seq & 0x7F) | 0x80)
-        seq >>= 7
-    out.append(seq)
-    return bytes(out)
 
 
 class Relayed:

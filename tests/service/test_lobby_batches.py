@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from paiju.frames import server_frame
-from paiju.v1 import client_pb2, lobby_msgs_pb2
+from paiju.v1 import lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
-from services.lobby.session_loop import encode_batch
 from tests.service.test_lobby import World, open_world
 
 
@@ -54,16 +53,3 @@ async def test_a_client_that_asks_gets_a_record_s_frames_in_one_message(world: W
     assert batched.batches and sum(batched.batches) >= 10, batched.batches
     assert single.batches == []
 
-
-def test_a_batch_is_byte_for_byte_the_message_protobuf_makes() -> None:
-    frames = []
-    for seq, size in enumerate((1, 2, 200, 5000), start=1):   # one- and two-byte lengths
-        frame = server_frame(lobby_msgs_pb2.DistanceAlert(alert="x" * size))
-        frame.seq = seq * 1000
-        frames.append(frame)
-    made = encode_batch([f.SerializeToString() for f in frames])
-    expected = client_pb2.ServerFrame(event_id=1080)
-    expected.batch.frames.extend(frames)
-    assert made == expected.SerializeToString()
-    back = client_pb2.ServerFrame.FromString(made)
-    assert back.WhichOneof("payload") == "batch" and list(back.batch.frames) == frames
