@@ -19,11 +19,11 @@ class RoomEntry(Contract, frozen=True, kw_only=True):
     room_id: int
     owner: str                   # the owning table's instance
     address: str                 # where that table answers (gRPC)
-    game: str = ""               # the game's registry name
-    status: int = 0              # common.RoomStatus
-    free_seats: int = 0
-    has_password: bool = False
-    room: dict[str, Any] = {}    # the room's RoomInfo (proto JSON, proto field names)
+    game: str                    # the game's registry name
+    status: int                  # common.RoomStatus
+    free_seats: int
+    has_password: bool
+    room: dict[str, Any]         # the room's RoomInfo (proto JSON, proto field names)
 
     def moved_to(self, owner: str, address: str) -> RoomEntry:
         """The same entry naming another owning table (an adoption, a drain's hand-over)."""
@@ -46,10 +46,10 @@ class TableEntry(Contract, frozen=True, kw_only=True):
 
     instance: str
     address: str
-    rooms: int = 0               # the rooms it runs
-    players: int = 0             # the players seated in them
-    started_at: float = 0.0      # wall-clock seconds: a drain prefers newer tables
-    draining: bool = False       # stopping: takes no room
+    rooms: int                   # the rooms it runs
+    players: int                 # the players seated in them
+    started_at: float            # wall-clock seconds: a drain prefers newer tables
+    draining: bool               # stopping: takes no room
 
 
 class AdoptRequest(Contract, frozen=True, kw_only=True):

@@ -109,8 +109,8 @@ async def _not_seated_elsewhere(app: LobbyApp, session: Session, room_id: int = 
     if session.room_id and session.room_id != room_id:
         raise Reject(common_pb2.ERR_ALREADY_IN_ROOM, f"already in room {session.room_id}")
     seat = await app.directory.seat(session.user_id)
-    other = int(seat.get("room_id", 0)) if seat else 0
-    if other and other != room_id and await app.directory.room(other):
+    other = seat.room_id if seat is not None else 0
+    if other and other != room_id and await app.directory.room(other) is not None:
         raise Reject(common_pb2.ERR_ALREADY_IN_ROOM,
                      f"still seated in room {other}: log in again to resume it")
 

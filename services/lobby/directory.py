@@ -11,11 +11,10 @@ lobby facing rolling table restarts keeps a bounded number of channels.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import nats.errors
@@ -23,6 +22,8 @@ from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 
+from paiju.contracts.directory import RoomEntry, SeatEntry, TableEntry
+from paiju.contracts.typed import BadContract, Contract
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.lobby.errors import Reject, Unavailable, Unreachable
@@ -150,7 +151,7 @@ class Directory:
                     except Exception:  # the connection is gone: so is the subscription
                         log.debug("tables watch stop failed", exc_info=True)
 
-    async def live_tables(self) -> list[dict[str, Any]]:
+    async def live_tables(self) -> list[TableEntry]:
         """The tables whose entries were written within the lease (the watched cache)."""
         self._need()
         await self._synced()
@@ -182,7 +183,7 @@ class Directory:
                 table = self.table_cache.choose()
             if table is None:
                 break
-            instance, link = str(table["instance"]), self.link(str(table["address"]))
+            instance, link = table.instance, self.link(table.address)
             self.table_cache.placed(instance)
             try:
                 created = await link.create_room(req)
@@ -213,9 +214,9 @@ class Directory:
             return []
         live = await self.live_tables()
         for table in live:
-            if table.get("instance") and str(table["address"]) in self._links:
-                self._instances[str(table["address"])] = str(table["instance"])
-        keep = {str(t["address"]) for t in live} | set(in_use)
+            if table.instance and table.address in self._links:
+                self._instances[table.address] = table.instance
+        keep = {t.address for t in live} | set(in_use)
         closed = []
         for address in [a for a in self._links if a not in keep]:
             if await self._still_listed(address):
@@ -235,8 +236,8 @@ class Directory:
         instance = self._instances.get(address)
         if not instance or self.tables is None:
             return False
-        value = await _get_json(self.tables, instance)
-        return value is not None and value.get("address") == address
+        value = await _get(self.tables, instance, TableEntry)
+        return value is not None and value.address == address
 
     async def prune_forever(self, in_use: Callable[[], Iterable[str]],
                             period: float | None = None) -> None:
@@ -250,14 +251,14 @@ class Directory:
 
     # -- rooms and seats ------------------------------------------------------------------
 
-    async def room(self, room_id: int, *, leader: bool = False) -> dict[str, Any] | None:
+    async def room(self, room_id: int, *, leader: bool = False) -> RoomEntry | None:
         """The room's entry, None when it has none. A bucket's get may be answered by any
         replica (direct get), and one catching up after a restart or a partition answers
         "no such key" for a recent room: ``leader`` asks the stream's leader instead."""
         self._need()
         assert self.rooms is not None
         if not leader or self.js is None:
-            return await _get_json(self.rooms, str(room_id))
+            return await _get(self.rooms, str(room_id), RoomEntry)
         try:
             msg = await self.js.get_last_msg(f"KV_{bus.ROOMS_BUCKET}",
                                              f"$KV.{bus.ROOMS_BUCKET}.{room_id}", direct=False)
@@ -265,16 +266,12 @@ class Directory:
             return None
         if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE) or not msg.data:
             return None
-        try:
-            value = json.loads(msg.data)
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
+        return _decode(RoomEntry, msg.data, bus.ROOMS_BUCKET, str(room_id))
 
-    async def seat(self, user_id: int) -> dict[str, Any] | None:
+    async def seat(self, user_id: int) -> SeatEntry | None:
         self._need()
         assert self.seats is not None
-        return await _get_json(self.seats, str(user_id))
+        return await _get(self.seats, str(user_id), SeatEntry)
 
     async def close(self) -> None:
         for link in self._links.values():
@@ -283,16 +280,24 @@ class Directory:
         self._instances.clear()
 
 
-async def _get_json(kv: KeyValue, key: str) -> dict[str, Any] | None:
+E = TypeVar("E", bound=Contract)
+
+
+async def _get(kv: KeyValue, key: str, kind: type[E]) -> E | None:
+    """The entry under ``key``; None when there is none, or it is unreadable (logged)."""
     try:
         entry = await kv.get(key)
     except KeyNotFoundError:
         return None
     if not entry.value:
         return None
+    return _decode(kind, entry.value, kv._name, key)
+
+
+def _decode(kind: type[E], raw: bytes, bucket: str, key: str) -> E | None:
     try:
-        value = json.loads(entry.value)
-    except ValueError:
-        log.warning("bad JSON in directory", extra={"bucket": kv._name, "key": key})
+        return kind.decode(raw)
+    except BadContract as exc:
+        log.warning("unreadable directory entry",
+                    extra={"bucket": bucket, "key": key, "error": str(exc)})
         return None
-    return value if isinstance(value, dict) else None

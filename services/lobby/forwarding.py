@@ -39,11 +39,11 @@ class Forwarder:
         if entry is not None and entry.address:
             return entry.address
         value = await self.directory.room(room_id)
-        if not value or not value.get("address"):   # the leader's word before "no room"
+        if value is None or not value.address:   # the leader's word before "no room"
             value = await self.directory.room(room_id, leader=True)
-        if not value or not value.get("address"):
+        if value is None or not value.address:
             raise Reject(common_pb2.ERR_NO_SUCH_ROOM, f"room {room_id} does not exist")
-        return str(value["address"])
+        return value.address
 
     async def command(self, room_id: int, cmd: table_pb2.TableCommand,
                       address: str = "") -> table_pb2.TableReply:
@@ -114,10 +114,10 @@ class Forwarder:
         there (closed, dismissed, never was); Unavailable when the directory cannot tell."""
         try:
             value = await self.directory.room(room_id)
-            if not value:   # maybe a replica catching up: the leader's word before "no room"
+            if value is None:   # maybe a replica catching up: the leader's word before "no room"
                 value = await self.directory.room(room_id, leader=True)
         except Exception as exc:  # NATS away or a KV timeout: not an answer about the room
             raise Unavailable(f"directory: {exc!r}") from None
-        if not value or int(value.get("status") or 0) == common_pb2.ROOM_FINISHED:
+        if value is None or value.status == common_pb2.ROOM_FINISHED:
             return None
-        return str(value.get("address") or "")
+        return value.address

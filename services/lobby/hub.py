@@ -19,7 +19,6 @@ late one kicks it and learns.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -27,6 +26,8 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from paiju.contracts.lobby import SessionKick
+from paiju.contracts.typed import BadContract
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
@@ -153,10 +154,10 @@ class Hub:
 
     async def announce(self, session: Session) -> None:
         """Tell every lobby that ``session`` is the user's newest (session.kick.<uid>)."""
-        payload = {"session_id": session.session_id, "login_at": session.login_at,
-                   "gen": session.gen, "expiry": session.token_expiry,
-                   "token_id": session.token_id}
-        await self.nc.publish(bus.session_kick(session.user_id), json.dumps(payload).encode())
+        payload = SessionKick(session_id=session.session_id, login_at=session.login_at,
+                              gen=session.gen, expiry=session.token_expiry,
+                              token_id=session.token_id)
+        await self.nc.publish(bus.session_kick(session.user_id), payload.encode())
 
     def remove(self, session: Session) -> None:
         """Forget a finished session and its user binding."""
@@ -182,15 +183,12 @@ class Hub:
     async def _on_kick(self, msg: Msg) -> None:
         uid = subject_id(msg.subject, 2)
         try:
-            data = json.loads(msg.data)
-            newer_id = str(data["session_id"])
-            newer_at = float(data.get("login_at", time.time()))
-            newer_gen = int(data.get("gen") or 0)
-            expiry = float(data.get("expiry") or 0)
-            newer_token = str(data.get("token_id") or "")
-        except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("bad kick message", extra={"subject": msg.subject})
+            kick = SessionKick.decode(msg.data)
+        except BadContract as exc:
+            log.warning("bad kick message", extra={"subject": msg.subject, "error": str(exc)})
             return
+        newer_id, newer_at, newer_gen = kick.session_id, kick.login_at, kick.gen
+        expiry, newer_token = kick.expiry, kick.token_id
         if uid is None:
             return
         self.generations.note(uid, newer_gen, expiry)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
+from paiju.contracts.directory import SeatEntry
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import reserved
@@ -106,7 +106,7 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
     app.hub.bind(session)
     metrics.LOGINS.labels("ok").inc()
     try:
-        room_id = int(seat.get("room_id") or 0) if seat else 0
+        room_id = seat.room_id if seat is not None else 0
         ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
                                     heartbeat_seconds=app.lobby.heartbeat_seconds,
                                     session_id=session.session_id)
@@ -120,18 +120,18 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         # the other lobbies hear of this session once its LoginOk is on its way: a kick
         # that this causes (an older token, a newer session elsewhere) comes after it
         await app.hub.announce(session)
-    if room_id:
-        await _resume(app, session, frame, room_id, seat or {})
+    if seat is not None and room_id:
+        await _resume(app, session, frame, room_id, seat)
     else:
         await app.matchmaking.resume(session)   # a match ticket follows the new session
 
 
-def _own_info(session: Session, seat: dict[str, Any] | None) -> common_pb2.PlayerInfo:
+def _own_info(session: Session, seat: SeatEntry | None) -> common_pb2.PlayerInfo:
     p = session.profile
     return common_pb2.PlayerInfo(
         user_id=p.user_id, online=True, coins=p.coins, nickname=p.nickname,
         head_url=p.head_url, ip=p.ip, sex=p.sex, login_address=p.login_address,
-        seat=int(seat.get("seat", -1)) if seat else -1)
+        seat=seat.seat if seat is not None else -1)
 
 
 async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
@@ -139,17 +139,17 @@ async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
     if entry is not None:
         return entry.info
     value = await app.directory.room(room_id)
-    if not value:
+    if value is None:
         return None
     entry = room_entry(value)
     return entry.info if entry else None
 
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
-                  room_id: int, seat: dict[str, Any]) -> None:
+                  room_id: int, seat: SeatEntry) -> None:
     """Reconnect into a seat: the room's stream from the snapshot's position on, then online
     at the table."""
-    address = str(seat.get("address") or "")
+    address = seat.address
     await app.streams.open(room_id)
     try:
         snapshot = await app.forward(session, kind="snapshot", room_id=room_id,

@@ -1,11 +1,10 @@
 """Chat mutes set by operators (the console's ``POST /api/users/{uid}/mute``): published on
-``lobby.mute`` (JSON ``{"user_id", "until"}``, wall-clock seconds) so that every lobby
+``lobby.mute`` (:class:`paiju.contracts.lobby.Mute`) so that every lobby
 replica refuses that user's chat until then (``ERR_MUTED``). Kept in memory: a lobby started
 after a mute does not know it (mutes are short; the audit log in records keeps them all)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -13,6 +12,8 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from paiju.contracts.lobby import Mute
+from paiju.contracts.typed import BadContract
 from services.common import bus
 
 log = logging.getLogger("paiju.lobby.moderation")
@@ -59,14 +60,12 @@ class Mutes:
     async def publish(self, user_id: int, until: float) -> None:
         """Mute ``user_id`` until ``until`` on every lobby (this one included)."""
         self.note(user_id, until)
-        await self.nc.publish(bus.LOBBY_MUTE,
-                              json.dumps({"user_id": user_id, "until": until}).encode())
+        await self.nc.publish(bus.LOBBY_MUTE, Mute(user_id=user_id, until=until).encode())
 
     async def _on_mute(self, msg: Msg) -> None:
         try:
-            data = json.loads(msg.data)
-            user_id, until = int(data["user_id"]), float(data["until"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("bad mute message")
+            mute = Mute.decode(msg.data)
+        except BadContract as exc:
+            log.warning("bad mute message", extra={"error": str(exc)})
             return
-        self.note(user_id, until)
+        self.note(mute.user_id, mute.until)

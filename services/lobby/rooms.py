@@ -7,14 +7,14 @@ owner's address; their RoomInfo has only the fields of the public allow-list
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
 
-from games import registry
+from paiju.contracts import directory as contract
+from paiju.contracts.typed import BadContract
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 
@@ -62,61 +62,42 @@ def _copy_field(src: Any, dst: Any, name: str) -> None:
 
 
 def parse_room_value(raw: bytes) -> RoomEntry | None:
-    """A ``rooms`` bucket value (docs/services.md) as an entry; None if unusable."""
+    """A ``rooms`` bucket value (:class:`paiju.contracts.directory.RoomEntry`) as the cache's
+    entry; None if unusable (logged)."""
     try:
-        value: Any = json.loads(raw)
-    except ValueError:
+        value = contract.RoomEntry.decode(raw)
+    except BadContract as exc:
+        log.warning("unreadable rooms entry", extra={"error": str(exc)})
         return None
-    return room_entry(value) if isinstance(value, dict) else None
+    return room_entry(value)
 
 
-def room_entry(value: dict[str, Any]) -> RoomEntry | None:
-    """A decoded ``rooms`` bucket value as an entry; None if unusable."""
+def room_entry(value: contract.RoomEntry) -> RoomEntry | None:
+    """A ``rooms`` bucket entry as the cache's entry; None if unusable (logged)."""
     try:
-        info = json_format.ParseDict(value.get("room") or {}, common_pb2.RoomInfo(),
+        info = json_format.ParseDict(value.room, common_pb2.RoomInfo(),
                                      ignore_unknown_fields=True)
-        room_id = int(value.get("room_id") or info.room_id)
-    except (ValueError, TypeError, AttributeError, json_format.ParseError):
+    except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
+        log.warning("rooms entry with an unreadable RoomInfo",
+                    extra={"room": value.room_id, "error": repr(exc)})
         return None
-    if room_id <= 0:
+    if value.room_id <= 0:
         return None
-    info.room_id = room_id
-    if value.get("has_password") is True:
+    info.room_id = value.room_id
+    if value.has_password:
         info.has_password = True
-    if not info.game and value.get("game"):
-        info.game = _game_of(value["game"])
-    free = value.get("free_seats")
-    free_seats = int(free) if isinstance(free, int) else _free_seats(info)
-    status = value.get("status")
-    status = status if isinstance(status, int) and not isinstance(status, bool) else info.status
-    game = value.get("game")
-    return RoomEntry(room_id, str(value.get("address") or ""), free_seats, public_room(info),
-                     owner=str(value.get("owner") or info.table_id), status=int(status),
-                     game=game.lower() if isinstance(game, str) else "")
+    if not info.game and value.game:
+        info.game = _game_of(value.game)
+    return RoomEntry(value.room_id, value.address, value.free_seats, public_room(info),
+                     owner=value.owner or info.table_id, status=value.status,
+                     game=value.game.lower())
 
 
-def _game_of(game: Any) -> int:
-    if isinstance(game, int):
-        return game
+def _game_of(game: str) -> int:
     try:
-        return int(common_pb2.Game.Value(str(game).upper()))
+        return int(common_pb2.Game.Value(game.upper()))
     except ValueError:
         return common_pb2.GAME_UNSPECIFIED
-
-
-def seats_of(info: common_pb2.RoomInfo) -> int:
-    """The room's seat count: the table's ``RoomInfo.seats``, else its game's registry
-    entry (a room written before the field existed), else 4."""
-    if info.seats:
-        return info.seats
-    try:
-        return registry.by_type(info.game).seats
-    except KeyError:
-        return 4
-
-
-def _free_seats(info: common_pb2.RoomInfo) -> int:
-    return max(0, seats_of(info) - sum(1 for p in info.players if p.user_id))
 
 
 class RoomCache:

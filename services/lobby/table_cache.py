@@ -8,11 +8,12 @@ lease (``table.lease_ttl_seconds``) is not live, as the tables judge it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
-from typing import Any
+
+from paiju.contracts.directory import TableEntry
+from paiju.contracts.typed import BadContract
 
 log = logging.getLogger("paiju.lobby.directory")
 
@@ -26,7 +27,7 @@ class TableCache:
 
     def __init__(self, ttl: float = TABLES_TTL) -> None:
         self.ttl = ttl
-        self._entries: dict[str, tuple[dict[str, Any], float]] = {}
+        self._entries: dict[str, tuple[TableEntry, float]] = {}
         self._placed: dict[str, int] = {}
         self._failed: set[str] = set()      # unreachable since their entry was written
         self.synced = asyncio.Event()       # the first snapshot has been read
@@ -43,16 +44,15 @@ class TableCache:
             self._entries.pop(key, None)
             return
         try:
-            table = json.loads(value)
-        except ValueError:
-            log.warning("bad JSON in the tables bucket", extra={"key": key})
+            table = TableEntry.decode(value)
+        except BadContract as exc:
+            log.warning("unreadable tables entry", extra={"key": key, "error": str(exc)})
             return
-        if not isinstance(table, dict) or not table.get("address"):
+        if not table.address:
             return
-        table.setdefault("instance", key)
         self._entries[key] = (table, now - max(0.0, age))
 
-    def live(self, now: float | None = None) -> list[dict[str, Any]]:
+    def live(self, now: float | None = None) -> list[TableEntry]:
         """Tables whose entry was written within the lease."""
         now = time.monotonic() if now is None else now
         for key in [k for k, (_, at) in self._entries.items() if now - at > 3 * self.ttl]:
@@ -61,21 +61,16 @@ class TableCache:
             self._failed.discard(key)
         return [table for table, at in self._entries.values() if now - at <= self.ttl]
 
-    def load(self, table: dict[str, Any]) -> int:
+    def load(self, table: TableEntry) -> int:
         """A table's rooms as its entry says, plus those this lobby sent it since."""
-        try:
-            rooms = int(table.get("rooms") or 0)
-        except (TypeError, ValueError):
-            rooms = 0
-        return rooms + self._placed.get(str(table.get("instance")), 0)
+        return table.rooms + self._placed.get(table.instance, 0)
 
     def choose(self, now: float | None = None,
-               rng: random.Random | None = None) -> dict[str, Any] | None:
+               rng: random.Random | None = None) -> TableEntry | None:
         """The table for a new room: a live one that is not draining (nor found
         unreachable), with the least load; a tie is broken at random, so lobby replicas
         do not all pick the same table."""
-        taking = [t for t in self.live(now) if not t.get("draining")
-                  and str(t.get("instance")) not in self._failed]
+        taking = [t for t in self.live(now) if not t.draining and t.instance not in self._failed]
         if not taking:
             return None
         least = min(self.load(t) for t in taking)
@@ -94,7 +89,7 @@ class TableCache:
         """Not chosen again until its entry is written again."""
         self._failed.add(instance)
 
-    def entries(self, now: float | None = None) -> list[tuple[str, dict[str, Any], float]]:
+    def entries(self, now: float | None = None) -> list[tuple[str, TableEntry, float]]:
         """Every entry heard of lately: (key, value, when written, monotonic seconds)."""
         self.live(now)   # forgets the long gone
         return [(key, table, at) for key, (table, at) in sorted(self._entries.items())]

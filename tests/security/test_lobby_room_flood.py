@@ -21,6 +21,7 @@ import nats
 import pytest
 from google.protobuf import json_format
 
+from paiju.contracts.directory import TableEntry
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats, _wait_port, free_port, nats_server_binary
@@ -136,8 +137,9 @@ async def test_a_burst_of_rooms_spreads_over_equally_loaded_tables(world: World)
     await c.register(rooms=0)
 
     async def heard() -> None:
-        while world.lobbies[-1].app.directory.table_cache.load(
-                {"instance": "table-a", "rooms": 50}) != 50:
+        while world.lobbies[-1].app.directory.table_cache.load(TableEntry(
+                instance="table-a", address="", rooms=50, players=0, started_at=0.0,
+                draining=False)) != 50:
             await asyncio.sleep(0.02)
     await asyncio.wait_for(heard(), 10)
     before = len(c.created)
@@ -307,10 +309,10 @@ async def test_the_lobby_follows_the_tables_bucket_after_nats_restarts(
             while time.monotonic() < deadline:          # entries rewritten as tables do
                 await late.register()
                 await w.table.register()
-                names = {t["instance"] for t in app.directory.table_cache.live()}
+                names = {t.instance for t in app.directory.table_cache.live()}
                 if "table-late" in names:
                     break
                 await asyncio.sleep(1.0)
-            assert "table-late" in {t["instance"] for t in app.directory.table_cache.live()}
+            assert "table-late" in {t.instance for t in app.directory.table_cache.live()}
         finally:
             await nc.close()

@@ -11,7 +11,6 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import json
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,8 @@ import nats
 import pytest
 from google.protobuf import json_format
 
+from games import registry
+from paiju.contracts.directory import RoomEntry, SeatEntry, TableEntry
 from paiju.frames import client_frame, server_frame
 from paiju.v1 import (
     client_pb2,
@@ -172,16 +173,17 @@ class FakeTable(table_pb2_grpc.TableServicer):
         self.subscription: Any = None
 
     async def register(self, rooms: int = 0) -> None:
-        value = {"instance": self.instance, "address": self.address, "rooms": rooms,
-                 "players": 0, "started_at": 0}
-        await self.kv["tables"].put(self.instance, json.dumps(value).encode())
+        value = TableEntry(instance=self.instance, address=self.address, rooms=rooms,
+                           players=0, started_at=0.0, draining=False)
+        await self.kv["tables"].put(self.instance, value.encode())
 
     async def publish_room(self, room: FakeRoom) -> None:
         info = json_format.MessageToDict(room.info(), preserving_proto_field_name=True)
-        value = {"room_id": room.room_id, "owner": self.instance, "address": self.address,
-                 "game": room.game, "status": room.status,
-                 "free_seats": room.seats.count(0), "room": info}
-        await self.kv["rooms"].put(str(room.room_id), json.dumps(value).encode())
+        value = RoomEntry(room_id=room.room_id, owner=self.instance, address=self.address,
+                          game=registry.by_type(room.game).name, status=room.status,
+                          free_seats=room.seats.count(0), has_password=bool(room.password),
+                          room=info)
+        await self.kv["rooms"].put(str(room.room_id), value.encode())
 
     async def add_room(self, game: int = E.XUEZHAN, password: str = "",
                        seated: tuple[int, ...] = ()) -> FakeRoom:
@@ -260,9 +262,9 @@ class FakeTable(table_pb2_grpc.TableServicer):
         seat = room.seats.index(0)
         room.seats[seat] = cmd.user_id
         await self.publish_room(room)
-        await self.kv["seats"].put(str(cmd.user_id), json.dumps(
-            {"room_id": room.room_id, "owner": self.instance, "address": self.address,
-             "seat": seat}).encode())
+        await self.kv["seats"].put(str(cmd.user_id), SeatEntry(
+            room_id=room.room_id, owner=self.instance, address=self.address,
+            seat=seat).encode())
         await publish_events(self.nc, room)
         reply.frames.append(server_frame(lobby_msgs_pb2.RoomJoined(room=room.info(), seat=seat)))
         reply.room_id, reply.seat = room.room_id, seat
@@ -338,7 +340,7 @@ async def tables_seen(app: Any, *instances: str, timeout: float = 10.0) -> None:
     """Wait until a lobby's table cache (its watch of the ``tables`` bucket, asynchronous)
     lists exactly these live instances, with their latest entries."""
     async def poll() -> None:
-        while sorted(str(t["instance"]) for t in app.directory.table_cache.live()) \
+        while sorted(t.instance for t in app.directory.table_cache.live()) \
                 != sorted(instances):
             await asyncio.sleep(0.02)
     await asyncio.wait_for(poll(), timeout)
@@ -610,9 +612,8 @@ async def test_stream_end_sends_offline_for_a_seated_user_only(world: World) -> 
 async def test_reconnect_gets_room_snapshot_and_goes_online(world: World) -> None:
     address = await world.lobby()
     room = await world.table.add_room(seated=(15, 16))
-    await world.kv["seats"].put("15", json.dumps(
-        {"room_id": room.room_id, "owner": "table-a", "address": world.table.address,
-         "seat": 0}).encode())
+    await world.kv["seats"].put("15", SeatEntry(
+        room_id=room.room_id, owner="table-a", address=world.table.address, seat=0).encode())
     c = await world.client(address)
     ok = await c.login(15)
     assert ok.login_ok.room.room_id == room.room_id and ok.login_ok.player.seat == 0

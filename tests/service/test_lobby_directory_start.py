@@ -10,11 +10,11 @@ tests/unit/deploy/test_deploy_nats.py), the lobby in this process."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import nats
 import pytest
 
+from paiju.contracts.directory import TableEntry
 from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
 from services.lobby.grpc_front import SERVICE
@@ -62,11 +62,12 @@ async def test_a_lobby_starts_not_ready_without_its_buckets_and_is_ready_once_th
         await eventually(lambda: grpc_health(address), SERVING, timeout=30)
         assert await http_status(ws, "/healthz") == 200
         # and it follows the directory as the lobby user may: a table entry reaches it
-        await tables.put("table-x", json.dumps({"instance": "table-x",
-                                                "address": "127.0.0.1:1"}).encode())
+        await tables.put("table-x", TableEntry(instance="table-x", address="127.0.0.1:1",
+                                               rooms=0, players=0, started_at=0.0,
+                                               draining=False).encode())
 
         async def seen() -> bool:
-            return [t["instance"] for t in
+            return [t.instance for t in
                     host.app.directory.table_cache.live()] == ["table-x"]
         await eventually(seen, True, timeout=10)
         # the only thing refused to the lobby: creating the buckets

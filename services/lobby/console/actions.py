@@ -35,6 +35,7 @@ from typing import Any
 from aiohttp import web
 
 from games import registry
+from paiju.contracts.lobby import SessionKick
 from paiju.frames import client_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
@@ -168,9 +169,9 @@ class Actions:
         body, operator = await self._body(request)
         reason = _text(body.get("reason"), "reason", REASON_MAX, required=False)
         here = self.app.hub.by_user.get(user_id) is not None
-        payload = {"session_id": f"operator-{secrets.token_hex(6)}", "login_at": time.time(),
-                   "gen": KICK_GENERATION, "expiry": 0}
-        await self.app.nc.publish(bus.session_kick(user_id), json.dumps(payload).encode())
+        payload = SessionKick(session_id=f"operator-{secrets.token_hex(6)}",
+                              login_at=time.time(), gen=KICK_GENERATION, expiry=0.0)
+        await self.app.nc.publish(bus.session_kick(user_id), payload.encode())
         audit = await self._audit(request, operator, "kick_user", "user", user_id,
                                   {"reason": reason}, "ok")
         return {"ok": True, "audit_id": audit, "session_here": here}

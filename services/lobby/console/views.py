@@ -59,14 +59,6 @@ def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
-def _number(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def status_name(status: int) -> str:
     name = common_pb2.RoomStatus.Name(status) if status in common_pb2.RoomStatus.values() \
         else ""
@@ -145,15 +137,13 @@ class Views:
         linked = self.app.directory.addresses
         out: list[dict[str, Any]] = []
         for key, value, written in self.app.directory.table_cache.entries():
-            address = _text(value.get("address"))
-            started = value.get("started_at")
-            started = float(started) if isinstance(started, int | float) \
-                and not isinstance(started, bool) else None
+            address = value.address
+            started = value.started_at or None
             out.append({
-                "instance": _text(value.get("instance")) or key,
+                "instance": value.instance or key,
                 "address": address,
-                "rooms": _number(value.get("rooms")),
-                "players": _number(value.get("players")),
+                "rooms": value.rooms,
+                "players": value.players,
                 "started_at": iso(started) if started else None,
                 "uptime_seconds": round(now - started, 1) if started else None,
                 "heartbeat_age_seconds": round(max(0.0, mono - written), 1),
@@ -206,8 +196,8 @@ class Views:
         self.need_nats()
         entry = await self.app.directory.seat(user_id)
         seat = None if entry is None else {
-            "room_id": _number(entry.get("room_id")), "seat": _number(entry.get("seat"), -1),
-            "owner": _text(entry.get("owner")), "address": _text(entry.get("address"))}
+            "room_id": entry.room_id, "seat": entry.seat, "owner": entry.owner,
+            "address": entry.address}
         live = self.app.hub.by_user.get(user_id)
         now = time.monotonic()
         session = None if live is None else {

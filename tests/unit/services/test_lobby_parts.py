@@ -8,6 +8,8 @@ import json
 
 from google.protobuf import json_format
 
+from games import registry
+from paiju.contracts.directory import RoomEntry
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.lobby.limits import RateLimiter
@@ -81,9 +83,9 @@ def room_value(room_id: int, *, game: int = common_pb2.XUEZHAN, players: int = 1
     room = json_format.MessageToDict(info, preserving_proto_field_name=True)
     if password:
         room["password"] = password  # a careless table: must still never reach a client
-    return json.dumps({"room_id": room_id, "owner": "t", "address": address, "game": game,
-                       "status": status, "free_seats": 4 - players, "password": password,
-                       "room": room}).encode()
+    return RoomEntry(room_id=room_id, owner="t", address=address,
+                     game=registry.by_type(game).name, status=status, free_seats=4 - players,
+                     has_password=bool(password), room=room).encode()
 
 
 def test_room_list_drops_passwords_and_ips_and_counts_started() -> None:
@@ -153,7 +155,9 @@ def test_quick_pick_prefers_fullest_waiting_public_room_of_the_game() -> None:
 def test_bad_room_values_are_ignored() -> None:
     assert parse_room_value(b"not json") is None
     assert parse_room_value(b"[1]") is None
-    assert parse_room_value(json.dumps({"room_id": 0}).encode()) is None
+    assert parse_room_value(json.dumps({"room_id": 0}).encode()) is None   # fields missing
+    assert parse_room_value(room_value(0)) is None
+    assert parse_room_value(room_value(5).replace(b'"status":0', b'"status":"0"')) is None
     cache = RoomCache()
     cache.apply_kv("9", b"{", False)
     assert len(cache) == 0
