@@ -31,7 +31,7 @@ from services.lobby.records_client import RecordsClient
 from services.lobby.room_changes import RoomChanges
 from services.lobby.rooms import RoomCache
 from services.lobby.sessions import Relayed, Session
-from services.lobby.streams import RoomStreams
+from services.lobby.streams import Member, RoomStreams
 from services.lobby.table_link import KEEPALIVE
 
 log = logging.getLogger("paiju.lobby")
@@ -60,6 +60,7 @@ class LobbyApp:
         # match tickets and the matcher (matchmaker.py); seat_matched seats a matched session
         self.matchmaking = Matchmaking(self, seat_matched)
         self.streams = RoomStreams(nc, self)
+        self.watches = watching.Watches(self.streams)   # the sessions' watches (spectators)
         self.forwarder = Forwarder(directory, self.cache)
         self.room_changes = RoomChanges(cfg.lobby.room_change_seconds, self._relay_room_change)
         self.chat_limit = RateLimiter(cfg.lobby.chat_per_minute, 60.0)
@@ -233,18 +234,17 @@ class LobbyApp:
                                      since_index=since[0], since_part=since[1])
         return await self.forwarder.command(room_id, cmd)
 
-    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
-        if isinstance(session, watching.Watcher):   # a spectator: the public view again
-            return await watching.resnapshot(self, session, room_id)
-        return await self.forward(session, kind="snapshot", room_id=room_id)
+    async def snapshot(self, member: Member, room_id: int) -> table_pb2.TableReply:
+        """The seat's view of the room, or a spectator's public view (another watch)."""
+        kind = "watch" if member.spectator else "snapshot"
+        return await self.forward(member.session, kind=kind, room_id=room_id)
 
-    def lost(self, session: Session, room_id: int) -> None:
-        """A session whose room's stream could not be restored: it logs in again and
-        resumes its seat (as when its room is still moving at login)."""
-        if isinstance(session, watching.Watcher):   # a spectator's watch just ends
-            watching.lost(session)
-            return
-        self.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
+    def lost(self, member: Member, room_id: int) -> None:
+        """A seated session whose room's stream could not be restored logs in again and
+        resumes its seat (as when its room is still moving at login); a spectator's watch
+        just ends (Member.out_of_room)."""
+        if not member.spectator:
+            self.tell_reconnect(member.session, "room_moving", least_ms=RESUME_AGAIN_MS)
 
     def table_addresses(self) -> set[str]:
         """The owners' addresses of the rooms this lobby's sessions are in (as far as the
@@ -262,7 +262,7 @@ class LobbyApp:
         room_id = session.room_id
         self.hub.remove(session)
         await self.streams.leave(session)
-        if session in watching.WATCHING:   # the table counts one watcher less
+        if session in self.watches:   # the table counts one watcher less
             self.spawn(watching.stop(self, session))
         if session.logged_in and not room_id and not session.kicked and not session.sent_away:
             self.spawn(self.matchmaking.session_gone(session))

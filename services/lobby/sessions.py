@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import ClassVar, TypeAlias
 
 from google.protobuf.message import DecodeError
 
@@ -123,7 +123,10 @@ class Outbox:
 
 @dataclass(eq=False)
 class Session:
-    """One client connection. ``user_id`` is 0 until login succeeds."""
+    """One client connection. ``user_id`` is 0 until login succeeds. Seated in a room, it is
+    a member of the room's stream (streams.Member): its user's frames, in order."""
+
+    spectator: ClassVar[bool] = False
 
     peer_ip: str = ""
     outbox: Outbox = field(default_factory=Outbox)
@@ -151,6 +154,17 @@ class Session:
     @property
     def logged_in(self) -> bool:
         return self.user_id != 0
+
+    @property
+    def session(self) -> Session:
+        """The connection of this member of a room's stream: itself."""
+        return self
+
+    def out_of_room(self, room_id: int) -> None:
+        """The room's stream is over for this session (the room closed, or the session could
+        not be brought back in order): seated nowhere, if that was its room."""
+        if self.room_id == room_id:
+            self.room_id, self.seat = 0, -1
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()

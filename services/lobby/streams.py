@@ -10,16 +10,17 @@ gap. Since that can be a room's last message (no later one shows the gap), a roo
 stream is refilled once after its subscription is confirmed by the server, and every room
 is refilled after a NATS reconnect.
 
-Refills and snapshots come from the room's owner through :class:`TableAccess` (the app).
-A refill that fails is tried again with a growing pause; a table that cannot refill
-(``resync``) gets a snapshot request per member.
+A room's members (:class:`Member`) are its seated sessions (sessions.Session) and the
+sessions' watches (watching.Watcher). Refills and snapshots come from the room's owner
+through :class:`TableAccess` (the app). A refill that fails is tried again with a growing
+pause; a table that cannot refill (``resync``) gets a snapshot request per member.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,20 +43,45 @@ SNAPSHOT_TRIES = 4      # snapshot requests for one member before it is told to 
 RECONNECT_CHECK = 0.25  # seconds between two looks at the NATS connection's reconnects
 
 
+class Member(Hashable, Protocol):
+    """A member of a room's stream: a session seated in the room (sessions.Session), or a
+    session's watch of it (watching.Watcher)."""
+
+    @property
+    def user_id(self) -> int:
+        """The room's ``private`` frames of this user id go to it (a watch: -1, none)."""
+
+    @property
+    def session(self) -> Session:
+        """The client connection it belongs to (its commands to the table go as this
+        session's)."""
+
+    @property
+    def spectator(self) -> bool:
+        """A watch: its fresh view of the room is the public one (``kind="watch"``), and when
+        it cannot be brought back in order it just ends (a seated session reconnects)."""
+
+    def send(self, frame: Outgoing) -> bool:
+        """A frame of the room's stream, in order (False: its session is gone)."""
+
+    def out_of_room(self, room_id: int) -> None:
+        """The room's stream is over for it (the room closed, or it could not be brought
+        back in order): no longer seated, or watching, there."""
+
+
 class TableAccess(Protocol):
     """What the streams ask the room's owner (services/lobby/app.py)."""
 
     async def events_since(self, room_id: int, since: Position) -> table_pb2.TableReply: ...
 
-    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply: ...
+    async def snapshot(self, member: Member, room_id: int) -> table_pb2.TableReply:
+        """A fresh view of the room for ``member``, at a position of the room's stream."""
 
-    def lost(self, session: Session, room_id: int) -> None:
-        """``session`` could not be brought back into the room's order: reconnect it."""
+    def lost(self, member: Member, room_id: int) -> None:
+        """``member`` could not be brought back into the room's order."""
 
 
-def _send(member: Session, frame: Outgoing) -> bool:
-    """A frame for one member of a room's stream: a session, or a watcher (watching.py)
-    with its own ``send``."""
+def _send(member: Member, frame: Outgoing) -> bool:
     return member.send(frame)
 
 
@@ -64,7 +90,7 @@ class RoomStream:
     """One room at this lobby: its orderer, subscriptions and refill state."""
 
     room_id: int
-    orderer: RoomOrderer[Session]
+    orderer: RoomOrderer[Member]
     subs: list[Any] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
     refilling: asyncio.Task[None] | None = None
@@ -81,7 +107,7 @@ class RoomStreams:
         self.table = table
         self.gap_wait = gap_wait
         self.rooms: dict[int, RoomStream] = {}
-        self._of: dict[Session, set[int]] = {}     # a session's rooms here
+        self._of: dict[Member, set[int]] = {}     # a member's rooms here
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reconnects = 0
 
@@ -95,7 +121,7 @@ class RoomStreams:
             room.joining += 1
             return room
         loop = asyncio.get_running_loop()
-        orderer: RoomOrderer[Session] = RoomOrderer(room_id, _send, now=loop.time)
+        orderer: RoomOrderer[Member] = RoomOrderer(room_id, _send, now=loop.time)
         room = self.rooms[room_id] = RoomStream(room_id, orderer, joining=1)
         try:
             room.subs.append(await self.nc.subscribe(bus.room_events(room_id), cb=self._on_events))
@@ -124,26 +150,27 @@ class RoomStreams:
         return {a for a in (owner(r) for r in self.rooms) if a}
 
     def sessions_in_rooms(self) -> int:
+        """The rooms' members here (seated sessions and watches)."""
         return sum(len(r.orderer.members) for r in self.rooms.values())
 
-    # -- sessions and replies ---------------------------------------------------------------
+    # -- members and replies ----------------------------------------------------------------
 
-    def join(self, session: Session, room_id: int, reply: table_pb2.TableReply,
+    def join(self, member: Member, room_id: int, reply: table_pb2.TableReply,
              frames: Sequence[Outgoing]) -> None:
-        """``session`` is in the room from the reply's position on (a join or a snapshot):
-        ``frames`` go out at that position, then every later message."""
+        """``member`` is in the room from the reply's position on (a join, a watch or a
+        snapshot): ``frames`` go out at that position, then every later message."""
         room = self.rooms.get(room_id)
         if room is None:      # not opened (a caller error): deliver, nothing to follow
             for frame in frames:
-                session.send(frame)
+                member.send(frame)
             return
         position = position_of(reply)
         if position is None:   # an unordered join (an older table): from where we are
             position = room.orderer.delivered or (0, 0)
         # the rooms it is still in here, and this one (left rooms are forgotten now)
-        self._of[session] = {r for r in self._of.get(session, ()) if r in self.rooms
-                             and self.rooms[r].orderer.involves(session)} | {room_id}
-        room.orderer.join(session, session.user_id, position, list(frames))
+        self._of[member] = {r for r in self._of.get(member, ()) if r in self.rooms
+                            and self.rooms[r].orderer.involves(member)} | {room_id}
+        room.orderer.join(member, member.user_id, position, list(frames))
         self._after(room)
 
     def begin(self, session: Session, room_id: int) -> None:
@@ -170,15 +197,15 @@ class RoomStreams:
         if room is not None:
             room.orderer.cancel(session)
 
-    async def leave(self, session: Session, room_id: int | None = None) -> None:
-        """``session`` is out of ``room_id`` now (None: of every room here)."""
-        rooms = self._of.pop(session, set()) if room_id is None else {room_id}
-        if room_id is not None and session in self._of:
-            self._of[session].discard(room_id)
+    async def leave(self, member: Member, room_id: int | None = None) -> None:
+        """``member`` is out of ``room_id`` now (None: of every room here)."""
+        rooms = self._of.pop(member, set()) if room_id is None else {room_id}
+        if room_id is not None and member in self._of:
+            self._of[member].discard(room_id)
         for rid in rooms:
             room = self.rooms.get(rid)
             if room is not None:
-                room.orderer.leave(session)
+                room.orderer.leave(member)
                 await self._close_if_empty(room)
 
     async def release(self, room_id: int) -> None:
@@ -235,8 +262,8 @@ class RoomStreams:
             return
         if room is not None:
             relayed = Relayed(frame)
-            for session in room.orderer.members:
-                session.send(relayed)
+            for member in room.orderer.members:
+                member.send(relayed)
 
     # -- after every change: closed rooms, snapshots wanted, gaps -------------------------
 
@@ -247,8 +274,8 @@ class RoomStreams:
             return
         if orderer.want_snapshot:
             wanted, orderer.want_snapshot = orderer.want_snapshot, []
-            for session in wanted:
-                self._spawn(self._snapshot(room, session))
+            for member in wanted:
+                self._spawn(self._snapshot(room, member))
         if room.confirm == "due" and orderer.delivered is not None:
             room.confirm = "done"
             self._refill_now(room)
@@ -262,11 +289,10 @@ class RoomStreams:
             self._spawn(self._close_if_empty(room))
 
     def _closed(self, room: RoomStream) -> None:
-        """The room's last message went out: its sessions are out of it here."""
-        for session in room.orderer.resync():
-            if session.room_id == room.room_id:
-                session.room_id, session.seat = 0, -1
-            room.orderer.leave(session)
+        """The room's last message went out: its members are out of it here."""
+        for member in room.orderer.resync():
+            member.out_of_room(room.room_id)
+            room.orderer.leave(member)
         self._spawn(self._drop(room))
 
     def _gap_due(self, room: RoomStream) -> None:
@@ -331,28 +357,28 @@ class RoomStreams:
         snapshot, and the stream starts again from it."""
         metrics.REFILLS.labels("resync").inc()
         room.failures = 0
-        for session in room.orderer.resync():
-            self._spawn(self._snapshot(room, session))
+        for member in room.orderer.resync():
+            self._spawn(self._snapshot(room, member))
         self._after(room)
 
-    async def _snapshot(self, room: RoomStream, session: Session) -> None:
+    async def _snapshot(self, room: RoomStream, member: Member) -> None:
         """A fresh snapshot for a member whose stream could not be refilled, tried a few
         times; a member it cannot bring back is told to reconnect (and resumes)."""
         for attempt in range(SNAPSHOT_TRIES):
             try:
                 reply: table_pb2.TableReply | None = await self.table.snapshot(
-                    session, room.room_id)
+                    member, room.room_id)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 reply = None
                 log.info("snapshot for a resync failed", extra={"room": room.room_id,
                                                                 "error": repr(exc)})
-            if self.rooms.get(room.room_id) is not room or session.outbox.closed \
-                    or not room.orderer.member(session):
+            if self.rooms.get(room.room_id) is not room or member.session.outbox.closed \
+                    or not room.orderer.member(member):
                 return
             if reply is not None and reply.code == 0 and reply.room_id == room.room_id:
-                self.join(session, room.room_id, reply, list(reply.frames))
+                self.join(member, room.room_id, reply, list(reply.frames))
                 return
             if reply is not None and (reply.code in (common_pb2.ERR_NO_SUCH_ROOM,
                                                      common_pb2.ERR_NOT_IN_ROOM)
@@ -361,11 +387,10 @@ class RoomStreams:
             await asyncio.sleep(min(REFILL_LONGEST, self.gap_wait * 2 ** attempt))
         else:
             log.warning("member not brought back in order: told to reconnect",
-                        extra={"room": room.room_id, "user": session.user_id})
-            self.table.lost(session, room.room_id)
-        room.orderer.leave(session)
-        if session.room_id == room.room_id:
-            session.room_id, session.seat = 0, -1
+                        extra={"room": room.room_id, "user": member.session.user_id})
+            self.table.lost(member, room.room_id)
+        room.orderer.leave(member)
+        member.out_of_room(room.room_id)
         await self._close_if_empty(room)
 
     def refill_all(self) -> None:

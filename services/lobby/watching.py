@@ -5,15 +5,18 @@
 counts the watcher (``RoomInfo.spectators`` in the room list) and answers the public view
 (``RoomJoined`` with seat -1, the hand's public ``MjGameInfo``/``DdGameInfo``), made at a
 position of the room's stream. The session then follows the room's stream (streams.py) as a
-:class:`Watcher`: a member of its own whose user id is -1, so the orderer gives it the
-``frames`` every session gets and never a ``private`` one (no user id is negative). With
+:class:`Watcher`: a member of the stream (streams.Member) of its own whose user id is -1, so
+the orderer gives it the ``frames`` every session gets and never a ``private`` one (no user
+id is negative). The app's :class:`Watches` holds each session's watch. With
 ``lobby.spectator_delay`` = N > 0 each frame is held until the room's stream is N log
 positions further on (at most ``MAX_HOLD_SECONDS``; all at once when the room has closed):
 a watcher cannot relay a live game.
 
 A watcher sits nowhere (``session.room_id`` stays 0): every seated command is refused
 ``ERR_SPECTATOR``. ``StopWatching``, joining or creating a room, a new watch, or the end of the
-session stop it (``kind="unwatch"`` to the table). One room at a time.
+session stop it (``kind="unwatch"`` to the table). One room at a time. A watch whose room's
+stream cannot be brought back in order (no snapshot after a resync) ends; a watch whose room
+closes ends after the room's last frames (the held ones go at once).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from paiju.frames import error_frame, event_id_of, ok_frame, payload_of
-from paiju.v1 import client_pb2, common_pb2, table_pb2
+from paiju.v1 import client_pb2, common_pb2
 from services.lobby.errors import Reject
 from services.lobby.sessions import Outgoing, Session
+from services.lobby.streams import RoomStreams
 
 # services.lobby.app.LobbyApp (which imports this module: no import back, not even for types)
 LobbyApp = Any
@@ -42,8 +46,11 @@ Position = tuple[int, int]
 
 
 class Watcher:
-    """One session's membership of a watched room's stream: public frames only (user id 0),
-    sent to the session at once or ``delay`` log positions late."""
+    """One session's membership of a watched room's stream (a streams.Member): public
+    frames only (user id -1), sent to the session at once or ``delay`` log positions late.
+    ``position`` and ``closed`` read the room's stream."""
+
+    spectator = True
 
     def __init__(self, session: Session, room_id: int, delay: int,
                  position: Callable[[], Position | None],
@@ -51,16 +58,11 @@ class Watcher:
         self.session = session
         self.watching = room_id
         self.user_id = -1           # private frames are for user ids; none is negative
-        self.room_id, self.seat = 0, -1   # seated nowhere (streams.py reads these)
         self.delay = delay
         self._position = position
         self._closed = closed       # the room's last message went out: nothing to hide
         self.held: deque[tuple[int, float, Outgoing]] = deque()
         self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def outbox(self):  # type: ignore[no-untyped-def]   # streams.py checks it is open
-        return self.session.outbox
 
     def _index(self) -> int:
         position = self._position()
@@ -96,6 +98,13 @@ class Watcher:
         if not self.session.outbox.closed:
             self.release()
 
+    def out_of_room(self, room_id: int) -> None:
+        """The room's stream is over for this watch: after the room's last frames (all of
+        them now), or at once when the stream could not bring it back in order."""
+        if self._closed():
+            self.release()
+        self.end()
+
     def end(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -103,30 +112,44 @@ class Watcher:
         self.held.clear()
 
 
+class Watches:
+    """The watches of one lobby's sessions, one each (the app's, so that two lobbies in one
+    process keep theirs apart). A watch is kept until :func:`stop` forgets it, at the latest
+    when its session ends, even after its room's stream ended it (the table is told then)."""
+
+    def __init__(self, streams: RoomStreams) -> None:
+        self._streams = streams
+        self._of: dict[Session, Watcher] = {}
+
+    def __contains__(self, session: Session) -> bool:
+        return session in self._of
+
+    def add(self, watcher: Watcher) -> None:
+        self._of[watcher.session] = watcher
+
+    def pop(self, session: Session) -> Watcher | None:
+        return self._of.pop(session, None)
+
+    def live(self, session: Session) -> Watcher | None:
+        """The session's live watch: kept and still in its room's stream (a room that
+        closed meanwhile ended it)."""
+        watcher = self._of.get(session)
+        if watcher is None:
+            return None
+        room = self._streams.rooms.get(watcher.watching)
+        if room is None or not room.orderer.involves(watcher):
+            return None
+        return watcher
+
+
 def request_event_id(frame: client_pb2.ClientFrame) -> int:
     payload = payload_of(frame)
     return event_id_of(payload) if payload is not None else frame.event_id
 
 
-# the sessions of this process that watch a room
-WATCHING: dict[Session, Watcher] = {}
-
-
-def watcher_of(app: LobbyApp, session: Session) -> Watcher | None:
-    """The session's live watch (a room that closed meanwhile ended it; :func:`stop`
-    forgets it, at the latest when the session ends)."""
-    watcher = WATCHING.get(session)
-    if watcher is None:
-        return None
-    room = app.streams.rooms.get(watcher.watching)
-    if room is None or not room.orderer.involves(watcher):
-        return None
-    return watcher
-
-
 def refuse_if_watching(app: LobbyApp, session: Session) -> None:
     """A command of a seated player from a watcher: ERR_SPECTATOR."""
-    if watcher_of(app, session) is not None:
+    if app.watches.live(session) is not None:
         raise Reject(common_pb2.ERR_SPECTATOR, "spectators cannot act: join the room first")
 
 
@@ -161,8 +184,8 @@ async def watch_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFr
     for out in frames:
         if out.HasField("room_joined"):
             session.send(out)
-    WATCHING[session] = watcher
-    app.streams.join(watcher, room_id, reply,  # type: ignore[arg-type]
+    app.watches.add(watcher)
+    app.streams.join(watcher, room_id, reply,
                      [f for f in frames if not f.HasField("room_joined")])
     await app.streams.release(room_id)
 
@@ -175,11 +198,11 @@ async def stop_watching(app: LobbyApp, session: Session,
 
 async def stop(app: LobbyApp, session: Session, *, tell: bool = True) -> bool:
     """End the session's watch, if any (the table is told unless ``tell`` is off)."""
-    watcher = WATCHING.pop(session, None)
+    watcher = app.watches.pop(session)
     if watcher is None:
         return False
     watcher.end()
-    await app.streams.leave(watcher)  # type: ignore[arg-type]   # out of its room, forgotten
+    await app.streams.leave(watcher)   # out of its room, forgotten
     if tell:
         try:
             await app.forward(session, kind="unwatch", room_id=watcher.watching)
@@ -188,13 +211,3 @@ async def stop(app: LobbyApp, session: Session, *, tell: bool = True) -> bool:
                                                      "error": exc.message})
     return True
 
-
-async def resnapshot(app: LobbyApp, watcher: Watcher, room_id: int) -> table_pb2.TableReply:
-    """A watcher's fresh public snapshot after its room's stream could not be refilled."""
-    return await app.forward(watcher.session, kind="watch", room_id=room_id)
-
-
-def lost(watcher: Watcher) -> None:
-    """The watcher could not be brought back in order: its watch ends (the streams take
-    it out of the room; :func:`stop` forgets it)."""
-    watcher.end()

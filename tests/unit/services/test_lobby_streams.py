@@ -13,7 +13,7 @@ from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2
 from services.lobby import streams as streams_module
 from services.lobby.sessions import Session
-from services.lobby.streams import RoomStreams
+from services.lobby.streams import Member, RoomStreams
 from tests.support.lobbykit import Nats
 
 ROOM = 9
@@ -50,15 +50,15 @@ class Table:
         return table_pb2.TableReply(ordered=True, index=self.messages[-1].index, events=[
             m for m in self.messages if (m.index, m.part) > since])
 
-    async def snapshot(self, session: Session, room_id: int) -> table_pb2.TableReply:
-        self.snapshots.append(session.user_id)
+    async def snapshot(self, member: Member, room_id: int) -> table_pb2.TableReply:
+        self.snapshots.append(member.user_id)
         if self.down:
             raise ConnectionError("table away")
         return table_pb2.TableReply(room_id=ROOM, seat=0, ordered=True, index=10,
-                                    frames=[mark(1000 + session.user_id)])
+                                    frames=[mark(1000 + member.user_id)])
 
-    def lost(self, session: Session, room_id: int) -> None:
-        self.lost_users.append(session.user_id)
+    def lost(self, member: Member, room_id: int) -> None:
+        self.lost_users.append(member.user_id)
 
 
 async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Session]:
