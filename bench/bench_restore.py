@@ -55,15 +55,15 @@ def hand(room: int, hand_no: int) -> dict[str, Any]:
     return {"room_id": room, "hand_no": hand_no, "final": False, "game": "xuezhan",
             "base_score": 1, "seats": seats(room), "nicknames": [f"p{u}" for u in seats(room)],
             "deltas": deltas, "payments": payments, "details": {}, "seed": 1, "dealer": 0,
-            "settled_at": "2026-12-04T03:04:05Z", "events": events}
+            "next_dealer": 0, "settled_at": "2026-12-04T03:04:05Z", "events": events}
 
 
 def final(room: int) -> dict[str, Any]:
     totals = [sum(col) for col in zip(*DELTAS, strict=True)]
     return {"room_id": room, "hand_no": 0, "final": True, "game": "xuezhan",
-            "seats": seats(room), "nicknames": [f"p{u}" for u in seats(room)],
-            "totals": totals, "hands_played": 4, "reason": "finished",
-            "settled_at": "2026-12-04T03:05:00Z"}
+            "base_score": 1, "seats": seats(room), "nicknames": [f"p{u}" for u in seats(room)],
+            "totals": totals, "hands_played": 4, "reason": 2,
+            "doc": "all hands have been played", "settled_at": "2026-12-04T03:05:00Z"}
 
 
 async def publish(url: str, count: int) -> tuple[int, int]:

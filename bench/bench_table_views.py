@@ -156,7 +156,7 @@ def _replay(path: Path, records: list[lr.Record], out: list[bytes] | None) -> in
             raise AssertionError(f"decision {rec.decision} refused")
         fx = path.apply(room, rec)
         msg = stream.record(rec.i, fx.public, fx.private, fx.closed).SerializeToString()
-        settle = [json.dumps(s).encode() for s in fx.settle]
+        settle = [s.encode() for s in fx.settle]
         if out is not None:
             out += [data, msg, *settle]
         if isinstance(rec, lr.Act):

@@ -10,7 +10,6 @@ and the Dadun hints) in place for the reference pass."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from games.arbitration import Decision
 from games.dadun import legal
 from games.engine import Action
 from paiju import frames
+from paiju.contracts import settle as sm
 from paiju.v1 import client_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
@@ -109,9 +109,9 @@ def apply(room: rm.Room, rec: lr.Record) -> views.Effects:
             fx.settle.append(hand_settlement(room, fact))
             if fact.fair is not None:
                 fx.public.append(frames.server_frame(lm.FairReveal(
-                    hand_no=fact.hand_no, commitment=fact.fair["commitment"],
-                    server_seed=fact.fair["server_seed"],
-                    client_seeds=fact.fair["client_seeds"], fair_version=fair.VERSION)))
+                    hand_no=fact.hand_no, commitment=fact.fair.commitment,
+                    server_seed=fact.fair.server_seed,
+                    client_seeds=fact.fair.client_seeds, fair_version=fair.VERSION)))
         else:
             views.effects(room, [fact], fx)
     return fx
@@ -122,25 +122,21 @@ def _event_frame(room: rm.Room, e: ft.HandEvent) -> client_pb2.ServerFrame:
     return event_frame(room.game, e.event, uid, e.ctx.mapping())
 
 
-def hand_settlement(room: rm.Room, hand: ft.HandEnded) -> dict[str, Any]:
+def hand_settlement(room: rm.Room, hand: ft.HandEnded) -> sm.HandSettlement:
     events = []
     for e in hand.events:
         frame = _event_frame(room, e)
-        events.append({
-            "i": e.index, "kind": e.event.kind, "to": e.event.to, "event_id": frame.event_id,
-            "frame": base64.b64encode(frame.SerializeToString()).decode(),
-            "json": json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)})
-    return {
-        "room_id": room.room_id, "hand_no": hand.hand_no, "final": False,
-        "game": room.game, "base_score": room.base_score,
-        "seats": list(hand.user_ids), "nicknames": list(hand.nicknames),
-        "deltas": list(hand.deltas), "payments": [p.to_dict() for p in hand.payments],
-        "details": json.loads(json.dumps({**hand.details, **({"fair": hand.fair} if hand.fair
-                                                              else {})}, default=str)),
-        "seed": fair.seed_to_json(hand.seed), "dealer": hand.dealer,
-        "next_dealer": hand.next_dealer,
-        "events": events,
-    }
+        events.append(sm.ReplayEvent(
+            idx=e.index, kind=e.event.kind, to_seat=e.event.to, event_id=frame.event_id,
+            frame=frame.SerializeToString(),
+            json=json.dumps(e.event.to_dict(), ensure_ascii=False, sort_keys=True)))
+    return sm.HandSettlement(
+        room_id=room.room_id, hand_no=hand.hand_no, game=room.game, base_score=room.base_score,
+        seats=hand.user_ids, nicknames=hand.nicknames, deltas=hand.deltas,
+        payments=tuple(sm.Payment(**p.to_dict()) for p in hand.payments),
+        details=sm.plain({**hand.details, **({"fair": hand.fair} if hand.fair else {})}),
+        seed=fair.seed_to_json(hand.seed), dealer=hand.dealer, next_dealer=hand.next_dealer,
+        events=tuple(events))
 
 
 @contextmanager

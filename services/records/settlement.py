@@ -1,21 +1,26 @@
-"""Parsing and validation of SETTLE messages (docs/services.md, "A settlement message").
+"""SETTLE messages as records writes them.
 
-Pure: bytes in, frozen values out, :class:`MalformedSettlement` for anything records must
-not write (bad JSON, wrong lengths, deltas that do not sum to zero). A malformed message is
-terminated by the consumer, never retried.
+The message is :mod:`paiju.contracts.settle` (the table writes the same types): decoding
+checks every key's type and range. This module adds what spans fields, and refuses with
+:class:`MalformedSettlement` what records must never write: values per seat that do not
+match the seats, deltas or totals that do not sum to zero, seats that repeat, an event for
+no seat or twice, a fair-deal record (``details.fair``, paiju.contracts.fair) that does not
+fit its type or belongs to another hand. A malformed message is terminated by the
+consumer, never retried. Pure: bytes in, frozen values out.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeGuard
+from typing import Any
 
-INT32 = 2**31 - 1
-INT63 = 2**63 - 1
+from paiju.contracts import settle
+from paiju.contracts.fair import FairRecord
+from paiju.contracts.settle import ReplayEvent
+from paiju.contracts.typed import BadContract
+
+__all__ = ["LedgerLine", "MalformedSettlement", "ReplayEvent", "Settlement", "parse_settlement"]
 
 
 class MalformedSettlement(ValueError):
@@ -34,21 +39,10 @@ class LedgerLine:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayEvent:
-    """One event of a hand's replay; ``to_seat`` None means public."""
-
-    idx: int
-    kind: str
-    to_seat: int | None
-    event_id: int
-    frame: bytes
-    json: str
-
-
-@dataclass(frozen=True, slots=True)
 class Settlement:
-    """A hand settlement (``final`` False, ``hand_no`` >= 1) or a room's final message
-    (``final`` True, ``hand_no`` 0, ``deltas`` = the room totals, no ledger, no events)."""
+    """What records writes of a hand settlement (``final`` False, ``hand_no`` >= 1) or of a
+    room's final message (``final`` True, ``hand_no`` 0, ``deltas`` = the room totals, no
+    ledger, no events)."""
 
     room_id: int
     hand_no: int
@@ -59,9 +53,9 @@ class Settlement:
     nicknames: tuple[str, ...]
     deltas: tuple[int, ...]
     details: dict[str, Any]
-    settled_at: datetime
+    settled_at: datetime       # naive UTC
     ledger: tuple[LedgerLine, ...]
-    events: tuple[ReplayEvent, ...]
+    events: tuple[ReplayEvent, ...]   # by index
 
     @property
     def key(self) -> str:
@@ -69,150 +63,100 @@ class Settlement:
         return f"{self.room_id}:final" if self.final else f"{self.room_id}:{self.hand_no}"
 
 
-def _is_int(value: Any, bound: int) -> TypeGuard[int]:
-    """An integer (not a bool) that fits the column: |value| <= bound."""
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= bound
-
-
-def _int(data: dict[str, Any], name: str, *, minimum: int | None = None,
-         bound: int = INT32) -> int:
-    value = data.get(name)
-    if not _is_int(value, bound):
-        raise MalformedSettlement(f"{name}: expected an integer up to {bound}, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise MalformedSettlement(f"{name}: {value} is below {minimum}")
-    return value
-
-
-def _int_list(data: dict[str, Any], name: str, length: int | None = None, *,
-              bound: int = INT63 // 4) -> tuple[int, ...]:
-    """A list of whole numbers within ``bound``: amounts a quarter of int63 (four of them
-    never overflow a sum), user ids the whole int64 range the protos give them."""
-    value = data.get(name)
-    if not isinstance(value, list) or not all(_is_int(v, bound) for v in value):
-        raise MalformedSettlement(f"{name}: expected a list of integers, got {value!r}")
-    if length is not None and len(value) != length:
-        raise MalformedSettlement(f"{name}: {len(value)} values for {length} seats")
-    return tuple(value)
-
-
-def _settled_at(data: dict[str, Any]) -> datetime:
-    """ISO 8601 timestamp; stored as naive UTC."""
-    text = data.get("settled_at")
-    if not isinstance(text, str):
-        raise MalformedSettlement(f"settled_at: expected an ISO timestamp, got {text!r}")
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise MalformedSettlement(f"settled_at: {text!r} is not an ISO timestamp") from None
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC).replace(tzinfo=None)
-    return when
-
-
-def _nicknames(data: dict[str, Any], seats: int) -> tuple[str, ...]:
-    names = data.get("nicknames") or [""] * seats
-    if not isinstance(names, list) or len(names) != seats or not all(
-            isinstance(n, str) for n in names):
-        raise MalformedSettlement(f"nicknames: expected {seats} strings, got {names!r}")
-    return tuple(names)
-
-
-def _payment_ledger(payments: Any, seats: tuple[int, ...],
+def _payment_ledger(payments: tuple[settle.Payment, ...], seats: tuple[int, ...],
                     deltas: tuple[int, ...]) -> tuple[LedgerLine, ...] | None:
     """Two rows per payment (payer -amount, payee +amount), or None when the payments do
     not net to ``deltas`` (then the ledger falls back to one row per seat)."""
-    if not isinstance(payments, list) or not payments:
+    if not payments:
         return None
     lines: list[LedgerLine] = []
     net = [0] * len(seats)
     for p in payments:
-        if not isinstance(p, dict):
+        if p.payer >= len(seats) or p.payee >= len(seats) or p.amount <= 0:
             return None
-        payer, payee, amount = p.get("payer"), p.get("payee"), p.get("amount")
-        bound = INT63 // 4
-        if not (_is_int(payer, bound) and _is_int(payee, bound) and _is_int(amount, bound)):
-            return None
-        if not (0 <= payer < len(seats) and 0 <= payee < len(seats)) or amount <= 0:
-            return None
-        reason = str(p.get("reason") or "payment")
-        net[payer] -= amount
-        net[payee] += amount
-        lines.append(LedgerLine(seats[payer], payer, -amount, reason, seats[payee]))
-        lines.append(LedgerLine(seats[payee], payee, amount, reason, seats[payer]))
+        reason = p.reason or "payment"
+        net[p.payer] -= p.amount
+        net[p.payee] += p.amount
+        lines.append(LedgerLine(seats[p.payer], p.payer, -p.amount, reason, seats[p.payee]))
+        lines.append(LedgerLine(seats[p.payee], p.payee, p.amount, reason, seats[p.payer]))
     return tuple(lines) if tuple(net) == deltas else None
 
 
-def _ledger(data: dict[str, Any], seats: tuple[int, ...],
-            deltas: tuple[int, ...]) -> tuple[LedgerLine, ...]:
-    lines = _payment_ledger(data.get("payments"), seats, deltas)
+def _ledger(msg: settle.HandSettlement) -> tuple[LedgerLine, ...]:
+    lines = _payment_ledger(msg.payments, msg.seats, msg.deltas)
     if lines is not None:
         return lines
     return tuple(LedgerLine(uid, seat, d, "hand", None)
-                 for seat, (uid, d) in enumerate(zip(seats, deltas, strict=True)) if d)
+                 for seat, (uid, d) in enumerate(zip(msg.seats, msg.deltas, strict=True)) if d)
 
 
-def _event(raw: Any, seats: int) -> ReplayEvent:
-    if not isinstance(raw, dict):
-        raise MalformedSettlement(f"events: expected objects, got {raw!r}")
-    idx = _int(raw, "i", minimum=0)
-    to = raw.get("to")
-    if to is not None and (not _is_int(to, seats) or not 0 <= to < seats):
-        raise MalformedSettlement(f"events[{idx}].to: {to!r} is not a seat or null")
-    kind, frame, text = raw.get("kind"), raw.get("frame", ""), raw.get("json", "")
-    if not isinstance(kind, str) or not isinstance(frame, str) or not isinstance(text, str):
-        raise MalformedSettlement(f"events[{idx}]: kind, frame and json must be strings")
-    try:
-        data = base64.b64decode(frame, validate=True)
-    except (binascii.Error, ValueError):
-        raise MalformedSettlement(f"events[{idx}].frame: not base64") from None
-    return ReplayEvent(idx, kind, to, _int(raw, "event_id"), data, text)
-
-
-def _events(data: dict[str, Any], seats: int) -> tuple[ReplayEvent, ...]:
-    raw = data.get("events") or []
-    if not isinstance(raw, list):
-        raise MalformedSettlement("events: expected a list")
-    events = tuple(sorted((_event(e, seats) for e in raw), key=lambda e: e.idx))
+def _events(msg: settle.HandSettlement) -> tuple[ReplayEvent, ...]:
+    events = tuple(sorted(msg.events, key=lambda e: e.idx))
+    for e in events:
+        if e.to_seat is not None and e.to_seat >= len(msg.seats):
+            raise MalformedSettlement(f"events[{e.idx}].to: {e.to_seat} is not a seat or null")
     if len({e.idx for e in events}) != len(events):
         raise MalformedSettlement("events: duplicate index")
     return events
 
 
+def _check_fair(msg: settle.HandSettlement) -> None:
+    """The fair-deal record, when the hand has one, fits its type and is this hand's."""
+    if "fair" not in msg.details:
+        return
+    try:
+        record = FairRecord.from_object(msg.details["fair"])
+    except BadContract as exc:
+        raise MalformedSettlement(f"details.fair: {exc}") from None
+    if (record.room_id, record.hand_no, record.game) != (msg.room_id, msg.hand_no, msg.game):
+        raise MalformedSettlement(
+            f"details.fair: the record of room {record.room_id} hand {record.hand_no} "
+            f"({record.game}) in the settlement of room {msg.room_id} hand {msg.hand_no}")
+    if len(record.client_seeds) != len(msg.seats):
+        raise MalformedSettlement(f"details.fair.client_seeds: {len(record.client_seeds)} "
+                                  f"for {len(msg.seats)} seats")
+
+
+def _per_seat(name: str, values: tuple[Any, ...], seats: int) -> None:
+    if len(values) != seats:
+        raise MalformedSettlement(f"{name}: {len(values)} values for {seats} seats")
+
+
+def _settled_at(msg: settle.Settlement) -> datetime:
+    """The message's timestamp as naive UTC (one without an offset is taken as UTC)."""
+    when = msg.settled_at
+    if when is None:
+        raise MalformedSettlement("settled_at: missing")
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
+
+
 def parse_settlement(payload: bytes) -> Settlement:
     """Decode and validate one SETTLE message."""
     try:
-        data = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MalformedSettlement(f"not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise MalformedSettlement("expected a JSON object")
-    final = data.get("final", False)
-    if not isinstance(final, bool):
-        raise MalformedSettlement(f"final: expected a boolean, got {final!r}")
-    room_id = _int(data, "room_id", minimum=1, bound=INT63)
-    hand_no = _int(data, "hand_no", minimum=0)
-    if final != (hand_no == 0):
-        raise MalformedSettlement("hand_no must be 0 exactly for the final message")
-    game = data.get("game")
-    if not isinstance(game, str) or not game:
-        raise MalformedSettlement(f"game: expected a name, got {game!r}")
-    seats = _int_list(data, "seats", bound=INT63)
-    if not seats or any(uid <= 0 for uid in seats) or len(set(seats)) != len(seats):
-        raise MalformedSettlement(f"seats: expected distinct positive user ids, got {seats!r}")
-    deltas = _int_list(data, "totals" if final else "deltas", len(seats))
-    if sum(deltas) != 0:
-        raise MalformedSettlement(f"{'totals' if final else 'deltas'} {deltas} do not sum to 0")
-    details = data.get("details") or {}
-    if final:
-        details = {"hands_played": data.get("hands_played"), "reason": data.get("reason")}
-    if not isinstance(details, dict):
-        raise MalformedSettlement("details: expected an object")
-    base = data.get("base_score", 0) if final else _int(data, "base_score")
+        msg = settle.decode(payload)
+    except BadContract as exc:
+        raise MalformedSettlement(str(exc)) from None
+    seats = msg.seats
+    if not seats or len(set(seats)) != len(seats):
+        raise MalformedSettlement(f"seats: expected distinct user ids, got {list(seats)}")
+    _per_seat("nicknames", msg.nicknames, len(seats))
+    if isinstance(msg, settle.FinalSettlement):
+        _per_seat("totals", msg.totals, len(seats))
+        if sum(msg.totals) != 0:
+            raise MalformedSettlement(f"totals {list(msg.totals)} do not sum to 0")
+        return Settlement(
+            room_id=msg.room_id, hand_no=0, final=True, game=msg.game,
+            base_score=msg.base_score, seats=seats, nicknames=msg.nicknames,
+            deltas=msg.totals, details={"hands_played": msg.hands_played, "reason": msg.reason},
+            settled_at=_settled_at(msg), ledger=(), events=())
+    _per_seat("deltas", msg.deltas, len(seats))
+    if sum(msg.deltas) != 0:
+        raise MalformedSettlement(f"deltas {list(msg.deltas)} do not sum to 0")
+    _check_fair(msg)
     return Settlement(
-        room_id=room_id, hand_no=hand_no, final=final, game=game,
-        base_score=base if isinstance(base, int) else 0, seats=seats,
-        nicknames=_nicknames(data, len(seats)), deltas=deltas, details=details,
-        settled_at=_settled_at(data),
-        ledger=() if final else _ledger(data, seats, deltas),
-        events=() if final else _events(data, len(seats)))
+        room_id=msg.room_id, hand_no=msg.hand_no, final=False, game=msg.game,
+        base_score=msg.base_score, seats=seats, nicknames=msg.nicknames, deltas=msg.deltas,
+        details=msg.details, settled_at=_settled_at(msg), ledger=_ledger(msg),
+        events=_events(msg))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from games.engine import Event, Payment
+from paiju.contracts.fair import FairRecord
 from services.table.seat import Seat
 
 
@@ -104,7 +105,7 @@ class HandEnded:
     user_ids: tuple[int, ...]
     nicknames: tuple[str, ...]
     events: tuple[HandEvent, ...]
-    fair: Mapping[str, Any] | None = None   # the deal's check (fairdeal.py); None: not fair
+    fair: FairRecord | None = None   # the deal's check (fairdeal.py); None: not fair
 
 
 @dataclass(frozen=True, slots=True)

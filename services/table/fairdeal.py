@@ -1,8 +1,8 @@
 """A room's fair deals (docs/fairness.md, games/fair.py): the commitment to the next hand's
 server seed, the seats' client seeds for it, and at the hand's end what lets anyone check
-its deal (the reveal, the wall or deck, the actions). Folded from the room's log records
-(commit, client_seed, start, act, resolve); the server seed never leaves the table before
-the hand it seeds is over."""
+its deal (:class:`~paiju.contracts.fair.FairRecord`: the reveal, the wall or deck, the
+actions). Folded from the room's log records (commit, client_seed, start, act, resolve);
+the server seed never leaves the table before the hand it seeds is over."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from games import fair, registry
 from games.tools.verify_deal import deal_layout
+from paiju.contracts.fair import FairRecord
 from services.table import logrec as lr
 
 
@@ -28,7 +29,7 @@ class Pending:
 class FairDeals:
     seats: int
     next: Pending | None = None
-    current: dict[str, Any] | None = None     # the running hand's reveal and deal facts
+    current: FairRecord | None = None   # the running hand's record, its actions not yet in
     actions: list[dict[str, Any]] = field(default_factory=list)
 
     def commit(self, rec: lr.Commit) -> None:
@@ -52,11 +53,16 @@ class FairDeals:
         self.current = None
         if not isinstance(rec.seed, str) or p is None or p.hand_no != rec.hand_no:
             return   # a hand from before fair deals (an int seed)
-        self.current = {**fair.reveal(room_id, rec.hand_no, p.server_seed, p.client_seeds),
-                        # every option, defaults filled in: a verifier never guesses one
-                        "game": game, "options": registry.get(game).parse_options(options),
-                        "dealer": rec.dealer,
-                        "dealer_from_seed": rec.dealer_from_seed, "hand_seed": rec.seed}
+        reveal = fair.reveal(room_id, rec.hand_no, p.server_seed, p.client_seeds)
+        layout = deal_layout(game, bytes.fromhex(rec.seed))
+        self.current = FairRecord(
+            fair_version=reveal["fair_version"], room_id=room_id, hand_no=rec.hand_no,
+            commitment=reveal["commitment"], server_seed=reveal["server_seed"],
+            client_seeds=tuple(reveal["client_seeds"]), hand_seed=rec.seed, game=game,
+            # every option, defaults filled in: a verifier never guesses one
+            options=registry.get(game).parse_options(options), dealer=rec.dealer,
+            dealer_from_seed=rec.dealer_from_seed,
+            wall=_names(layout.get("wall")), deck=_names(layout.get("deck")), actions=())
 
     def acted(self, rec: lr.Act | lr.Resolve) -> None:
         if self.current is not None:
@@ -65,10 +71,12 @@ class FairDeals:
             data.pop("by", None)
             self.actions.append(data)
 
-    def record(self) -> dict[str, Any] | None:
+    def record(self) -> FairRecord | None:
         """At the hand's end: everything games.tools.verify_deal checks (its replay form)."""
         if self.current is None:
             return None
-        seed = bytes.fromhex(self.current["hand_seed"])
-        return {**self.current, **deal_layout(self.current["game"], seed),
-                "actions": list(self.actions)}
+        return self.current.replace(actions=tuple(self.actions))
+
+
+def _names(names: list[str] | None) -> tuple[str, ...] | None:
+    return None if names is None else tuple(names)

@@ -4,13 +4,13 @@ facts). Reads a :class:`~services.table.room.Room`, never changes it."""
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from games import fair
 from paiju import frames
+from paiju.contracts import settle as sm
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
@@ -30,7 +30,7 @@ class Effects:
 
     public: list[client_pb2.ServerFrame] = field(default_factory=list)
     private: list[tuple[int, client_pb2.ServerFrame]] = field(default_factory=list)
-    settle: list[dict[str, Any]] = field(default_factory=list)
+    settle: list[sm.Settlement] = field(default_factory=list)
     seats: dict[int, int | None] = field(default_factory=dict)
     changed: bool = False
     closed: bool = False
@@ -118,7 +118,7 @@ def _commitment(room: r.Room) -> client_pb2.ServerFrame | None:
     """The commitment of the hand being played, else of the next one (None: none made)."""
     deals = room.fair
     if room.in_hand() and deals.current is not None:
-        hand_no, commitment = room.hand_no, str(deals.current["commitment"])
+        hand_no, commitment = room.hand_no, deals.current.commitment
     elif not room.in_hand() and deals.next is not None:
         hand_no, commitment = deals.next.hand_no, deals.next.commitment
     else:
@@ -199,9 +199,9 @@ def effects(room: r.Room, facts: list[ft.Fact], fx: Effects | None = None) -> Ef
                 fx.settle.append(hand_settlement(room, fact))
                 if fact.fair is not None:
                     fx.public.append(frames.server_frame(lm.FairReveal(
-                        hand_no=fact.hand_no, commitment=fact.fair["commitment"],
-                        server_seed=fact.fair["server_seed"],
-                        client_seeds=fact.fair["client_seeds"], fair_version=fair.VERSION)))
+                        hand_no=fact.hand_no, commitment=fact.fair.commitment,
+                        server_seed=fact.fair.server_seed,
+                        client_seeds=fact.fair.client_seeds, fair_version=fair.VERSION)))
             case ft.Closed(reason, doc):
                 # The fact holds the enum's number (the `close` log record stores it as a
                 # JSON int); protoc's stubs type the field by the enum's nominal class.
@@ -236,38 +236,32 @@ _FRAME = "frame"
 _event_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
-def hand_settlement(room: r.Room, hand: ft.HandEnded) -> dict[str, Any]:
+def hand_settlement(room: r.Room, hand: ft.HandEnded) -> sm.HandSettlement:
     """The settlement message of a hand (records stores it; its events are the replay)."""
     events = []
     for e in hand.events:
         frame: client_pb2.ServerFrame | None = e.memo.pop(_FRAME, None)
         if frame is None:
             frame = _event_frame(room, e)
-        events.append({
-            "i": e.index, "kind": e.event.kind, "to": e.event.to, "event_id": frame.event_id,
-            "frame": base64.b64encode(frame.SerializeToString()).decode(),
-            "json": _event_json(e.event.to_dict())})
-    return {
-        "room_id": room.room_id, "hand_no": hand.hand_no, "final": False,
-        "game": room.game, "base_score": room.base_score,
-        "seats": list(hand.user_ids), "nicknames": list(hand.nicknames),
-        "deltas": list(hand.deltas), "payments": [p.to_dict() for p in hand.payments],
+        events.append(sm.ReplayEvent(
+            idx=e.index, kind=e.event.kind, to_seat=e.event.to, event_id=frame.event_id,
+            frame=frame.SerializeToString(), json=_event_json(e.event.to_dict())))
+    return sm.HandSettlement(
+        room_id=room.room_id, hand_no=hand.hand_no, game=room.game, base_score=room.base_score,
+        seats=hand.user_ids, nicknames=hand.nicknames, deltas=hand.deltas,
+        payments=tuple(sm.Payment(reason=p.reason, payer=p.payer, payee=p.payee,
+                                      amount=p.amount, ref=p.ref) for p in hand.payments),
         # a fair deal's check rides in the details, which records keeps with the hand
-        "details": json.loads(json.dumps({**hand.details, **({"fair": hand.fair} if hand.fair
-                                                              else {})}, default=str)),
-        "seed": fair.seed_to_json(hand.seed), "dealer": hand.dealer,
-        "next_dealer": hand.next_dealer,
-        "events": events,
-    }
+        details=sm.plain({**hand.details, **({"fair": hand.fair} if hand.fair else {})}),
+        seed=fair.seed_to_json(hand.seed), dealer=hand.dealer, next_dealer=hand.next_dealer,
+        events=tuple(events))
 
 
-def final_settlement(room: r.Room, closed: ft.Closed) -> dict[str, Any]:
+def final_settlement(room: r.Room, closed: ft.Closed) -> sm.FinalSettlement:
     """The room's last settlement message: every seat's total."""
-    return {
-        "room_id": room.room_id, "hand_no": 0, "final": True, "game": room.game,
-        "base_score": room.base_score,
-        "seats": [s.user_id if s else 0 for s in room.seats],
-        "nicknames": [s.nickname if s else "" for s in room.seats],
-        "totals": list(closed.totals), "hands_played": closed.hands_played,
-        "reason": int(closed.reason), "doc": closed.doc,
-    }
+    return sm.FinalSettlement(
+        room_id=room.room_id, game=room.game, base_score=room.base_score,
+        seats=tuple(s.user_id if s else 0 for s in room.seats),
+        nicknames=tuple(s.nickname if s else "" for s in room.seats),
+        totals=closed.totals, hands_played=closed.hands_played, reason=int(closed.reason),
+        doc=closed.doc)

@@ -47,6 +47,12 @@ def frames_for(game: str, ended: Any, seat: int) -> list[list[Any]]:
     return out
 
 
+def reveal_of(ended: Any) -> dict[str, Any]:
+    """What a FairReveal frame tells of the hand, from its fair-deal record's JSON."""
+    record = json.loads(ended.fair.encode())
+    return {k: record[k] for k in ("hand_no", "commitment", "server_seed", "client_seeds")}
+
+
 VERIFY = """async ({room, game, seat, frames, reveal}) => {
   const f = await import("/static/fair.js");
   f.fair.seen = null;
@@ -66,7 +72,7 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
             (first, second), room_id = hand_of(game, hands=2)
             seats_with_draws = 0
             for ended in (first, second):
-                rec = ended.fair
+                rec = json.loads(ended.fair.encode())   # the record as the replay holds it
                 seed = bytes.fromhex(rec["hand_seed"])
                 dice = fair.stream(seed, "dice")
                 derived = await page.evaluate(
@@ -78,8 +84,7 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
                     "layout": rec[layout],
                     "dealer": fair.first_dealer(seed, seats),
                     "dice": [dice.below(6) + 1 for _ in range(6)]}, (game, rec["hand_no"])
-                reveal = {k: rec[k] for k in ("hand_no", "commitment", "server_seed",
-                                              "client_seeds")}
+                reveal = reveal_of(ended)
                 for seat in range(seats):
                     frames = frames_for(game, ended, seat)
                     got = await page.evaluate(VERIFY, {"room": room_id, "game": game,
@@ -101,8 +106,7 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
             # one tile of seat 0's deal changed: the page says it
             frames = frames_for(game, first, 0)
             change_one_dealt(spec.family, frames)
-            reveal = {k: first.fair[k] for k in ("hand_no", "commitment", "server_seed",
-                                                 "client_seeds")}
+            reveal = reveal_of(first)
             got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": 0,
                                                "frames": frames, "reveal": reveal})
             assert not got["ok"] and "NOT verified: deal" in got["text"], got
@@ -113,8 +117,7 @@ async def test_the_page_verifier_agrees_with_python_on_recorded_hands(browser: A
                     for frames in [frames_for(game, ended, seat)] for k, b in frames
                     if k == "mj_draw" and b.get("tile") and not b.get("from_back"))
                 body["tile"] = "9m" if body["tile"] != "9m" else "1m"
-                drawn = {k: ended.fair[k] for k in ("hand_no", "commitment", "server_seed",
-                                                    "client_seeds")}
+                drawn = reveal_of(ended)
                 got = await page.evaluate(VERIFY, {"room": room_id, "game": game, "seat": seat,
                                                    "frames": frames, "reveal": drawn})
                 assert not got["ok"] and "NOT verified: draws" in got["text"], got

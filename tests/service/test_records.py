@@ -107,7 +107,8 @@ async def test_a_fair_deals_record_is_served_with_the_replay(
         service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
         js: nats.js.JetStreamContext) -> None:
     fair = {"fair_version": 1, "room_id": 400055, "hand_no": 1, "commitment": "cd" * 32,
-            "server_seed": "ab" * 32, "client_seeds": ["", "0f", "", ""], "game": "xuezhan",
+            "server_seed": "ab" * 32, "client_seeds": ["", "0f", "", ""], "hand_seed": "ef" * 32,
+            "game": "xuezhan", "options": {"base": 1}, "dealer": 0, "dealer_from_seed": True,
             "wall": ["1m", "2m"], "actions": [{"t": "act", "seat": 0}]}
     message = hand_message(400055, 1, SEATS, [1, -1, 0, 0], events=[event(0, None, b"pub")])
     message["details"]["fair"] = fair

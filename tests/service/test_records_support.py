@@ -1,5 +1,5 @@
-"""Builders of SETTLE messages (docs/services.md) and database fixtures for the records
-tests. No tests here."""
+"""Builders of SETTLE messages (paiju/contracts/settle.py), as JSON objects the way any
+writer's bytes arrive, and database fixtures for the records tests. No tests here."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def hand_message(room_id: int, hand_no: int, seats: list[int], deltas: list[int]
         "base_score": 1, "seats": seats, "nicknames": [f"p{uid}" for uid in seats],
         "deltas": deltas, "payments": payments_for(deltas) if payments is None else payments,
         "details": {"winners": [s for s, d in enumerate(deltas) if d > 0]},
-        "seed": 42, "dealer": 0, "settled_at": "2026-11-30T03:04:05Z",
+        "seed": 42, "dealer": 0, "next_dealer": 0, "settled_at": "2026-11-30T03:04:05Z",
         "events": events if events is not None else [],
     }
 
@@ -49,9 +49,9 @@ def hand_message(room_id: int, hand_no: int, seats: list[int], deltas: list[int]
 def final_message(room_id: int, seats: list[int], totals: list[int],
                   hands_played: int) -> dict[str, Any]:
     return {"room_id": room_id, "hand_no": 0, "final": True, "game": "xuezhan",
-            "seats": seats, "nicknames": [f"p{uid}" for uid in seats], "totals": totals,
-            "hands_played": hands_played, "reason": "finished",
-            "settled_at": "2026-11-30T04:00:00Z"}
+            "base_score": 1, "seats": seats, "nicknames": [f"p{uid}" for uid in seats],
+            "totals": totals, "hands_played": hands_played, "reason": 2,
+            "doc": "all hands have been played", "settled_at": "2026-11-30T04:00:00Z"}
 
 
 def event(i: int, to: int | None, frame: bytes, kind: str = "draw") -> dict[str, Any]:

@@ -124,7 +124,7 @@ async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
                     only=lambda args: str(args[0]).startswith("settle."))
     core.settlements.js = settle
     await dismiss(t)
-    assert settle.failures and any(m["room_id"] == t.room_id for m in core.settlements.unsent)
+    assert settle.failures and any(m.room_id == t.room_id for m in core.settlements.unsent)
     # the settlement is not out yet, so the log stays (with the room gone from the directory)
     assert await log_count(js, t.room_id) > 0
     assert await entry(await js.key_value(bus.ROOMS_BUCKET), str(t.room_id)) is None

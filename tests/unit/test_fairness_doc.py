@@ -68,7 +68,7 @@ def play_fair_hand(log: Log, client_seeds: dict[int, bytes]) -> dict[str, Any]:
     """The fair-deal record of :func:`fair_hand_ended`'s fact, through JSON."""
     ended = fair_hand_ended(log, client_seeds)
     assert ended.fair is not None
-    result: dict[str, Any] = json.loads(json.dumps(ended.fair))
+    result: dict[str, Any] = json.loads(ended.fair.encode())
     return result
 
 

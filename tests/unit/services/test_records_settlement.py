@@ -1,4 +1,5 @@
-"""Parsing and validation of SETTLE messages: what records writes and what it terminates."""
+"""Parsing and validation of SETTLE messages (paiju/contracts/settle.py): what records
+writes and what it terminates, with the reason it gives."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_final_message_keeps_totals_and_has_no_ledger() -> None:
     s = parse_settlement(encode(final_message(654321, SEATS, [5, -5, 2, -2], 8)))
     assert (s.final, s.hand_no, s.key, s.deltas) == (True, 0, "654321:final", (5, -5, 2, -2))
     assert s.ledger == () and s.events == ()
-    assert s.details == {"hands_played": 8, "reason": "finished"}
+    assert s.details == {"hands_played": 8, "reason": 2}
 
 
 def _broken(**changes: object) -> bytes:
@@ -56,29 +57,46 @@ def _broken(**changes: object) -> bytes:
     return encode(message)
 
 
+def _without(name: str) -> bytes:
+    message = hand_message(1, 1, SEATS, [2, -2, 0, 0])
+    del message[name]
+    return encode(message)
+
+
 @pytest.mark.parametrize(("payload", "fragment"), [
-    (b"{not json", "not JSON"),
-    (b"\xff\xfe", "not JSON"),
-    (b"[1, 2]", "JSON object"),
+    (b"{not json", "JSON is malformed"),
+    (b"\xff\xfe", "JSON is malformed"),
+    (b"[1, 2]", "Expected `object`, got `array`"),
+    (b"{}", "missing required field `final`"),
+    (_broken(final="no"), r"Expected `bool`, got `str` - at `\$.final`"),
     (_broken(deltas=[2, -1, 0, 0]), "do not sum to 0"),
     (_broken(deltas=[2, -2, 0]), "3 values for 4 seats"),
-    (_broken(deltas=[2, -2, True, False]), "deltas"),
-    (_broken(deltas=[2**62, -(2**62), 0, 0]), "deltas"),
+    (_broken(deltas=[2, -2, True, False]), r"Expected `int`, got `bool` - at `\$.deltas\[2\]`"),
+    (_broken(deltas=[2**62, -(2**62), 0, 0]), r"deltas\[0\]"),
     (_broken(seats=[11, 11, 13, 14]), "distinct"),
     (_broken(seats=[]), "seats"),
-    (_broken(nicknames=["a"]), "nicknames"),
-    (_broken(room_id=0), "room_id"),
-    (_broken(room_id="123456"), "room_id"),
-    (_broken(hand_no=0), "hand_no must be 0 exactly for the final"),
-    (_broken(final=True), "hand_no must be 0 exactly for the final"),
-    (_broken(game=""), "game"),
-    (_broken(base_score=None), "base_score"),
-    (_broken(settled_at="yesterday"), "settled_at"),
+    (_broken(seats=[11, 0, 13, 14]), r"Expected `int` >= 1 - at `\$.seats\[1\]`"),
+    (_broken(nicknames=["a"]), "nicknames: 1 values for 4 seats"),
+    (_broken(room_id=0), r"\$.room_id"),
+    (_broken(room_id="123456"), r"Expected `int`, got `str` - at `\$.room_id`"),
+    (_broken(hand_no=0), r"Expected `int` >= 1 - at `\$.hand_no`"),
+    (_broken(final=True), r"FinalSettlement: Invalid enum value 1 - at `\$.hand_no`"),
+    (_broken(game=""), r"\$.game"),
+    (_broken(base_score=None), r"\$.base_score"),
+    (_broken(settled_at="yesterday"), r"RFC3339 .* at `\$.settled_at`"),
+    (_without("settled_at"), "settled_at: missing"),
+    (_without("next_dealer"), "missing required field `next_dealer`"),
+    (_without("payments"), "missing required field `payments`"),
+    (_broken(payments=[{"reason": "hu", "payer": 0, "payee": "1", "amount": 2}]),
+     r"\$.payments\[0\].payee"),
+    (_broken(seed=[1]), r"\$.seed"),
     (_broken(events=[event(0, 4, b"")]), "is not a seat"),
     (_broken(events=[event(0, None, b""), event(0, 1, b"")]), "duplicate index"),
-    (_broken(events=[{**event(0, None, b""), "frame": "***"}]), "not base64"),
-    (_broken(events=[{**event(0, None, b""), "event_id": 2**40}]), "event_id"),
-    (_broken(details=[1]), "details"),
+    (_broken(events=[{**event(0, None, b""), "frame": "***"}]), "Invalid base64"),
+    (_broken(events=[{**event(0, None, b""), "event_id": 2**40}]), r"\$.events\[0\].event_id"),
+    (_broken(events=[{k: v for k, v in event(0, None, b"").items() if k != "to"}]),
+     r"missing required field `to` - at `\$.events\[0\]`"),
+    (_broken(details=[1]), r"Expected `object`, got `array` - at `\$.details`"),
 ])
 def test_malformed_messages_are_rejected_with_a_reason(payload: bytes, fragment: str) -> None:
     with pytest.raises(MalformedSettlement, match=fragment):

@@ -181,7 +181,7 @@ async def test_entrust_ends_with_the_hand_and_the_settlement_names_the_hand_deal
     folded = Room(lr.decode(log.records[0]))
     for rec in log.records:
         views.apply(folded, lr.decode(rec), fx)
-    settled = json.loads(json.dumps(fx.settle[0]))
+    settled = json.loads(fx.settle[0].encode())
     assert settled["dealer"] == start["dealer"]
     await actor.stop()
 

@@ -262,6 +262,6 @@ def test_client_seeds_are_taken_between_hands_after_the_commitment_only() -> Non
         assert err.code == common_pb2.ERR_HAND_IN_PROGRESS
     ended = [f for f in play_rest(log) if isinstance(f, ft.HandEnded)]
     fair = ended[0].fair
-    assert fair is not None and fair["client_seeds"] == ["", "", "1e", ""]
-    assert fair["server_seed"] == "ab" * 32 and fair["hand_seed"] == seed.hex()
-    assert fair["actions"] and all(a["t"] in ("act", "resolve") for a in fair["actions"])
+    assert fair is not None and fair.client_seeds == ("", "", "1e", "")
+    assert fair.server_seed == "ab" * 32 and fair.hand_seed == seed.hex()
+    assert fair.actions and all(a["t"] in ("act", "resolve") for a in fair.actions)

@@ -15,6 +15,7 @@ import pytest
 from bench.table_views_ref import prompt as plain_prompt
 from games import registry
 from games.arbitration import Decision, Rules, Window, resolve
+from paiju.contracts.settle import HandSettlement
 from paiju.v1 import client_pb2
 from services.arbiter.server import decide
 from services.common.arbwire import decision_from_pb, window_to_pb
@@ -27,10 +28,10 @@ from tests.unit.services.test_table_fold import create, profile
 GAMES = tuple(spec.name for spec in registry.all())   # every game of the registry
 
 
-def plain_settlement_events(room: Room, settle: dict[str, Any]) -> list[dict[str, Any]]:
-    """The settlement's events made afresh from the room's events of that hand."""
+def plain_settlement_events(room: Room, settle: HandSettlement) -> list[dict[str, Any]]:
+    """The settlement's events made afresh from the room's events of that hand, as JSON."""
     events = room.hand_events
-    assert [e.index for e in events] == [x["i"] for x in settle["events"]]
+    assert [e.index for e in events] == [x.idx for x in settle.events]
     out = []
     for e in events:
         frame = views._event_frame(room, e)
@@ -57,7 +58,7 @@ class Table:
         first = lr.stamp(create(game, hands), 0)
         self.records: list[lr.Record] = [first]
         self.room = Room(first)
-        self.settled: list[dict[str, Any]] = []
+        self.settled: list[HandSettlement] = []
         views.apply(self.room, first)
         for seat, uid in enumerate(range(11, 11 + self.room.spec.seats)):
             self.add(lr.Join(seat, uid, profile(uid)))
@@ -67,11 +68,12 @@ class Table:
         self.records.append(rec)
         fx = views.apply(self.room, rec)
         for msg in fx.settle:
-            if not msg["final"]:
+            if isinstance(msg, HandSettlement):
                 # the settlement took the frames its events kept since their fold
                 assert not any(e.memo for e in self.room.hand_events)
                 if self.compare:
-                    assert msg["events"] == plain_settlement_events(self.room, msg)
+                    assert json.loads(msg.encode())["events"] == plain_settlement_events(
+                        self.room, msg)
                 self.settled.append(msg)
         return fx
 
@@ -131,8 +133,8 @@ def test_a_hands_event_frames_are_made_once_for_the_screens_and_its_settlement(
     for seed in (31, 32):
         table.play(seed)
     assert len(table.settled) == 2
-    assert sorted(made) == sorted({(msg["hand_no"], e["i"]) for msg in table.settled
-                                   for e in msg["events"]})
+    assert sorted(made) == sorted({(msg.hand_no, e.idx) for msg in table.settled
+                                   for e in msg.events})
 
 
 @pytest.mark.parametrize("game", GAMES)

@@ -3,11 +3,11 @@ and of what a record caused."""
 
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
 
+from paiju.contracts.settle import FinalSettlement, HandSettlement
 from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.table import logrec as lr
@@ -82,12 +82,13 @@ def test_a_hand_sends_private_hands_prompts_nothing_else_and_settles_with_its_re
     rest = views.effects(room, play_rest(log))
     assert len(rest.settle) == 2 and rest.closed
     hand, final = rest.settle
-    assert (hand["final"], hand["hand_no"], hand["seed"], hand["dealer"]) == (False, 1, 99, 0)
-    assert hand["seats"] == [11, 12, 13, 14] and sum(hand["deltas"]) == 0
-    first = hand["events"][0]
-    frame = client_pb2.ServerFrame.FromString(base64.b64decode(first["frame"]))
-    assert frame == deal and first["kind"] == "deal" and first["i"] == 0
-    assert (final["final"], final["totals"], final["hands_played"]) == (True, hand["deltas"], 1)
+    assert isinstance(hand, HandSettlement) and isinstance(final, FinalSettlement)
+    assert (hand.final, hand.hand_no, hand.seed, hand.dealer) == (False, 1, 99, 0)
+    assert hand.seats == (11, 12, 13, 14) and sum(hand.deltas) == 0
+    first = hand.events[0]
+    frame = client_pb2.ServerFrame.FromString(first.frame)
+    assert frame == deal and first.kind == "deal" and first.idx == 0
+    assert (final.final, final.totals, final.hands_played) == (True, hand.deltas, 1)
     assert kinds(rest.public)[-1] == "notice_dismiss"
     assert rest.public[-1].notice_dismiss.reason == lm.NoticeDismiss.ALL_HANDS_PLAYED
     assert rest.seats == {11: None, 12: None, 13: None, 14: None}
@@ -149,4 +150,5 @@ def test_a_dadun_settlement_frame_has_per_seat_deltas_like_mahjongs() -> None:
     small = next(f.dd_small_settlement for f in rest.public
                  if f.WhichOneof("payload") == "dd_small_settlement")
     hand = rest.settle[0]
-    assert list(small.deltas) == hand["deltas"] and sum(small.deltas) == 0 and len(small.deltas) == 4
+    assert isinstance(hand, HandSettlement)
+    assert tuple(small.deltas) == hand.deltas and sum(small.deltas) == 0 and len(small.deltas) == 4
