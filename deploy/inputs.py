@@ -50,7 +50,7 @@ ROBOTS = {"lobby": ["clients.robot.__main__"]}
 # named by database URL rather than imported.
 PACKAGE_ROOTS: dict[str, tuple[str, ...]] = {
     "common": ("grpcio", "grpcio-health-checking", "grpcio-reflection", "protobuf",
-               "nats-py", "prometheus-client", "uvloop"),
+               "nats-py", "prometheus-client", "uvloop", "msgspec"),
     "lobby": ("aiohttp",),
     "table": (),
     "arbiter": (),
