@@ -25,7 +25,8 @@ _ENCODER = msgspec.json.Encoder()
 
 class Contract(msgspec.Struct, frozen=True, kw_only=True):
     """A typed JSON value: frozen (a change is :meth:`replace`), encoded with every field
-    (readers of older versions look keys up by name)."""
+    (readers of older versions look keys up by name), except that a type declared
+    ``omit_defaults=True`` leaves out its optional fields while they are unset."""
 
     _decoder: ClassVar[Any] = None
 

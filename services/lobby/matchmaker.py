@@ -72,6 +72,20 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from games import registry
 from games.engine import BadInput
+from paiju.contracts.lobby import (
+    Encounters,
+    LobbyPresence,
+    MatchLease,
+    MatchTicket,
+    MetRoom,
+    PresenceAnswer,
+    PresenceAsk,
+    TicketState,
+    decode_stats,
+    encode_stats,
+    presence_of,
+)
+from paiju.contracts.typed import BadContract
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
@@ -94,7 +108,7 @@ from services.lobby.sessions import Session
 LobbyApp = Any
 # How a matched session is seated in its room: services.lobby.seating.seat_matched, given by
 # whoever opens the app (the lobby's start-up); seating imports the app, which owns this module.
-SeatMatched = Callable[[LobbyApp, Session, dict[str, Any]], Awaitable[None]]
+SeatMatched = Callable[[LobbyApp, Session, MatchTicket], Awaitable[None]]
 
 log = logging.getLogger("paiju.lobby.matchmaker")
 
@@ -109,7 +123,11 @@ MET_SLOT = 60.0       # seconds a slot covers
 MET_SLOTS = int(math.ceil(DAY_SECONDS / MET_SLOT)) + 1  # a day of slots and the current one
 MET_SLOT_ROOMS = 2_000  # rooms a slot keeps (beyond: the running matcher alone remembers)
 ASK_WAIT = 1.0        # seconds a party member's lobby has to say he is online
-WAITING, CLAIMED, MATCHED, TIMEOUT, FAILED = "waiting", "claimed", "matched", "timeout", "failed"
+WAITING: TicketState = "waiting"
+CLAIMED: TicketState = "claimed"
+MATCHED: TicketState = "matched"
+TIMEOUT: TicketState = "timeout"
+FAILED: TicketState = "failed"
 DEFAULT_MU, DEFAULT_SIGMA = 25.0, 25.0 / 3     # the rating model's start (records' ratings)
 MAX_STAKE = 1_000_000
 CLAIM_STALE = 15.0    # a ticket claimed this long ago by a matcher that is gone waits again
@@ -176,47 +194,54 @@ def rule_set_of(game: str, options_json: str) -> tuple[str, str]:
     return text, json.dumps(differ, sort_keys=True)
 
 
+def _ticket(key: str, raw: bytes | None) -> MatchTicket | None:
+    """A ``t.<uid>`` value read by key; None when it is unreadable (logged)."""
+    try:
+        return MatchTicket.decode(raw or b"")
+    except BadContract as exc:
+        log.warning("unreadable match ticket", extra={"key": key, "error": str(exc)})
+        return None
+
+
 def queue_name(key: QueueKey) -> str:
     return f"{key.game}|{key.rule_set}|{key.stake}|{key.region}|{int(key.ranked)}"
 
 
-def _key_of(value: dict[str, Any]) -> QueueKey:
-    return QueueKey(str(value["game"]), str(value["rule_set"]), int(value["stake"]),
-                    str(value.get("region", "")), bool(value.get("ranked")))
+def _key_of(value: MatchTicket) -> QueueKey:
+    return QueueKey(value.game, value.rule_set, value.stake, value.region, value.ranked)
 
 
-def ticket_of(value: dict[str, Any], *more: dict[str, Any]) -> Ticket:
-    """``t.<uid>`` values as the matcher's ticket: one player, or a party (its members'
-    values: one ticket, their ids joined, since its last member asked). ValueError, KeyError
-    or TypeError when a value is bad."""
+def ticket_of(value: MatchTicket, *more: MatchTicket) -> Ticket:
+    """``t.<uid>`` entries as the matcher's ticket: one player, or a party (its members'
+    entries: one ticket, their ids joined, since its last member asked)."""
     values = (value, *more)
-    players = tuple(Player(int(v["user_id"]), float(v["mu"]), float(v["sigma"]),
-                           str(v.get("ip", "")), float(v.get("lat", 0.0)),
-                           float(v.get("lng", 0.0))) for v in values)
+    players = tuple(Player(v.user_id, v.mu, v.sigma, v.ip, v.lat, v.lng) for v in values)
     key = _key_of(value)
-    ticket_id = "+".join(sorted(str(v["ticket_id"]) for v in values))
+    ticket_id = "+".join(sorted(v.ticket_id for v in values))
     return Ticket(ticket_id, players, key.game, key.rule_set, key.stake,
-                  max(float(v["enqueued_at"]) for v in values), key.region, key.ranked)
+                  max(v.enqueued_at for v in values), key.region, key.ranked)
 
 
-def parties(waiting: dict[str, tuple[str, int, dict[str, Any]]],
-            ) -> dict[str, list[tuple[str, int, dict[str, Any]]]]:
+Waiting = tuple[str, int, MatchTicket]   # a waiting ticket's key, revision and entry
+
+
+def parties(waiting: dict[str, Waiting]) -> dict[str, list[Waiting]]:
     """The matcher's tickets among the waiting entries, by ticket id: each player alone, and
     each party whose members all wait in the same queue naming the same party; the members
     of an incomplete party are left out (they wait for the others)."""
-    units: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
-    groups: dict[tuple[str, tuple[int, ...]], list[tuple[str, int, dict[str, Any]]]] = {}
+    units: dict[str, list[Waiting]] = {}
+    groups: dict[tuple[str, tuple[int, ...]], list[Waiting]] = {}
     for ticket_id, item in waiting.items():
         value = item[2]
-        party = tuple(sorted(int(u) for u in value.get("party") or ()))
+        party = tuple(sorted(value.party))
         if not party:
             units[ticket_id] = [item]
         else:
             groups.setdefault((queue_name(_key_of(value)), party), []).append(item)
     for (_, party), members in groups.items():
-        if sorted(int(v["user_id"]) for *_, v in members) == list(party):
-            members.sort(key=lambda item: int(item[2]["user_id"]))
-            units["+".join(sorted(str(v["ticket_id"]) for *_, v in members))] = members
+        if sorted(v.user_id for *_, v in members) == list(party):
+            members.sort(key=lambda item: item[2].user_id)
+            units["+".join(sorted(v.ticket_id for *_, v in members))] = members
     return units
 
 
@@ -230,7 +255,8 @@ class Matchmaking:
         self.cfg = app.lobby
         self.instance = uuid.uuid4().hex[:12]
         self.kv: KeyValue | None = None
-        self.view: dict[str, tuple[int, dict[str, Any]]] = {}   # key -> (revision, value)
+        self.view: dict[str, tuple[int, MatchTicket]] = {}   # t.<uid> -> (revision, entry)
+        self.met: dict[str, Encounters] = {}          # e.<slot> -> the rooms of that minute
         self.stats: dict[str, dict[str, float]] = {}    # game -> queue name -> wait (s)
         # the games this lobby reaches for, in its own order (spreads the leases)
         self.games = tuple(sorted((spec.name for spec in registry.all()), key=lambda g:
@@ -248,7 +274,7 @@ class Matchmaking:
         self._heard: dict[str, float] = {}          # lobby instance -> when its presence moved
         self._orphans: dict[str, float] = {}        # ticket id -> since when its lobby is gone
         self._asking: dict[int, int] = {}           # user id -> presence asks under way
-        self._answers: dict[int, tuple[int, dict[str, Any]]] = {}   # their latest answers
+        self._answers: dict[int, tuple[int, PresenceAnswer]] = {}   # their latest answers
         self._answered: dict[int, asyncio.Event] = {}
         self._synced = False                        # the watch delivered the bucket once
         self._attached = 0.0
@@ -313,15 +339,14 @@ class Matchmaking:
                     await self._check_member(friend, queue, members)
         mu, sigma = await self._rating(session.user_id, req.game)
         ip = session.profile.ip
-        value = {"ticket_id": uuid.uuid4().hex[:16], "user_id": session.user_id,
-                 "session_id": session.session_id, "lobby": self.instance,
-                 "game": req.game, "rule_set": rule_set, "options_json": options_json,
-                 "stake": stake, "region": req.region, "ranked": req.ranked,
-                 "mu": mu, "sigma": sigma, "ip": "" if _loopback(ip) else ip,
-                 "lat": session.profile.lat, "lng": session.profile.lng,
-                 "enqueued_at": time.time(), "state": WAITING,
-                 "party": sorted([*party, session.user_id]) if party else []}
-        data = json.dumps(value).encode()
+        value = MatchTicket(
+            ticket_id=uuid.uuid4().hex[:16], user_id=session.user_id,
+            session_id=session.session_id, lobby=self.instance, game=req.game,
+            rule_set=rule_set, options_json=options_json, stake=stake, region=req.region,
+            ranked=req.ranked, mu=mu, sigma=sigma, ip="" if _loopback(ip) else ip,
+            lat=session.profile.lat, lng=session.profile.lng, enqueued_at=time.time(),
+            state=WAITING, party=sorted([*party, session.user_id]) if party else [])
+        data = value.encode()
         async with _reachable():
             try:
                 rev = await kv.create(key, data)
@@ -336,15 +361,15 @@ class Matchmaking:
         nobody took (a timeout, a failure, a room the player never reached) gives way."""
         try:
             entry = await kv.get(key)
-            old = json.loads(entry.value or b"{}")
         except NotFoundError:
             return await kv.create(key, data)
-        state = old.get("state")
+        old = _ticket(key, entry.value)   # an unreadable one gives way as well
+        state = old.state if old is not None else None
         if state in (WAITING, CLAIMED):
             raise Reject(common_pb2.ERR_ALREADY_QUEUED, "you are already waiting for a match")
-        if state == MATCHED:
+        if old is not None and state == MATCHED:
             raise Reject(common_pb2.ERR_ALREADY_QUEUED, f"matched into room "
-                         f"{old.get('room_id')}: you are being seated there")
+                         f"{old.room_id}: you are being seated there")
         try:
             return await kv.update(key, data, last=entry.revision)
         except APIError:
@@ -356,17 +381,13 @@ class Matchmaking:
         first) or for nothing, outside any room."""
         kv = self._need()
         try:
-            value = json.loads((await kv.get(PREFIX + str(uid))).value or b"{}")
+            value = _ticket(PREFIX + str(uid), (await kv.get(PREFIX + str(uid))).value)
         except NotFoundError:
-            value = {}
-        state = value.get("state")
-        if state in (WAITING, CLAIMED, MATCHED):
-            try:
-                same = state == WAITING and queue_name(_key_of(value)) == queue \
-                    and sorted(int(u) for u in value.get("party") or ()) == members
-            except (KeyError, ValueError, TypeError):
-                same = False
-            if same:
+            value = None
+        state = value.state if value is not None else None
+        if value is not None and state in (WAITING, CLAIMED, MATCHED):
+            if state == WAITING and queue_name(_key_of(value)) == queue \
+                    and sorted(value.party) == members:
                 return      # he asked for this party already (held while he reconnects)
             raise Reject(common_pb2.ERR_PARTY_BUSY, f"player {uid} already waits for "
                          "another match" if state == WAITING else
@@ -375,22 +396,22 @@ class Matchmaking:
         if here is None:
             raise Reject(common_pb2.ERR_PARTY_OFFLINE, f"player {uid} is not online: a "
                          "party's players must be logged in")
-        if int(here.get("room_id") or 0):
+        if here.room_id:
             raise Reject(common_pb2.ERR_PARTY_BUSY, f"player {uid} sits in a room")
 
-    async def _online(self, uid: int) -> dict[str, Any] | None:
-        """Where a player is online (``{"room_id"}``), or None: his session on this lobby,
-        or the answer of the lobby that holds it to a ``p.<uid>`` entry within ASK_WAIT."""
+    async def _online(self, uid: int) -> PresenceAnswer | None:
+        """Where a player is online, or None: his session on this lobby, or the answer of
+        the lobby that holds it to a ``p.<uid>`` entry within ASK_WAIT."""
         local = self.app.hub.by_user.get(uid)
         if local is not None and not local.kicked and not local.outbox.closed:
-            return {"room_id": local.room_id}
+            return PresenceAnswer(here=True, room_id=local.room_id, lobby=self.instance)
         kv = self._need()
         loop = asyncio.get_running_loop()
         self._asking[uid] = self._asking.get(uid, 0) + 1
         try:
             self._answered.setdefault(uid, asyncio.Event())
-            rev = await kv.put(ASK_PREFIX + str(uid), json.dumps(
-                {"ask": uuid.uuid4().hex[:8], "at": time.time()}).encode())
+            rev = await kv.put(ASK_PREFIX + str(uid), PresenceAsk(
+                ask=uuid.uuid4().hex[:8], at=time.time()).encode())
             deadline = loop.time() + ASK_WAIT
             while True:
                 answer = self._answers.get(uid)
@@ -411,14 +432,14 @@ class Matchmaking:
                 self._answers.pop(uid, None)
                 self._answered.pop(uid, None)
 
-    def _presence(self, key: str, rev: int, value: dict[str, Any]) -> None:
+    def _presence(self, key: str, rev: int, value: PresenceAsk | PresenceAnswer) -> None:
         """A ``p.<uid>`` entry: an answer wakes this lobby's askers; an ask about a player
         of this lobby is answered (compare-and-set: a newer ask gets its own answer)."""
         try:
             uid = int(key[len(ASK_PREFIX):])
         except ValueError:
             return
-        if "here" in value:
+        if isinstance(value, PresenceAnswer):
             if uid in self._asking:
                 self._answers[uid] = (rev, value)
                 event = self._answered.pop(uid, None)
@@ -428,8 +449,8 @@ class Matchmaking:
         session = self.app.hub.by_user.get(uid)
         if session is None or session.kicked or session.outbox.closed:
             return
-        answer = json.dumps({"here": True, "room_id": session.room_id,
-                             "lobby": self.instance}).encode()
+        answer = PresenceAnswer(here=True, room_id=session.room_id,
+                                lobby=self.instance).encode()
 
         async def say() -> None:
             try:
@@ -451,22 +472,22 @@ class Matchmaking:
             return DEFAULT_MU, DEFAULT_SIGMA
         return found.mu, found.sigma
 
-    def _queued_frame(self, value: dict[str, Any]) -> lobby_msgs_pb2.MatchQueued:
+    def _queued_frame(self, value: MatchTicket) -> lobby_msgs_pb2.MatchQueued:
         key = _key_of(value)
         name = queue_name(key)
-        waiting = sum(1 for _, v in self._tickets() if v.get("state") == WAITING
+        waiting = sum(1 for _, v in self._tickets() if v.state == WAITING
                       and queue_name(_key_of(v)) == name)
         estimate = self.stats.get(key.game, {}).get(name)
         return lobby_msgs_pb2.MatchQueued(
-            ticket_id=value["ticket_id"], game=key.game, stake=key.stake, ranked=key.ranked,
-            since_ms=int(value["enqueued_at"] * 1000), waiting=max(1, waiting),
+            ticket_id=value.ticket_id, game=key.game, stake=key.stake, ranked=key.ranked,
+            since_ms=int(value.enqueued_at * 1000), waiting=max(1, waiting),
             estimated_wait_ms=int(estimate * 1000) if estimate else 0)
 
     def refuse_if_queued(self, session: Session) -> None:
         """One way into a room at a time: a player whose match request waits (as far as
         this lobby's view of the bucket knows) cancels it before he creates or joins one."""
         entry = self.view.get(PREFIX + str(session.user_id))
-        if entry is not None and entry[1].get("state") in (WAITING, CLAIMED, MATCHED):
+        if entry is not None and entry[1].state in (WAITING, CLAIMED, MATCHED):
             raise Reject(common_pb2.ERR_ALREADY_QUEUED, "you are waiting for a match: "
                          "cancel it first")
 
@@ -476,11 +497,11 @@ class Matchmaking:
         async with _reachable():
             try:
                 entry = await kv.get(key)
-                value = json.loads(entry.value or b"{}")
+                value = _ticket(key, entry.value)
             except NotFoundError:
-                value = {}
-            state = value.get("state")
-            if state != WAITING:
+                value = None
+            state = value.state if value is not None else None
+            if value is None or state != WAITING:
                 raise Reject(common_pb2.ERR_NOT_QUEUED, "no match request is waiting"
                              if state in (None, TIMEOUT, FAILED)
                              else "already matched: the room follows")
@@ -491,7 +512,7 @@ class Matchmaking:
                     from None
         self.view.pop(key, None)
         OUTCOMES.labels("cancelled").inc()
-        session.send(server_frame(Cancelled(ticket_id=value["ticket_id"],
+        session.send(server_frame(Cancelled(ticket_id=value.ticket_id,
                                             reason=Cancelled.CANCELLED,
                                             message="cancelled"), reply_to=frame.seq))
 
@@ -504,14 +525,15 @@ class Matchmaking:
         key = PREFIX + str(session.user_id)
         try:
             entry = await self.kv.get(key)
-            value = json.loads(entry.value or b"{}")
-            if value.get("state") == WAITING and value.get("session_id") == session.session_id:
+            value = _ticket(key, entry.value)
+            if value is not None and value.state == WAITING \
+                    and value.session_id == session.session_id:
                 if self.cfg.reconnect_grace_seconds <= 0:
                     await self.kv.delete(key, last=entry.revision)
                     log.info("ticket cancelled with its session", extra={"user": session.user_id})
                     return
-                value["away_at"] = time.time()
-                await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
+                value = value.replace(away_at=time.time())
+                await self.kv.update(key, value.encode(), last=entry.revision)
                 log.info("ticket held for its player's return", extra={"user": session.user_id})
         except NotFoundError:
             return
@@ -527,19 +549,21 @@ class Matchmaking:
         for _ in range(3):    # an older session's end marking it away meanwhile: again
             try:
                 entry = await self.kv.get(key)
-                value = json.loads(entry.value or b"{}")
             except NotFoundError:
                 return
             except Exception as exc:
                 log.info("ticket not resumed", extra={"error": repr(exc)})
                 return
-            if value.get("state") not in (WAITING, CLAIMED):
+            value = _ticket(key, entry.value)
+            if value is None:
+                return
+            if value.state not in (WAITING, CLAIMED):
                 self._deliver(key, entry.revision or 0, value)
                 return
-            value["session_id"], value["lobby"] = session.session_id, self.instance
-            value.pop("away_at", None)
+            value = value.replace(session_id=session.session_id, lobby=self.instance,
+                                  away_at=None)
             try:
-                await self.kv.update(key, json.dumps(value).encode(), last=entry.revision)
+                await self.kv.update(key, value.encode(), last=entry.revision)
             except APIError:   # moved on meanwhile: read it again
                 continue
             except Exception as exc:
@@ -550,10 +574,9 @@ class Matchmaking:
 
     # -- outcomes to this lobby's sessions ------------------------------------------------
 
-    def _tickets(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _tickets(self) -> Iterator[tuple[str, MatchTicket]]:
         for key, (_, value) in list(self.view.items()):
-            if key.startswith(PREFIX):
-                yield key, value
+            yield key, value
 
     async def _watch(self) -> None:
         assert self.kv is not None
@@ -573,24 +596,9 @@ class Matchmaking:
                         continue
                     if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
                         self.view.pop(entry.key, None)
+                        self.met.pop(entry.key, None)
                         continue
-                    try:
-                        value = json.loads(entry.value)
-                    except ValueError:
-                        continue
-                    if entry.key.startswith(STATS_PREFIX):
-                        self.stats[entry.key[len(STATS_PREFIX):]] = {
-                            str(k): float(v) for k, v in value.items()}
-                        continue
-                    if entry.key.startswith(ASK_PREFIX):
-                        if isinstance(value, dict):
-                            self._presence(entry.key, entry.revision or 0, value)
-                        continue
-                    self.view[entry.key] = (entry.revision or 0, value)
-                    if entry.key.startswith(MET_PREFIX):
-                        self._note_met(entry.key, value)
-                    if entry.key.startswith(PREFIX):
-                        self._deliver(entry.key, entry.revision or 0, value)
+                    self._heard_entry(entry.key, entry.revision or 0, entry.value)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -598,12 +606,27 @@ class Matchmaking:
                             extra={"error": repr(exc)})
             await asyncio.sleep(1.0)
 
-    def _deliver(self, key: str, rev: int, value: dict[str, Any]) -> None:
-        state = value.get("state")
-        if state not in (MATCHED, TIMEOUT, FAILED):
+    def _heard_entry(self, key: str, rev: int, raw: bytes) -> None:
+        """An entry of the bucket as the watch brings it (leases are read by key)."""
+        try:
+            if key.startswith(STATS_PREFIX):
+                self.stats[key[len(STATS_PREFIX):]] = decode_stats(raw)
+            elif key.startswith(ASK_PREFIX):
+                self._presence(key, rev, presence_of(raw))
+            elif key.startswith(MET_PREFIX):
+                self._note_met(key, Encounters.decode(raw))
+            elif key.startswith(PREFIX):
+                value = MatchTicket.decode(raw)
+                self.view[key] = (rev, value)
+                self._deliver(key, rev, value)
+        except BadContract as exc:
+            log.warning("unreadable match bucket entry", extra={"key": key, "error": str(exc)})
+
+    def _deliver(self, key: str, rev: int, value: MatchTicket) -> None:
+        if value.state not in (MATCHED, TIMEOUT, FAILED):
             return
-        session = self.app.hub.by_user.get(int(value.get("user_id", 0)))
-        ticket_id = str(value.get("ticket_id"))
+        session = self.app.hub.by_user.get(value.user_id)
+        ticket_id = value.ticket_id
         if session is None or session.kicked or session.outbox.closed \
                 or ticket_id in self._delivering:
             return
@@ -611,17 +634,17 @@ class Matchmaking:
         task = self.app.spawn(self._tell(session, key, rev, value))
         task.add_done_callback(lambda _: self._delivering.discard(ticket_id))
 
-    async def _tell(self, session: Session, key: str, rev: int, value: dict[str, Any]) -> None:
-        OUTCOMES.labels(str(value["state"])).inc()
+    async def _tell(self, session: Session, key: str, rev: int, value: MatchTicket) -> None:
+        OUTCOMES.labels(value.state).inc()
         try:
-            if value["state"] == MATCHED:
+            if value.state == MATCHED:
                 if self.seat_matched is None:
                     raise RuntimeError("this lobby was opened without a way to seat a match")
                 await self.seat_matched(self.app, session, value)
             else:
-                reason = Cancelled.TIMEOUT if value["state"] == TIMEOUT else Cancelled.FAILED
-                session.send(server_frame(Cancelled(ticket_id=value["ticket_id"], reason=reason,
-                                                    message=value.get("message", ""))))
+                reason = Cancelled.TIMEOUT if value.state == TIMEOUT else Cancelled.FAILED
+                session.send(server_frame(Cancelled(ticket_id=value.ticket_id, reason=reason,
+                                                    message=value.message or "")))
         except Exception:
             log.exception("match outcome not delivered", extra={"user": session.user_id})
         finally:
@@ -646,7 +669,7 @@ class Matchmaking:
         now = time.monotonic()
         if now - self._announced >= self.cfg.match_lease_seconds / 3:
             await self._need().put(LOBBY_PREFIX + self.instance,
-                                   json.dumps({"at": time.time()}).encode())
+                                   LobbyPresence(at=time.time()).encode())
             self._announced = now
         if not self._synced and now - self._attached < self.cfg.match_lease_seconds:
             return      # the day's encounters not read yet: no lease before they are
@@ -667,19 +690,19 @@ class Matchmaking:
         return instance == self.instance or (
             heard is not None and time.monotonic() - heard < self.cfg.match_lease_seconds)
 
-    async def _orphaned(self, key: str, rev: int, value: dict[str, Any]) -> bool:
+    async def _orphaned(self, key: str, rev: int, value: MatchTicket) -> bool:
         """A waiting ticket whose lobby is gone (killed: its sessions could not withdraw
         their tickets) is not matched until its player logs in again on a live lobby
         (:meth:`resume` moves it there); after ``lobby.reconnect_grace_seconds`` it goes."""
-        ticket_id = str(value.get("ticket_id"))
-        if self._alive(str(value.get("lobby", ""))):
+        ticket_id = value.ticket_id
+        if self._alive(value.lobby):
             self._orphans.pop(ticket_id, None)
             return False
         since = self._orphans.setdefault(ticket_id, time.monotonic())
         if time.monotonic() - since > self.cfg.reconnect_grace_seconds:
             self._orphans.pop(ticket_id, None)
             log.info("ticket of a player who never came back dropped",
-                     extra={"user": value.get("user_id")})
+                     extra={"user": value.user_id})
             try:
                 await self._need().delete(key, last=rev)
             except APIError:
@@ -725,46 +748,28 @@ class Matchmaking:
         wherever it ran), oldest first; :meth:`_note_met` adds the later ones."""
         cutoff = time.time() - matcher.config.encounter_window
         rooms: list[tuple[float, list[list[int]]]] = []
-        for key, (_, value) in list(self.view.items()):
-            if not key.startswith(MET_PREFIX):
-                continue
-            for room in value.get("rooms") or ():
-                try:
-                    at = float(room["at"])
-                    groups = [[int(u) for u in g] for g in room["groups"]]
-                except (KeyError, ValueError, TypeError):
-                    continue
-                if at > cutoff:
-                    rooms.append((at, groups))
+        for met in list(self.met.values()):
+            rooms.extend((room.at, room.groups) for room in met.rooms if room.at > cutoff)
         rooms.sort(key=lambda r: r[0])
         for at, groups in rooms:
             matcher.note_table(groups, at)
         if rooms:
             log.info("matching: the day's encounters recalled", extra={"rooms": len(rooms)})
 
-    def _note_met(self, key: str, value: dict[str, Any]) -> None:
+    def _note_met(self, key: str, value: Encounters) -> None:
         """An ``e.<slot>`` entry moved (the watch): the rooms added to it since this lobby
         last read it are told to each running matcher that did not make them itself (the
         other games' matchers, here or on another lobby), so that strangers are limited
         across all games. The view of the entry and what was noted move together (only
         the watch writes either), so a matcher that :meth:`_recall` started is told each
         room once."""
-        try:
-            slot = int(value["slot"])
-            rooms = list(value.get("rooms") or ())
-        except (KeyError, ValueError, TypeError):
-            return
+        self.met[key] = value
         seen_slot, seen = self._met_seen.get(key, (-1, 0))
-        self._met_seen[key] = (slot, len(rooms))
-        for room in rooms[seen if seen_slot == slot else 0:]:
-            try:
-                at = float(room["at"])
-                groups = [[int(u) for u in g] for g in room["groups"]]
-            except (KeyError, ValueError, TypeError):
-                continue
+        self._met_seen[key] = (value.slot, len(value.rooms))
+        for room in value.rooms[seen if seen_slot == value.slot else 0:]:
             for game, matcher in self.matchers.items():
-                if room.get("by") != self._made_by[game]:
-                    matcher.note_table(groups, at)
+                if room.by != self._made_by[game]:
+                    matcher.note_table(room.groups, room.at)
 
     async def _remember(self, game: str, by: str,
                         rooms: list[tuple[float, list[list[int]]]]) -> None:
@@ -772,22 +777,25 @@ class Matchmaking:
         minute's ``e.<slot>`` entry (a slot a day old is started afresh); compare-and-set,
         a few tries. The view follows by the watch."""
         kv = self._need()
-        by_slot: dict[int, list[dict[str, Any]]] = {}
+        by_slot: dict[int, list[MetRoom]] = {}
         for at, groups in rooms:
             by_slot.setdefault(int(at // MET_SLOT), []).append(
-                {"at": at, "groups": groups, "game": game, "by": by})
+                MetRoom(at=at, groups=groups, game=game, by=by))
         for slot, made in by_slot.items():
             key = f"{MET_PREFIX}{slot % MET_SLOTS}"
             for _ in range(5):
+                old: Encounters | None = None
                 try:
                     entry = await kv.get(key)
-                    old = json.loads(entry.value or b"{}")
                     rev: int | None = entry.revision or 0
+                    old = Encounters.decode(entry.value or b"")
                 except NotFoundError:
-                    old, rev = {}, None
-                kept = list(old.get("rooms") or ()) if old.get("slot") == slot else []
-                value = {"slot": slot, "rooms": (kept + made)[:MET_SLOT_ROOMS]}
-                data = json.dumps(value, separators=(",", ":")).encode()
+                    rev = None
+                except BadContract as exc:   # unreadable: started afresh
+                    log.warning("unreadable encounters entry replaced",
+                                extra={"key": key, "error": str(exc)})
+                kept = list(old.rooms) if old is not None and old.slot == slot else []
+                data = Encounters(slot=slot, rooms=(kept + made)[:MET_SLOT_ROOMS]).encode()
                 try:
                     await (kv.create(key, data) if rev is None else kv.update(key, data, last=rev))
                 except APIError:
@@ -851,14 +859,18 @@ class Matchmaking:
             return 0, None
         if not entry.value:
             return 0, None
-        return entry.revision or 0, json.loads(entry.value).get("owner")
+        try:
+            return entry.revision or 0, MatchLease.decode(entry.value).owner
+        except BadContract as exc:   # nobody holds it: taken over once it stood still
+            log.warning("unreadable matcher lease", extra={"game": game, "error": str(exc)})
+            return entry.revision or 0, ""
 
     async def _write_lease(self, game: str, rev: int, holder: str | None) -> None:
         """Hold the lease: create it when it is free, else update it on ``rev``; a lobby
         that loses the race (or the lease) stops matching the game."""
         kv = self._need()
         key = LEASE_PREFIX + game
-        mine = json.dumps({"owner": self.instance, "at": time.time()}).encode()
+        mine = MatchLease(owner=self.instance, at=time.time()).encode()
         try:
             await (kv.create(key, mine) if holder is None else kv.update(key, mine, last=rev))
         except APIError:
@@ -879,11 +891,11 @@ class Matchmaking:
         except Exception as exc:
             log.info("lease not given up", extra={"game": game, "error": repr(exc)})
 
-    async def _set(self, key: str, rev: int, value: dict[str, Any]) -> int | None:
+    async def _set(self, key: str, rev: int, value: MatchTicket) -> int | None:
         """Write a ticket's new state if it is still at ``rev``; its new revision, or None
         when it moved (cancelled, or another matcher)."""
         try:
-            new = await self._need().update(key, json.dumps(value).encode(), last=rev)
+            new = await self._need().update(key, value.encode(), last=rev)
         except APIError:
             return None
         self.view[key] = (new, value)
@@ -893,36 +905,36 @@ class Matchmaking:
         """One pass of the game's matcher over the game's tickets."""
         matcher, queued, by = self.matchers[game], self._queued[game], self._made_by[game]
         now = time.time()
-        waiting: dict[str, tuple[str, int, dict[str, Any]]] = {}
+        waiting: dict[str, Waiting] = {}
         for key, (rev, value) in list(self.view.items()):
-            if not key.startswith(PREFIX) or value.get("game") != game:
+            if value.game != game:
                 continue
-            state = value.get("state")
+            state = value.state
             if state == WAITING:
-                if now - float(value.get("enqueued_at", now)) > self.cfg.match_timeout_seconds:
-                    await self._set(key, rev, {**value, "state": TIMEOUT, "done_at": now,
-                                               "message": "no match in time: ask again"})
+                if now - value.enqueued_at > self.cfg.match_timeout_seconds:
+                    await self._set(key, rev, value.replace(
+                        state=TIMEOUT, done_at=now, message="no match in time: ask again"))
                     continue
-                away = value.get("away_at")
+                away = value.away_at
                 if away is not None:    # its player's connection dropped: held for him
-                    if now - float(away) > self.cfg.reconnect_grace_seconds:
+                    if now - away > self.cfg.reconnect_grace_seconds:
                         log.info("ticket of a player who never came back dropped",
-                                 extra={"user": value.get("user_id")})
+                                 extra={"user": value.user_id})
                         with contextlib.suppress(APIError):
                             await self._need().delete(key, last=rev)
                     continue
                 if await self._orphaned(key, rev, value):
                     continue
-                waiting[str(value.get("ticket_id"))] = (key, rev, value)
-            elif state == CLAIMED and now - float(value.get("claimed_at", 0)) > CLAIM_STALE:
-                await self._set(key, rev, {**value, "state": WAITING})   # its matcher died
+                waiting[value.ticket_id] = (key, rev, value)
+            elif state == CLAIMED and now - (value.claimed_at or 0.0) > CLAIM_STALE:
+                await self._set(key, rev, value.replace(state=WAITING))   # its matcher died
             elif state in (MATCHED, TIMEOUT, FAILED) and \
-                    now - float(value.get("done_at", 0)) > DONE_KEEP:
+                    now - (value.done_at or 0.0) > DONE_KEEP:
                 try:
                     await self._need().delete(key, last=rev)
                 except APIError:
                     pass
-        tickets = {str(v.get("ticket_id")) for _, v in self._tickets()}
+        tickets = {v.ticket_id for _, v in self._tickets()}
         for ticket_id in [t for t in self._orphans if t not in tickets]:
             del self._orphans[ticket_id]
         units = parties(waiting)
@@ -937,13 +949,8 @@ class Matchmaking:
             except MatchError as exc:
                 if exc.code != "already_queued":    # a stale twin: it goes in a moment
                     for key, rev, value in members:
-                        await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
-                                                   "message": exc.message})
-                continue
-            except (KeyError, ValueError, TypeError) as exc:
-                for key, rev, value in members:
-                    await self._set(key, rev, {**value, "state": FAILED, "done_at": now,
-                                               "message": f"bad ticket: {exc!r}"})
+                        await self._set(key, rev, value.replace(
+                            state=FAILED, done_at=now, message=exc.message))
                 continue
             queued.add(ticket_id)
         matches = matcher.run(now)
@@ -969,48 +976,47 @@ class Matchmaking:
         await self._publish_stats(game, matcher, waiting)
 
     async def _make_room(self, game: str, robots: int,
-                         entries: list[tuple[str, int, dict[str, Any]]], now: float) -> bool:
+                         entries: list[Waiting], now: float) -> bool:
         """Claim the tickets, create the room, write it into them: whether a room was made."""
-        claimed: list[tuple[str, int, dict[str, Any]]] = []
+        claimed: list[Waiting] = []
         for key, rev, value in entries:
-            value = {**value, "state": CLAIMED, "claimed_at": now, "matcher": self.instance}
+            value = value.replace(state=CLAIMED, claimed_at=now, matcher=self.instance)
             new = await self._set(key, rev, value)
             if new is None:     # cancelled meanwhile: the others wait again
                 for k, r, v in claimed:
-                    await self._set(k, r, {**v, "state": WAITING})
+                    await self._set(k, r, v.replace(state=WAITING))
                 return False
             claimed.append((key, new, value))
         first = claimed[0][2]
-        spec = registry.get(str(first["game"]))
+        spec = registry.get(first.game)
         password = secrets.token_hex(8)
         req = table_pb2.CreateRoomRequest(
-            game=common_pb2.Game.ValueType(spec.game_type), base_score=int(first["stake"]),
-            total_hands=self.cfg.match_total_hands, options_json=str(first["options_json"]),
-            password=password, creator_id=int(first["user_id"]))
+            game=common_pb2.Game.ValueType(spec.game_type), base_score=first.stake,
+            total_hands=self.cfg.match_total_hands, options_json=first.options_json,
+            password=password, creator_id=first.user_id)
         try:
             _, created = await self.app.directory.create_room(req)
         except Reject as exc:
             for k, r, v in claimed:
-                await self._set(k, r, {**v, "state": FAILED, "done_at": time.time(),
-                                       "message": f"no room: {exc.message}"})
+                await self._set(k, r, v.replace(state=FAILED, done_at=time.time(),
+                                                message=f"no room: {exc.message}"))
             return False
         room_id = created.room.room_id
         self.matches += 1
         ROOMS.labels(game).inc()
         for *_, v in claimed:
-            WAITS.labels(game).observe(max(0.0, now - float(v["enqueued_at"])))
+            WAITS.labels(game).observe(max(0.0, now - v.enqueued_at))
         log.info("matched", extra={"game": game, "room": room_id, "robots": robots,
-                                   "users": [v["user_id"] for *_, v in claimed]})
+                                   "users": [v.user_id for *_, v in claimed]})
         done = time.time()
         for k, r, v in claimed:
-            await self._set(k, r, {**v, "state": MATCHED, "room_id": room_id,
-                                   "password": password, "robots": robots,
-                                   "creator": int(first["user_id"]), "matched_at": now,
-                                   "done_at": done})
+            await self._set(k, r, v.replace(state=MATCHED, room_id=room_id, password=password,
+                                            robots=robots, creator=first.user_id,
+                                            matched_at=now, done_at=done))
         return True
 
     async def _publish_stats(self, game: str, matcher: Matcher,
-                             waiting: dict[str, tuple[str, int, dict[str, Any]]]) -> None:
+                             waiting: dict[str, Waiting]) -> None:
         stats: dict[str, float] = {}
         for _, _, value in waiting.values():
             key = _key_of(value)
@@ -1019,4 +1025,4 @@ class Matchmaking:
                 stats[queue_name(key)] = round(estimate, 1)
         if stats and stats != self.stats.get(game):
             self.stats[game] = stats
-            await self._need().put(STATS_PREFIX + game, json.dumps(stats).encode())
+            await self._need().put(STATS_PREFIX + game, encode_stats(stats))

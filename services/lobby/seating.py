@@ -6,9 +6,8 @@ after the events up to its position and before any later one."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from games import registry
+from paiju.contracts.lobby import MatchTicket
 from paiju.frames import client_frame, error_frame, event_id_of, ok_frame, payload_of, server_frame
 from paiju.seated import GAME_ACTIONS
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
@@ -113,12 +112,14 @@ async def leave(app: LobbyApp, session: Session) -> None:
         await app.streams.leave(session, room_id)
 
 
-async def seat_matched(app: LobbyApp, session: Session, value: dict[str, Any]) -> None:
+async def seat_matched(app: LobbyApp, session: Session, value: MatchTicket) -> None:
     """A match ticket's outcome MATCHED (services/lobby/matchmaker.py) for a session of this
     lobby: join the room the matcher made, as a JoinRoom would, and say MatchFound (or why
     not); the room's creator adds the robots the matcher assigned."""
-    room_id, ticket_id = int(value["room_id"]), str(value["ticket_id"])
-    spec = registry.get(str(value["game"]))
+    room_id, password, ticket_id = value.room_id, value.password, value.ticket_id
+    if room_id is None or password is None:
+        raise ValueError(f"ticket {ticket_id} is matched without its room or password")
+    spec = registry.get(value.game)
     if session.room_id and session.room_id != room_id:    # sat down elsewhere meanwhile
         session.send(server_frame(Cancelled(
             ticket_id=ticket_id, reason=Cancelled.FAILED,
@@ -128,23 +129,23 @@ async def seat_matched(app: LobbyApp, session: Session, value: dict[str, Any]) -
     try:
         await watching.stop(app, session)
         address = await app.owner_address(room_id, fresh=True)
-        reply = await ask_join(app, session, request, room_id, str(value["password"]),
+        reply = await ask_join(app, session, request, room_id, password,
                                common_pb2.Game.ValueType(spec.game_type), address)
     except Reject as exc:
         session.send(server_frame(Cancelled(ticket_id=ticket_id, reason=Cancelled.FAILED,
                                             message=f"room {room_id}: {exc.message}")))
         return
     if reply.code == 0:
-        waited = max(0.0, float(value.get("matched_at", 0)) - float(value["enqueued_at"]))
+        waited = max(0.0, (value.matched_at or 0.0) - value.enqueued_at)
         session.send(server_frame(lobby_msgs_pb2.MatchFound(
             ticket_id=ticket_id, room_id=room_id, seat=reply.seat,
-            robots=int(value.get("robots", 0)), waited_ms=int(waited * 1000))))
+            robots=value.robots or 0, waited_ms=int(waited * 1000))))
     else:
         session.send(server_frame(Cancelled(
             ticket_id=ticket_id, reason=Cancelled.FAILED,
             message=f"room {room_id}: {reply.message or 'refused'}")))
     await seat(app, session, room_id, reply, reply_frames(request, reply))
-    robots = int(value.get("robots", 0))
-    if reply.code == 0 and robots and int(value.get("creator", 0)) == session.user_id:
+    robots = value.robots or 0
+    if reply.code == 0 and robots and value.creator == session.user_id:
         await seated_command(app, session, client_frame(
             lobby_msgs_pb2.AddRobots(count=robots), seq=0))

@@ -43,7 +43,7 @@ async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         await me.close()                          # the connection drops
         s.clients.remove(me)
         view = b.app.matchmaking.view
-        await until(lambda: "away_at" in view.get("t.7901", (0, {}))[1])
+        await until(lambda: "t.7901" in view and view["t.7901"][1].away_at is not None)
         others = [await s.player(b, 7902 + i) for i in range(3)]
         for p in others:
             await queued(p, game="dadun")
@@ -61,7 +61,7 @@ async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         await queued(gone, game="changsha")
         await gone.close()
         s.clients.remove(gone)
-        await until(lambda: "away_at" in view.get("t.7911", (0, {}))[1])
+        await until(lambda: "t.7911" in view and view["t.7911"][1].away_at is not None)
         await until(lambda: "t.7911" not in view, timeout=10)
         late = await s.player(b, 7911)
         assert code_of(await late.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
@@ -118,7 +118,7 @@ async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert a.app.matchmaking.matches == 1
         # A wrote the room's meetings into the bucket (b's view follows it)
-        await until(lambda: any(k.startswith("e.") for k in b.app.matchmaking.view))
+        await until(lambda: any(k.startswith("e.") for k in b.app.matchmaking.met))
         await a.stop(0.5)
         s.lobbies.remove(a)
         assert await leader("changsha", b) is b
@@ -132,7 +132,7 @@ async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
         await until(lambda: b.app.matchmaking.passes["changsha"] >= passes + 5)
         assert b.app.matchmaking.matches == 0
         view = b.app.matchmaking.view
-        assert all(view[f"t.{u}"][1]["state"] == "waiting" for u in uids)
+        assert all(view[f"t.{u}"][1].state == "waiting" for u in uids)
         # strangers they have not met are seated with them: one of them and three newcomers
         for p in players[1:]:
             await p.request(lobby_msgs_pb2.CancelMatch())

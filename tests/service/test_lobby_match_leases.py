@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 from pathlib import Path
@@ -21,6 +20,8 @@ import nats
 from nats.js.errors import NotFoundError
 
 from games import registry
+from paiju.contracts.lobby import MatchLease
+from paiju.contracts.typed import BadContract
 from paiju.v1 import lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
@@ -59,9 +60,9 @@ async def lease_owners(nats_url: str, games: set[str]) -> dict[str, str]:
         owners = {}
         for g in games:
             try:
-                owners[g] = json.loads((await kv.get(LEASE_PREFIX + g)).value or b"{}")["owner"]
-            except (NotFoundError, KeyError):
-                owners[g] = ""      # free (given up a moment ago)
+                owners[g] = MatchLease.decode((await kv.get(LEASE_PREFIX + g)).value).owner
+            except (NotFoundError, BadContract):
+                owners[g] = ""      # free (given up a moment ago: deleted, no value)
         return owners
     finally:
         await nc.close()
@@ -230,4 +231,4 @@ async def test_strangers_met_in_one_game_are_remembered_by_another_games_matcher
         passes = b.app.matchmaking.passes[y]
         await until(lambda: b.app.matchmaking.passes[y] >= passes + 5)
         assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
-        assert all(b.app.matchmaking.view[f"t.{u}"][1]["state"] == "waiting" for u in uids)
+        assert all(b.app.matchmaking.view[f"t.{u}"][1].state == "waiting" for u in uids)

@@ -4,7 +4,6 @@ rebuild after a claim is retried, and a draining table hands its rooms over at o
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import nats
 import nats.js.errors
 import pytest
 
+from paiju.contracts.directory import RoomEntry
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.config import load_config
@@ -41,8 +41,8 @@ async def claim(table: TableCore, room_id: int) -> None:
     """Take the room's directory entry for ``table`` (as an adoption does) and rebuild."""
     kv_rooms = table.directory.kv_rooms
     entry = await kv_rooms.get(str(room_id))
-    value = {**json.loads(entry.value), "owner": table.instance, "address": table.address}
-    await kv_rooms.update(str(room_id), json.dumps(value).encode(), last=entry.revision)
+    value = RoomEntry.decode(entry.value).moved_to(table.instance, table.address)
+    await kv_rooms.update(str(room_id), value.encode(), last=entry.revision)
     await table.rebuild(room_id)
 
 
@@ -189,11 +189,11 @@ async def test_a_draining_table_hands_its_room_over_at_once(
         assert code == 0
         nc = await nats.connect(fresh_nats.url)
         try:
-            entry = json.loads((await (await nc.jetstream().key_value(bus.ROOMS_BUCKET))
-                                .get(str(room_id))).value)
+            entry = RoomEntry.decode((await (await nc.jetstream().key_value(bus.ROOMS_BUCKET))
+                                      .get(str(room_id))).value)
         finally:
             await nc.close()
-        assert entry["owner"] == "table-b" and entry["address"] == b.address
+        assert entry.owner == "table-b" and entry.address == b.address
         link = LobbyLink(b.address, fresh_nats.url)
         after = []
         for p in players:

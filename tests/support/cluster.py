@@ -58,6 +58,7 @@ import nats
 
 from clients.robot.robot import Robot, RobotStats, room_of
 from paiju import frames
+from paiju.contracts.directory import RoomEntry
 from paiju.v1 import client_pb2, records_pb2_grpc, table_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
@@ -408,7 +409,7 @@ class Observer:
         for key in keys:
             with contextlib.suppress(Exception):
                 entry = await kv.get(key)
-                owners[int(key)] = str(json.loads(entry.value or b"{}").get("owner") or "")
+                owners[int(key)] = RoomEntry.decode(entry.value or b"").owner
         return owners
 
     async def max_age(self, stream: str) -> float | None:

@@ -24,6 +24,7 @@ import grpc
 import nats
 
 from clients.robot.robot import Robot, RobotStats, room_of
+from paiju.contracts.directory import RoomEntry
 from paiju.v1 import records_pb2, records_pb2_grpc, table_pb2
 from services.common import bus
 from services.common.config import load_config
@@ -113,7 +114,7 @@ class Observer:
         out = {}
         for room in rooms:
             with contextlib.suppress(Exception):
-                out[room] = json.loads((await kv.get(str(room))).value)["owner"]
+                out[room] = RoomEntry.decode((await kv.get(str(room))).value).owner
         return out
 
 

@@ -7,7 +7,6 @@ every hand, each settled exactly once."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ import nats
 import pytest
 
 from clients.robot.robot import run_tables
+from paiju.contracts.directory import RoomEntry
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import bus
 from tests.support.procs import make_service
@@ -62,7 +62,7 @@ async def test_robots_finish_every_hand_when_their_table_goes_away(tmp_path: Pat
         # the room from its events' subject (a key listing of the bucket can come back
         # empty while its watch starts: nats-py's NoKeysError)
         assert len(playing) == 1, playing
-        owner = json.loads((await rooms.get(playing.pop())).value)["owner"]
+        owner = RoomEntry.decode((await rooms.get(playing.pop())).value).owner
         await asyncio.to_thread(tables[owner].stop, sig)
         results = await asyncio.wait_for(robots, 240)
 

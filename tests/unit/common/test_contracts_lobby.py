@@ -1,6 +1,7 @@
-"""The lobbies' messages to each other (paiju/contracts/lobby.py): the newest login
-(``session.kick.<uid>``) and an operator's mute (``lobby.mute``) decode into the type they
-were written as; the released version's bytes read the same; a bad one is a BadContract."""
+"""The lobbies' contracts (paiju/contracts/lobby.py): the newest login
+(``session.kick.<uid>``), an operator's mute (``lobby.mute``) and the ``match_tickets``
+entries decode into the type they were written as; the released version's bytes read the
+same; a bad one is a BadContract naming the place; docs/services.md lists the types' keys."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from paiju.contracts.lobby import Mute, SessionKick
+from paiju.contracts.lobby import (
+    Encounters,
+    LobbyPresence,
+    MatchLease,
+    MatchTicket,
+    MetRoom,
+    Mute,
+    PresenceAnswer,
+    PresenceAsk,
+    SessionKick,
+    decode_stats,
+    encode_stats,
+    presence_of,
+)
 from paiju.contracts.typed import BadContract
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,3 +86,75 @@ def test_the_documented_keys_are_the_types_fields(subject: str, kind: type) -> N
     listed = re.search(r"\{([^}]*)\}", row)
     assert listed is not None, row
     assert re.findall(r'"(\w+)"', listed.group(1)) == list(kind.__struct_fields__)
+
+
+# -- the match_tickets bucket ------------------------------------------------------------
+
+TICKET = MatchTicket(ticket_id="abc", user_id=7, session_id="s7", lobby="l1", game="dadun",
+                     rule_set="", options_json="{}", stake=2, region="eu", ranked=True,
+                     mu=27.5, sigma=3.0, ip="", lat=28.2, lng=112.9, enqueued_at=100.5,
+                     state="waiting", party=[7, 8])
+OPTIONAL = ("away_at", "claimed_at", "matcher", "room_id", "password", "robots", "creator",
+            "matched_at", "done_at", "message")
+
+
+def test_a_ticket_leaves_its_unset_optional_keys_out() -> None:
+    written = json.loads(TICKET.encode())
+    assert set(written) == set(MatchTicket.__struct_fields__) - set(OPTIONAL)
+    assert MatchTicket.decode(TICKET.encode()) == TICKET
+    matched = TICKET.replace(state="matched", room_id=100001, password="p", robots=1,
+                             creator=7, matched_at=110.0, done_at=111.0)
+    assert json.loads(matched.encode())["room_id"] == 100001
+    assert MatchTicket.decode(matched.encode()) == matched
+    back = matched.replace(away_at=120.0).replace(away_at=None)
+    assert "away_at" not in json.loads(back.encode())
+
+
+def test_a_ticket_with_an_unknown_state_or_a_bad_party_is_refused() -> None:
+    written = json.loads(TICKET.encode())
+    for key, bad in [("state", "lost"), ("party", ["7"]), ("party", None), ("stake", 2.5),
+                     ("away_at", "soon"), ("room_id", "100001")]:
+        with pytest.raises(BadContract, match=rf"MatchTicket: .*\$\.{key}"):
+            MatchTicket.decode(json.dumps({**written, key: bad}))
+
+
+def test_a_presence_entry_is_an_ask_or_an_answer() -> None:
+    ask = PresenceAsk(ask="n1", at=5.0)
+    answer = PresenceAnswer(here=True, room_id=0, lobby="l2")
+    assert presence_of(ask.encode()) == ask
+    assert presence_of(answer.encode()) == answer
+    with pytest.raises(BadContract):
+        presence_of(b'{"here": true}')
+
+
+def test_encounters_stats_and_leases_round_trip() -> None:
+    met = Encounters(slot=28_333_333, rooms=[MetRoom(at=1.5, groups=[[1, 2], [3]],
+                                                     game="changsha", by="m1")])
+    assert Encounters.decode(met.encode()) == met
+    with pytest.raises(BadContract, match=r"Encounters: .*\$\.rooms\[0\]\.groups"):
+        Encounters.decode(b'{"slot": 1, "rooms": [{"at": 1, "groups": [[1, "x"]], '
+                          b'"game": "g", "by": "m"}]}')
+    assert decode_stats(encode_stats({"dadun||1||0": 4.5})) == {"dadun||1||0": 4.5}
+    with pytest.raises(BadContract):
+        decode_stats(b'{"dadun||1||0": "slow"}')
+    lease = MatchLease(owner="l1", at=3.0)
+    assert MatchLease.decode(lease.encode()) == lease
+    assert LobbyPresence.decode(b'{"at": 3}') == LobbyPresence(at=3.0)
+
+
+@pytest.mark.parametrize(("key", "kinds"), [
+    ("t.<user id>", [MatchTicket]), ("p.<user id>", [PresenceAsk, PresenceAnswer]),
+    ("e.<slot>", [Encounters, MetRoom]), ("lease.<game>", [MatchLease]),
+    ("l.<lobby instance>", [LobbyPresence])])
+def test_the_documented_match_keys_are_the_types_fields(key: str, kinds: list[type]) -> None:
+    """Each type named in the row lists its written keys (a ticket's optional ones are
+    named in the row's text)."""
+    text = (ROOT / "docs/services.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith(f"| `{key}` |"))
+    for kind in kinds:
+        listed = re.search(rf"`{kind.__name__}` `\{{([^}}]*)\}}`", row)
+        assert listed is not None, f"{kind.__name__} in {row}"
+        fields = [f for f in kind.__struct_fields__ if f not in OPTIONAL or kind is not MatchTicket]
+        assert re.findall(r'"(\w+)"', listed.group(1)) == fields
+    if kinds == [MatchTicket]:
+        assert all(f"`{name}`" in row for name in OPTIONAL)
