@@ -108,7 +108,7 @@ async def test_a_spectator_watches_a_hand_and_never_sees_a_hidden_tile(
         await asyncio.wait_for(follower, 30)
         assert sum(over["deltas"]) == 0
         await asyncio.sleep(0.3)
-        await raw.close()
+        await raw.drain()   # every message received so far reaches keep() first
         private = {bare(p.frame) for m in published for p in m.private}
         public = {bare(f) for m in published for f in m.frames}
         assert private and public and len(watching) > 10
