@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from paiju.v1 import client_pb2, common_pb2
@@ -23,7 +23,7 @@ def event_id_of(message: Message) -> int:
 
 
 @cache
-def _event_id(descriptor) -> int:  # type: ignore[no-untyped-def]
+def _event_id(descriptor: Descriptor) -> int:
     return int(descriptor.GetOptions().Extensions[common_pb2.event_id])
 
 
