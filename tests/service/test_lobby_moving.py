@@ -9,7 +9,6 @@ real directory buckets; a table "dies" by stopping its gRPC server."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
+from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
 from services.common.natsd import EmbeddedNats
@@ -196,9 +196,8 @@ async def test_a_resume_into_a_room_still_moving_says_so_and_sends_the_client_ba
         world: World) -> None:
     table = await serve(world, MovingTable("table-rebuilding", world.kv))
     room = await table.add_room(seated=(306,))
-    await world.kv["seats"].put("306", json.dumps(
-        {"room_id": room.room_id, "owner": table.instance, "address": table.address,
-         "seat": 0}).encode())
+    await world.kv["seats"].put("306", SeatEntry(
+        room_id=room.room_id, owner=table.instance, address=table.address, seat=0).encode())
     address = await world.lobby()
     world.lobbies[-1].app.move_seconds = 0.5
     table.moving = -1

@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import nats
 
+from paiju.contracts.directory import RoomEntry, SeatEntry
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.natsd import EmbeddedNats
@@ -130,14 +131,15 @@ async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedN
         seats = await nc.jetstream().key_value("seats")
         owner = seat_entry = None
         for _ in range(150):  # the entry of table-a expires, table-b claims the room
-            owner = json.loads((await kv.get(str(room_id))).value)["owner"]
-            seat_entry = json.loads((await seats.get("81")).value)
-            if owner == seat_entry["owner"] == "table-b":
+            owner = RoomEntry.decode((await kv.get(str(room_id))).value).owner
+            seat_entry = SeatEntry.decode((await seats.get("81")).value)
+            if owner == seat_entry.owner == "table-b":
                 break
             await asyncio.sleep(0.2)
         await nc.close()
         assert owner == "table-b"
-        assert seat_entry["owner"] == "table-b" and seat_entry["address"] == b.address
+        assert seat_entry is not None
+        assert seat_entry.owner == "table-b" and seat_entry.address == b.address
 
         link = LobbyLink(b.address, fresh_nats.url)
         after = [await snapshot(link, room_id, p.user_id) for p in players]

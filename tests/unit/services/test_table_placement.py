@@ -10,8 +10,8 @@ from services.table.placement import adoption_order, drain_target, should_adopt
 
 def table(name: str, rooms: int = 0, started: float = 0.0,
           draining: bool = False) -> TableEntry:
-    return TableEntry(instance=name, address=f"{name}:1", rooms=rooms, started_at=started,
-                      draining=draining)
+    return TableEntry(instance=name, address=f"{name}:1", rooms=rooms, players=0,
+                      started_at=started, draining=draining)
 
 
 def test_every_table_computes_the_same_adoption_order() -> None:
