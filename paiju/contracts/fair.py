@@ -5,7 +5,7 @@ client's fair.js).
 
 The table builds it (services/table/fairdeal.py); records checks the one in each settlement
 against this type (services/records/settlement.py). The page's key table is this type's
-fields, checked by tests/unit/test_fairness_doc.py.
+fields (tests/unit/common/test_contracts_settle.py checks it).
 """
 
 from __future__ import annotations
@@ -15,14 +15,11 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from paiju.contracts.settle import Game, HandNo, RoomId, Seat
 from paiju.contracts.typed import BadContract, Contract
-
-INT63 = 2**63 - 1
-INT32 = 2**31 - 1
 
 Hex32 = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]            # 32 bytes, lowercase hex
 ClientSeed = Annotated[str, Meta(pattern="^([0-9a-f]{2}){0,64}$")]  # 0-64 bytes, lowercase hex
-Seat = Annotated[int, Meta(ge=0, le=INT32)]
 
 
 class FairRecord(Contract, frozen=True, kw_only=True, omit_defaults=True):
@@ -30,13 +27,13 @@ class FairRecord(Contract, frozen=True, kw_only=True, omit_defaults=True):
     (mahjong) and ``deck`` (the card games) is present; the other is left out of the JSON."""
 
     fair_version: Annotated[int, Meta(ge=1)]          # games.fair.VERSION
-    room_id: Annotated[int, Meta(ge=1, le=INT63)]     # as committed
-    hand_no: Annotated[int, Meta(ge=1, le=INT32)]     # as committed (first hand: 1)
+    room_id: RoomId                                   # as committed
+    hand_no: HandNo                                   # as committed (first hand: 1)
     commitment: Hex32                                  # as published in HandCommitment
     server_seed: Hex32
     client_seeds: tuple[ClientSeed, ...]               # one per seat, seat 0 first; "" = none
     hand_seed: Hex32
-    game: Annotated[str, Meta(min_length=1)]           # its name in games/registry.py
+    game: Game                                         # its name in games/registry.py
     options: dict[str, Any]                            # every engine option, defaults filled in
     dealer: Seat
     dealer_from_seed: bool                             # the room's first hand: drawn from the seed

@@ -59,8 +59,8 @@ class ReplayEvent(Contract, frozen=True, kw_only=True):
 
 class HandSettlement(Contract, frozen=True, kw_only=True):
     """A finished hand: per-seat ``deltas`` (sum zero), the payments that make them up, the
-    engine's details (with ``fair``, the fair-deal record, for a fair hand: paiju.contracts
-    .fair.FairRecord) and the events."""
+    engine's details (for a fair hand with ``fair``, the fair-deal record:
+    :class:`paiju.contracts.fair.FairRecord`'s JSON) and the events."""
 
     room_id: RoomId
     hand_no: HandNo
