@@ -1,0 +1,67 @@
+"""The table's settlement outbox on a real nats-server: a message is stamped with
+``settled_at`` at its first attempt, a failed publish waits (once) with that stamp and is
+sent by the retry with it, and the bytes in SETTLE decode into the very value (records'
+reader takes them)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+import nats.errors
+
+from paiju.contracts import settle as sm
+from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.natsd import EmbeddedNats
+from services.records.settlement import parse_settlement
+from services.table.settlements import SettlementOutbox
+
+
+class FailingFirst:
+    """A JetStream context whose ``publish`` times out while ``broken`` is set."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.broken, self.failures = inner, True, 0
+
+    async def publish(self, *args: object, **kwargs: object) -> object:
+        if self.broken:
+            self.failures += 1
+            raise nats.errors.TimeoutError
+        return await self.inner.publish(*args, **kwargs)   # type: ignore[attr-defined]
+
+
+def hand(room_id: int) -> sm.HandSettlement:
+    return sm.HandSettlement(
+        room_id=room_id, hand_no=1, game="xuezhan", base_score=1, seats=(11, 12, 13, 14),
+        nicknames=("a", "b", "c", "d"), deltas=(3, -3, 0, 0),
+        payments=(sm.Payment(reason="hu", payer=1, payee=0, amount=3),),
+        details={"winners": [0]}, seed=7, dealer=0, next_dealer=0,
+        events=(sm.ReplayEvent(idx=0, kind="deal", to_seat=None, event_id=9602,
+                               frame=b"\x08\x01", json='{"kind": "deal"}'),))
+
+
+async def test_a_failed_settlement_waits_with_its_first_stamp_and_goes_out_once(
+        fresh_nats: EmbeddedNats) -> None:
+    nc = await nats.connect(fresh_nats.url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        broken = FailingFirst(js)
+        outbox = SettlementOutbox(broken)
+        await outbox.publish([hand(777001)])
+        await outbox.publish([hand(777001)])   # the same hand again (a rebuild): one waits
+        assert broken.failures == 2 and len(outbox.unsent) == 1 and outbox.holds(777001)
+        (waiting,) = outbox.unsent
+        assert waiting.settled_at is not None and waiting.settled_at.tzinfo is not None
+        await asyncio.sleep(1.1)   # a retry later keeps the first attempt's stamp
+        broken.broken = False
+        await outbox.retry()
+        assert outbox.unsent == [] and not outbox.holds(777001)
+        stored = await js.get_last_msg(SETTLE_STREAM, settle_subject(777001))
+        assert stored.headers is not None and stored.headers["Nats-Msg-Id"] == "777001:1"
+        assert sm.decode(stored.data or b"") == waiting
+        written = parse_settlement(stored.data or b"")
+        assert written.settled_at == waiting.settled_at.replace(tzinfo=None)
+        assert [(e.idx, e.frame) for e in written.events] == [(0, b"\x08\x01")]
+    finally:
+        await nc.close()
