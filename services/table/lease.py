@@ -25,12 +25,12 @@ is dropped without a word.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from paiju.contracts.directory import TableEntry
 from services.common import bus
 from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
@@ -71,14 +71,15 @@ class Lease:
         self._resyncing: asyncio.Task[None] | None = None
         self._verifying: asyncio.Task[None] | None = None
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> TableEntry:
         core = self.core
         players = sum(len(a.room.seated()) for a in core.rooms.values())
-        return {"instance": core.instance, "address": core.address, "rooms": len(core.rooms),
-                "players": players, "started_at": core.started_at, "draining": core.rooms.draining}
+        return TableEntry(instance=core.instance, address=core.address, rooms=len(core.rooms),
+                          players=players, started_at=core.started_at,
+                          draining=core.rooms.draining)
 
     async def register(self) -> None:
-        await self.core.kv_tables.put(self.core.instance, json.dumps(self.entry()).encode())
+        await self.core.kv_tables.put(self.core.instance, self.entry().encode())
 
     async def renew(self) -> None:
         """Put the entry, within ``renew_timeout``; raises when it did not land."""
