@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import time
 
+import nats.errors
+
 from paiju.contracts.directory import SeatEntry
 from paiju.frames import error_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
@@ -145,39 +147,47 @@ async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
     return entry.info if entry else None
 
 
+# the snapshot's answers that say there is no seat to resume (the room closed, or the user
+# left it meanwhile): the session simply stays outside any room
+GONE = frozenset({common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM})
+
+
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
                   room_id: int, seat: SeatEntry) -> None:
     """Reconnect into a seat: the room's stream from the snapshot's position on, then online
-    at the table."""
+    at the table. A seat that is there but cannot be resumed now (its room moving, a table or
+    NATS not answering, any refusal but "gone") never leaves the session logged in outside
+    its room, waiting for prompts that go elsewhere: the client is told to log in again in a
+    moment, and the resume is tried again then."""
     address = seat.address
-    await app.streams.open(room_id)
+    try:
+        await app.streams.open(room_id)
+    except (nats.errors.Error, TimeoutError) as exc:
+        _again(app, session, frame, room_id, common_pb2.ERR_UNAVAILABLE, repr(exc))
+        return
     try:
         snapshot = await app.forward(session, kind="snapshot", room_id=room_id,
                                      address=address, with_profile=True)
     except Reject as exc:
         await app.streams.release(room_id)
-        session.send(error_frame(exc.code, f"could not resume room {room_id}: {exc.message}",
-                                 request_event_id=frame.event_id or 1002, reply_to=frame.seq))
+        _again(app, session, frame, room_id, exc.code, exc.message)
+        return
+    except (nats.errors.Error, TimeoutError) as exc:
+        await app.streams.release(room_id)
+        _again(app, session, frame, room_id, common_pb2.ERR_UNAVAILABLE, repr(exc))
         return
     except BaseException:
         await app.streams.release(room_id)
         raise
-    if snapshot.code == common_pb2.ERR_ROOM_MOVING:
-        await app.streams.release(room_id)
-        # still moving after the lobby's bound: the seat is there, its table is not yet;
-        # say so, and have the client log in again in a moment (the resume is retried then)
-        session.send(error_frame(snapshot.code, f"could not resume room {room_id}: "
-                                 f"{snapshot.message}", request_event_id=frame.event_id or 1002,
-                                 reply_to=frame.seq))
-        app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
-        log.info("seat not resumed yet: the room is moving",
-                 extra={"user": session.user_id, "room": room_id})
+    if snapshot.code in GONE or (snapshot.code == 0 and snapshot.room_id == 0):
+        await app.streams.release(room_id)   # the room closed meanwhile: nothing to resume
+        log.info("seat not resumed: gone", extra={"user": session.user_id, "room": room_id,
+                                                  "code": snapshot.code})
         return
-    if snapshot.code or snapshot.room_id == 0:   # refused, or the room closed meanwhile
+    if snapshot.code:
+        # still moving after the lobby's bound, or refused for now: the seat is there
         await app.streams.release(room_id)
-        if snapshot.code:
-            log.info("seat not resumed", extra={"user": session.user_id, "room": room_id,
-                                                "code": snapshot.code})
+        _again(app, session, frame, room_id, snapshot.code, snapshot.message)
         return
     frames = list(snapshot.frames)
     for out in frames:
@@ -189,3 +199,15 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         await app.forward(session, kind="online", room_id=room_id, address=address)
     except Reject as exc:
         log.warning("online not delivered", extra={"user": session.user_id, "error": exc.message})
+
+
+def _again(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame, room_id: int,
+           code: int, message: str) -> None:
+    """The seat could not be resumed now: say why, and have the client log in again in a
+    moment (:func:`_resume` is tried again then)."""
+    session.send(error_frame(code, f"could not resume room {room_id}: {message}",
+                             request_event_id=frame.event_id or 1002, reply_to=frame.seq))
+    app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
+    log.info("seat not resumed yet: the client logs in again in a moment",
+             extra={"user": session.user_id, "room": room_id, "code": code,
+                    "error": message})
