@@ -235,6 +235,13 @@ class LobbySession:
             # asyncio.wait neither raises the reader's end nor swallows our own cancel
             await asyncio.wait({self._reader}, timeout=2)
 
+    def drop(self) -> None:
+        """Give the current stream up (a request it never answered): it ends as if the lobby
+        had gone, and its end comes in ``pushes`` (None), so whoever reads them takes the
+        session back with :meth:`reconnect` (the seat is resumed from a fresh snapshot)."""
+        if self._call is not None:
+            self._call.cancel()
+
     async def reopen(self) -> None:
         """End the current stream and open one to the next lobby address (the same one when
         there is only one)."""

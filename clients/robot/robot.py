@@ -306,7 +306,10 @@ class Robot:
         for attempt in range(READY_TRIES):
             try:
                 reply = await s.request(lm.AskReady(is_ready=True), timeout=REQUEST_TIMEOUT)
-            except (SessionClosed, TimeoutError):
+            except SessionClosed:
+                return
+            except TimeoutError:   # the stream answers nothing: resumed, the room says more
+                s.drop()
                 return
             code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
             if code not in TRANSIENT:
@@ -363,7 +366,11 @@ class Robot:
             except SessionClosed:
                 return   # the stream ended: the reconnect resumes, a new prompt follows
             except TimeoutError:
+                # the stream answers nothing (a lobby stuck, or cut off from the room): give
+                # it up; the seat is resumed from a fresh snapshot, which carries the prompt
+                # again when the decision is still open
                 self.stats.errors.append(f"timeout: no answer to {action.kind}")
+                s.drop()
                 return
             code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
             if code not in TRANSIENT:

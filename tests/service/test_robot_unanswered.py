@@ -1,0 +1,90 @@
+"""A robot whose answer to a prompt gets no reply at all (a lobby stuck on the room, or cut
+off from it) does not wait for a prompt that already came: after its request bound it gives
+the stream up, logs in again (the next lobby), its seat is resumed from a fresh snapshot,
+which carries the still open prompt, and it answers that again (the same decision: a
+repeat never counts twice at the table).
+
+Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from clients.robot import robot as robot_mod
+from clients.robot.robot import Robot
+from clients.session import Backoff
+from paiju.frames import server_frame
+from paiju.v1 import common_pb2, table_pb2
+from paiju.v1 import game_msgs_pb2 as g
+from services.common.natsd import EmbeddedNats
+from tests.service.test_lobby import SECRET, World, open_world
+
+QUICK = Backoff(first=0.05, longest=0.2, give_up=20.0)
+UID = 641
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
+
+
+async def until(check, what: str, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, what
+        await asyncio.sleep(0.02)
+
+
+async def test_a_robot_whose_answer_is_never_replied_to_resumes_and_answers_again(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(robot_mod, "REQUEST_TIMEOUT", 1.5)
+    first, second = await world.lobby(), await world.lobby()
+    for host in world.lobbies:   # a command the table holds is followed, never answered
+        host.app.move_seconds = 600
+    table = world.table
+    room = await table.add_room(game=common_pb2.XUEZHAN)
+    prompt = server_frame(g.Prompt(game="xuezhan", seat=0, room_id=room.room_id,
+                                   decision=7, actions=[g.ActionSpec(kind="pass")]))
+    answer = table.answer
+
+    async def snapshot_with_prompt(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        reply = await answer(cmd)
+        if cmd.kind == "snapshot":   # the decision is still open: its prompt again
+            reply.frames.append(prompt)
+        return reply
+    table.answer = snapshot_with_prompt   # type: ignore[method-assign]
+    robot = Robot([first, second], UID, "xuezhan", SECRET, room_id=room.room_id,
+                  policy="random", backoff=QUICK)
+    task = asyncio.create_task(robot.run())
+    try:
+        await asyncio.wait_for(robot.seated.wait(), 10)
+        await table.wait_for("ask_ready", UID)
+
+        def actions() -> list[table_pb2.TableCommand]:
+            return table.of_kind("mahjong_action", UID)
+        table.hold = True                  # from now on the table answers nothing
+        await world.emit(room, private=[(UID, prompt)])
+        await until(lambda: len(actions()) == 1, "the robot never answered the prompt")
+        table.hold = False   # (its lobby still follows the held answer: it may send it again)
+        old = actions()[0].session_id
+        started = asyncio.get_running_loop().time()
+
+        def resumed() -> list[table_pb2.TableCommand]:   # answers of the new session
+            return [a for a in actions() if a.session_id != old]
+        await until(lambda: bool(resumed()),
+                    "the robot never answered the prompt again after resuming", 15)
+        took = asyncio.get_running_loop().time() - started
+        assert robot.session is not None and robot.session.reconnects == 1
+        assert robot.session.address == second
+        assert table.of_kind("snapshot", UID), "the seat was not resumed"
+        again = resumed()[0].frame
+        assert again.decision == 7 and again.mahjong_action.kind == "pass"
+        assert took < 1.5 + 5.0, took   # the request bound, then a reconnect and a resume
+        assert any("timeout: no answer to pass" in e for e in robot.stats.errors)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
