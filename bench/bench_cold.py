@@ -1,0 +1,605 @@
+"""Cold paths: ``python -m bench.bench_cold [--rooms N] [--players M] [--procs P] [--table-restart]``.
+
+How long players wait when a table or a lobby dies under a full house (issue 25, item 5:
+"a table restart adopts 1,000 rooms and has every player back at their prompt within 10 s;
+a lobby restart takes 5,000 reconnecting players back within 10 s").
+
+The stack is tests/system/conftest.py's (an embedded nats-server, records, arbiter, table
+``table-sys`` and lobby A, as processes on loopback) plus a second lobby B (bench_capacity's
+``more_processes``). Players are clients of clients/session.py run by load-generator
+processes (``--procs``, asyncio, many players each): each logs in on lobby A (its address
+list is A then B), sits in a room of four (``--game``, one hand), readies and never answers a
+prompt (turn and window timers are set to 10 minutes), so every room waits at a prompt. On a
+stream that ends without a kick a player reconnects by itself (``LobbySession.reconnect``:
+the next address, the client's backoff) and reads on. Every frame is timestamped in the
+player's process; the clocks are CLOCK_MONOTONIC, one per machine, so the bench's kill time
+and the players' arrivals compare directly.
+
+1. **Table**: ``--rooms`` rooms are made on ``table-sys`` (the only table then); a second
+   table starts and stands by; ``table-sys`` gets SIGKILL and the second adopts every room
+   (its lease expires, the adoption scan claims and rebuilds each room from its log). With
+   ``--table-restart`` there is no second table: ``table-sys`` is started again under the
+   same instance name and takes its rooms back from the directory. Per player that held a
+   prompt at the kill: the time to its next prompt (the table's prompt of the rebuilt room,
+   the moment the player can act again); per room: the time to its first frame at any of
+   its players; the time until the adopter has rebuilt every room (its
+   ``paiju_table_rooms_rebuilt_total``), and its CPU meanwhile.
+2. **Lobby**: players are added (rooms of four on the table now running) up to
+   ``--players`` in all, every one on lobby A; lobby A gets SIGKILL and every player comes
+   back on lobby B. Per player: the time from the kill to its LoginOk on B, to its room's
+   snapshot (``room_joined``) and, for those at a prompt, to the prompt again. Lobby B's and
+   the load generator's CPU over the reconnect.
+
+``--profile`` samples the adopting table (then lobby B) with py-spy for the first seconds after
+each kill (bench_capacity's ``profile``). Writes bench/reports/cold.md (``--out DIR``
+elsewhere); tests/service/test_bench_cold.py runs it at a tiny size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import platform
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.bench_capacity import more_processes, profile
+from bench.bench_system import process_cpu, scrape, value
+from bench.common import REPORTS, write_report
+from tests.support.failover import quantile
+
+LIMIT = 10.0                 # the issue's bound, seconds
+BOUND = 90.0                 # a player not back this long after a kill counts as lost
+BATCH = 10                   # rooms a load process seats at once
+SLOW = {   # nobody's turn runs out while the players sit at their prompts
+    "PAIJU_TABLE__TURN_SECONDS": "600", "PAIJU_TABLE__WINDOW_SECONDS": "600",
+    "PAIJU_TABLE__ALONE_SECONDS": "600", "PAIJU_LOG__LEVEL": "WARNING"}
+OPEN = {f"PAIJU_LOBBY__{k}": "1000000" for k in (   # one IP (loopback) for every player
+    "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
+    "MAX_CONNECTIONS")}
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+# ---------------------------------------------------------------------- load generator
+
+
+@dataclass
+class Back:
+    """What one player saw after a kill (absolute CLOCK_MONOTONIC times, None: not seen)."""
+    uid: int
+    room: int
+    prompted: bool                  # held a prompt at the kill
+    frame: float | None = None      # its first frame from the lobby
+    login: float | None = None      # LoginOk of a new stream
+    joined: float | None = None     # the room's snapshot
+    prompt: float | None = None     # a prompt
+    failed: str = ""
+
+
+class Player:
+    """A player idle at its prompt: logs in, sits, readies, reads every frame and answers
+    none; reconnects by itself when its stream ends without a kick."""
+
+    def __init__(self, addresses: list[str], uid: int, secret: str) -> None:
+        from clients.session import LobbySession
+        self.uid, self.secret = uid, secret
+        self.session = LobbySession(addresses, keep_frames=False, on_frame=self._on_frame)
+        self.room = 0
+        self.prompted = False
+        self.mark: float | None = None
+        self.back = Back(uid, 0, False)
+        self.task: asyncio.Task[None] | None = None
+
+    def _token(self) -> str:
+        from clients.session import mint_token
+        return mint_token(self.uid, self.secret)
+
+    def _on_frame(self, frame: Any) -> None:
+        kind = frame.WhichOneof("payload")
+        if self.mark is None:
+            if kind == "prompt":
+                self.prompted = True
+            return
+        t, b = now(), self.back
+        if b.frame is None:
+            b.frame = t
+        if kind == "prompt" and b.prompt is None:
+            b.prompt = t
+        elif kind == "login_ok" and b.login is None:
+            b.login = t
+        elif kind == "room_joined" and b.joined is None:
+            b.joined = t
+
+    def set_mark(self, at: float) -> None:
+        self.back = Back(self.uid, self.room, self.prompted)
+        self.mark = at
+
+    async def request(self, payload: Any, what: str) -> Any:
+        """A request, asked again while the answer is "a moment"; RuntimeError if refused."""
+        from clients.robot.robot import READY_TRIES, TRANSIENT
+        for attempt in range(READY_TRIES):
+            reply = await self.session.request(payload)
+            code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
+            if code not in TRANSIENT:
+                break
+            await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+        if code:
+            raise RuntimeError(f"{what}: {code} {reply.ret.message}")
+        return reply
+
+    async def sit(self, game: str, room: int) -> int:
+        """Log in; create a room (``room`` 0) or join ``room``; ready. The room's id."""
+        from clients.robot.robot import GAMES
+        from paiju.v1 import lobby_msgs_pb2 as lm
+        s = self.session
+        await s.open()
+        await self.request(lm.Login(token=self._token(), nickname=f"cold{self.uid}",
+                                    accept_batches=True), "login")
+        if room:
+            reply = await self.request(lm.JoinRoom(room_id=room, game=GAMES[game]), "join")
+        else:
+            reply = await self.request(lm.CreateRoom(game=GAMES[game], base_score=1,
+                                                     total_hands=1), "create")
+        self.room = reply.room_joined.room.room_id
+        await self.request(lm.AskReady(is_ready=True), "ready")
+        self.task = asyncio.create_task(self._read())
+        return self.room
+
+    async def _read(self) -> None:
+        from clients.session import SessionClosed
+        s = self.session
+        while True:
+            frame = await s.pushes.get()
+            if frame is not None:
+                continue
+            if s.kicked:
+                self.back.failed = "kicked out"
+                return
+            try:
+                await s.reconnect(self._token, nickname=f"cold{self.uid}")
+            except SessionClosed as exc:
+                self.back.failed = repr(exc)[:200]
+                return
+
+
+class Load:
+    """One load-generator process: players, in rooms of four."""
+
+    def __init__(self, addresses: list[str], secret: str, game: str) -> None:
+        self.addresses, self.secret, self.game = addresses, secret, game
+        self.players: list[Player] = []
+        self.errors: list[str] = []
+
+    async def room(self, base: int) -> None:
+        players = [Player(self.addresses, base + i, self.secret) for i in range(4)]
+        try:
+            room = await players[0].sit(self.game, 0)
+            await asyncio.gather(*(p.sit(self.game, room) for p in players[1:]))
+        except Exception as exc:  # a room that could not be made is an error of the run
+            self.errors.append(f"room of {base}: {exc!r}"[:200])
+        self.players += players
+
+    async def rooms(self, count: int, first_uid: int) -> int:
+        for start in range(0, count, BATCH):
+            await asyncio.gather(*(self.room(first_uid + 4 * i)
+                                   for i in range(start, min(count, start + BATCH))))
+        return count
+
+    def status(self) -> tuple[int, int, int, int]:
+        """Players, players at a prompt, rooms with a player at a prompt, errors."""
+        rooms = {p.room for p in self.players if p.prompted}
+        return (len(self.players), sum(p.prompted for p in self.players), len(rooms),
+                len(self.errors))
+
+
+def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
+    async def serve() -> None:
+        load = Load(addresses, secret, game)
+        loop = asyncio.get_running_loop()
+        while True:
+            cmd, *args = await loop.run_in_executor(None, conn.recv)
+            if cmd == "rooms":
+                conn.send(await load.rooms(*args))
+            elif cmd == "status":
+                conn.send(load.status())
+            elif cmd == "mark":
+                for p in load.players:
+                    p.set_mark(args[0])
+                conn.send(0)
+            elif cmd == "back":
+                conn.send([p.back for p in load.players])
+            elif cmd == "errors":
+                conn.send(load.errors[:5])
+            elif cmd == "cpu":
+                conn.send(time.process_time())
+            elif cmd == "stop":
+                for p in load.players:
+                    if p.task is not None:
+                        p.task.cancel()
+                await asyncio.gather(*(p.session.close() for p in load.players),
+                                     return_exceptions=True)
+                conn.send(0)
+                return
+
+    asyncio.run(serve())
+
+
+class Generator:
+    """The load processes (spawned), asked together over pipes."""
+
+    def __init__(self, procs: int, addresses: list[str], secret: str, game: str) -> None:
+        ctx = mp.get_context("spawn")
+        self.conns, self.procs = [], []
+        for _ in range(procs):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=load_main, args=(there, addresses, secret, game), daemon=True)
+            p.start()
+            self.conns.append(here)
+            self.procs.append(p)
+        self.next_uid = 2_000_000
+
+    def ask(self, *cmd: Any) -> list[Any]:
+        for c in self.conns:
+            c.send(cmd)
+        return [c.recv() for c in self.conns]
+
+    def add_rooms(self, count: int) -> None:
+        n = len(self.conns)
+        for c, share in zip(self.conns, [count // n + (i < count % n) for i in range(n)],
+                            strict=True):
+            c.send(("rooms", share, self.next_uid))
+            self.next_uid += 4 * share
+        for c in self.conns:
+            c.recv()
+
+    def status(self) -> tuple[int, int, int, int]:
+        got = self.ask("status")
+        return tuple(sum(x[i] for x in got) for i in range(4))  # type: ignore[return-value]
+
+    def at_prompt(self, rooms: int, bound: float = 120.0) -> tuple[int, int, int, int]:
+        """Until every room has a player at a prompt (or ``bound`` seconds)."""
+        deadline = now() + bound
+        while True:
+            status = self.status()
+            if status[2] >= rooms or now() > deadline:
+                return status
+            time.sleep(0.5)
+
+    def back(self) -> list[Back]:
+        return [b for part in self.ask("back") for b in part]
+
+    def cpu(self) -> float:
+        return sum(self.ask("cpu"))
+
+    def stop(self) -> None:
+        try:
+            self.ask("stop")
+        except (EOFError, OSError):
+            pass
+        for p in self.procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Phase:
+    name: str
+    players: int
+    rooms: int
+    killed_at: float
+    backs: list[Back]
+    server: str                      # the process that took over
+    server_cpu: float                # its CPU seconds from the kill to ``done``
+    generator_cpu: float
+    done: float                      # seconds from the kill to the last player back
+    restart: float | None = None     # seconds the killed process took to serve again
+    adopted: float | None = None     # table: seconds until every room was rebuilt
+    rebuilt: int = 0
+    hot: list[tuple[float, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def since(t: float | None, at: float) -> float | None:
+    return None if t is None else t - at
+
+
+def spread(values: Sequence[float | None]) -> str:
+    """"p50 / p99 / max" in seconds (nearest rank), and how many never came."""
+    got = [v for v in values if v is not None]
+    missing = len(values) - len(got)
+    if not got:
+        return f"- / - / - | {missing}"
+    return (f"{quantile(got, 0.5):.2f} / {quantile(got, 0.99):.2f} / {max(got):.2f} "
+            f"| {missing}")
+
+
+class Profiler:
+    """py-spy on ``pid`` for ``seconds`` in a thread (started at a kill)."""
+
+    def __init__(self, pid: int, seconds: float, on: bool) -> None:
+        self.rows: list[tuple[float, str]] = []
+        self.thread = threading.Thread(target=self._run, args=(pid, seconds), daemon=True)
+        if on:
+            self.thread.start()
+
+    def _run(self, pid: int, seconds: float) -> None:
+        self.rows = profile(pid, seconds)
+
+    def join(self) -> list[tuple[float, str]]:
+        if self.thread.is_alive() or self.thread.ident is not None:
+            self.thread.join()
+        return self.rows
+
+
+def wait_back(gen: Generator, at: float, done: Any) -> tuple[list[Back], float]:
+    """Poll the players until ``done(backs)`` holds (or BOUND); their records and the time
+    the last one came back (seconds after ``at``)."""
+    while True:
+        backs = gen.back()
+        if done(backs) or now() - at > BOUND:
+            break
+        time.sleep(0.25)
+    last = [t for b in backs for t in (b.prompt, b.login, b.joined) if t is not None]
+    return backs, (max(last) - at if last else float("nan"))
+
+
+def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
+                started: list[Any]) -> Phase:
+    """The table kill; a standby table it starts is added to ``started``."""
+    gen.add_rooms(args.rooms)
+    players, prompted, rooms_at, errors = gen.at_prompt(args.rooms)
+    print(f"table phase: {players} players, {prompted} at a prompt in {rooms_at} rooms, "
+          f"{errors} errors", flush=True)
+    killed = stack.table
+    standby = None if args.table_restart else more_processes(stack, tmp, 0, 1)[0]
+    if standby is not None:
+        started.append(standby)
+    taker = killed if standby is None else standby
+    time.sleep(1.0)   # the standby's lease is seen by the owner's watch, and settled
+    gen_cpu = gen.cpu()
+    at = now()
+    gen.ask("mark", at)
+    killed.proc.send_signal(signal.SIGKILL)
+    killed.stop(signal.SIGKILL)   # reaped
+    restart = None
+    if standby is None:
+        killed.start(60.0, 0)
+        restart = now() - at
+    pid = taker.proc.pid
+    cpu0 = process_cpu(pid) if standby is not None else 0.0
+    spy = Profiler(pid, args.profile, bool(args.profile))
+    adopted: float | None = None
+    rebuilt = 0
+
+    def done(backs: list[Back]) -> bool:
+        nonlocal adopted, rebuilt
+        try:
+            rebuilt = int(value(scrape(taker.metrics_port), "paiju_table_rooms_rebuilt_total"))
+        except OSError:
+            pass
+        if adopted is None and rebuilt >= rooms_at:
+            adopted = now() - at
+        return adopted is not None and all(b.prompt is not None for b in backs if b.prompted)
+
+    backs, last = wait_back(gen, at, done)
+    cpu = process_cpu(pid) - cpu0
+    instance = taker.env.get("PAIJU_TABLE__INSTANCE", "table")
+    return Phase("table", players, rooms_at, at, backs, instance, cpu, gen.cpu() - gen_cpu,
+                 last, restart, adopted, rebuilt, spy.join(), gen.ask("errors")[0])
+
+
+def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespace,
+                rooms_before: int) -> Phase:
+    more = max(0, (args.players - 4 * args.rooms) // 4)
+    gen.add_rooms(more)
+    players, prompted, rooms_at, errors = gen.at_prompt(rooms_before + more)
+    print(f"lobby phase: {players} players, {prompted} at a prompt in {rooms_at} rooms, "
+          f"{errors} errors", flush=True)
+    killed = stack.lobby
+    taker = killed if args.lobby_restart else lobby_b
+    gen_cpu = gen.cpu()
+    at = now()
+    gen.ask("mark", at)
+    killed.proc.send_signal(signal.SIGKILL)
+    killed.stop(signal.SIGKILL)
+    restart = None
+    if args.lobby_restart:
+        killed.start(60.0, 0)
+        restart = now() - at
+    pid = taker.proc.pid
+    cpu0 = process_cpu(pid) if not args.lobby_restart else 0.0
+    spy = Profiler(pid, args.profile, bool(args.profile))
+
+    def done(backs: list[Back]) -> bool:
+        return all(b.failed or (b.login is not None and b.joined is not None
+                                and (b.prompt is not None or not b.prompted)) for b in backs)
+
+    backs, last = wait_back(gen, at, done)
+    cpu = process_cpu(pid) - cpu0
+    return Phase("lobby", players, rooms_at, at, backs,
+                 "lobby A" if args.lobby_restart else "lobby B", cpu, gen.cpu() - gen_cpu,
+                 last, restart, hot=spy.join(), errors=gen.ask("errors")[0])
+
+
+# ---------------------------------------------------------------------- the report
+
+
+def verdict(values: Sequence[float | None]) -> str:
+    got = [v for v in values if v is not None]
+    if len(got) < len(values):
+        return f"**missed**: {len(values) - len(got)} never came back"
+    return "met" if got and max(got) <= LIMIT else f"**missed** (max {max(got or [0]):.2f} s)"
+
+
+def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) -> list[str]:
+    cmd = (f"python -m bench.bench_cold --rooms {args.rooms} --players {args.players} "
+           f"--procs {args.procs} --game {args.game}"
+           + (" --table-restart" if args.table_restart else "")
+           + (" --lobby-restart" if args.lobby_restart else "")
+           + (f" --profile {args.profile:g}" if args.profile else ""))
+    tb = table.backs
+    prompt_t = [since(b.prompt, table.killed_at) for b in tb if b.prompted]
+    first_by_room: dict[int, float | None] = {}
+    for b in tb:
+        t = since(b.frame, table.killed_at)
+        old = first_by_room.get(b.room)
+        if b.room not in first_by_room or (t is not None and (old is None or t < old)):
+            first_by_room[b.room] = t
+    lb = lobby.backs
+    lost = [b for b in lb if b.failed]
+    how_table = ("`table-sys` started again (same instance) and took its rooms back"
+                 if args.table_restart else
+                 "a second table (`table-bench-2`) standing by adopted them")
+    how_lobby = ("lobby A started again (same port); the players retried it"
+                 if args.lobby_restart else "the players reconnected to lobby B")
+    lines = [
+        "# Cold paths: a table and a lobby killed under a full house",
+        "",
+        f"`{cmd}`: {platform.python_implementation()} {platform.python_version()} on "
+        f"{os.cpu_count()} cores shared by every process (servers and load generator); the run "
+        f"took {took:.0f} s. Players are idle at their prompts ({args.game}, one hand a room, "
+        "turn timers 10 minutes), clients of clients/session.py in "
+        f"{args.procs} load processes; every time is from the SIGKILL, in seconds "
+        "(p50 / p99 / max by nearest rank). Target (issue 25, item 5): everyone back within "
+        f"{LIMIT:g} s.",
+        "",
+        "## Table killed",
+        "",
+        f"{table.rooms} rooms ({table.players} players) on `table-sys`; SIGKILL; {how_table}.",
+        "",
+        "| measure | n | p50 / p99 / max s | never |",
+        "|---|---:|---|---:|",
+        f"| player at a prompt: kill -> its next prompt | {len(prompt_t)} | "
+        f"{spread(prompt_t)} |",
+        f"| room: kill -> its first frame at any player | {len(first_by_room)} | "
+        f"{spread(list(first_by_room.values()))} |",
+        "",
+        f"- every room rebuilt by `{table.server}` (`paiju_table_rooms_rebuilt_total` = "
+        f"{table.rebuilt}): "
+        + (f"{table.adopted:.2f} s after the kill" if table.adopted is not None
+           else f"not within {BOUND:g} s") + "; last player back "
+        f"{table.done:.2f} s after the kill",
+        f"- `{table.server}` CPU from the kill to the last player back: {table.server_cpu:.2f} s"
+        f" ({table.server_cpu / max(table.done, 1e-9):.2f} cores)"
+        + (f"; it served again {table.restart:.2f} s after the kill" if table.restart else ""),
+        f"- load generator CPU meanwhile: {table.generator_cpu:.2f} s",
+        f"- verdict (every player at a prompt back at it within {LIMIT:g} s): "
+        f"{verdict(prompt_t)}",
+        "",
+        "## Lobby killed",
+        "",
+        f"{lobby.players} players, all on lobby A, in {lobby.rooms} rooms; SIGKILL of lobby A; "
+        f"{how_lobby}.",
+        "",
+        "| measure | n | p50 / p99 / max s | never |",
+        "|---|---:|---|---:|",
+        f"| kill -> LoginOk | {len(lb)} | {spread([since(b.login, lobby.killed_at) for b in lb])} |",
+        f"| kill -> room snapshot (`room_joined`) | {len(lb)} | "
+        f"{spread([since(b.joined, lobby.killed_at) for b in lb])} |",
+        f"| kill -> prompt again (players at a prompt) | {sum(b.prompted for b in lb)} | "
+        f"{spread([since(b.prompt, lobby.killed_at) for b in lb if b.prompted])} |",
+        "",
+        f"- last player back {lobby.done:.2f} s after the kill; players that gave up: "
+        f"{len(lost)}" + (f" ({lost[0].failed})" if lost else ""),
+        f"- `{lobby.server}` CPU from the kill to the last player back: "
+        f"{lobby.server_cpu:.2f} s ({lobby.server_cpu / max(lobby.done, 1e-9):.2f} cores)"
+        + (f"; it served again {lobby.restart:.2f} s after the kill" if lobby.restart else ""),
+        f"- load generator CPU meanwhile: {lobby.generator_cpu:.2f} s "
+        f"({lobby.generator_cpu / max(lobby.done, 1e-9):.2f} cores)",
+        f"- verdict (every player logged in again with its room's snapshot within {LIMIT:g} s): "
+        f"{verdict([since(b.joined, lobby.killed_at) for b in lb])}",
+    ]
+    for phase in (table, lobby):
+        if phase.errors:
+            lines += ["", f"Errors while seating ({phase.name} phase): "
+                      + "; ".join(phase.errors)]
+        if phase.hot:
+            lines += ["", f"## py-spy: `{phase.server}`, first {args.profile:g} s after the "
+                      f"{phase.name} kill", "", "| share of busy samples | function |",
+                      "|---:|---|"]
+            lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in phase.hot]
+    return lines
+
+
+KEEP_FROM = "## What the figures are made of"
+
+
+def kept_sections(path: Path) -> list[str]:
+    """The report's written analysis (from KEEP_FROM on), kept when the figures are measured
+    anew."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    return ["", *text[text.index(KEEP_FROM):].rstrip("\n").splitlines()] \
+        if KEEP_FROM in text else []
+
+
+def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
+    from tests.system.conftest import SECRET, start_stack, stop_stack
+    with tempfile.TemporaryDirectory(prefix="paiju-cold-") as name:
+        tmp = Path(name)
+        stack = start_stack(tmp, **OPEN, **SLOW)
+        extra: list[Any] = []
+        gen: Generator | None = None
+        try:
+            extra = more_processes(stack, tmp, 0 if args.lobby_restart else 1, 0)
+            addresses = [stack.lobby_address, *(f"127.0.0.1:{p.port}" for p in extra)]
+            gen = Generator(args.procs, addresses, SECRET, args.game)
+            lobby_b = extra[0] if extra else None
+            table = table_phase(stack, tmp, gen, args, extra)
+            lobby = lobby_phase(stack, lobby_b, gen, args, table.rooms)
+            return table, lobby
+        finally:
+            if gen is not None:
+                gen.stop()
+            for proc in extra:
+                proc.stop()
+            stop_stack(stack)
+
+
+def interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a timeout): stop the stack first
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rooms", type=int, default=1000, help="rooms on the killed table")
+    parser.add_argument("--players", type=int, default=5000,
+                        help="players on the killed lobby (the table's and more, in rooms)")
+    parser.add_argument("--procs", type=int, default=4, help="load-generator processes")
+    parser.add_argument("--game", default="xuezhan")
+    parser.add_argument("--table-restart", action="store_true",
+                        help="restart the killed table instead of a second one adopting")
+    parser.add_argument("--lobby-restart", action="store_true",
+                        help="restart the killed lobby instead of a second one running")
+    parser.add_argument("--profile", type=float, default=0.0,
+                        help="py-spy the process taking over for this many seconds")
+    parser.add_argument("--out", type=Path, default=REPORTS)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, interrupted)
+    started = now()
+    table, lobby = run(args)
+    path = args.out / "cold.md"
+    write_report(path, report(args, table, lobby, now() - started) + kept_sections(path))
+    back = all(b.prompt is not None for b in table.backs if b.prompted) and all(
+        b.login is not None and b.joined is not None for b in lobby.backs)
+    return 0 if back else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
