@@ -121,6 +121,8 @@ class Robot:
         self.seated = asyncio.Event()   # set once ``room_id`` is the room this robot sits in
         self.hands_over: set[int] = set()   # hand numbers seen over (counted once each)
         self._readying: asyncio.Task[None] | None = None
+        self._cancelling: asyncio.Task[None] | None = None
+        self.seat = -1          # this robot's seat in its room (RoomJoined.seat)
         self._max_hands = 0
         self.commitments: dict[int, str] = {}   # hand -> the commitment published for it
         self.my_seeds: dict[int, bytes] = {}    # hand -> the client seed this robot sent
@@ -157,8 +159,9 @@ class Robot:
                     reply = await self._reconnect()
             await self._play(max_hands)
         finally:
-            if self._readying is not None:
-                self._readying.cancel()
+            for task in (self._readying, self._cancelling):
+                if task is not None:
+                    task.cancel()
             self.stats.reconnects = s.reconnects
             await s.close()
             self.stats.received = s.received
@@ -170,6 +173,7 @@ class Robot:
         assert s is not None
         if reply.login_ok.room.room_id:  # still seated from before: resume that room
             self.room_id = reply.login_ok.room.room_id
+            self.seat = reply.login_ok.player.seat
         elif self.match is not None and not self.seated.is_set():
             self.room_id = await self._matched()
         elif self.create is not None and not self.seated.is_set():
@@ -183,10 +187,12 @@ class Robot:
                 await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
             self._check(created, "create room")
             self.room_id = created.room_joined.room.room_id
+            self.seat = created.room_joined.seat
         else:
             joined = await s.request(lm.JoinRoom(room_id=self.room_id, game=GAMES[self.game]))
             self._check(joined, "join room")
             self.room_id = joined.room_joined.room.room_id
+            self.seat = joined.room_joined.seat
         if not self.stats.rooms or self.stats.rooms[-1] != self.room_id:
             self.stats.rooms.append(self.room_id)
         self.seated.set()
@@ -206,6 +212,7 @@ class Robot:
                 raise SessionClosed("the stream ended while waiting for a match")
             kind = frame.WhichOneof("payload")
             if kind == "match_found":
+                self.seat = frame.match_found.seat
                 return frame.match_found.room_id
             if kind == "match_cancelled":
                 c = frame.match_cancelled
@@ -249,6 +256,9 @@ class Robot:
                 return False
             elif kind == "room_joined":
                 self._resumed(frame.room_joined)
+            elif kind == "in_entrust":
+                if frame.in_entrust.seat == self.seat and frame.in_entrust.count > 0:
+                    self._start_cancel_entrust()
             elif kind == "hand_commitment":
                 self.commitments[frame.hand_commitment.hand_no] = frame.hand_commitment.commitment
             elif kind == "fair_reveal":
@@ -276,11 +286,15 @@ class Robot:
         return True
 
     def _resumed(self, joined: Any) -> None:
-        """A snapshot after a reconnect: the hands over meanwhile count, and between hands
-        the robot readies again (the room waits for every seat's ready)."""
+        """A snapshot after a reconnect: the hands over meanwhile count, between hands the
+        robot readies again (the room waits for every seat's ready), and in a hand a seat
+        that entrust took over while the robot was away is taken back (as a player back at
+        the table does), so its prompts come again before the hand ends."""
         room = joined.room
         if room.room_id != self.room_id:
             return
+        if joined.seat >= 0:
+            self.seat = joined.seat
         between = room.status in BETWEEN_HANDS
         for hand in range(1, room.cur_hand + (1 if between else 0)):
             self.hands_over.add(hand)
@@ -290,6 +304,23 @@ class Robot:
         more = not self._max_hands or self.stats.hands < self._max_hands
         if between and more and (me is None or not me.ready):
             self._start_ready()
+        if not between and me is not None and me.entrusted and not me.robot:
+            self._start_cancel_entrust()
+
+    def _start_cancel_entrust(self) -> None:
+        if self._cancelling is None or self._cancelling.done():
+            self._cancelling = asyncio.create_task(self._cancel_entrust())
+
+    async def _cancel_entrust(self) -> None:
+        """Take the seat back from entrust (CancelEntrust). A refusal (no cancels left, not
+        entrusted any more, the hand over) or a lost stream leaves entrust playing: nothing
+        to redo."""
+        s = self.session
+        assert s is not None
+        try:
+            await s.request(lm.CancelEntrust(), timeout=REQUEST_TIMEOUT)
+        except (SessionClosed, TimeoutError):
+            return
 
     def _start_ready(self) -> None:
         if self._readying is not None and not self._readying.done():
