@@ -86,6 +86,15 @@ class Back:
     prompt: float | None = None     # a prompt
     failed: str = ""
 
+    def waiting(self, phase: str) -> bool:
+        """Not back yet: after a table kill, a player that held a prompt until it has one
+        again; after a lobby kill, any player until logged in again with its room's
+        snapshot (and its prompt, if it held one). A player that gave up waits no more."""
+        if phase == "table":
+            return self.prompted and self.prompt is None
+        return not self.failed and (self.login is None or self.joined is None
+                                    or (self.prompted and self.prompt is None))
+
 
 class Player:
     """A player idle at its prompt: logs in, sits, readies, reads every frame and answers
@@ -217,6 +226,8 @@ def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
                 for p in load.players:
                     p.set_mark(args[0])
                 conn.send(0)
+            elif cmd == "waiting":
+                conn.send(sum(p.back.waiting(args[0]) for p in load.players))
             elif cmd == "back":
                 conn.send([p.back for p in load.players])
             elif cmd == "errors":
@@ -308,7 +319,9 @@ class Phase:
     generator_cpu: float
     done: float                      # seconds from the kill to the last player back
     restart: float | None = None     # seconds the killed process took to serve again
-    adopted: float | None = None     # table: seconds until every room was rebuilt
+    # table: (seconds after the kill to the first room rebuilt, to the last, the taker's CPU
+    # seconds between the two; sampled at the polls, 0.1 s apart)
+    rebuild: tuple[float, float, float] | None = None
     rebuilt: int = 0
     hot: list[tuple[float, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -346,14 +359,17 @@ class Profiler:
         return self.rows
 
 
-def wait_back(gen: Generator, at: float, done: Any) -> tuple[list[Back], float]:
-    """Poll the players until ``done(backs)`` holds (or BOUND); their records and the time
-    the last one came back (seconds after ``at``)."""
+def wait_back(gen: Generator, at: float, phase: str, tick: Any = None) -> tuple[list[Back], float]:
+    """Poll the load processes (a count each: cheap while the servers recover) until every
+    player is back for ``phase`` (or BOUND), calling ``tick()`` at each poll; the players'
+    records and the time the last one came back (seconds after ``at``)."""
     while True:
-        backs = gen.back()
-        if done(backs) or now() - at > BOUND:
+        if tick is not None:
+            tick()
+        if sum(gen.ask("waiting", phase)) == 0 or now() - at > BOUND:
             break
-        time.sleep(0.25)
+        time.sleep(0.1)
+    backs = gen.back()
     last = [t for b in backs for t in (b.prompt, b.login, b.joined) if t is not None]
     return backs, (max(last) - at if last else float("nan"))
 
@@ -383,24 +399,31 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
     pid = taker.proc.pid
     cpu0 = process_cpu(pid) if standby is not None else 0.0
     spy = Profiler(pid, args.profile, bool(args.profile))
-    adopted: float | None = None
+    first: tuple[float, float] | None = None   # (seconds after the kill, CPU): a room rebuilt
+    all_: tuple[float, float] | None = None    # the same when every room is
     rebuilt = 0
 
-    def done(backs: list[Back]) -> bool:
-        nonlocal adopted, rebuilt
+    def tick() -> None:
+        nonlocal first, all_, rebuilt
+        if all_ is not None:
+            return
         try:
             rebuilt = int(value(scrape(taker.metrics_port), "paiju_table_rooms_rebuilt_total"))
-        except OSError:
-            pass
-        if adopted is None and rebuilt >= rooms_at:
-            adopted = now() - at
-        return adopted is not None and all(b.prompt is not None for b in backs if b.prompted)
+        except OSError:   # a restarted table not serving its metrics yet
+            return
+        mark = (now() - at, process_cpu(pid))
+        if first is None and rebuilt > 0:
+            first = mark
+        if rebuilt >= rooms_at:
+            all_ = mark
 
-    backs, last = wait_back(gen, at, done)
+    backs, last = wait_back(gen, at, "table", tick)
     cpu = process_cpu(pid) - cpu0
+    rebuild = None if first is None or all_ is None else (
+        first[0], all_[0], all_[1] - first[1])
     instance = taker.env.get("PAIJU_TABLE__INSTANCE", "table")
     return Phase("table", players, rooms_at, at, backs, instance, cpu, gen.cpu() - gen_cpu,
-                 last, restart, adopted, rebuilt, spy.join(), gen.ask("errors")[0])
+                 last, restart, rebuild, rebuilt, spy.join(), gen.ask("errors")[0])
 
 
 def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespace,
@@ -425,11 +448,7 @@ def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespa
     cpu0 = process_cpu(pid) if not args.lobby_restart else 0.0
     spy = Profiler(pid, args.profile, bool(args.profile))
 
-    def done(backs: list[Back]) -> bool:
-        return all(b.failed or (b.login is not None and b.joined is not None
-                                and (b.prompt is not None or not b.prompted)) for b in backs)
-
-    backs, last = wait_back(gen, at, done)
+    backs, last = wait_back(gen, at, "lobby")
     cpu = process_cpu(pid) - cpu0
     return Phase("lobby", players, rooms_at, at, backs,
                  "lobby A" if args.lobby_restart else "lobby B", cpu, gen.cpu() - gen_cpu,
@@ -460,6 +479,7 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
         old = first_by_room.get(b.room)
         if b.room not in first_by_room or (t is not None and (old is None or t < old)):
             first_by_room[b.room] = t
+    rb = table.rebuild
     lb = lobby.backs
     lost = [b for b in lb if b.failed]
     how_table = ("`table-sys` started again (same instance) and took its rooms back"
@@ -489,11 +509,13 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
         f"| room: kill -> its first frame at any player | {len(first_by_room)} | "
         f"{spread(list(first_by_room.values()))} |",
         "",
-        f"- every room rebuilt by `{table.server}` (`paiju_table_rooms_rebuilt_total` = "
-        f"{table.rebuilt}): "
-        + (f"{table.adopted:.2f} s after the kill" if table.adopted is not None
-           else f"not within {BOUND:g} s") + "; last player back "
-        f"{table.done:.2f} s after the kill",
+        f"- rooms rebuilt by `{table.server}` (`paiju_table_rooms_rebuilt_total`): "
+        + (f"the first {rb[0]:.2f} s after the kill, all {table.rebuilt} {rb[1]:.2f} s after "
+           f"it; between the two it used {rb[2]:.2f} s of CPU "
+           f"({rb[2] / max(rb[1] - rb[0], 1e-9):.2f} cores, "
+           f"{1000 * rb[2] / max(table.rebuilt, 1):.1f} ms per room)"
+           if rb is not None else f"{table.rebuilt}, not all within {BOUND:g} s")
+        + f"; the last player back at a prompt {table.done:.2f} s after the kill",
         f"- `{table.server}` CPU from the kill to the last player back: {table.server_cpu:.2f} s"
         f" ({table.server_cpu / max(table.done, 1e-9):.2f} cores)"
         + (f"; it served again {table.restart:.2f} s after the kill" if table.restart else ""),
@@ -576,7 +598,7 @@ def interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt  # SIGTERM (a timeout): stop the stack first
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rooms", type=int, default=1000, help="rooms on the killed table")
     parser.add_argument("--players", type=int, default=5000,
@@ -590,7 +612,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", type=float, default=0.0,
                         help="py-spy the process taking over for this many seconds")
     parser.add_argument("--out", type=Path, default=REPORTS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
     signal.signal(signal.SIGTERM, interrupted)
     started = now()
     table, lobby = run(args)
