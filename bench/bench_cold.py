@@ -514,11 +514,17 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
            f"it; between the two it used {rb[2]:.2f} s of CPU "
            f"({rb[2] / max(rb[1] - rb[0], 1e-9):.2f} cores, "
            f"{1000 * rb[2] / max(table.rebuilt, 1):.1f} ms per room)"
-           if rb is not None else f"{table.rebuilt}, not all within {BOUND:g} s")
+           if rb is not None and not table.restart else
+           f"all {table.rebuilt} during its start-up (before it served its metrics)"
+           if table.restart and table.rebuilt >= table.rooms else
+           f"{table.rebuilt}, not all within {BOUND:g} s")
         + f"; the last player back at a prompt {table.done:.2f} s after the kill",
-        f"- `{table.server}` CPU from the kill to the last player back: {table.server_cpu:.2f} s"
-        f" ({table.server_cpu / max(table.done, 1e-9):.2f} cores)"
-        + (f"; it served again {table.restart:.2f} s after the kill" if table.restart else ""),
+        (f"- `{table.server}` CPU from the kill to the last player back: "
+         f"{table.server_cpu:.2f} s ({table.server_cpu / max(table.done, 1e-9):.2f} cores)"
+         if not table.restart else
+         f"- `{table.server}` served again {table.restart:.2f} s after the kill, having used "
+         f"{table.server_cpu:.2f} s of CPU by the time the last player was back (start-up "
+         "included)"),
         f"- load generator CPU meanwhile: {table.generator_cpu:.2f} s",
         f"- verdict (every player at a prompt back at it within {LIMIT:g} s): "
         f"{verdict(prompt_t)}",
@@ -538,9 +544,12 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
         "",
         f"- last player back {lobby.done:.2f} s after the kill; players that gave up: "
         f"{len(lost)}" + (f" ({lost[0].failed})" if lost else ""),
-        f"- `{lobby.server}` CPU from the kill to the last player back: "
-        f"{lobby.server_cpu:.2f} s ({lobby.server_cpu / max(lobby.done, 1e-9):.2f} cores)"
-        + (f"; it served again {lobby.restart:.2f} s after the kill" if lobby.restart else ""),
+        (f"- `{lobby.server}` CPU from the kill to the last player back: "
+         f"{lobby.server_cpu:.2f} s ({lobby.server_cpu / max(lobby.done, 1e-9):.2f} cores)"
+         if not lobby.restart else
+         f"- `{lobby.server}` served again {lobby.restart:.2f} s after the kill, having used "
+         f"{lobby.server_cpu:.2f} s of CPU by the time the last player was back (start-up "
+         "included)"),
         f"- load generator CPU meanwhile: {lobby.generator_cpu:.2f} s "
         f"({lobby.generator_cpu / max(lobby.done, 1e-9):.2f} cores)",
         f"- verdict (every player logged in again with its room's snapshot within {LIMIT:g} s): "
