@@ -8,13 +8,19 @@ length of one leader election.
 
 The fence is ``Nats-Expected-Last-Subject-Sequence``: an append names the last record its
 writer knows, so a table that lost the room (another adopted it) is refused. Every append
-of this process carries ``room:index:boot`` as its message id, so JetStream's duplicate
-detection can only ever match this process's own retries, never another table's record.
+of this process carries ``room:index:boot:digest`` as its message id (the digest of the
+record's bytes), so JetStream's duplicate detection only ever matches a retry of the same
+record by this process: never another table's record, nor another record of this process
+at the same index (after an append whose outcome it could not learn, the room is rebuilt
+from its log, and a different record there must meet the fence, not be taken for stored).
+An append ends in its sequence, LogFenced or LogUnavailable, never in an error whose
+record may still land: the caller must not go on as if it had not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -34,6 +40,7 @@ from services.table.room import RoomError
 log = logging.getLogger("paiju.table.log")
 
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
+IN_PROCESS = 10158              # JetStream: the same message id is being stored right now
 APPEND_RETRY_SECONDS = 8.0      # an append is retried this long (a leader election)
 APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt
 
@@ -72,8 +79,8 @@ class RoomLog:
         most one copy lands) while the stream has no leader or does not answer; raises
         LogFenced when another table wrote, LogUnavailable past the retry bound."""
         subject = bus.room_log(room_id)
-        msg_id = f"{room_id}:{index}:{self.boot}"
         data = json.dumps(rec).encode()
+        msg_id = f"{room_id}:{index}:{self.boot}:{hashlib.sha256(data).hexdigest()[:16]}"
         headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(last_seq)}
         deadline = time.monotonic() + self.retry_seconds
         delay = 0.1
@@ -88,8 +95,17 @@ class RoomLog:
                     if stored is not None:
                         return stored
                     raise LogFenced(room_id) from None
-                if exc.code is not None and exc.code < 500:
-                    raise
+                if exc.err_code != IN_PROCESS and exc.code is not None and exc.code < 500:
+                    # refused for another reason: it did not land, unless an earlier try of
+                    # this append did (a leader change in between)
+                    stored = await self.stored(room_id, msg_id)
+                    if stored is not None:
+                        return stored
+                    log.warning("room log refused an append: the room is rebuilt from it",
+                                extra={"room": room_id, "error": repr(exc)})
+                    raise LogUnavailable(room_id) from None
+                # an earlier try of this append is being stored (a retry after a timeout):
+                # asked again, it answers that try's sequence once stored
                 failure: Exception = exc
             except (TimeoutError, nats.errors.Error) as exc:
                 failure = exc

@@ -1,0 +1,91 @@
+"""The room log's append (services/table/roomlog.py) on a real nats-server: JetStream's
+duplicate detection matches only a retry of the same record, and an append ends in its
+sequence, LogFenced or LogUnavailable, never in an error after which its record may land.
+
+Found by the partition test: an append refused with 409 "duplicate message id is in process"
+(a retry while the first try was being stored) escaped as a plain APIError; the first try
+landed, the room went on in memory, and its next record at the same index, carrying the same
+message id, was taken by JetStream for that stored one. Memory and log then differed, and no
+table could rebuild the room from its log (its replay refused a move: NotYourTurn) for 40 s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats
+import nats.js.errors
+import pytest
+
+from services.common import bus
+from services.common.natsd import EmbeddedNats
+from services.table.roomlog import LogFenced, LogUnavailable, RoomLog
+
+ROOM = 424242
+
+
+@pytest.fixture
+async def js(fresh_nats: EmbeddedNats) -> Any:
+    nc = await nats.connect(fresh_nats.url)
+    js = nc.jetstream()
+    await bus.ensure_streams(js)
+    try:
+        yield js
+    finally:
+        await nc.close()
+
+
+async def test_another_record_at_an_index_already_stored_is_fenced_not_taken_for_it(
+        js: Any) -> None:
+    log = RoomLog(js, "boot1")
+    first = await log.append(ROOM, 0, {"i": 0, "t": "create"}, 0)
+    landed = await log.append(ROOM, 1, {"i": 1, "t": "act", "seat": 2, "tile": "1W"}, first)
+    # the same record again (a retry whose first try landed): its sequence
+    assert await log.append(ROOM, 1, {"i": 1, "t": "act", "seat": 2, "tile": "1W"},
+                            first) == landed
+    # another record at that index by the same process (its memory thought index 1 free):
+    # the fence refuses it; it is never answered with the stored record's sequence
+    with pytest.raises(LogFenced):
+        await log.append(ROOM, 1, {"i": 1, "t": "act", "seat": 2, "tile": "9T"}, first)
+    records, last = await log.read(ROOM)
+    assert [r.get("tile") for r in records] == [None, "1W"] and last == landed
+
+
+class Ack:
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+
+class FlakyJs:
+    """A JetStream context whose publishes fail with ``errors`` first, then succeed."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.ids: list[str] = []
+
+    async def publish(self, subject: str, data: bytes, timeout: float,
+                      headers: dict[str, str]) -> Ack:
+        self.ids.append(headers["Nats-Msg-Id"])
+        if self.errors:
+            raise self.errors.pop(0)
+        return Ack(7)
+
+    async def get_last_msg(self, stream: str, subject: str) -> Any:
+        raise nats.js.errors.NotFoundError
+
+
+def api_error(code: int, err_code: int, description: str) -> nats.js.errors.APIError:
+    return nats.js.errors.APIError(code=code, err_code=err_code, description=description)
+
+
+async def test_a_try_still_being_stored_is_asked_again_with_the_same_id() -> None:
+    fake = FlakyJs(api_error(409, 10158, "duplicate message id is in process"))
+    log = RoomLog(fake, "boot1", retry_seconds=5)
+    assert await log.append(ROOM, 3, {"i": 3}, 2) == 7
+    assert len(fake.ids) == 2 and fake.ids[0] == fake.ids[1]
+
+
+async def test_an_append_refused_otherwise_is_unavailable_not_a_raw_error() -> None:
+    fake = FlakyJs(api_error(400, 10999, "something else"))
+    log = RoomLog(fake, "boot1", retry_seconds=5)
+    with pytest.raises(LogUnavailable):
+        await log.append(ROOM, 3, {"i": 3}, 2)
