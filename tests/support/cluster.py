@@ -170,6 +170,9 @@ class StackSpec:
     extra_env: tuple[tuple[str, str], ...] = ()
     # NATS routes dialled through ports a proxy can front (tests/support/partition.py)
     fronted_routes: bool = False
+    # table i and lobby i first dial node i (mod the nodes) alone and learn the others from
+    # the cluster, so that every node serves a table (a partition run cuts a node with one)
+    home_nodes: bool = False
 
 
 def multi_target(procs: list[ServiceProc]) -> str:
@@ -235,8 +238,11 @@ class ClusterStack:
                 **{f"PAIJU_LOBBY__{key}": "0" for key in PER_ADDRESS_LIMITS},   # 0: off
                 **dict(s.extra_env)}
 
-    def _make(self, label: str, name: str, **env: str) -> ServiceProc:
-        proc = make_service(name, self.nats.urls, self.tmp, **self._env(), **env)
+    def _make(self, label: str, name: str, home: int | None = None, **env: str) -> ServiceProc:
+        urls = self.nats.urls
+        if home is not None and self.spec.home_nodes:
+            urls = self.nats.url_list[home % len(self.nats.nodes)]
+        proc = make_service(name, urls, self.tmp, **self._env(), **env)
         proc.log_path = self.tmp / f"{label}.log"
         self.procs[label] = proc
         return proc
@@ -252,10 +258,11 @@ class ClusterStack:
         await self._start_all(records[1:] + arbiters, timeout)
         dial = {"PAIJU_RECORDS__ADDRESS": self.records_target,
                 "PAIJU_ARBITER__ADDRESS": self.arbiter_target}
-        tables = [self._make(f"table-{chr(ord('a') + i)}", "table",
+        tables = [self._make(f"table-{chr(ord('a') + i)}", "table", home=i,
                              PAIJU_TABLE__INSTANCE=f"table-{chr(ord('a') + i)}", **dial)
                   for i in range(s.tables)]
-        lobbies = [self._make(f"lobby-{i + 1}", "lobby", **dial) for i in range(s.lobbies)]
+        lobbies = [self._make(f"lobby-{i + 1}", "lobby", home=i, **dial)
+                   for i in range(s.lobbies)]
         # tables before lobbies: the first to create the ``tables`` bucket sets its TTL (the
         # table: its lease; the lobby: a fixed 10 s), and the lease is what the run measures;
         # one table first, creating the streams and buckets, then the others together
