@@ -15,6 +15,7 @@ from nats.aio.client import Client
 from nats.js.kv import KV_DEL, KV_PURGE
 
 from paiju.frames import error_frame, server_frame
+from paiju.seated import LobbyKind
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import bus, tls
 from services.common.config import Config
@@ -212,14 +213,14 @@ class LobbyApp:
         return await self.forwarder.owner_address(room_id, fresh=fresh)
 
     async def forward(self, session: Session, *, frame: client_pb2.ClientFrame | None = None,
-                      kind: str = "", room_id: int = 0, address: str = "",
+                      kind: LobbyKind | None = None, room_id: int = 0, address: str = "",
                       with_profile: bool = False) -> table_pb2.TableReply:
         """The owning table's reply to one command of ``session`` (following the room while
         it moves between tables). Where the session is (its room, its stream) is the
         caller's to update from the reply (seating.py)."""
         room_id = room_id or session.room_id
         # the session identity lets the table ignore a late "offline" of a replaced session
-        cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind,
+        cmd = table_pb2.TableCommand(room_id=room_id, user_id=session.user_id, kind=kind or "",
                                      session_id=session.session_id, login_at=session.login_at)
         if frame is not None:
             cmd.frame.CopyFrom(frame)
@@ -230,13 +231,13 @@ class LobbyApp:
     # -- what the room streams ask the tables (streams.TableAccess) -----------------------
 
     async def events_since(self, room_id: int, since: tuple[int, int]) -> table_pb2.TableReply:
-        cmd = table_pb2.TableCommand(room_id=room_id, kind="events_since",
+        cmd = table_pb2.TableCommand(room_id=room_id, kind=LobbyKind.EVENTS_SINCE,
                                      since_index=since[0], since_part=since[1])
         return await self.forwarder.command(room_id, cmd)
 
     async def snapshot(self, member: Member, room_id: int) -> table_pb2.TableReply:
         """The seat's view of the room, or a spectator's public view (another watch)."""
-        kind = "watch" if member.spectator else "snapshot"
+        kind = LobbyKind.WATCH if member.spectator else LobbyKind.SNAPSHOT
         return await self.forward(member.session, kind=kind, room_id=room_id)
 
     def lost(self, member: Member, room_id: int) -> None:
@@ -273,7 +274,7 @@ class LobbyApp:
 
     async def _offline(self, session: Session, room_id: int) -> None:
         try:
-            reply = await self.forward(session, kind="offline", room_id=room_id)
+            reply = await self.forward(session, kind=LobbyKind.OFFLINE, room_id=room_id)
             if reply.code:
                 log.info("table refused offline", extra={"user": session.user_id,
                                                          "code": reply.code})

@@ -10,6 +10,7 @@ import nats.errors
 
 from paiju.contracts.directory import SeatEntry
 from paiju.frames import error_frame, server_frame
+from paiju.seated import LobbyKind
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from services.common import reserved
 from services.common.config import LobbyConfig
@@ -166,7 +167,7 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         _again(app, session, frame, room_id, common_pb2.ERR_UNAVAILABLE, repr(exc))
         return
     try:
-        snapshot = await app.forward(session, kind="snapshot", room_id=room_id,
+        snapshot = await app.forward(session, kind=LobbyKind.SNAPSHOT, room_id=room_id,
                                      address=address, with_profile=True)
     except Reject as exc:
         await app.streams.release(room_id)
@@ -196,7 +197,7 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     if session.kicked or session.outbox.closed:
         return  # replaced or gone meanwhile: the seat's connection is not this session's
     try:
-        await app.forward(session, kind="online", room_id=room_id, address=address)
+        await app.forward(session, kind=LobbyKind.ONLINE, room_id=room_id, address=address)
     except Reject as exc:
         log.warning("online not delivered", extra={"user": session.user_id, "error": exc.message})
 

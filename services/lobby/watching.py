@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from paiju.frames import error_frame, event_id_of, ok_frame, payload_of
+from paiju.seated import LobbyKind
 from paiju.v1 import client_pb2, common_pb2
 from services.lobby.errors import Reject
 from services.lobby.sessions import Outgoing, Session
@@ -166,7 +167,7 @@ async def watch_room(app: LobbyApp, session: Session, frame: client_pb2.ClientFr
     watcher = Watcher(session, room_id, app.lobby.spectator_delay,
                       lambda: room.orderer.delivered, lambda: room.orderer.closed)
     try:
-        reply = await app.forward(session, kind="watch", room_id=room_id, address=address)
+        reply = await app.forward(session, kind=LobbyKind.WATCH, room_id=room_id, address=address)
     except BaseException:
         await app.streams.release(room_id)
         raise
@@ -205,7 +206,7 @@ async def stop(app: LobbyApp, session: Session, *, tell: bool = True) -> bool:
     await app.streams.leave(watcher)   # out of its room, forgotten
     if tell:
         try:
-            await app.forward(session, kind="unwatch", room_id=watcher.watching)
+            await app.forward(session, kind=LobbyKind.UNWATCH, room_id=watcher.watching)
         except Reject as exc:
             log.info("unwatch not delivered", extra={"room": watcher.watching,
                                                      "error": exc.message})

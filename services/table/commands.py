@@ -77,51 +77,75 @@ class Commands:
             return Reply(err.code, str(err))
 
     async def _lobby_command(self, cmd: table_pb2.TableCommand) -> Reply:
+        try:
+            kind = seated.lobby_kind(cmd.kind)
+        except ValueError as err:
+            raise RoomError(common_pb2.ERR_BAD_FRAME, str(err)) from None
+        handler = KIND_HANDLERS.get(kind)
+        if handler is None:   # a stream kind: the table answers it without the room (core.py)
+            raise RoomError(common_pb2.ERR_BAD_FRAME, f"table command kind {kind!r} is not "
+                            "answered by the room")
+        return await handler(self, cmd)
+
+    async def _k_op_add_robots(self, cmd: table_pb2.TableCommand) -> Reply:
+        """An operator (the console) seats robots: no seat, any room."""
+        await self._seat_robots(cmd.frame.add_robots.count)
+        return Reply()
+
+    async def _k_op_dismiss(self, cmd: table_pb2.TableCommand) -> Reply:
         room = self.room
-        if cmd.kind in ("watch", "unwatch"):
-            return await self._watch(cmd)
-        if cmd.kind == "op_add_robots":   # an operator (the console): no seat, any room
-            await self._seat_robots(cmd.frame.add_robots.count)
-            return Reply()
-        if cmd.kind == "op_dismiss":
-            if room.closed:
-                raise RoomError(common_pb2.ERR_NO_SUCH_ROOM, f"room {room.room_id} is closed")
-            doc = "dismissed by an operator" + (f": {cmd.note[:200]}" if cmd.note else "")
-            await self.actor.record(lr.Close(lm.NoticeDismiss.OPERATOR, doc))
-            return Reply()
+        if room.closed:
+            raise RoomError(common_pb2.ERR_NO_SUCH_ROOM, f"room {room.room_id} is closed")
+        doc = "dismissed by an operator" + (f": {cmd.note[:200]}" if cmd.note else "")
+        await self.actor.record(lr.Close(lm.NoticeDismiss.OPERATOR, doc))
+        return Reply()
+
+    async def _k_online(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
         seat = checks.require_seat(room, cmd.user_id)
         s = room.seats[seat]
         assert s is not None
         session, at = cmd.session_id, cmd.login_at
-        if cmd.kind == "online":
-            # a session named by the lobby is recorded, so a late offline of an older session
-            # (another lobby replica still tearing it down) is told apart; an online of an
-            # older session than the recorded one changes nothing
-            if not room.session_is_current(seat, session, at):
-                return Reply()
-            if not s.online or (session and s.session != session):
-                await self.actor.record(lr.Online(seat, session, at if session else 0.0))
+        # a session named by the lobby is recorded, so a late offline of an older session
+        # (another lobby replica still tearing it down) is told apart; an online of an
+        # older session than the recorded one changes nothing
+        if not room.session_is_current(seat, session, at):
             return Reply()
-        if cmd.kind == "offline":
-            if not room.session_is_current(seat, session, at):
-                log.info("offline of a replaced session ignored",
-                         extra={"room": room.room_id, "seat": seat})
-                return Reply()
-            if s.online:
-                await self.actor.record(lr.Offline(seat))
-            return Reply()
-        if cmd.kind == "snapshot":
-            return Reply(frames_=views.snapshot(room, seat, self.auto.seconds_left()))
-        raise RoomError(common_pb2.ERR_BAD_FRAME, f"unknown table command kind {cmd.kind!r}")
+        if not s.online or (session and s.session != session):
+            await self.actor.record(lr.Online(seat, session, at if session else 0.0))
+        return Reply()
 
-    async def _watch(self, cmd: table_pb2.TableCommand) -> Reply:
+    async def _k_offline(self, cmd: table_pb2.TableCommand) -> Reply:
+        room = self.room
+        seat = checks.require_seat(room, cmd.user_id)
+        s = room.seats[seat]
+        assert s is not None
+        if not room.session_is_current(seat, cmd.session_id, cmd.login_at):
+            log.info("offline of a replaced session ignored",
+                     extra={"room": room.room_id, "seat": seat})
+            return Reply()
+        if s.online:
+            await self.actor.record(lr.Offline(seat))
+        return Reply()
+
+    async def _k_snapshot(self, cmd: table_pb2.TableCommand) -> Reply:
+        seat = checks.require_seat(self.room, cmd.user_id)
+        return Reply(frames_=views.snapshot(self.room, seat, self.auto.seconds_left()))
+
+    async def _k_watch(self, cmd: table_pb2.TableCommand) -> Reply:
+        return await self._watch(cmd, watching=True)
+
+    async def _k_unwatch(self, cmd: table_pb2.TableCommand) -> Reply:
+        return await self._watch(cmd, watching=False)
+
+    async def _watch(self, cmd: table_pb2.TableCommand, *, watching: bool) -> Reply:
         """A lobby session starts (again: a resync) or stops watching the room. The count
         goes to the room's directory entry (RoomInfo.spectators); the reply to a watch is
         the public snapshot, made at the position the watcher's stream starts after."""
         room = self.room
         key = cmd.session_id or f"user:{cmd.user_id}"
         before = len(self.watchers)
-        if cmd.kind == "unwatch":
+        if not watching:
             self.watchers.pop(key, None)
         else:
             if room.seat_of(cmd.user_id) is not None:
@@ -132,7 +156,7 @@ class Commands:
         if len(self.watchers) != before:
             room.spectators = len(self.watchers)
             await self.actor.publish(Effects(changed=True), self.actor.stream.follow_up((), ()))
-        if cmd.kind == "unwatch":
+        if not watching:
             return Reply()
         return Reply(frames_=views.watch_snapshot(room, self.auto.seconds_left()))
 
@@ -342,4 +366,16 @@ ROOM_HANDLERS: dict[str, RoomHandler] = seated.room_handlers({
     "cancel_entrust": Commands._c_cancel_entrust,
     "ask_dismiss": Commands._c_ask_dismiss,
     "report_dismiss": Commands._c_report_dismiss,
+})
+KindHandler = Callable[[Commands, table_pb2.TableCommand], Awaitable[Reply]]
+# the lobby's command kinds the room answers (paiju.seated.ROOM_KINDS), each with its
+# handler: an import error if one lacks it
+KIND_HANDLERS: dict[seated.LobbyKind, KindHandler] = seated.kind_handlers({
+    seated.LobbyKind.WATCH: Commands._k_watch,
+    seated.LobbyKind.UNWATCH: Commands._k_unwatch,
+    seated.LobbyKind.SNAPSHOT: Commands._k_snapshot,
+    seated.LobbyKind.ONLINE: Commands._k_online,
+    seated.LobbyKind.OFFLINE: Commands._k_offline,
+    seated.LobbyKind.OP_ADD_ROBOTS: Commands._k_op_add_robots,
+    seated.LobbyKind.OP_DISMISS: Commands._k_op_dismiss,
 })

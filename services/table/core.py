@@ -26,6 +26,7 @@ from google.protobuf import json_format
 from nats.js.errors import KeyNotFoundError
 
 from games.engine import Action
+from paiju import seated
 from paiju.contracts.directory import RoomEntry
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
@@ -89,7 +90,7 @@ def table_reply(room: Room, cmd: table_pb2.TableCommand, reply: Reply) -> table_
     """A room's reply to a command as the lobby gets it: where the user sits now, and the
     position of the room's stream the reply was made at."""
     seat = room.seat_of(cmd.user_id)
-    there = seat is not None or (cmd.kind == "watch" and reply.code == 0)
+    there = seat is not None or (cmd.kind == seated.LobbyKind.WATCH and reply.code == 0)
     out = table_pb2.TableReply(
         request_id=cmd.request_id, code=reply.code, message=reply.message, frames=reply.frames,
         room_id=cmd.room_id if there and not room.closed else 0,
@@ -552,7 +553,7 @@ class TableCore:
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
                                         message=f"room {cmd.room_id} is not on this table",
                                         room_id=0, seat=-1)
-        if cmd.kind == "events_since":   # a lobby missed messages: from the ring, at once
+        if cmd.kind == seated.LobbyKind.EVENTS_SINCE:   # from the ring, at once
             index, part = actor.stream.position
             missed = actor.stream.since(cmd.since_index, cmd.since_part)
             return table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id,

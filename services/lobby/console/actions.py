@@ -37,6 +37,7 @@ from aiohttp import web
 from games import registry
 from paiju.contracts.lobby import SessionKick
 from paiju.frames import client_frame
+from paiju.seated import LobbyKind
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, table_pb2
 from services.common import bus
 from services.lobby.app import LobbyApp
@@ -130,11 +131,11 @@ class Actions:
                            f"log could not be written: {exc.message}") from None
         return int(written.id)
 
-    async def _table(self, room_id: int, kind: str, **fields: Any) -> table_pb2.TableReply:
+    async def _table(self, room_id: int, kind: LobbyKind, **fields: Any) -> table_pb2.TableReply:
         cmd = table_pb2.TableCommand(room_id=room_id, kind=kind, **fields)
         return await self.app.forwarder.command(room_id, cmd)
 
-    async def _room_action(self, request: web.Request, action: str, kind: str,
+    async def _room_action(self, request: web.Request, action: str, kind: LobbyKind,
                            detail: dict[str, Any], operator: str, room_id: int,
                            **fields: Any) -> dict[str, Any]:
         reply = await self._table(room_id, kind, **fields)
@@ -154,14 +155,14 @@ class Actions:
         body, operator = await self._body(request)
         count = _int(body.get("count"), "count", 0, 9, default=0)
         frame = client_frame(lobby_msgs_pb2.AddRobots(count=count))
-        return await self._room_action(request, "add_robots", "op_add_robots",
+        return await self._room_action(request, "add_robots", LobbyKind.OP_ADD_ROBOTS,
                                        {"count": count}, operator, room_id, frame=frame)
 
     async def dismiss(self, request: web.Request) -> dict[str, Any]:
         room_id = parse_id(request.match_info["room_id"], "room id")
         body, operator = await self._body(request)
         reason = _text(body.get("reason"), "reason", REASON_MAX, required=False)
-        return await self._room_action(request, "dismiss_room", "op_dismiss",
+        return await self._room_action(request, "dismiss_room", LobbyKind.OP_DISMISS,
                                        {"reason": reason}, operator, room_id, note=reason)
 
     async def kick(self, request: web.Request) -> dict[str, Any]:

@@ -320,6 +320,19 @@ async def test_offline_without_a_session_behaves_as_before() -> None:
     await actor.stop()
 
 
+async def test_a_kind_that_is_no_lobby_kind_or_not_the_rooms_is_refused_by_name() -> None:
+    room, actor, log = await seated_room(SLOW)
+    before = len(log.records)
+    unknown = await actor.submit("command", lobby_command("teleport", 1))
+    assert unknown.code == common_pb2.ERR_BAD_FRAME
+    assert "unknown table command kind 'teleport'" in unknown.message
+    # the table answers events_since from the stream ring, never through the room's task
+    ring = await actor.submit("command", lobby_command("events_since", 1))
+    assert ring.code == common_pb2.ERR_BAD_FRAME and "events_since" in ring.message
+    assert len(log.records) == before
+    await actor.stop()
+
+
 async def test_seats_not_ready_after_a_hand_are_readied_when_the_ready_timer_runs_out() -> None:
     # a player who missed the end of a hand (his lobby died, his room moved) never readies:
     # the room must not wait for him for ever; the next hand starts, entrust plays for him
