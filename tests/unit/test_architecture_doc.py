@@ -1,4 +1,4 @@
-"""docs/architecture.md names only what exists.
+"""docs/architecture.md names only what exists, in whole sentences.
 
 Every backticked name in the page is classified and checked against the code and the protos:
 
@@ -16,7 +16,9 @@ Every backticked name in the page is classified and checked against the code and
 - ``section.key`` is a config key (services/common/config.py) unless it is a subject.
 
 The ring size the page states is the code's. A name that no longer exists fails the test
-with the name and what it was taken for.
+with the name and what it was taken for. A paragraph or list item that starts mid-sentence,
+or a line indented unlike the item it continues (what an edit that lost a first line
+leaves), fails too.
 """
 
 from __future__ import annotations
@@ -224,7 +226,67 @@ def check_doc(text: str, k: Known) -> Report:
     return report
 
 
+_ITEM = re.compile(r"^(- |\d+\. )")
+
+
+def broken_lines(text: str) -> list[str]:
+    """Prose lines that cannot be a whole sentence's start or its continuation: a list item
+    or paragraph that starts mid-sentence (lowercase), or a line indented otherwise than as
+    the list item it continues (a lost first line leaves such a tail)."""
+    problems: list[str] = []
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    indent: int | None = None      # the continuation indent of the list item we are in
+    new_block = True
+    for n, line in enumerate(prose.splitlines(), 1):
+        if not line.strip():
+            new_block = True
+            continue
+        if line.startswith(("#", "|")):
+            indent, new_block = None, True
+            continue
+        item = _ITEM.match(line)
+        if item:
+            indent = len(item.group(1))
+            start = line[indent:]
+        elif line[0] == " ":
+            lead = len(line) - len(line.lstrip())
+            if indent is None or lead != indent:
+                problems.append(f"line {n} indented {lead} (list item continues at "
+                                f"{indent}): {line.strip()[:40]!r}")
+            new_block = False
+            continue
+        else:
+            if not new_block:
+                continue   # the paragraph goes on
+            indent, start = None, line
+        if start[:1].islower():
+            problems.append(f"line {n} starts mid-sentence: {start[:40]!r}")
+        new_block = False
+    return problems
+
+
 # ---------------------------------------------------------------------- tests
+def test_no_paragraph_or_list_item_of_the_page_starts_mid_sentence() -> None:
+    assert broken_lines(DOC.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("snippet", [
+    "- A bullet that ends here.\n pauses each room between two\n  actions.",
+    "- On SIGTERM a table drains.\n- pauses each room between two actions.",
+    "Intro.\n\npauses each room between two actions.",
+    "1. First step,\n  continued at two spaces.",
+])
+def test_a_line_that_starts_mid_sentence_is_reported(snippet: str) -> None:
+    assert broken_lines(snippet) != []
+
+
+def test_whole_items_and_paragraphs_pass() -> None:
+    text = ("Intro line one\nand its next line.\n\n- `tables` bucket first,\n  then more.\n"
+            "- **Bold** item.\n\n1. Step\n   continued.\n\n| a | b |\n|---|---|\n"
+            "```\n lowercase in a fence\n```\n")
+    assert broken_lines(text) == []
+
+
 def test_every_name_in_the_architecture_doc_exists() -> None:
     report = check_doc(DOC.read_text(encoding="utf-8"), known())
     assert report.problems == []
