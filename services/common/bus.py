@@ -4,10 +4,13 @@ Subjects (docs/services.md): ``room.<id>.events`` (a room's events, one RoomEven
 per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobbies),
 ``session.kick.<uid>`` (one session per user across lobby replicas),
 ``table.<address>.commands`` (player commands from a lobby to a table, request/reply),
-``lobby.mute`` (operators' chat mutes), JetStream ``room.<id>.log.<shard>`` (the room's
-action log, in one of the ``ROOMLOG_<shard>`` streams) and ``settle.<room>`` (settlements), KV buckets ``tables`` (instances, TTL), ``rooms`` (room
-owners and summaries), ``seats`` (where each user sits) and ``room_ids`` (every id given
-out). The whole picture: docs/architecture.md.
+``table.<instance>.adopt`` (a draining table asks another to take a room now:
+services/table/adoption.py), ``lobby.mute`` (operators' chat mutes), JetStream
+``room.<id>.log.<shard>`` (the room's action log, in one of the ``ROOMLOG_<shard>``
+streams) and ``settle.<room>`` (settlements). KV buckets: the tables' ``tables``
+(instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
+and ``room_ids`` (every id given out); the lobbies' ``match_tickets`` (matchmaking:
+services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
 SEATS_BUCKET = "seats"          # user id -> the room and table where that user sits
 ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
+MATCH_TICKETS_BUCKET = "match_tickets"   # the lobbies' matchmaking (paiju/contracts/lobby.py)
 
 
 def room_events(room_id: int) -> str:

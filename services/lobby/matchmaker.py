@@ -112,7 +112,7 @@ SeatMatched = Callable[[LobbyApp, Session, MatchTicket], Awaitable[None]]
 
 log = logging.getLogger("paiju.lobby.matchmaker")
 
-BUCKET = "match_tickets"
+BUCKET = bus.MATCH_TICKETS_BUCKET
 LEASE_PREFIX = "lease."   # lease.<game>: who runs that game's matcher
 STATS_PREFIX = "stats."   # stats.<game>: that game's queues' recent median waits
 PREFIX = "t."
