@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_capacity import more_processes, profile
-from bench.bench_system import process_cpu, scrape, value
+from bench.bench_system import process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, write_report
 from tests.support.failover import quantile
 
@@ -275,8 +275,9 @@ class Generator:
             c.recv()
 
     def status(self) -> tuple[int, int, int, int]:
-        got = self.ask("status")
-        return tuple(sum(x[i] for x in got) for i in range(4))  # type: ignore[return-value]
+        got: list[tuple[int, int, int, int]] = self.ask("status")
+        players, prompted, rooms, errors = (sum(x[i] for x in got) for i in range(4))
+        return players, prompted, rooms, errors
 
     def at_prompt(self, rooms: int, bound: float = 120.0) -> tuple[int, int, int, int]:
         """Until every room has a player at a prompt (or ``bound`` seconds)."""
@@ -291,7 +292,7 @@ class Generator:
         return [b for part in self.ask("back") for b in part]
 
     def cpu(self) -> float:
-        return sum(self.ask("cpu"))
+        return float(sum(self.ask("cpu")))
 
     def stop(self) -> None:
         try:
@@ -325,6 +326,20 @@ class Phase:
     rebuilt: int = 0
     hot: list[tuple[float, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    others: dict[str, float] = field(default_factory=dict)   # CPU s of records, arbiter, NATS
+
+
+BACKENDS = ("records", "arbiter", "nats-server")
+
+
+def backends_cpu(stack: Any) -> dict[str, float]:
+    """CPU seconds so far of the processes that outlive the kills."""
+    pids = stack_pids(stack)
+    return {name: process_cpu(pids[name]) for name in BACKENDS}
+
+
+def since_cpu(stack: Any, before: dict[str, float]) -> dict[str, float]:
+    return {name: cpu - before[name] for name, cpu in backends_cpu(stack).items()}
 
 
 def since(t: float | None, at: float) -> float | None:
@@ -387,7 +402,7 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
         started.append(standby)
     taker = killed if standby is None else standby
     time.sleep(1.0)   # the standby's lease is seen by the owner's watch, and settled
-    gen_cpu = gen.cpu()
+    gen_cpu, others = gen.cpu(), backends_cpu(stack)
     at = now()
     gen.ask("mark", at)
     killed.proc.send_signal(signal.SIGKILL)
@@ -423,7 +438,8 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
         first[0], all_[0], all_[1] - first[1])
     instance = taker.env.get("PAIJU_TABLE__INSTANCE", "table")
     return Phase("table", players, rooms_at, at, backs, instance, cpu, gen.cpu() - gen_cpu,
-                 last, restart, rebuild, rebuilt, spy.join(), gen.ask("errors")[0])
+                 last, restart, rebuild, rebuilt, spy.join(), gen.ask("errors")[0],
+                 since_cpu(stack, others))
 
 
 def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespace,
@@ -435,7 +451,7 @@ def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespa
           f"{errors} errors", flush=True)
     killed = stack.lobby
     taker = killed if args.lobby_restart else lobby_b
-    gen_cpu = gen.cpu()
+    gen_cpu, others = gen.cpu(), backends_cpu(stack)
     at = now()
     gen.ask("mark", at)
     killed.proc.send_signal(signal.SIGKILL)
@@ -452,7 +468,8 @@ def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespa
     cpu = process_cpu(pid) - cpu0
     return Phase("lobby", players, rooms_at, at, backs,
                  "lobby A" if args.lobby_restart else "lobby B", cpu, gen.cpu() - gen_cpu,
-                 last, restart, hot=spy.join(), errors=gen.ask("errors")[0])
+                 last, restart, hot=spy.join(), errors=gen.ask("errors")[0],
+                 others=since_cpu(stack, others))
 
 
 # ---------------------------------------------------------------------- the report
@@ -463,6 +480,11 @@ def verdict(values: Sequence[float | None]) -> str:
     if len(got) < len(values):
         return f"**missed**: {len(values) - len(got)} never came back"
     return "met" if got and max(got) <= LIMIT else f"**missed** (max {max(got or [0]):.2f} s)"
+
+
+def cpu_line(phase: Phase) -> str:
+    return "the other servers' CPU meanwhile: " + ", ".join(
+        f"{name} {cpu:.2f} s" for name, cpu in phase.others.items())
 
 
 def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) -> list[str]:
@@ -525,7 +547,7 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
          f"- `{table.server}` served again {table.restart:.2f} s after the kill, having used "
          f"{table.server_cpu:.2f} s of CPU by the time the last player was back (start-up "
          "included)"),
-        f"- load generator CPU meanwhile: {table.generator_cpu:.2f} s",
+        f"- load generator CPU meanwhile: {table.generator_cpu:.2f} s; {cpu_line(table)}",
         f"- verdict (every player at a prompt back at it within {LIMIT:g} s): "
         f"{verdict(prompt_t)}",
         "",
@@ -551,7 +573,7 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
          f"{lobby.server_cpu:.2f} s of CPU by the time the last player was back (start-up "
          "included)"),
         f"- load generator CPU meanwhile: {lobby.generator_cpu:.2f} s "
-        f"({lobby.generator_cpu / max(lobby.done, 1e-9):.2f} cores)",
+        f"({lobby.generator_cpu / max(lobby.done, 1e-9):.2f} cores); {cpu_line(lobby)}",
         f"- verdict (every player logged in again with its room's snapshot within {LIMIT:g} s): "
         f"{verdict([since(b.joined, lobby.killed_at) for b in lb])}",
     ]
