@@ -1,4 +1,4 @@
-"""The combinations (牌型) of Dou Dizhu and how one beats another (docs/doudizhu.md, "Plays").
+"""The combinations (牌型) of Dou Dizhu and how one beats another (docs/doudizhu.md, "Combinations").
 
 A play is judged on its rank counts only (:mod:`.cards`). Every legal play has exactly one
 reading, a :class:`Combo`:

@@ -105,7 +105,7 @@ class LobbyConfig:
     # empty = plaintext (dev, or TLS ended at an ingress)
     public_cert_file: str = ""
     public_key_file: str = ""
-    # Player limits, per lobby replica (docs/services.md, "Limits"); 0 turns one off. Beyond
+    # Player limits, per lobby replica (docs/services.md, "Lobby: limits"); 0 turns one off. Beyond
     # a rate the request gets ERR_RATE_LIMITED saying what and when to try again.
     logins_per_ip_per_minute: int = 300      # login attempts from one client IP
     creates_per_user_per_minute: int = 20    # rooms created by one user (quick start too)

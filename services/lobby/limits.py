@@ -1,7 +1,7 @@
 """What one player (or one address) may spend of a lobby: request rates and open connections.
 
 Every limit has its own ``lobby.*`` key (services/common/config.py, docs/services.md
-"Limits"), counts per lobby replica, and 0 turns it off:
+"Lobby: limits, deadlines, reconnects"), counts per lobby replica, and 0 turns it off:
 
 - rates over a sliding minute: logins per client IP, room creations per user and per IP,
   joins (by id and quick start) per user, chat per user. A request beyond one is answered
