@@ -10,19 +10,16 @@ bounded (RENEW_TIMEOUT_SHARE of the ttl), so one hung put never holds back the n
 adoption scan runs apart from the renewals, every ttl / SCANS_PER_TTL (0.25 s), so a dead
 table's rooms are claimed soon after its entry expires.
 
-Fencing a table that may have lost its lease: one that stopped running (SIGSTOP, a frozen
-VM, a stall of the whole process), or whose renewals failed (its NATS cut off from the
-tables bucket while the rest still answers). The log's expected-sequence fence refuses its
-appends once another table wrote, but what it had in flight (an append acknowledged while it
-was stopped, a timer, a prompt) must not reach players either, and a table that still runs
-must not go on believing it owns rooms another may have adopted. So the lease keeps a
-**tenure**: ``epoch`` grows whenever the heartbeat sees that this process did not run for
-``stall_after`` seconds, or that no renewal landed for that long (either way its entry may
-have expired); every room runs under the epoch it was built or last checked in, and the core
-(core.py) writes, sends and answers nothing for a room whose epoch is not the current one,
-nor while the heartbeat itself is that late. Once a renewal lands again, each room is checked
-against its directory entry and the tail of its log before it plays on
-(TableHost.reverify); a room lost meanwhile is dropped without a word.
+Fencing a table that stopped running (SIGSTOP, a frozen VM, a stall of the whole process):
+the log's expected-sequence fence refuses its appends once another table wrote, but what it
+had in flight (an append acknowledged while it was stopped, a timer, a prompt) must not reach
+players either. So the lease keeps a **tenure**: ``epoch`` grows whenever the heartbeat sees
+that this process did not run for ``stall_after`` seconds (long enough for its entry to have
+expired); every room runs under the epoch it was built or last checked in, and the core
+(core.py) sends nothing for a room whose epoch is not the current one, nor while the
+heartbeat itself is that late. After a stall each room is checked against its directory
+entry and the tail of its log before it plays on (TableHost.reverify); a room lost meanwhile
+is dropped without a word.
 """
 
 from __future__ import annotations
@@ -64,11 +61,9 @@ class Lease:
         # was itself cut off (a NATS node lost, an election) saw every lease run out,
         # others' as well as its own, and must not take their rooms for that
         self.beating_since: float | None = time.monotonic()
-        self.epoch = 0              # the tenure: grows after each lapse (see the docstring)
+        self.epoch = 0              # the tenure: grows after each stall (see the docstring)
         self.last_tick = time.monotonic()   # when the heartbeat last ran
         self.renewed_until = 0.0    # the entry lives at least until then (last renewal sent + ttl)
-        self.renewed_at = time.monotonic()  # when the last renewal that landed was sent
-        self.unverified = False     # the epoch grew: the rooms wait for a check (reverify)
         self.heartbeat: asyncio.Task[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
         self._retrying: asyncio.Task[None] | None = None
@@ -91,10 +86,9 @@ class Lease:
         sent = time.monotonic()
         await asyncio.wait_for(self.register(), self.renew_timeout)
         self.renewed_until = max(self.renewed_until, sent + self.ttl)
-        self.renewed_at = max(self.renewed_at, sent)
 
     def start(self) -> None:
-        self.last_tick = self.renewed_at = time.monotonic()
+        self.last_tick = time.monotonic()
         self.heartbeat = asyncio.create_task(self._loop())
         self._scanner = asyncio.create_task(self._scan_loop())
 
@@ -108,53 +102,37 @@ class Lease:
         return self.beating_since is not None and time.monotonic() - self.beating_since >= ttl
 
     def current(self, tenure: int | None) -> bool:
-        """A room held under ``tenure`` may write and send: no lapse since it was checked,
-        none waiting for its check (nor may a room be built meanwhile), and the heartbeat is
-        not late enough for this process to have been stopped."""
-        return (tenure == self.epoch and not self.unverified
-                and time.monotonic() - self.last_tick < self.stall_after)
+        """A room held under ``tenure`` may write and send: no stall since it was checked,
+        and the heartbeat is not late enough for this process to have been stopped."""
+        return tenure == self.epoch and time.monotonic() - self.last_tick < self.stall_after
 
-    def _tick(self) -> None:
-        """The heartbeat runs: a lapse when it had not run for ``stall_after`` (a stall)."""
+    def _tick(self) -> bool:
+        """The heartbeat runs: True when it had not run for ``stall_after`` (a stall)."""
         now = time.monotonic()
         stalled = now - self.last_tick >= self.stall_after
         self.last_tick = now
         if stalled:
-            self._lapse("the table did not run for a lease")
-
-    def _unrenewed(self) -> None:
-        """A renewal failed: a lapse once none has landed for ``stall_after`` (the entry
-        may expire before the next one could), once until one lands again."""
-        if not self.unverified and time.monotonic() - self.renewed_at >= self.stall_after:
-            self._lapse("the lease was not renewed for most of its length")
-
-    def _lapse(self, why: str) -> None:
-        """The entry may have expired and the rooms been adopted: a new tenure, under which
-        no room plays until it is checked (after the next renewal that lands)."""
-        self.epoch += 1
-        self.unverified = True
-        self.beating_since = None   # the view of the others' leases is stale as well
-        log.warning(f"{why}: its rooms are checked before they play on",
-                    extra={"epoch": self.epoch})
+            self.epoch += 1
+            self.beating_since = None   # the view of the others' leases is stale as well
+            log.warning("the table did not run for a lease: its rooms are checked before "
+                        "they play on", extra={"epoch": self.epoch})
+        return stalled
 
     async def _loop(self) -> None:
         core = self.core
         resynced = time.monotonic()
         while True:
             await asyncio.sleep(self.interval)
-            self._tick()
+            stalled = self._tick()
             try:
                 await self.renew()
                 if self.beating_since is None:
                     self.beating_since = time.monotonic()
-            except Exception as exc:  # NATS away: keep trying; the rooms play on a while
+            except Exception as exc:  # NATS down: keep trying, rooms keep playing
                 self.beating_since = None
                 log.warning("heartbeat failed", extra={"error": repr(exc)})
-                self._unrenewed()
-            else:
-                if self.unverified and (self._verifying is None or self._verifying.done()):
-                    self.unverified = False
-                    self._verifying = asyncio.create_task(core.reverify())
+            if stalled and (self._verifying is None or self._verifying.done()):
+                self._verifying = asyncio.create_task(core.reverify())
             now = time.monotonic()
             m.ROOMS_STUCK.set(sum(1 for actor in list(core.rooms.values()) if actor.stuck(now)))
             if core.has_pending() and (self._retrying is None or self._retrying.done()):
