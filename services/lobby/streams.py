@@ -395,9 +395,13 @@ class RoomStreams:
 
     def refill_all(self) -> None:
         """Every room's stream refilled (after a NATS reconnect: what was published while
-        the connection was down is gone)."""
+        the connection was down is gone, and a refill asked before may wait for an answer
+        that went with the old connection: it is asked again now, not after its bound)."""
         for room in list(self.rooms.values()):
             room.orderer.progressed()
+            if room.refilling is not None:
+                room.refilling.cancel()
+                room.refilling = None
             self._refill_now(room)
 
     async def follow_reconnects(self) -> None:
