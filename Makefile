@@ -113,8 +113,8 @@ test: setup
 	$(PY) -m pytest -q
 
 lint: setup
-	$(VENV)/bin/ruff check games services clients paiju/frames.py tests bench scripts deploy
-	$(VENV)/bin/mypy games services clients
+	$(VENV)/bin/ruff check games services clients paiju tests bench scripts deploy
+	$(VENV)/bin/mypy games services clients paiju
 
 bench: setup
 	@for m in bench/bench_*.py; do n=$$(basename $$m .py); echo "== $$n"; $(PY) -m bench.$$n $(BENCH_ARGS) || exit 1; done

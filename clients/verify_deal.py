@@ -26,7 +26,8 @@ async def fetch(records: str, room_id: int, hand_no: int, user_id: int) -> str:
         stub = records_pb2_grpc.RecordsStub(channel)
         replay = await stub.GetReplay(records_pb2.ReplayRequest(
             room_id=room_id, hand_no=hand_no, user_id=user_id), timeout=10)
-    return replay.fair_json
+    fair_json: str = replay.fair_json
+    return fair_json
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -32,7 +33,8 @@ def _payload_field(frame_type: str, full_name: str) -> str:
     frame = client_pb2.ServerFrame if frame_type == "server" else client_pb2.ClientFrame
     for field in frame.DESCRIPTOR.oneofs_by_name["payload"].fields:
         if field.message_type.full_name == full_name:
-            return field.name
+            name: str = field.name
+            return name
     raise KeyError(f"{full_name} is not a {frame_type} frame payload")
 
 
@@ -68,20 +70,24 @@ def ok_frame(request_event_id: int, *, reply_to: int = 0, message: str = "ok") -
                         reply_to=reply_to)
 
 
-def hand_over_data(frame: client_pb2.ServerFrame) -> dict | None:
+def hand_over_data(frame: client_pb2.ServerFrame) -> dict[str, Any] | None:
     """The engine's hand-over record carried by a hand's final frame (any game), else None."""
     kind = frame.WhichOneof("payload")
     if kind == "mj_hand_over":
-        return json.loads(frame.mj_hand_over.details_json or "{}")
-    if kind == "dd_small_settlement":
-        return json.loads(frame.dd_small_settlement.details_json or "{}")
-    if kind == "game_event" and frame.game_event.kind == "hand_over":   # a game without typed
-        return json.loads(frame.game_event.json or "{}")               # frames (Dou Dizhu)
-    return None
+        text = frame.mj_hand_over.details_json
+    elif kind == "dd_small_settlement":
+        text = frame.dd_small_settlement.details_json
+    elif kind == "game_event" and frame.game_event.kind == "hand_over":   # a game without typed
+        text = frame.game_event.json                                     # frames (Dou Dizhu)
+    else:
+        return None
+    data: dict[str, Any] = json.loads(text or "{}")
+    return data
 
 
-def to_json(message: Message) -> dict:
-    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+def to_json(message: Message) -> dict[str, Any]:
+    data: dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return data
 
 
 def all_event_ids() -> dict[str, int]:

@@ -8,8 +8,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from google.protobuf.message import Message
-
 from clients.cli.games import game_ui
 from games.dadun.combos import CLASS_NAMES
 from paiju.v1 import client_pb2
@@ -256,7 +254,9 @@ def _ret(m: Any, me: int) -> str:
     return "ok" if m.message in ("", "ok") else f"ok: {m.message}"
 
 
-_RENDERERS: dict[str, Callable[[Message, int], str | None]] = {  # type: ignore[dict-item]
+# payload field -> its renderer; each takes that field's own message type (the frame's
+# oneof picks it), so the value type names none
+_RENDERERS: dict[str, Callable[[Any, int], str | None]] = {
     "mj_hand": _mj_hand, "mj_deal": _mj_deal, "mj_draw": _mj_draw, "mj_discard": _mj_discard,
     "mj_meld": _mj_meld, "mj_hu": _mj_hu, "mj_void": _mj_void, "mj_payment": _mj_payment,
     "mj_opening_hu": _mj_opening_hu, "mj_haidi": _mj_haidi, "mj_birds": _mj_birds,

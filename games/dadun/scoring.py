@@ -180,7 +180,8 @@ def alone_bully(o: DealOutcome, options: Mapping[str, Any]) -> bool:
 
 def alone_multiplier(o: DealOutcome, options: Mapping[str, Any]) -> int:
     """A = ``alone_mult``, times ``bully_mult`` on an alone 霸奖."""
-    return options["alone_mult"] * (options["bully_mult"] if alone_bully(o, options) else 1)
+    mult: int = options["alone_mult"] * (options["bully_mult"] if alone_bully(o, options) else 1)
+    return mult
 
 
 def card_payments(o: DealOutcome, options: Mapping[str, Any]) -> tuple[list[Payment], Any]:

@@ -61,7 +61,8 @@ class ChangshaRules:
         return Rules(multi_win=options["multi_ron"], gang_over_peng=False)
 
     def pass_rule(self, options: Mapping[str, Any]) -> str:
-        return options["missed_ron"]
+        rule: str = options["missed_ron"]
+        return rule
 
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
         return False
@@ -70,7 +71,8 @@ class ChangshaRules:
         return state.wall.remaining() == 1
 
     def haidi_compulsory(self, options: Mapping[str, Any]) -> bool:
-        return options["haidi_compulsory"]
+        compulsory: bool = options["haidi_compulsory"]
+        return compulsory
 
     def finish(self, state: HandCore) -> None:
         """A draw game pays nothing more (opening wins are already paid)."""

@@ -273,7 +273,8 @@ class MahjongState(SetupMixin, TurnMixin, WindowMixin, ViewMixin, Verified):
         return seat
 
     def base(self) -> int:
-        return self.options["base"]
+        base: int = self.options["base"]
+        return base
 
     # ------------------------------------------------------------------ serialization
 

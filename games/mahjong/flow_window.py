@@ -378,7 +378,8 @@ class WindowMixin(HandCore):
 def _worth(score: dict[str, Any]) -> int:
     """What 过手加番 compares (§A6 (b): "strictly more fan"): the raw fan, before the cap,
     where the variant counts fan; otherwise the amount per payer."""
-    return score["fan"] if "fan" in score else score["value"]
+    worth: int = score["fan"] if "fan" in score else score["value"]
+    return worth
 
 
 def _as_window(w: OpenWindow) -> Window:

@@ -195,5 +195,6 @@ def _situational(
 
 def _big_x(big_hu: int, opts: Mapping[str, Any]) -> int:
     if opts["big_hu_stack"] == "multiplicative":
-        return BIG_X * 2 ** (big_hu - 1)
+        stacked: int = BIG_X * 2 ** (big_hu - 1)
+        return stacked
     return BIG_X * big_hu

@@ -39,7 +39,8 @@ def changsha_payment(
     if opts["bird_mode"] == "add_double":
         return amount * (1 + birds_on_pair)
     if opts["bird_mode"] == "mul_double":
-        return amount * 2**birds_on_pair
+        doubled: int = amount * 2**birds_on_pair
+        return doubled
     return amount + birds_on_pair
 
 

@@ -202,7 +202,8 @@ def _per_payer(fan: int, ctx: WinContext, opts: Mapping[str, Any]) -> int:
 def _multiplier(fan: int, opts: Mapping[str, Any]) -> int:
     """``2^min(fan, cap)``; cap_fan "none" (or None) means no cap."""
     cap = opts["cap_fan"]
-    return 2 ** (fan if cap in ("none", None) else min(fan, cap))
+    mult: int = 2 ** (fan if cap in ("none", None) else min(fan, cap))
+    return mult
 
 
 __all__ = [

@@ -83,9 +83,11 @@ def next_dealer(state: HandCore) -> int:
     if state.wins:
         first = state.wins[0]
         if not first["multi"]:
-            return first["seat"]
+            winner: int = first["seat"]
+            return winner
         shift = 1 if state.options["next_dealer_on_multi_ron"] == "discarder_next" else 0
-        return (first["from"] + shift) % 4
+        discarder: int = first["from"]
+        return (discarder + shift) % 4
     if state.haidi is not None:
         taker = state.haidi.taker
         return state.haidi.first if taker is None else taker

@@ -117,4 +117,5 @@ def next_dealer(state: HandCore) -> int:
     if not state.wins:
         return state.dealer
     first = state.wins[0]
-    return first["from"] if first["multi"] else first["seat"]
+    dealer: int = first["from"] if first["multi"] else first["seat"]
+    return dealer

@@ -47,16 +47,19 @@ class XueZhanRules(NoOpeningWins):
     next_dealer = staticmethod(settle.next_dealer)
 
     def has_exchange(self, options: Mapping[str, Any]) -> bool:
-        return options["exchange_three"] != "off"
+        exchange: bool = options["exchange_three"] != "off"
+        return exchange
 
     def arbitration(self, options: Mapping[str, Any]) -> Rules:
         return Rules(multi_win=options["multi_ron"], gang_over_peng=True)
 
     def pass_rule(self, options: Mapping[str, Any]) -> str:
-        return options["pass_ron_rule"]
+        rule: str = options["pass_ron_rule"]
+        return rule
 
     def pass_peng(self, options: Mapping[str, Any]) -> bool:
-        return options["pass_peng_rule"]
+        rule: bool = options["pass_peng_rule"]
+        return rule
 
     def haidi_due(self, state: HandCore) -> bool:
         return False

@@ -364,7 +364,7 @@ def load_config(env: str | None = None, *, environ: Mapping[str, str] | None = N
         raise ConfigError(f"{path}: configuration file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    cfg = _apply(Config(), data, path.name)
+    cfg: Config = _apply(Config(), data, path.name)
     overrides = _env_overrides(environ)
     for section, values in overrides.items():
         if not hasattr(cfg, section) or not is_dataclass(getattr(cfg, section)):

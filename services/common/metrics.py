@@ -19,7 +19,7 @@ GRPC_LATENCY = Histogram(
     ["service", "method", "code"], buckets=LATENCY_BUCKETS)
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
+class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type hints: Any
     """Counts every RPC and records its latency by method and final status code."""
 
     def __init__(self, service: str) -> None:

@@ -125,7 +125,8 @@ def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    value: T = box["value"]
+    return value
 
 
 class _Node:

@@ -253,7 +253,7 @@ def _kwargs(request_serializer: Any, response_deserializer: Any,
             "response_deserializer": response_deserializer, "_registered_method": registered}
 
 
-class ReloadingChannel(grpc.aio.Channel):
+class ReloadingChannel(grpc.aio.Channel):  # type: ignore[misc]  # grpc has no type hints: Any
     """A channel to an internal service that presents this service's certificate as the
     files have it now: when they change (a renewal), the next calls go over a new channel
     made with the new certificate; calls and streams already open stay on the channel they
@@ -388,7 +388,7 @@ def caller_names(auth_context: dict[str, Iterable[bytes]]) -> set[str]:
     return names
 
 
-class CallerCheck(grpc.aio.ServerInterceptor):
+class CallerCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc has no type hints: Any
     """Refuses (PERMISSION_DENIED) every call but a health check from a caller that is not
     one of ``allowed`` (a verified certificate identity), including calls with no identity
     at all (the plaintext probe port)."""

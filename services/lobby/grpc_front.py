@@ -19,7 +19,7 @@ from services.lobby.session_loop import (
 )
 from services.lobby.sessions import Session
 
-SERVICE = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
+SERVICE: str = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
 
 
 class LobbyService:

@@ -76,48 +76,61 @@ class RecordsClient:
     async def profile(self, user_id: int, nickname: str, *, create: bool,
                       ) -> records_pb2.PlayerRecord:
         """The player's profile; ``create`` (dev profiles) makes it on first login."""
+        player: records_pb2.PlayerRecord
         if create:
             req = records_pb2.EnsurePlayerRequest(user_id=user_id,
                                                   nickname=nickname or f"player{user_id}")
-            return await self._call(lambda s: s.EnsurePlayer, req)
-        return await self._call(lambda s: s.GetPlayer,
-                                records_pb2.GetPlayerRequest(user_id=user_id),
-                                not_found=common_pb2.ERR_BAD_TOKEN)
+            player = await self._call(lambda s: s.EnsurePlayer, req)
+        else:
+            player = await self._call(lambda s: s.GetPlayer,
+                                      records_pb2.GetPlayerRequest(user_id=user_id),
+                                      not_found=common_pb2.ERR_BAD_TOKEN)
+        return player
 
     async def history(self, room_id: int, user_id: int = 0) -> lobby_msgs_pb2.UseHistoryScore:
         """A room's history scores for ``user_id`` (records answers only for a room he sat
         in: ERR_NO_SUCH_ROOM otherwise); user 0 is the operator (the console)."""
-        return await self._call(lambda s: s.GetHistoryScores,
-                                records_pb2.HistoryRequest(room_id=room_id, user_id=user_id))
+        scores: lobby_msgs_pb2.UseHistoryScore = await self._call(
+            lambda s: s.GetHistoryScores,
+            records_pb2.HistoryRequest(room_id=room_id, user_id=user_id))
+        return scores
 
     async def replay(self, room_id: int, hand_no: int, user_id: int) -> lobby_msgs_pb2.Replay:
-        return await self._call(lambda s: s.GetReplay, records_pb2.ReplayRequest(
-            room_id=room_id, hand_no=hand_no, user_id=user_id))
+        replay: lobby_msgs_pb2.Replay = await self._call(
+            lambda s: s.GetReplay,
+            records_pb2.ReplayRequest(room_id=room_id, hand_no=hand_no, user_id=user_id))
+        return replay
 
     async def rating(self, user_id: int, scope: records_pb2.RatingScope,
                      ) -> records_pb2.RatingRecord:
         """A player's rating and rank in a game and season (hands 0 before his first rated
         hand there)."""
-        return await self._call(lambda s: s.GetRating, records_pb2.RatingRequest(
-            user_id=user_id, scope=scope))
+        rating: records_pb2.RatingRecord = await self._call(
+            lambda s: s.GetRating, records_pb2.RatingRequest(user_id=user_id, scope=scope))
+        return rating
 
     async def leaderboard(self, scope: records_pb2.RatingScope, limit: int, offset: int,
                           ) -> records_pb2.LeaderboardReply:
-        return await self._call(lambda s: s.ListLeaderboard, records_pb2.LeaderboardRequest(
-            scope=scope, limit=limit, offset=offset))
+        board: records_pb2.LeaderboardReply = await self._call(
+            lambda s: s.ListLeaderboard,
+            records_pb2.LeaderboardRequest(scope=scope, limit=limit, offset=offset))
+        return board
 
     async def start_season(self, game: str, operator: str) -> records_pb2.SeasonRecord:
         """An operator starts the game's next rating season."""
-        return await self._call(lambda s: s.StartSeason, records_pb2.StartSeasonRequest(
-            game=game, operator=operator))
+        season: records_pb2.SeasonRecord = await self._call(
+            lambda s: s.StartSeason, records_pb2.StartSeasonRequest(game=game, operator=operator))
+        return season
 
     async def append_audit(self, entry: records_pb2.AuditRecord) -> records_pb2.AuditRecord:
         """One operator action into the audit log (the console's write actions)."""
-        return await self._call(lambda s: s.AppendAudit, entry)
+        stored: records_pb2.AuditRecord = await self._call(lambda s: s.AppendAudit, entry)
+        return stored
 
     async def list_audit(self, request: records_pb2.ListAuditRequest,
                          ) -> records_pb2.ListAuditReply:
-        return await self._call(lambda s: s.ListAudit, request)
+        page: records_pb2.ListAuditReply = await self._call(lambda s: s.ListAudit, request)
+        return page
 
     async def _call(self, method: Callable[[records_pb2_grpc.RecordsStub], Any], request: Any,
                     not_found: int = common_pb2.ERR_NO_SUCH_ROOM) -> Any:

@@ -52,7 +52,8 @@ def encode_binary(item: Outgoing, seq: int) -> bytes:
     if isinstance(item, Relayed):
         return item.wire(seq)
     item.seq = seq
-    return item.SerializeToString()
+    wire: bytes = item.SerializeToString()
+    return wire
 
 
 # an outbound frame and its seq -> what the transport sends (bytes, or JSON text on ws.py)

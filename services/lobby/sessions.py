@@ -44,7 +44,7 @@ class Relayed:
         self.frame = frame
         # serialized once here, and not taken as received: this is canonical (seq absent,
         # fields in number order) whatever the publisher wrote
-        self.body = frame.SerializeToString()
+        self.body: bytes = frame.SerializeToString()
         self.event_id = frame.event_id
         self.json_body: str | None = None
 

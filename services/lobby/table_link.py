@@ -78,7 +78,7 @@ class TableLink:
         finally:
             self._busy -= 1
         try:
-            reply = table_pb2.TableReply.FromString(msg.data)
+            reply: table_pb2.TableReply = table_pb2.TableReply.FromString(msg.data)
         except DecodeError:
             raise Unavailable(f"table {self.address}: an undecodable reply") from None
         metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
@@ -88,7 +88,9 @@ class TableLink:
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
         self._busy += 1
         try:
-            return await self.stub.CreateRoom(req, timeout=self.timeout)
+            created: table_pb2.CreateRoomReply = await self.stub.CreateRoom(
+                req, timeout=self.timeout)
+            return created
         except grpc.aio.AioRpcError as exc:
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 raise Reject(common_pb2.ERR_BAD_OPTIONS, exc.details() or "bad options") from None

@@ -134,14 +134,16 @@ def server_ssl(c: LobbyConfig) -> ssl.SSLContext | None:
 def decode_text(text: str) -> Incoming:
     """One ClientFrame in proto3 JSON; unknown fields and bad JSON are a BadFrame."""
     try:
-        return json_format.Parse(text, client_pb2.ClientFrame())
+        frame: client_pb2.ClientFrame = json_format.Parse(text, client_pb2.ClientFrame())
+        return frame
     except json_format.ParseError as exc:
         return BadFrame(f"bad JSON frame: {str(exc)[:200]}")
 
 
 def to_json(frame: client_pb2.ServerFrame) -> str:
     """A ServerFrame as one line of proto3 JSON with the .proto field names."""
-    return json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
+    text: str = json_format.MessageToJson(frame, preserving_proto_field_name=True, indent=None)
+    return text
 
 
 def encode_json(item: Outgoing, seq: int) -> str:

@@ -69,7 +69,8 @@ def game_name(entry: RoomEntry) -> str:
     if entry.game in GAMES:
         return entry.game
     if entry.info.game != common_pb2.GAME_UNSPECIFIED:
-        return common_pb2.Game.Name(entry.info.game).lower()
+        name: str = common_pb2.Game.Name(entry.info.game)
+        return name.lower()
     return "unknown"
 
 
