@@ -1,5 +1,5 @@
-"""docs/protocol.md against the code: every frame of the protos is named on the page, and
-what the page says a client receives in a mahjong hand is what the table's codec makes of
+"""docs/protocol.md against the code: every frame of the protos and every field of each is
+named on the page, and what the page says a client receives in a mahjong hand is what the table's codec makes of
 the engine's events (hands played by the greedy bots, every event turned into the frame the
 table sends, ``services.table.codec.event_frame``).
 """
@@ -17,7 +17,9 @@ import pytest
 from games import registry
 from games.engine import Event
 from paiju.v1 import client_pb2
+from services.table import codec_dadun
 from services.table.codec import event_frame
+from services.table.wire import InfoSeats
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
 NEVER_SENT = ("mj_exchange", "mj_haidi", "dd_replay_game")   # the page's section 9 says so
@@ -55,6 +57,50 @@ def test_every_frame_is_named_in_the_guide(message: Any) -> None:
     names = [f.name for f in message.DESCRIPTOR.oneofs_by_name["payload"].fields]
     missing = [n for n in names if not re.search(rf"\b{n}\b", DOC)]
     assert missing == []
+
+
+def code_words(text: str) -> set[str]:
+    """Every word inside the page's code spans (backticks, across a line break too) and
+    code blocks: where the guide names a field."""
+    spans = re.findall(r"```.*?```|`[^`]+`", text, re.S)
+    return {w for span in spans for w in re.findall(r"\w+", span)}
+
+
+@pytest.mark.parametrize("message", [client_pb2.ServerFrame, client_pb2.ClientFrame],
+                         ids=lambda m: m.DESCRIPTOR.name)
+def test_every_field_of_every_frame_is_named_in_the_guide(message: Any) -> None:
+    """Each field of each payload message (the proto descriptors), named as code on the
+    page: a field nobody documented (DdUseOut's pai_mask, Login's secret_string) fails."""
+    named = code_words(DOC)
+    missing = [f"{payload.name}.{f.name}"
+               for payload in message.DESCRIPTOR.oneofs_by_name["payload"].fields
+               if payload.message_type is not None
+               for f in payload.message_type.fields if f.name not in named]
+    assert missing == []
+
+
+def test_a_field_only_in_prose_is_not_named() -> None:
+    assert "extend" not in code_words("the room list may extend to `room_list {items}`")
+    assert {"items", "extend"} <= code_words("`room_list {items,\n extend}`")
+
+
+def test_the_dadun_snapshot_carries_the_desk() -> None:
+    """dd_game_info's ``desktop`` is the trick on the desk (the guide, §5 Dadun)."""
+    spec = registry.get("dadun")
+    seats = InfoSeats(user_ids=(1, 2, 3, 4), entrusted=(False,) * 4, cancels_left=3)
+    for seed in SEEDS:
+        state = spec.new_hand(spec.parse_options({}), seed, 0)
+        list(state.deal_events())
+        while not state.is_over():
+            observation, _ = state.view_and_actions(0)
+            if observation.get("desk"):
+                info = codec_dadun.game_info(observation, 0, 10.0, seats)
+                assert [(p.seat, list(p.cards), p.pai_class) for p in info.desktop] == \
+                    [(p["seat"], p["cards"].split(), p["class"]) for p in observation["desk"]]
+                return
+            seat = state.to_act()[0]
+            state.apply(seat, spec.greedy_policy(state, seat))
+    pytest.fail("no Dadun hand of these seeds put a play on the desk")
 
 
 def test_frames_the_guide_says_are_never_sent_are_not_made() -> None:
