@@ -120,6 +120,8 @@ def game_info(obs: Mapping[str, Any], at: int, seconds: float, seats: InfoSeats)
         friend_show=bool(obs.get("friend_public")), friend_ship=ints("friendship"),
         banker_user_id=seats.user_ids[banker] if isinstance(banker, int) else 0,
         banker_seat=banker if isinstance(banker, int) else -1,
+        desktop=[g.DdUseOut(seat=int(p["seat"]), cards=str(p["cards"]).split(),
+                            pai_class=int(p.get("class") or 0)) for p in obs.get("desk") or ()],
         desktop_score=int(obs.get("desk_points") or 0),
         hand=str(obs.get("hand") or "").split(), catch_score=ints("catch"),
         bomb_score=ints("bomb_score"), can_out=at in tuple(obs.get("to_act") or ()),
