@@ -492,6 +492,7 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
            f"--procs {args.procs} --game {args.game}"
            + (" --table-restart" if args.table_restart else "")
            + (" --lobby-restart" if args.lobby_restart else "")
+           + (" --ensure-profiles" if args.ensure_profiles else "")
            + (f" --profile {args.profile:g}" if args.profile else ""))
     tb = table.backs
     prompt_t = [since(b.prompt, table.killed_at) for b in tb if b.prompted]
@@ -508,7 +509,11 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
                  if args.table_restart else
                  "a second table (`table-bench-2`) standing by adopted them")
     how_lobby = ("lobby A started again (same port); the players retried it"
-                 if args.lobby_restart else "the players reconnected to lobby B")
+                 if args.lobby_restart else "the players reconnected to lobby B") + (
+        ", which makes a profile per login (records' EnsurePlayer, `dev_profiles` of "
+        "config/test.toml)" if args.ensure_profiles else
+        ", which reads each profile (records' GetPlayer, `dev_profiles = false` as in "
+        "config/prod.toml; lobby A made them at the first logins)")
     lines = [
         "# Cold paths: a table and a lobby killed under a full house",
         "",
@@ -610,6 +615,11 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
         extra: list[Any] = []
         gen: Generator | None = None
         try:
+            if not args.ensure_profiles:
+                # the lobby taking the players back (B, or A restarted: both start from this
+                # env) reads their profiles as production does (records' GetPlayer): A made
+                # them at their first login (dev profiles, records' EnsurePlayer)
+                stack.lobby.env["PAIJU_LOBBY__DEV_PROFILES"] = "false"
             extra = more_processes(stack, tmp, 0 if args.lobby_restart else 1, 0)
             addresses = [stack.lobby_address, *(f"127.0.0.1:{p.port}" for p in extra)]
             gen = Generator(args.procs, addresses, SECRET, args.game)
@@ -640,6 +650,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="restart the killed table instead of a second one adopting")
     parser.add_argument("--lobby-restart", action="store_true",
                         help="restart the killed lobby instead of a second one running")
+    parser.add_argument("--ensure-profiles", action="store_true",
+                        help="the lobby taking players back creates missing profiles "
+                             "(config/test.toml's dev_profiles) instead of reading them")
     parser.add_argument("--profile", type=float, default=0.0,
                         help="py-spy the process taking over for this many seconds")
     parser.add_argument("--out", type=Path, default=REPORTS)
