@@ -305,7 +305,7 @@ def _hand(room_id: int, i: int) -> bytes:
         "payments": [{"reason": "hu", "payer": 3, "payee": 0, "amount": 5, "ref": ""},
                      {"reason": "hu", "payer": 2, "payee": 0, "amount": 1, "ref": ""},
                      {"reason": "hu", "payer": 2, "payee": 1, "amount": 1, "ref": ""}],
-        "details": {}, "seed": 1, "dealer": 0, "next_dealer": 0,
+        "details": {}, "seed": "01" * 32, "dealer": 0, "next_dealer": 0,
         "settled_at": "2026-12-04T00:00:00Z",
         "events": []}).encode()
 

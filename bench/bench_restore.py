@@ -54,7 +54,7 @@ def hand(room: int, hand_no: int) -> dict[str, Any]:
               for i in range(EVENTS)]
     return {"room_id": room, "hand_no": hand_no, "final": False, "game": "xuezhan",
             "base_score": 1, "seats": seats(room), "nicknames": [f"p{u}" for u in seats(room)],
-            "deltas": deltas, "payments": payments, "details": {}, "seed": 1, "dealer": 0,
+            "deltas": deltas, "payments": payments, "details": {}, "seed": "01" * 32, "dealer": 0,
             "next_dealer": 0, "settled_at": "2026-12-04T03:04:05Z", "events": events}
 
 

@@ -15,10 +15,9 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from paiju.contracts.settle import Game, HandNo, RoomId, Seat
+from paiju.contracts.settle import Game, HandNo, Hex32, RoomId, Seat
 from paiju.contracts.typed import BadContract, Contract
 
-Hex32 = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]            # 32 bytes, lowercase hex
 ClientSeed = Annotated[str, Meta(pattern="^([0-9a-f]{2}){0,64}$")]  # 0-64 bytes, lowercase hex
 
 

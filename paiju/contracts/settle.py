@@ -33,6 +33,7 @@ Seat = Annotated[int, Meta(ge=0, le=INT32)]
 Amount = Annotated[int, Meta(ge=-AMOUNT_BOUND, le=AMOUNT_BOUND)]
 Int32 = Annotated[int, Meta(ge=-INT32 - 1, le=INT32)]
 Game = Annotated[str, Meta(min_length=1)]       # a name of games/registry.py
+Hex32 = Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]   # 32 bytes (a seed), lowercase hex
 
 
 class Payment(Contract, frozen=True, kw_only=True):
@@ -72,7 +73,7 @@ class HandSettlement(Contract, frozen=True, kw_only=True):
     deltas: tuple[Amount, ...]                # per seat; a player's coins move by as much
     payments: tuple[Payment, ...]
     details: dict[str, Any]                   # the engine's settlement details (JSON)
-    seed: int | str                           # the hand seed: hex (fair) or an integer
+    seed: Hex32                               # the hand seed (docs/fairness.md)
     dealer: Seat
     next_dealer: Seat
     events: tuple[ReplayEvent, ...]

@@ -165,8 +165,9 @@ class RoomStreams:
                 member.send(frame)
             return
         position = position_of(reply)
-        if position is None:   # an unordered join (an older table): from where we are
-            position = room.orderer.delivered or (0, 0)
+        if position is None:   # a table answers every command of the room at a position
+            raise ValueError(f"room {room_id}: the table's reply to a join carries no "
+                             "position in the room's stream")
         # the rooms it is still in here, and this one (left rooms are forgotten now)
         self._of[member] = {r for r in self._of.get(member, ()) if r in self.rooms
                             and self.rooms[r].orderer.involves(member)} | {room_id}

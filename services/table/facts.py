@@ -96,7 +96,7 @@ class EngineEvents:
 @dataclass(frozen=True, slots=True)
 class HandEnded:
     hand_no: int
-    seed: int | bytes
+    seed: bytes
     dealer: int
     next_dealer: int
     deltas: tuple[int, ...]

@@ -16,14 +16,19 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from games.arbitration import Decision
 from games.engine import Action, RuleError
+from games.fair import SEED_BYTES
 
 
 class LogRecordError(ValueError):
     """A room log record that is not one this table can fold."""
+
+
+# a hand seed: its SEED_BYTES bytes as lower-case hex (games.fair.hand_seed, docs/fairness.md)
+HexSeed: TypeAlias = str
 
 
 def _omit_empty() -> Any:
@@ -146,13 +151,13 @@ class CancelEntrust(Record):
 
 @dataclass(frozen=True, slots=True)
 class Start(Record):
-    """A hand starts: everything the engine's deal depends on. ``seed``: the 32-byte hand
-    seed of a fair deal as hex (docs/fairness.md; what the table writes), or an int (tests
-    and benches); ``dealer_from_seed``: the first hand's dealer was drawn from the seed."""
+    """A hand starts: everything the engine's deal depends on. ``seed``: the hand seed of
+    its fair deal (docs/fairness.md); ``dealer_from_seed``: the first hand's dealer was
+    drawn from the seed."""
 
     KIND: ClassVar[str] = "start"
     hand_no: int
-    seed: int | str
+    seed: HexSeed
     dealer: int
     dealer_from_seed: bool = field(default=False, metadata={"omit": "empty"})
 
@@ -306,14 +311,14 @@ def _bool(v: Any) -> bool:
     return v
 
 
-def _seed(v: Any) -> int | str:
-    if isinstance(v, str):
-        try:
-            bytes.fromhex(v)
-        except ValueError:
-            raise TypeError("a hex string or a whole number") from None
-        return v
-    return _int(v)
+def _hex_seed(v: Any) -> HexSeed:
+    if not isinstance(v, str) or len(v) != 2 * SEED_BYTES or v != v.lower():
+        raise TypeError(f"{SEED_BYTES} bytes as lower-case hex")
+    try:
+        bytes.fromhex(v)
+    except ValueError:
+        raise TypeError(f"{SEED_BYTES} bytes as lower-case hex") from None
+    return v
 
 
 def _object(v: Any) -> dict[str, Any]:
@@ -354,7 +359,7 @@ def _decision(v: Any) -> Decision:
 
 # a field's annotation -> how its JSON value is checked and read
 DECODERS: dict[str, Callable[[Any], Any]] = {
-    "int": _int, "float": _float, "str": _str, "bool": _bool, "int | str": _seed,
+    "int": _int, "float": _float, "str": _str, "bool": _bool, "HexSeed": _hex_seed,
     "Profile": _profile,
     "Action": _action, "Decision": _decision, "Mapping[str, Any]": _object,
     "Mapping[str, float]": _timers}

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from games import fair
 from games.arbitration import Rules, Window
 from games.engine import Event, State
 from games.registry import TIMERS
@@ -73,7 +72,7 @@ class Room:
         self.base_score = create.base_score or 1
         self.total_hands = create.total_hands or 4
         self.min_hands = create.min_hands
-        self.creator_id = create.creator_id   # who may add robots (0: nobody, an old log)
+        self.creator_id = create.creator_id   # who may add robots (0: nobody)
         # watchers (观战) as the room's commands count them: not in the log (a rebuilt room
         # counts again as the lobbies' watchers come back)
         self.spectators = 0
@@ -87,7 +86,7 @@ class Room:
         self.status: common_pb2.RoomStatus = common_pb2.ROOM_WAITING
         self.hand_no = 0
         self.dealer = 0
-        self.seed: int | bytes = 0
+        self.seed = b""
         self.fair = FairDeals(self.spec.seats)
         self.state: State | None = None
         self.decision = 0              # bumps on every engine step except a window answer
@@ -271,7 +270,7 @@ class Room:
         self.fair.client_seed(rec)
 
     def _start(self, rec: lr.Start, out: list[ft.Fact]) -> None:
-        self.hand_no, self.seed, self.dealer = rec.hand_no, fair.seed_from_json(rec.seed), rec.dealer
+        self.hand_no, self.seed, self.dealer = rec.hand_no, bytes.fromhex(rec.seed), rec.dealer
         self.fair.started(rec, self.room_id, self.game, self.engine_options)
         self.state = self.spec.new_hand(self.engine_options, self.seed, self.dealer)
         self.status = self._current_status()

@@ -253,7 +253,7 @@ def hand_settlement(room: r.Room, hand: ft.HandEnded) -> sm.HandSettlement:
                                       amount=p.amount, ref=p.ref) for p in hand.payments),
         # a fair deal's check rides in the details, which records keeps with the hand
         details=sm.plain({**hand.details, **({"fair": hand.fair} if hand.fair else {})}),
-        seed=fair.seed_to_json(hand.seed), dealer=hand.dealer, next_dealer=hand.next_dealer,
+        seed=hand.seed.hex(), dealer=hand.dealer, next_dealer=hand.next_dealer,
         events=tuple(events))
 
 

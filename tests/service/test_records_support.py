@@ -41,7 +41,7 @@ def hand_message(room_id: int, hand_no: int, seats: list[int], deltas: list[int]
         "base_score": 1, "seats": seats, "nicknames": [f"p{uid}" for uid in seats],
         "deltas": deltas, "payments": payments_for(deltas) if payments is None else payments,
         "details": {"winners": [s for s, d in enumerate(deltas) if d > 0]},
-        "seed": 42, "dealer": 0, "next_dealer": 0, "settled_at": "2026-11-30T03:04:05Z",
+        "seed": "2a" * 32, "dealer": 0, "next_dealer": 0, "settled_at": "2026-11-30T03:04:05Z",
         "events": events if events is not None else [],
     }
 

@@ -35,7 +35,7 @@ def hand(room_id: int) -> sm.HandSettlement:
         room_id=room_id, hand_no=1, game="xuezhan", base_score=1, seats=(11, 12, 13, 14),
         nicknames=("a", "b", "c", "d"), deltas=(3, -3, 0, 0),
         payments=(sm.Payment(reason="hu", payer=1, payee=0, amount=3),),
-        details={"winners": [0]}, seed=7, dealer=0, next_dealer=0,
+        details={"winners": [0]}, seed="07" * 32, dealer=0, next_dealer=0,
         events=(sm.ReplayEvent(idx=0, kind="deal", to_seat=None, event_id=9602,
                                frame=b"\x08\x01", json='{"kind": "deal"}'),))
 

@@ -52,7 +52,7 @@ def play_hand(log: Log) -> list[ft.Fact]:
     for seat in range(4):
         facts += log.add(lr.Ready(seat, True))
     assert checks.can_start(room)
-    facts += log.add(lr.Start(room.hand_no + 1, 20261202, room.dealer))
+    facts += log.add(lr.Start(room.hand_no + 1, (20261202).to_bytes(32, "big").hex(), room.dealer))
     return facts + play_rest(log)
 
 
@@ -119,7 +119,7 @@ def test_going_offline_in_a_hand_entrusts_the_seat_after_reporting_it() -> None:
     log = seated()
     for seat in range(4):
         log.add(lr.Ready(seat, True))
-    log.add(lr.Start(1, 7, 0))
+    log.add(lr.Start(1, (7).to_bytes(32, "big").hex(), 0))
     facts = log.add(lr.Offline(2))
     change, entrusted = facts
     assert isinstance(change, ft.PlayerChanged) and change.change == "offline"

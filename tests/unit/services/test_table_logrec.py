@@ -34,7 +34,7 @@ OLD_LOG: list[dict[str, Any]] = [
     {"i": 5, "t": "offline", "seat": 1},
     {"i": 6, "t": "ready", "seat": 0, "ready": True},
     {"i": 7, "t": "ready", "seat": 1, "ready": True, "by": "timeout"},
-    {"i": 8, "t": "start", "hand_no": 1, "seed": 2 ** 62 + 5, "dealer": 3},
+    {"i": 8, "t": "start", "hand_no": 1, "seed": "5e" * 32, "dealer": 3},
     {"i": 9, "t": "act", "seat": 3, "action": {"kind": "discard", "tiles": ["5m"]},
      "by": "player", "response": False},
     {"i": 10, "t": "act", "seat": 0, "action": {"kind": "peng", "ref": "4"}, "by": "timeout",
@@ -67,11 +67,11 @@ def test_fair_deal_records_read_back_to_the_same_bytes(rec: dict[str, Any]) -> N
     assert json.dumps(lr.encode(typed)) == json.dumps(rec)
 
 
-def test_a_start_seed_is_a_whole_number_or_hex() -> None:
-    with pytest.raises(lr.LogRecordError, match="hex"):
-        lr.decode({"i": 3, "t": "start", "hand_no": 1, "seed": "not hex", "dealer": 0})
-    with pytest.raises(lr.LogRecordError, match="seed"):
-        lr.decode({"i": 3, "t": "start", "hand_no": 1, "seed": 1.5, "dealer": 0})
+@pytest.mark.parametrize("seed", ["zz" * 32, "ab" * 31, "ab" * 33, "AB" * 32, 42, 1.5])
+def test_a_start_seed_is_32_bytes_of_lower_case_hex(seed: object) -> None:
+    """The table writes a hand's seed as games.fair.hand_seed(...).hex(): nothing else folds."""
+    with pytest.raises(lr.LogRecordError, match="'seed' must be 32 bytes as lower-case hex"):
+        lr.decode({"i": 3, "t": "start", "hand_no": 1, "seed": seed, "dealer": 0})
 
 
 @pytest.mark.parametrize("old", OLD_LOG, ids=lambda r: str(r["t"]))

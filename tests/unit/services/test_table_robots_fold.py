@@ -44,7 +44,7 @@ def test_a_room_folded_from_its_log_keeps_its_robots() -> None:
     assert [p.robot for p in info.players] == [False, True, True, True]
     # the person gets ready: the hand starts; robots stay ready through it
     fx = views.apply(room, lr.stamp(lr.Ready(0, True), 5))
-    start = lr.stamp(lr.Start(1, 42, 0), 6)
+    start = lr.stamp(lr.Start(1, (42).to_bytes(32, "big").hex(), 0), 6)
     fx = views.apply(room, start)
     assert room.in_hand()
     assert all(s.ready for s in robots) and not room.seats[0].ready

@@ -91,7 +91,7 @@ class Table:
         room = self.room
         for seat in range(room.spec.seats):
             self.add(lr.Ready(seat, True))
-        self.add(lr.Start(room.hand_no + 1, seed, room.dealer))
+        self.add(lr.Start(room.hand_no + 1, seed.to_bytes(32, "big").hex(), room.dealer))
         for _ in range(3000):
             if not room.in_hand():
                 return

@@ -73,7 +73,8 @@ def test_a_hand_sends_private_hands_prompts_nothing_else_and_settles_with_its_re
     fx = views.Effects()
     for seat in range(4):
         views.effects(room, log.add(lr.Ready(seat, True)), fx)
-    views.effects(room, log.add(lr.Start(1, 99, 0)), fx)
+    seed = (99).to_bytes(32, "big").hex()
+    views.effects(room, log.add(lr.Start(1, seed, 0)), fx)
     hands = [(uid, f.mj_hand) for uid, f in fx.private if f.WhichOneof("payload") == "mj_hand"]
     assert sorted(uid for uid, _ in hands) == [11, 12, 13, 14]
     assert all(len(h.tiles) >= 13 for _, h in hands)
@@ -83,7 +84,7 @@ def test_a_hand_sends_private_hands_prompts_nothing_else_and_settles_with_its_re
     assert len(rest.settle) == 2 and rest.closed
     hand, final = rest.settle
     assert isinstance(hand, HandSettlement) and isinstance(final, FinalSettlement)
-    assert (hand.final, hand.hand_no, hand.seed, hand.dealer) == (False, 1, 99, 0)
+    assert (hand.final, hand.hand_no, hand.seed, hand.dealer) == (False, 1, seed, 0)
     assert hand.seats == (11, 12, 13, 14) and sum(hand.deltas) == 0
     first = hand.events[0]
     frame = client_pb2.ServerFrame.FromString(first.frame)
@@ -102,7 +103,7 @@ def test_a_snapshot_is_the_room_the_hand_as_the_seat_sees_it_and_its_prompt(game
     assert kinds(views.snapshot(room, 0, 0)) == ["room_joined"]
     for seat in range(4):
         log.add(lr.Ready(seat, True))
-    log.add(lr.Start(1, 5, 2))
+    log.add(lr.Start(1, (5).to_bytes(32, "big").hex(), 2))
     to_act = room.to_act()[0]
     frames = views.snapshot(room, to_act, 12.4)
     assert kinds(frames) == ["room_joined", info, "prompt"]
@@ -145,7 +146,7 @@ def test_a_dadun_settlement_frame_has_per_seat_deltas_like_mahjongs() -> None:
     room = log.room
     for seat in range(4):
         log.add(lr.Ready(seat, True))
-    log.add(lr.Start(1, 7, 0))
+    log.add(lr.Start(1, (7).to_bytes(32, "big").hex(), 0))
     rest = views.effects(room, play_rest(log))
     small = next(f.dd_small_settlement for f in rest.public
                  if f.WhichOneof("payload") == "dd_small_settlement")

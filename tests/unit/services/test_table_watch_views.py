@@ -42,7 +42,7 @@ def test_a_watcher_never_sees_a_concealed_tile_or_card(game: str) -> None:
     check(views.watch_snapshot(room, 0), over=False)
     for seat in range(4):
         log.add(lr.Ready(seat, True))
-    log.add(lr.Start(1, 7, 0))
+    log.add(lr.Start(1, (7).to_bytes(32, "big").hex(), 0))
     steps = 0
     while room.in_hand():
         check(views.watch_snapshot(room, 5), over=False)
