@@ -7,13 +7,14 @@ seat the asking user sat in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from paiju.contracts.fair import FairRecord
 from services.records.db import uncancellable
 from services.records.models import Hand, HandEvent, Player
 from services.records.store import START_COINS, insert_ignore, utcnow
@@ -44,7 +45,7 @@ class ReplayView:
     hand_no: int
     game: str
     cells: tuple[ReplayCell, ...]
-    fair: Mapping[str, Any] | None = None   # the deal's check (docs/fairness.md), if fair
+    fair: FairRecord | None = None   # the deal's check (docs/fairness.md), if fair
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +126,10 @@ class RecordsReader:
                 HandEvent.room_id == room_id, HandEvent.hand_no == hand_no, visible)
                 .order_by(HandEvent.idx))).all()
         cells = tuple(ReplayCell(r.idx, r.kind, r.event_id, r.frame, r.json) for r in rows)
-        fair = (hand.details or {}).get("fair")
-        return ReplayView(room_id, hand_no, hand.game, cells,
-                          fair if isinstance(fair, Mapping) else None)
+        # checked against its type when the settlement was written (settlement.py)
+        details = hand.details or {}
+        fair = FairRecord.from_object(details["fair"]) if "fair" in details else None
+        return ReplayView(room_id, hand_no, hand.game, cells, fair)
 
     @uncancellable
     async def list_hands(self, room_id: int, limit: int) -> tuple[tuple[HandView, ...], int]:

@@ -10,7 +10,6 @@ map a missing row to NOT_FOUND.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import NoReturn
 
@@ -95,7 +94,7 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
             await _not_found(context, f"no hand {request.hand_no} in room {request.room_id}")
         return lobby_msgs_pb2.Replay(room_id=view.room_id, hand_no=view.hand_no,
                                      game=view.game,
-                                     fair_json=json.dumps(view.fair) if view.fair else "",
+                                     fair_json=view.fair.encode().decode() if view.fair else "",
                                      cells=[
             lobby_msgs_pb2.ReplayCell(event_id=c.event_id, event_data=c.frame, kind=c.kind,
                                       json=c.json) for c in view.cells])

@@ -15,6 +15,7 @@ import nats
 import pytest
 from prometheus_client import REGISTRY
 
+from paiju.contracts.fair import FairRecord
 from paiju.v1 import records_pb2, records_pb2_grpc
 from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
 from services.common.config import load_config
@@ -121,6 +122,7 @@ async def test_a_fair_deals_record_is_served_with_the_replay(
     replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400055, hand_no=1,
                                                             user_id=SEATS[1]))
     assert json.loads(replay.fair_json) == fair
+    assert FairRecord.decode(replay.fair_json).hand_seed == "ef" * 32   # the contract's JSON
 
 
 async def test_duplicates_are_acked_and_malformed_messages_terminated(
