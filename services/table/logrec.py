@@ -1,8 +1,9 @@
 """The room log's records: one frozen dataclass per kind, and their JSON form.
 
-A room's JetStream log (``room.<id>.log``) holds one JSON object per accepted command,
-``{"i": index, "t": kind, ...}`` (docs/services.md), which :func:`encode` writes (same keys,
-same order every time) and :func:`decode` reads back. :func:`decode` refuses a malformed
+A room's JetStream log (subject ``room.<id>.log.<id % 3>``: services/common/bus.py
+``room_log``) holds one JSON object per accepted command, ``{"i": index, "t": kind, ...}``
+(docs/services.md), which :func:`encode` writes (same keys, same order every time) and
+:func:`decode` reads back. :func:`decode` refuses a malformed
 record with a :class:`LogRecordError` naming the record and the field; keys it does not know
 are ignored.
 

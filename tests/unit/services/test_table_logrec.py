@@ -5,6 +5,8 @@ malformed record is refused with an error that names the record and the field.""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +152,13 @@ def test_every_field_of_every_record_has_a_decoder() -> None:
     for cls in (*lr.KINDS.values(), lr.Profile):
         for f in dataclasses.fields(cls):
             assert f.name == "i" or str(f.type) in lr.DECODERS, (cls.__name__, f.name, f.type)
+
+
+def test_the_services_doc_lists_exactly_the_record_types() -> None:
+    """docs/services.md names the types and points here for their fields: its list is
+    KINDS, in KINDS' order."""
+    doc = (Path(__file__).parents[3] / "docs" / "services.md").read_text()
+    start = doc.index("A room log record:")
+    listed = doc[start:doc.index("(tests/unit/services/test_table_logrec.py", start)]
+    names = re.findall(r"`([a-z_]+)`", listed.split("the record's keys):", 1)[1])
+    assert names == list(lr.KINDS)
