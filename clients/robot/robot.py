@@ -59,6 +59,10 @@ class RobotStats:
     retried: int = 0        # answers sent again after "a moment" (ERR_ROOM_MOVING, ERR_UNAVAILABLE)
 
 
+class Unanswered(SessionClosed):
+    """A request the stream did not answer in REQUEST_TIMEOUT: the stream is given up."""
+
+
 def action_frame(game: str, action: dict[str, Any], decision: int = 0) -> client_pb2.ClientFrame:
     """The wire frame of an engine action (canonical names, docs in the protos), answering
     the prompt whose ``decision`` it names (Prompt.decision: a resent answer never counts
@@ -177,19 +181,14 @@ class Robot:
         elif self.match is not None and not self.seated.is_set():
             self.room_id = await self._matched()
         elif self.create is not None and not self.seated.is_set():
-            # "a moment" (a table or the directory did not answer): ask again; a room made
-            # by a try whose answer was lost has no player and closes when idle
-            for attempt in range(READY_TRIES):
-                created = await s.request(lm.CreateRoom(game=GAMES[self.game], **self.create))
-                code = created.ret.code if created.WhichOneof("payload") == "ret" else 0
-                if code not in TRANSIENT:
-                    break
-                await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+            # a room made by a try whose answer was lost has no player and closes when idle
+            created = await self._settled(lm.CreateRoom(game=GAMES[self.game], **self.create))
             self._check(created, "create room")
             self.room_id = created.room_joined.room.room_id
             self.seat = created.room_joined.seat
         else:
-            joined = await s.request(lm.JoinRoom(room_id=self.room_id, game=GAMES[self.game]))
+            joined = await self._settled(lm.JoinRoom(room_id=self.room_id,
+                                                     game=GAMES[self.game]))
             self._check(joined, "join room")
             self.room_id = joined.room_joined.room.room_id
             self.seat = joined.room_joined.seat
@@ -307,6 +306,30 @@ class Robot:
         if not between and me is not None and me.entrusted and not me.robot:
             self._start_cancel_entrust()
 
+    async def _ask(self, payload: Any) -> client_pb2.ServerFrame:
+        """The answer to one request; a stream that answers nothing within REQUEST_TIMEOUT
+        (a lobby stuck on the room, or cut off from it) is given up (LobbySession.drop):
+        Unanswered, and the robot logs in again and resumes its seat from a fresh snapshot,
+        which shows what is still to do (the open prompt, a ready)."""
+        s = self.session
+        assert s is not None
+        try:
+            return await s.request(payload, timeout=REQUEST_TIMEOUT)
+        except TimeoutError:
+            s.drop()
+            raise Unanswered(f"no answer in {REQUEST_TIMEOUT:g} s") from None
+
+    async def _settled(self, payload: Any) -> client_pb2.ServerFrame:
+        """The answer to a request asked again while it is "a moment" (a room moving
+        between tables, a table or the directory not answering), for about a minute."""
+        for attempt in range(READY_TRIES):
+            reply = await self._ask(payload)
+            code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
+            if code not in TRANSIENT:
+                break
+            await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+        return reply
+
     def _start_cancel_entrust(self) -> None:
         if self._cancelling is None or self._cancelling.done():
             self._cancelling = asyncio.create_task(self._cancel_entrust())
@@ -315,11 +338,9 @@ class Robot:
         """Take the seat back from entrust (CancelEntrust). A refusal (no cancels left, not
         entrusted any more, the hand over) or a lost stream leaves entrust playing: nothing
         to redo."""
-        s = self.session
-        assert s is not None
         try:
-            await s.request(lm.CancelEntrust(), timeout=REQUEST_TIMEOUT)
-        except (SessionClosed, TimeoutError):
+            await self._ask(lm.CancelEntrust())
+        except SessionClosed:
             return
 
     def _start_ready(self) -> None:
@@ -331,33 +352,19 @@ class Robot:
         """Ready for the next hand; a room moving between tables (or a table that did not
         answer) is asked again in a moment. A stream that ends meanwhile leaves it to the
         resume after the reconnect."""
-        s = self.session
-        assert s is not None
-        await self._send_seed()
-        for attempt in range(READY_TRIES):
-            try:
-                reply = await s.request(lm.AskReady(is_ready=True), timeout=REQUEST_TIMEOUT)
-            except SessionClosed:
-                return
-            except TimeoutError:   # the stream answers nothing: resumed, the room says more
-                s.drop()
-                return
-            code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
-            if code not in TRANSIENT:
-                return  # ok; or a hand already running, or the room gone: nothing to redo
-            await asyncio.sleep(min(2.0, 0.25 * (attempt + 1)))
+        try:
+            await self._send_seed()
+            # ok; or a hand already running, or the room gone: nothing to redo
+            await self._settled(lm.AskReady(is_ready=True))
+        except SessionClosed:
+            return
 
     async def _send_seed(self) -> None:
         """Our entropy for the next hand's deal (docs/fairness.md): 32 random bytes. A
         refusal (a hand already running) or a lost stream only means the hand goes on
-        without it."""
-        s = self.session
-        assert s is not None
+        without it. SessionClosed when the stream ended (or was given up)."""
         seed = os.urandom(32)
-        try:
-            reply = await s.request(lm.SetClientSeed(client_seed=seed), timeout=REQUEST_TIMEOUT)
-        except (SessionClosed, TimeoutError):
-            return
+        reply = await self._ask(lm.SetClientSeed(client_seed=seed))
         if self.commitments and (reply.WhichOneof("payload") != "ret" or not reply.ret.code):
             # for the hand of the newest commitment seen (a stale guess only skips a check)
             self.my_seeds[max(self.commitments)] = seed
@@ -393,16 +400,12 @@ class Robot:
         wire = action_frame(self.game, action.to_dict(), frame.prompt.decision)
         for attempt in range(READY_TRIES):
             try:
-                reply = await s.request(wire, timeout=REQUEST_TIMEOUT)
+                reply = await self._ask(wire)
+            except Unanswered:   # resumed, the snapshot carries the prompt if still open
+                self.stats.errors.append(f"timeout: no answer to {action.kind}")
+                return
             except SessionClosed:
                 return   # the stream ended: the reconnect resumes, a new prompt follows
-            except TimeoutError:
-                # the stream answers nothing (a lobby stuck, or cut off from the room): give
-                # it up; the seat is resumed from a fresh snapshot, which carries the prompt
-                # again when the decision is still open
-                self.stats.errors.append(f"timeout: no answer to {action.kind}")
-                s.drop()
-                return
             code = reply.ret.code if reply.WhichOneof("payload") == "ret" else 0
             if code not in TRANSIENT:
                 break

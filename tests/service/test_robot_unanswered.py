@@ -2,7 +2,7 @@
 off from it) does not wait for a prompt that already came: after its request bound it gives
 the stream up, logs in again (the next lobby), its seat is resumed from a fresh snapshot,
 which carries the still open prompt, and it answers that again (the same decision: a
-repeat never counts twice at the table).
+repeat never counts twice at the table). A join answered "a moment" is asked again.
 
 Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
 
@@ -85,6 +85,34 @@ async def test_a_robot_whose_answer_is_never_replied_to_resumes_and_answers_agai
         assert again.decision == 7 and again.mahjong_action.kind == "pass"
         assert took < 1.5 + 5.0, took   # the request bound, then a reconnect and a resume
         assert any("timeout: no answer to pass" in e for e in robot.stats.errors)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_join_answered_a_moment_is_asked_again(world: World) -> None:
+    # seen in the partition test: a robot's JoinRoom answered "a moment" (the directory
+    # did not answer) ended the robot, and its room never started
+    table = world.table
+    room = await table.add_room(game=common_pb2.XUEZHAN)
+    answer = table.answer
+    refused: list[int] = []
+
+    async def busy_once(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        if cmd.frame.WhichOneof("payload") == "join_room" and not refused:
+            refused.append(cmd.user_id)
+            return table_pb2.TableReply(request_id=cmd.request_id,
+                                        code=common_pb2.ERR_UNAVAILABLE,
+                                        message="a moment", seat=-1)
+        return await answer(cmd)
+    table.answer = busy_once   # type: ignore[method-assign]
+    robot = Robot([await world.lobby()], 642, "xuezhan", SECRET, room_id=room.room_id,
+                  backoff=QUICK)
+    task = asyncio.create_task(robot.run())
+    try:
+        await asyncio.wait_for(robot.seated.wait(), 10)
+        assert refused == [642] and len(table.of_kind("join_room", 642)) == 2
+        assert robot.room_id == room.room_id and robot.seat == 0
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
