@@ -5,7 +5,6 @@ room's task."""
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 
@@ -21,21 +20,15 @@ from services.table import logrec as lr
 from services.table import metrics as m
 from services.table.automation import Automation, Timer
 from services.table.codec import FrameError, action_from_frame, rule_error_code
+from services.table.guards import PasswordLockout, RateLimit
 from services.table.parts import Actor, Reply
 from services.table.room import Room, RoomError
 from services.table.views import Effects
+from services.table.watchers import Watchers
 
 log = logging.getLogger("paiju.table.room")
 
-# VIP passwords: PASSWORD_TRIES wrong guesses in a row lock the guesser out of the room for
-# PASSWORD_LOCK_SECONDS, doubled each time it happens again (up to the cap); the room
-# forgets the oldest guessers first
-PASSWORD_TRIES = 5
-PASSWORD_LOCK_SECONDS = 60.0
-PASSWORD_LOCK_MAX_SECONDS = 3600.0
-PASSWORD_GUESSERS = 1000
 GEO_QUERY_SECONDS = 2.0     # one distance query per seat this often
-MAX_WATCHERS = 1000         # watchers (观战) of one room
 ROBOT_COINS = 100_000_000   # a robot never runs out of coins (which would close the room)
 ROBOT_NAMES = ("阿福", "小满", "老周", "春妮", "大壮", "阿秀", "小七", "老马", "阿珍", "石头")
 
@@ -50,10 +43,9 @@ class Commands:
         self.actor = actor
         self.auto = auto
         self.robots_allowed = robots_allowed   # table.robots_allowed
-        self.watchers: dict[str, int] = {}      # lobby session (or user) -> user, watching
-        # user -> (wrong guesses in a row, times locked out, locked until) for VIP passwords
-        self.guesses: dict[int, tuple[int, int, float]] = {}
-        self.geo_asked: dict[int, float] = {}   # seat -> when it last asked for distances
+        self.watchers = Watchers()
+        self.passwords = PasswordLockout()      # wrong VIP passwords per user
+        self.geo: RateLimit[int] = RateLimit(GEO_QUERY_SECONDS, "distances")   # per seat
 
     @property
     def room(self) -> Room:
@@ -143,17 +135,13 @@ class Commands:
         goes to the room's directory entry (RoomInfo.spectators); the reply to a watch is
         the public snapshot, made at the position the watcher's stream starts after."""
         room = self.room
-        key = cmd.session_id or f"user:{cmd.user_id}"
-        before = len(self.watchers)
         if not watching:
-            self.watchers.pop(key, None)
+            changed = self.watchers.unwatch(cmd.session_id, cmd.user_id)
         else:
             if room.seat_of(cmd.user_id) is not None:
                 raise RoomError(common_pb2.ERR_ALREADY_IN_ROOM, "you are seated in this room")
-            if key not in self.watchers and len(self.watchers) >= MAX_WATCHERS:
-                raise RoomError(common_pb2.ERR_ROOM_FULL, "too many watchers in this room")
-            self.watchers[key] = cmd.user_id
-        if len(self.watchers) != before:
+            changed = self.watchers.watch(cmd.session_id, cmd.user_id)
+        if changed:
             room.spectators = len(self.watchers)
             await self.actor.publish(Effects(changed=True), self.actor.stream.follow_up((), ()))
         if not watching:
@@ -182,25 +170,14 @@ class Commands:
     def _check_password(self, cmd: table_pb2.TableCommand) -> int:
         """``checks.check_join``, with wrong VIP passwords limited per user (brute force)."""
         uid, now = cmd.user_id, time.monotonic()
-        wrong, locks, until = self.guesses.get(uid, (0, 0, 0.0))
-        if until > now:
-            raise RoomError(common_pb2.ERR_RATE_LIMITED, "too many wrong passwords: try again "
-                            f"in {math.ceil(until - now)} s")
+        self.passwords.check(uid, now)
         try:
             seat = checks.check_join(self.room, uid, cmd.frame.join_room.password)
         except RoomError as err:
-            if err.code != common_pb2.ERR_BAD_PASSWORD:
-                raise
-            wrong += 1
-            if wrong >= PASSWORD_TRIES:
-                until = now + min(PASSWORD_LOCK_MAX_SECONDS, PASSWORD_LOCK_SECONDS * 2 ** locks)
-                wrong, locks = 0, locks + 1
-            self.guesses.pop(uid, None)   # re-inserted last: the oldest guessers go first
-            self.guesses[uid] = (wrong, locks, until)
-            while len(self.guesses) > PASSWORD_GUESSERS:
-                del self.guesses[next(iter(self.guesses))]
+            if err.code == common_pb2.ERR_BAD_PASSWORD:
+                self.passwords.wrong(uid, now)
             raise
-        self.guesses.pop(uid, None)
+        self.passwords.right(uid)
         return seat
 
     async def _c_ask_ready(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
@@ -233,7 +210,7 @@ class Commands:
                                        "a player left after the minimum number of hands"))
         else:
             await self.actor.record(lr.Leave(seat))
-            self.geo_asked.pop(seat, None)
+            self.geo.forget(seat)
             if not room.players():   # nobody (robots aside) in a room that never started
                 await self.actor.record(lr.Close(lm.NoticeDismiss.IDLE_TOO_LONG,
                                            "the last player left before the first hand"))
@@ -279,11 +256,7 @@ class Commands:
         return Reply(frames_=views.snapshot(self.room, seat, self.auto.seconds_left()))
 
     async def _c_ask_geo(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
-        now = time.monotonic()
-        if now - self.geo_asked.get(seat, -GEO_QUERY_SECONDS) < GEO_QUERY_SECONDS:
-            raise RoomError(common_pb2.ERR_RATE_LIMITED,
-                            f"distances at most once every {GEO_QUERY_SECONDS:g} s")
-        self.geo_asked[seat] = now
+        self.geo.take(seat, time.monotonic())
         return Reply(frames_=[frames.server_frame(views.distances(self.room))])
 
     async def _c_cancel_entrust(self, seat: int, frame: client_pb2.ClientFrame) -> Reply:
