@@ -94,9 +94,8 @@ PANELS: list = [
          "{{service}} {{method}} {{code}}")]),
     ("Lobby to table command round trip", "s",
      quantiles("paiju_lobby_table_forward_seconds", "kind", (0.5, 0.95))),
-    ("Lobby to table commands by transport (grpc: a table without its NATS subject)", "ops", [
-        (f"sum by (transport) (rate(paiju_lobby_table_commands_total{RATE}))",
-         "{{transport}}")]),
+    ("Lobby to table commands answered", "ops", [
+        (f"sum(rate(paiju_lobby_table_commands_total{RATE}))", "answered")]),
     ("Table", None, None),
     ("Action round trip (received to logged and fanned out)", "s",
      quantiles("paiju_table_action_seconds", "game")),

@@ -38,8 +38,7 @@ FORWARD_SECONDS = Histogram("paiju_lobby_table_forward_seconds",
                             ["kind"], buckets=LATENCY_BUCKETS)
 
 TABLE_COMMANDS = Counter("paiju_lobby_table_commands_total",
-                         "Commands answered by a table, by transport (nats, the one: the "
-                         "table's command subject)", ["transport"])
+                         "Commands answered by a table (over its NATS command subject)")
 
 BATCHES = Counter("paiju_lobby_batches_total",
                   "Stream messages that carried several frames at once (ServerFrame.batch)")

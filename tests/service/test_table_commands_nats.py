@@ -64,9 +64,8 @@ async def ncs(nats_server: EmbeddedNats) -> AsyncIterator[tuple[Any, Any]]:
     await lobby.close()
 
 
-def sent(transport: str) -> float:
-    return REGISTRY.get_sample_value("paiju_lobby_table_commands_total",
-                                     {"transport": transport}) or 0.0
+def sent() -> float:
+    return REGISTRY.get_sample_value("paiju_lobby_table_commands_total") or 0.0
 
 
 async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
@@ -77,7 +76,7 @@ async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
     await sub.start()
     await bus.sync(table_nc)
     link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
-    before = sent("nats")
+    before = sent()
     slow = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2, kind="ready")))
     await asyncio.sleep(0.05)
     reply = await asyncio.wait_for(
@@ -86,7 +85,7 @@ async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
     assert not slow.done()                       # room 2 still waits; room 1 was answered
     core.release.set()
     assert (await asyncio.wait_for(slow, 5)).room_id == 2
-    assert sent("nats") - before == 2
+    assert sent() - before == 2
     assert link.idle
     await sub.stop()
     await link.close()
