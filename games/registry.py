@@ -68,6 +68,9 @@ class GameSpec:
       ``play_timeout_s``); ``simultaneous`` - phases in which every listed seat answers at
       once (one answer does not start a new decision for the others).
     * ``seats`` - players at a table (4; Dou Dizhu 3).
+    * ``sides`` - a hand is won by sides its settlement details name (Dadun: ``alone_seat``,
+      or ``banker`` and ``friend_seat``, against the rest): ratings rank the sides, not
+      the seats (services/records/rating.py).
     * ``deal_layout(seed)`` - what a replay stores of the hand's shuffle, ``{"wall": tile
       names}`` or ``{"deck": card names}`` (docs/fairness.md), for the deal's verification.
     """
@@ -87,6 +90,7 @@ class GameSpec:
     option_timers: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     simultaneous: frozenset[str] = frozenset()
     seats: int = 4
+    sides: bool = False
 
     def timer_of(self, phase: str) -> str:
         """The table timer (one of ``TIMERS``) that a decision in ``phase`` runs."""
@@ -138,7 +142,8 @@ _SPECS = (
           phase_timers=_MAHJONG_TIMERS, simultaneous=_MAHJONG_SIMULTANEOUS),
     _spec(dadun, dadun_bots, "Dadun (崇仁打盾)", 3, "dadun",
           phase_timers=_frozen({"alone": ALONE}),
-          option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"})),
+          option_timers=_frozen({TURN: "play_timeout_s", ALONE: "alone_timeout_s"}),
+          sides=True),
     _spec(doudizhu, doudizhu_bots, "Dou Dizhu (斗地主)", 4, "doudizhu", seats=3,
           phase_timers=_frozen({"call": ALONE, "rob": ALONE}),  # bids: the one-seat yes/no timer
           option_timers=_frozen({TURN: "play_timeout_s", ALONE: "bid_timeout_s"})),

@@ -25,9 +25,12 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 
+from games import registry
 from services.common.reserved import is_guest, is_robot
 
-TEAM_GAMES = frozenset({"dadun"})
+# games whose hands are won by sides (games.registry GameSpec.sides); any other game, one
+# this records does not know included, is rated seat by seat
+SIDE_GAMES = frozenset(spec.name for spec in registry.all() if spec.sides)
 SCORE_SIGMAS = 3.0
 
 
@@ -83,7 +86,7 @@ def placement(game: str, seats: Sequence[int], deltas: Sequence[int],
     """The teams and places of one settled hand, or None when it rates nobody."""
     if not any(deltas):
         return None
-    if game in TEAM_GAMES:
+    if game in SIDE_GAMES:
         sides = _sides(len(seats), details)
         if sides is None:
             return None

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from games import registry
 from services.common.reserved import GUEST_LOW, robot_id
-from services.records.rating import Placement, Rater, Rating, placement
+from services.records.rating import SIDE_GAMES, Placement, Rater, Rating, placement
 
 SEATS = (11, 12, 13, 14)
 
@@ -26,6 +27,14 @@ def test_dadun_alone_or_own_card_is_one_against_three() -> None:
     own = placement("dadun", SEATS, (-3, -3, 9, -3), {"banker": 2, "friend_seat": 2})
     assert own == Placement(((13,), (11, 12, 14)), (0, 1))
     assert placement("dadun", SEATS, (1, -1, 0, 0), {"banker": "x"}) is None
+
+
+def test_the_games_rated_by_sides_are_those_the_game_registry_says() -> None:
+    assert SIDE_GAMES == {spec.name for spec in registry.all() if spec.sides} == {"dadun"}
+    # any other game, one this records does not know included, is rated seat by seat
+    for game in ("doudizhu", "a-newer-game"):
+        assert placement(game, SEATS, (9, -3, -3, -3), {"banker": 0, "friend_seat": 1}) == \
+            Placement(((11,), (12,), (13,), (14,)), (0, 1, 1, 1))
 
 
 def test_robots_and_guests_are_not_rated() -> None:
