@@ -2,7 +2,7 @@
 renewed by a heartbeat that also drives the periodic duties: retrying the outboxes,
 re-reading the directory, reporting stream replicas, and the adoption scan (adoption.py).
 
-Timing (docs/architecture.md, "Failover"): the entry is renewed every ttl / RENEWALS_PER_TTL
+Timing (docs/architecture.md, "Ownership and fencing"): the entry is renewed every ttl / RENEWALS_PER_TTL
 (0.5 s for the shipped 2 s lease), so a healthy table whose loop is held up (a GC pass, a
 busy core, a slow broker answer) keeps its lease through ttl - interval (1.5 s: three
 renewals in a row missed or late) before another table may take its rooms. Each renewal is
