@@ -183,12 +183,14 @@ class Robot:
         elif self.create is not None and not self.seated.is_set():
             # a room made by a try whose answer was lost has no player and closes when idle
             created = await self._settled(lm.CreateRoom(game=GAMES[self.game], **self.create))
+            self._resume_if_seated(created)
             self._check(created, "create room")
             self.room_id = created.room_joined.room.room_id
             self.seat = created.room_joined.seat
         else:
             joined = await self._settled(lm.JoinRoom(room_id=self.room_id,
                                                      game=GAMES[self.game]))
+            self._resume_if_seated(joined)
             self._check(joined, "join room")
             self.room_id = joined.room_joined.room.room_id
             self.seat = joined.room_joined.seat
@@ -196,6 +198,16 @@ class Robot:
             self.stats.rooms.append(self.room_id)
         self.seated.set()
         self._start_ready()
+
+    def _resume_if_seated(self, reply: client_pb2.ServerFrame) -> None:
+        """A create or join refused because the user already sits in a room (a try whose
+        answer was lost seated him): log in again, as the refusal says, and play that seat
+        (LoginOk names its room); SessionClosed after giving the stream up."""
+        if reply.WhichOneof("payload") == "ret" and \
+                reply.ret.code == common_pb2.ERR_ALREADY_IN_ROOM:
+            assert self.session is not None
+            self.session.drop()
+            raise SessionClosed(f"already seated: {reply.ret.message}")
 
     async def _matched(self) -> int:
         """Ask for a match (a request still waiting after a reconnect is kept) and wait for

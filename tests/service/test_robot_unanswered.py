@@ -2,7 +2,8 @@
 off from it) does not wait for a prompt that already came: after its request bound it gives
 the stream up, logs in again (the next lobby), its seat is resumed from a fresh snapshot,
 which carries the still open prompt, and it answers that again (the same decision: a
-repeat never counts twice at the table). A join answered "a moment" is asked again.
+repeat never counts twice at the table). A join answered "a moment" is asked again; a
+creation refused because the robot already sits in a room logs in again and plays that seat.
 
 Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from clients.robot import robot as robot_mod
 from clients.robot.robot import Robot
 from clients.session import Backoff
+from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
@@ -113,6 +116,35 @@ async def test_a_join_answered_a_moment_is_asked_again(world: World) -> None:
         await asyncio.wait_for(robot.seated.wait(), 10)
         assert refused == [642] and len(table.of_kind("join_room", 642)) == 2
         assert robot.room_id == room.room_id and robot.seat == 0
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_robot_told_it_sits_elsewhere_logs_in_again_and_plays_that_seat(
+        world: World) -> None:
+    # seen in the partition test: a creation whose answer was lost seated the robot; asked
+    # again it was refused "still seated in room X: log in again to resume it", and the
+    # robot ended without a room
+    table = world.table
+    room = await table.add_room(game=common_pb2.XUEZHAN, seated=(643,))
+
+    class SeatedMeanwhile(Robot):
+        async def _take_seat(self, reply: Any) -> None:
+            if not reply.login_ok.room.room_id:   # logged in unseated; the lost try seats it
+                await world.kv["seats"].put("643", SeatEntry(
+                    room_id=room.room_id, owner="table-a", address=table.address,
+                    seat=0).encode())
+            await super()._take_seat(reply)
+    robot = SeatedMeanwhile([await world.lobby()], 643, "xuezhan", SECRET, backoff=QUICK,
+                            create={"base_score": 1, "total_hands": 2})
+    task = asyncio.create_task(robot.run())
+    try:
+        await asyncio.wait_for(robot.seated.wait(), 10)
+        assert robot.room_id == room.room_id and robot.seat == 0
+        assert robot.session is not None and robot.session.reconnects == 1
+        await table.wait_for("snapshot", 643)
+        assert not table.created, "no second room"
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
