@@ -117,8 +117,9 @@ class Backoff:
 
     def pause(self, attempt: int, rng: random.Random | None = None) -> float:
         """The pause before attempt ``attempt`` (1 = the first retry)."""
-        ceiling = min(self.longest, self.first * 2 ** max(0, attempt - 1))
-        return ceiling * (rng or random).uniform(0.5, 1.0)
+        ceiling = min(self.longest, self.first * 2.0 ** min(max(0, attempt - 1), 32))
+        factor = rng.uniform(0.5, 1.0) if rng is not None else random.uniform(0.5, 1.0)
+        return ceiling * factor
 
 
 class LobbySession:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -419,8 +419,8 @@ class RoomStreams:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
