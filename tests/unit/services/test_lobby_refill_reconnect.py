@@ -27,17 +27,17 @@ def message(index: int) -> table_pb2.RoomEvents:
 
 
 class Table:
-    """Answers refills from its messages; the refills asked while ``lost`` never answer
-    (their request went with the lobby's old NATS connection)."""
+    """Answers refills from its messages; the refills asked while ``unanswered`` never
+    answer (their request went with the lobby's old NATS connection)."""
 
     def __init__(self) -> None:
         self.messages = [message(1)]
-        self.lost = False
+        self.unanswered = False
         self.asked = 0
 
     async def events_since(self, room_id: int, since: Any) -> table_pb2.TableReply:
         self.asked += 1
-        if self.lost:
+        if self.unanswered:
             await asyncio.Event().wait()     # no answer, ever
         return table_pb2.TableReply(ordered=True, index=self.messages[-1].index, events=[
             m for m in self.messages if (m.index, m.part) > since])
@@ -59,15 +59,16 @@ async def test_a_refill_on_its_way_at_a_reconnect_is_asked_again() -> None:
     await asyncio.sleep(0.2)                 # its first refill: nothing new
     follow = asyncio.create_task(streams.follow_reconnects())
     try:
-        table.lost = True
+        table.unanswered = True
         table.messages += [message(2), message(3)]
         await nats.deliver(f"room.{ROOM}.events", message(3).SerializeToString())
         await asyncio.sleep(0.3)             # 2 is missing: a refill, which never answers
         assert table.asked == 2 and not session.outbox._items
-        table.lost = False
+        table.unanswered = False
         nats.stats["reconnects"] = 1         # the lobby's connection moved
         await asyncio.sleep(0.6)
-        counts = [getattr(i, "frame", i).in_entrust.count for i in session.outbox._items]
+        items: list[Any] = list(session.outbox._items)
+        counts = [getattr(i, "frame", i).in_entrust.count for i in items]
         assert counts == [2, 3] and table.asked == 3
     finally:
         follow.cancel()
