@@ -233,9 +233,9 @@ async def test_a_partition_moves_rooms_and_clients_to_the_majority_with_one_writ
     assert v.hands_settled >= 3, text
     assert not v.lost and not v.doubled and not v.not_zero_sum, text
     assert v.rooms >= 3 and v.rooms_finished == v.rooms and not v.gave_up, text
-    # as in the compact chaos run (tests/cluster/test_chaos.py): a refusal is reported, a few
-    # are tolerated (a robot's ready to a room it already left); a room never created is not
-    assert len(v.refused) <= 3 and not v.create_failures, text
+    # no move refused, no room never created (the refusals this run used to see were the
+    # room log's append escaping as an internal error: services/table/roomlog.py)
+    assert not v.refused and not v.create_failures, text
     assert not v.leaks, text
     # healed: the node's store is the others'
     assert result.run.healed_in is not None, text
