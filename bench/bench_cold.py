@@ -9,7 +9,8 @@ The stack is tests/system/conftest.py's (an embedded nats-server, records, arbit
 ``more_processes``). Players are clients of clients/session.py run by load-generator
 processes (``--procs``, asyncio, many players each): each logs in on lobby A (its address
 list is A then B), sits in a room of four (``--game``, one hand), readies and never answers a
-prompt (turn and window timers are set to 10 minutes), so every room waits at a prompt. On a
+prompt (turn and window timers are set to 10 minutes), so every room waits at a prompt; it
+sends a heartbeat every 15 s as a client does (a lobby closes a session silent for 45 s). On a
 stream that ends without a kick a player reconnects by itself (``LobbySession.reconnect``:
 the next address, the client's backoff) and reads on. Every frame is timestamped in the
 player's process; the clocks are CLOCK_MONOTONIC, one per machine, so the bench's kill time
@@ -51,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.bench_capacity import more_processes, profile
+from bench.bench_capacity import HEARTBEAT, more_processes, profile
 from bench.bench_system import process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, write_report
 from tests.support.failover import quantile
@@ -109,6 +110,7 @@ class Player:
         self.mark: float | None = None
         self.back = Back(uid, 0, False)
         self.task: asyncio.Task[None] | None = None
+        self.online = False     # logged in on the current stream (it may send heartbeats)
 
     def _token(self) -> str:
         from clients.session import mint_token
@@ -162,6 +164,7 @@ class Player:
                                                      total_hands=1), "create")
         self.room = reply.room_joined.room.room_id
         await self.request(lm.AskReady(is_ready=True), "ready")
+        self.online = True
         self.task = asyncio.create_task(self._read())
         return self.room
 
@@ -172,6 +175,7 @@ class Player:
             frame = await s.pushes.get()
             if frame is not None:
                 continue
+            self.online = False
             if s.kicked:
                 self.back.failed = "kicked out"
                 return
@@ -180,6 +184,14 @@ class Player:
             except SessionClosed as exc:
                 self.back.failed = repr(exc)[:200]
                 return
+            self.online = True
+
+    async def beat(self) -> None:
+        """A heartbeat, as a client sends one (a lobby closes sessions silent for
+        ``offline_after_seconds``)."""
+        from paiju.v1 import lobby_msgs_pb2 as lm
+        if self.online and not self.session.closed.is_set():
+            await self.session.send(lm.HeartBeat())
 
 
 class Load:
@@ -199,6 +211,13 @@ class Load:
             self.errors.append(f"room of {base}: {exc!r}"[:200])
         self.players += players
 
+    async def beat(self) -> None:
+        """Every player's heartbeat every HEARTBEAT seconds (bench_capacity's interval)."""
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            for p in list(self.players):
+                await p.beat()
+
     async def rooms(self, count: int, first_uid: int) -> int:
         for start in range(0, count, BATCH):
             await asyncio.gather(*(self.room(first_uid + 4 * i)
@@ -215,6 +234,7 @@ class Load:
 def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
     async def serve() -> None:
         load = Load(addresses, secret, game)
+        beating = asyncio.create_task(load.beat())
         loop = asyncio.get_running_loop()
         while True:
             cmd, *args = await loop.run_in_executor(None, conn.recv)
@@ -235,6 +255,7 @@ def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
             elif cmd == "cpu":
                 conn.send(time.process_time())
             elif cmd == "stop":
+                beating.cancel()
                 for p in load.players:
                     if p.task is not None:
                         p.task.cancel()
