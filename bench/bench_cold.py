@@ -631,7 +631,9 @@ def kept_sections(path: Path) -> list[str]:
 def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
     from tests.system.conftest import SECRET, start_stack, stop_stack
     with tempfile.TemporaryDirectory(prefix="paiju-cold-") as name:
-        tmp = Path(name)
+        tmp = Path(tempfile.mkdtemp(prefix="paiju-cold-")) if args.keep else Path(name)
+        if args.keep:
+            print(f"logs in {tmp}", flush=True)
         stack = start_stack(tmp, **OPEN, **SLOW)
         extra: list[Any] = []
         gen: Generator | None = None
@@ -676,6 +678,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "(config/test.toml's dev_profiles) instead of reading them")
     parser.add_argument("--profile", type=float, default=0.0,
                         help="py-spy the process taking over for this many seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
     parser.add_argument("--out", type=Path, default=REPORTS)
     return parser.parse_args(argv)
 
