@@ -150,6 +150,7 @@ class LobbySession:
         self.reconnects = 0                 # streams taken back by reconnect()
         self._attempting = False            # inside reconnect(): streams not yet logged in
         self._stream = 0                    # which stream is current (reopen() moves on)
+        self._beat: asyncio.Task[None] | None = None    # the current stream's heartbeat
 
     async def _requests(self, out: asyncio.Queue[client_pb2.ClientFrame | None],
                         ) -> AsyncIterator[client_pb2.ClientFrame]:
@@ -183,6 +184,7 @@ class LobbySession:
                         self.reconnect_after = frame.reconnect.after_ms / 1000
                     elif kind == "login_ok":
                         announced = True
+                        self._heartbeat(frame.login_ok.heartbeat_seconds, stream)
                     fut = waiting.pop(frame.reply_to, None) if frame.reply_to else None
                     if fut is not None and not fut.done():
                         fut.set_result(frame)
@@ -200,6 +202,32 @@ class LobbySession:
             # stream's end is announced (a stale one would start another reconnect)
             if announced and stream == self._stream:
                 await self.pushes.put(None)
+
+    def _heartbeat(self, seconds: float, stream: int) -> None:
+        """Beat every ``seconds`` (the LoginOk's ``heartbeat_seconds``) while ``stream`` is
+        the current one: the lobby takes a silent connection offline, and a beat it does not
+        answer within ``seconds`` means the stream is dead without having ended (a frozen
+        or cut-off lobby): it is dropped, and its end comes in ``pushes``."""
+        if self._beat is not None:
+            self._beat.cancel()
+        if seconds > 0:
+            self._beat = asyncio.create_task(self._beating(seconds, stream))
+
+    async def _beating(self, seconds: float, stream: int) -> None:
+        while stream == self._stream and not self.closed.is_set():
+            await asyncio.sleep(seconds)
+            if stream != self._stream:
+                return
+            beat = lm.HeartBeat(client_time_ms=int(time.time() * 1000))
+            try:
+                await self.request(beat, timeout=seconds)
+            except SessionClosed:
+                return
+            except TimeoutError:
+                if stream == self._stream:
+                    log.info("heartbeat unanswered for %g s: dropping the stream", seconds)
+                    self.drop()
+                return
 
     async def request(self, payload: Message | client_pb2.ClientFrame,
                       timeout: float = 15) -> client_pb2.ServerFrame:
@@ -321,5 +349,7 @@ class LobbySession:
             self._attempting = False
 
     async def close(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
         await self._end_stream()
         await self.channel.close()
