@@ -207,7 +207,7 @@ async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
             task.cancel()
         for p in players[2:]:
             await queued(p, game="dadun")
-        results = await asyncio.gather(*(found(p, timeout=15) for p in players))
+        results = await asyncio.gather(*(found(p, timeout=30) for p in players))
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert "dadun" in standby.app.matchmaking.leading
         assert standby.app.matchmaking.matches == 1 and holder.app.matchmaking.matches == 0
