@@ -21,7 +21,7 @@ from services.common import bus
 from tests.support.procs import make_service
 from tests.support.tablekit import room_frames
 from tests.system.conftest import SECRET, start_stack, stop_stack
-from tests.system.test_lobby_killed_while_playing import hands_of
+from tests.system.test_lobby_drained_while_playing import hands_of
 
 HANDS = 2
 DISCARDS_BEFORE = 6
