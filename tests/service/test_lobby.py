@@ -296,6 +296,7 @@ class Client(ConnectStream, FrameReader):
 
     def start_reading(self) -> None:
         self.seen: list[client_pb2.ServerFrame] = []
+        self.found_upto = 0     # frames of ``seen`` a match wait looked through (found())
         self.batches: list[int] = []    # the number of frames in each batch message read
         self._batched: collections.deque[client_pb2.ServerFrame] = collections.deque()
 

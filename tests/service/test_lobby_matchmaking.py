@@ -76,9 +76,20 @@ async def queued(client: Client, **ask: Any) -> lobby_msgs_pb2.MatchQueued:
 
 
 async def found(client: Client, timeout: float = 20.0) -> tuple[Frame, Frame]:
-    """MatchFound, then the RoomJoined of the join that follows it."""
-    match = await client.until(has("match_found"), timeout)
-    joined = await client.until(has("room_joined"), 10)
+    """MatchFound, then the RoomJoined of the join that follows it. Either may have come
+    while an earlier request of the client waited for its own reply (``request`` reads past
+    other frames: the match can be made before the MatchQueued answer is out), so the frames
+    read since the last ``found`` of this client are looked at first."""
+    earlier = client.seen[client.found_upto:]
+    match = next((f for f in earlier if has("match_found")(f)), None)
+    if match is None:
+        match, earlier = await client.until(has("match_found"), timeout), []
+    else:
+        earlier = earlier[earlier.index(match) + 1:]
+    joined = next((f for f in earlier if has("room_joined")(f)), None)
+    if joined is None:
+        joined = await client.until(has("room_joined"), 10)
+    client.found_upto = len(client.seen)
     return match, joined
 
 
