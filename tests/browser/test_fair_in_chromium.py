@@ -141,7 +141,17 @@ def change_one_dealt(family: str, frames: list[list[Any]]) -> None:
         other = ("9m", "1m") if family == "mahjong" else ("BJ", "3s")
         body[key][0] = other[0] if body[key][0] != other[0] else other[1]
         return
-    body = next(b for k, b in frames if k == "game_event" and b["kind"] == "hand")
+    # the first hand of the deal that stands: a redeal (every seat passed the bidding) deals
+    # again; a later hand event (the landlord's, with the bottom cards) is not the deal
+    body = None
+    for k, b in frames:
+        if k != "game_event":
+            continue
+        if b["kind"] == "deal" and json.loads(b.get("json") or "{}").get("deal_no"):
+            body = None
+        elif b["kind"] == "hand" and body is None:
+            body = b
+    assert body is not None, "no dealt hand in seat 0's frames"
     data = json.loads(body["json"])
     cards = data["cards"].split()
     cards[0] = "BJ" if cards[0] != "BJ" else "3s"
