@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from services.common.natsd import EmbeddedNats  # noqa: E402
+from tests.support.lobbyworld import World, open_world  # noqa: E402
 from tests.support.pgctl import PrivatePostgres, private_postgres  # noqa: E402
 
 os.environ.setdefault("PAIJU_ENV", "test")
@@ -40,3 +41,10 @@ def fresh_nats() -> Iterator[EmbeddedNats]:
     """A private nats-server for one test (tests that kill and restart it)."""
     with EmbeddedNats() as server:
         yield server
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    """The lobby's test world (tests/support/lobbyworld.py) on a private nats-server."""
+    async with open_world(fresh_nats) as w:
+        yield w

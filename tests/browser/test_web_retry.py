@@ -22,7 +22,7 @@ from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from tests.browser.conftest import chromium_path
 from tests.service.test_cli_retry import Faults, Try, retry_stack
-from tests.service.test_lobby import SECRET
+from tests.support.lobbyworld import SECRET
 
 DESKTOP = {"width": 1280, "height": 800}
 USER = 4401

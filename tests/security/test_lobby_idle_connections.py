@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -19,20 +18,13 @@ import grpc
 import pytest
 
 from paiju.v1 import lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby.client_ip import HEADER
-from tests.service.test_lobby import E, World, code_of, open_world
 from tests.service.test_lobby_client_ip import ProxiedClient
 from tests.service.test_lobby_ws import WsClient
+from tests.support.lobbyworld import E, World, code_of
 
 DEADLINE = 1.0      # lobby.login_deadline_seconds in these tests
 BOUND = DEADLINE + 2.5   # closed by then (the close grace is 2 s)
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def frames_until_closed(recv: Any, timeout: float) -> tuple[list[Any], float]:

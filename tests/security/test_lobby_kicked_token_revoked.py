@@ -9,23 +9,12 @@ tests/service/test_lobby.py; the revocation travels in the session announcements
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from paiju.v1 import client_pb2, lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.hub import Revocations
-from tests.service.test_lobby import SECRET, Client, E, World, code_of, open_world
+from tests.support.lobbyworld import SECRET, Client, E, World, code_of
 
 UID = 5101
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 def token(ttl: int, uid: int = UID) -> str:

@@ -13,7 +13,7 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats, _wait_port, free_port, nats_server_binary
 from services.lobby import tokens
-from tests.service.test_lobby import (
+from tests.support.lobbyworld import (
     SECRET,
     E,
     FakeTable,
@@ -84,12 +84,6 @@ no_auth_user: game
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def tables_consumers(w: World) -> int:

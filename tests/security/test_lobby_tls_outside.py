@@ -20,8 +20,8 @@ from paiju.frames import client_frame
 from paiju.v1 import client_pb2, lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET
 from tests.support.lobbykit import ConnectStream, lobby_config
+from tests.support.lobbyworld import SECRET
 from tests.support.procs import make_service
 
 pytest.importorskip("cryptography")

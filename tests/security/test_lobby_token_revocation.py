@@ -12,22 +12,11 @@ tests/service/test_lobby.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from paiju.v1 import client_pb2, lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
-from tests.service.test_lobby import SECRET, Client, E, World, code_of, open_world
+from tests.support.lobbyworld import SECRET, Client, E, World, code_of
 
 UID = 5001
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 def token(gen: int, uid: int = UID) -> str:

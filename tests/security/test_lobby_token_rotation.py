@@ -13,25 +13,15 @@ tests/service/test_lobby.py, as a rotation rolls through them:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-
-import pytest
 
 from paiju.v1 import client_pb2, lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start
-from tests.service.test_lobby import SECRET, Client, E, World, code_of, open_world
 from tests.support.lobbykit import lobby_config
+from tests.support.lobbyworld import SECRET, Client, E, World, code_of
 
 OLD = SECRET                       # what the old lobbies sign with, as key k1
 NEW = "rotated-secret-0123456789abcdef"
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def lobby(world: World, secret: str, **keys: object) -> str:

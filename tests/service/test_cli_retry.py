@@ -35,7 +35,7 @@ from services.lobby.server import start as start_lobby
 from services.lobby.table_link import TableLink
 from services.records.server import start as start_records
 from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET
+from tests.support.lobbyworld import SECRET
 
 MOVE_SECONDS = 0.3   # the lobby's bound on following a moving room, shortened
 

@@ -10,23 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-
-import pytest
 
 from clients.session import LobbySession
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
-from tests.service.test_lobby import SECRET, World, open_world
+from tests.support.lobbyworld import SECRET, World
 
 BEAT = {"heartbeat_seconds": 1, "offline_after_seconds": 3}
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 class FreezableRelay:

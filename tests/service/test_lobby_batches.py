@@ -5,20 +5,9 @@ clients see the same frames, in the same order, numbered without a gap."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import World, open_world
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
+from tests.support.lobbyworld import World
 
 
 def mark(n: int) -> lobby_msgs_pb2.InEntrust:

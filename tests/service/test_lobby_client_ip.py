@@ -5,26 +5,16 @@ records of test_lobby.py stand in for the real ones."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import grpc
-import pytest
 
 from paiju.v1 import client_pb2, lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby.client_ip import HEADER, METADATA_KEY
-from tests.service.test_lobby import Client, World, open_world
 from tests.service.test_lobby_ws import WsClient, ws_clients
+from tests.support.lobbyworld import Client, World
 
 CLIENT = "203.0.113.5"
 FORGED = "198.51.100.66"
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def ws_client_via(port: int, forwarded_for: str) -> WsClient:

@@ -10,28 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
 from clients.session import Backoff, GaveUp, LobbySession
 from paiju.v1 import client_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.natsd import EmbeddedNats, free_port
-from services.lobby import tokens
-from tests.service.test_lobby import SECRET, World, open_world
+from services.common.natsd import free_port
+from tests.support.lobbyworld import World, token
 
 QUICK = Backoff(first=0.05, longest=0.2, give_up=10.0)
 
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
-
-
-def token(uid: int):  # type: ignore[no-untyped-def]
-    return lambda: tokens.mint(uid, SECRET, 600)
 
 
 async def next_push(s: LobbySession, timeout: float = 10) -> client_pb2.ServerFrame | None:

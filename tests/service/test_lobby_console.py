@@ -30,8 +30,8 @@ from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
 from services.records.server import start as start_records
 from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET, Client
 from tests.service.test_records_support import encode, hand_message
+from tests.support.lobbyworld import SECRET, Client
 
 TOKEN = "console-test-token-0123456789"
 TABLE = "table-console"

@@ -13,7 +13,6 @@ import pytest
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import code_of
 from tests.service.test_lobby_console import (
     TOKEN,
     Stack,
@@ -21,6 +20,7 @@ from tests.service.test_lobby_console import (
     create_room,
     until,
 )
+from tests.support.lobbyworld import code_of
 
 ADMIN = "console-admin-token-9876543210"
 E = common_pb2

@@ -19,7 +19,6 @@ from paiju.v1 import lobby_msgs_pb2
 from services.common import bus
 from services.lobby.grpc_front import SERVICE
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET, Client, E, code_of
 from tests.service.test_lobby_health import (
     NOT_SERVING,
     SERVING,
@@ -28,6 +27,7 @@ from tests.service.test_lobby_health import (
     http_status,
 )
 from tests.support.lobbykit import lobby_config
+from tests.support.lobbyworld import SECRET, Client, E, code_of
 
 pytest.importorskip("yaml")
 

@@ -16,8 +16,8 @@ from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common import reserved
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
-from tests.service.test_lobby import SECRET, World, code_of, open_world
 from tests.service.test_lobby_ws import WsClient, play_until_hand_over, real_stack, ws_clients
+from tests.support.lobbyworld import SECRET, World, code_of, open_world
 
 E = common_pb2
 

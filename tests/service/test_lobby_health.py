@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import grpc
-import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.common.natsd import EmbeddedNats
 from services.lobby.grpc_front import SERVICE
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET, World, open_world, seated_client
 from tests.service.test_lobby_ws import WsClient
 from tests.support.lobbykit import lobby_config
+from tests.support.lobbyworld import SECRET, World, seated_client
 from tests.support.procs import make_service
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -87,12 +85,6 @@ async def test_nats_down_is_not_ready_then_not_live_and_both_come_back(
             assert await grpc_health(address, name) == SERVING
     finally:
         await host.stop(0.5)
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def test_a_stopping_lobby_sends_every_client_away_and_keeps_their_seats_online(

@@ -14,8 +14,8 @@ from typing import Any
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.server import LobbyHost
-from tests.service.test_lobby import code_of
 from tests.service.test_lobby_matchmaking import found, has, queued, stack
+from tests.support.lobbyworld import code_of
 
 E = common_pb2
 

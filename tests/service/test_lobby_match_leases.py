@@ -26,9 +26,9 @@ from paiju.v1 import lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
 from services.lobby.server import LobbyHost
-from tests.service.test_lobby import SECRET
 from tests.service.test_lobby_match_grace import until
 from tests.service.test_lobby_matchmaking import found, queued, stack
+from tests.support.lobbyworld import SECRET
 from tests.support.procs import make_service
 
 LEASE = 1.0     # FAST's match_lease_seconds (test_lobby_matchmaking.py)

@@ -24,7 +24,7 @@ from services.common.natsd import EmbeddedNats
 from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
 from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET, Client, code_of, game_servers
+from tests.support.lobbyworld import SECRET, Client, code_of, game_servers
 from tests.support.procs import make_service
 
 E = common_pb2

@@ -10,23 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-import pytest
 
 from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import (
+from tests.support.lobbyworld import (
     E,
     FakeRoom,
     FakeTable,
     World,
     code_of,
-    open_world,
     seated_client,
 )
 
@@ -87,12 +83,6 @@ async def stream_settled(world: World, room: FakeRoom) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the room's stream never settled")
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def test_a_command_follows_the_room_through_an_adoption(world: World) -> None:

@@ -10,21 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 
 import pytest
 
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2
 from services.common import bus
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import World, open_world, seated_client
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
+from tests.support.lobbyworld import World, seated_client
 
 
 def mark(n: int) -> lobby_msgs_pb2.InEntrust:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from paiju.v1 import lobby_msgs_pb2
 from services.common.bus import SETTLE_STREAM, settle_subject
-from tests.service.test_lobby import E, World, code_of, world  # noqa: F401  (fixture)
 from tests.service.test_records_support import encode, hand_message
+from tests.support.lobbyworld import E, World, code_of
 from tests.support.procs import make_service
 
 SEATS = [5001, 5002, 5003, 5004]

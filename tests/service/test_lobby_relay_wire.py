@@ -8,22 +8,19 @@ records of test_lobby.py."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import grpc
-import pytest
 
 from paiju.frames import client_frame, server_frame
 from paiju.v1 import client_pb2, common_pb2, game_msgs_pb2, lobby_msgs_pb2
 from services.common import bus
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.ws import to_json
-from tests.service.test_lobby import SECRET, World, open_world, seated_client
 from tests.service.test_lobby_ws import WsClient, ws_clients
 from tests.support.lobbykit import FrameReader
+from tests.support.lobbyworld import SECRET, World, seated_client
 
 MARK = 4242
 
@@ -100,12 +97,6 @@ def room_events(room_id: int) -> list[bytes]:
     out = [f.SerializeToString() for f in frames]
     out.insert(2, b"")                       # an empty frame is relayed as an empty frame
     return out
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 def mark() -> bytes:

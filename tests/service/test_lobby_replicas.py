@@ -21,8 +21,8 @@ from services.common.natsd import EmbeddedNats, EmbeddedNatsCluster
 from services.lobby.app import LobbyApp
 from services.lobby.records_client import RecordsClient, dial_targets
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET, FakeRecords, open_world
 from tests.support.lobbykit import lobby_config
+from tests.support.lobbyworld import SECRET, FakeRecords, open_world
 
 
 @pytest.fixture

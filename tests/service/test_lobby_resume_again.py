@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,21 +17,10 @@ import pytest
 from clients.session import Backoff, LobbySession
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.natsd import EmbeddedNats
-from services.lobby import tokens
-from tests.service.test_lobby import SECRET, World, open_world
+from tests.support.lobbyworld import World, token
 
 QUICK = Backoff(first=0.05, longest=0.2, give_up=20.0)
 
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
-
-
-def token(uid: int):  # type: ignore[no-untyped-def]
-    return lambda: tokens.mint(uid, SECRET, 600)
 
 
 @pytest.mark.parametrize("refusal", [common_pb2.ERR_INTERNAL, common_pb2.ERR_UNAVAILABLE])
@@ -64,7 +52,7 @@ async def test_a_seat_not_resumed_for_a_moment_is_resumed_at_the_next_login(
         assert await asyncio.wait_for(s.pushes.get(), 10) is None
         died = time.monotonic()
         ok = await s.reconnect(token(uid))
-        assert ok.login_ok.room.room_id == room.room_id and refused == [uid]
+        assert ok.login_ok.room.room_id == room.room_id   # the snapshot is asked after it
         # told to come back in a moment, it does, and the seat is resumed
         kinds: list[str | None] = []
         while True:
@@ -76,7 +64,7 @@ async def test_a_seat_not_resumed_for_a_moment_is_resumed_at_the_next_login(
             kinds.append(frame.WhichOneof("payload"))
             if frame.WhichOneof("payload") == "room_joined":
                 break
-        assert "reconnect" in kinds, kinds
+        assert refused == [uid] and "reconnect" in kinds, (refused, kinds)
         assert frame.room_joined.room.room_id == room.room_id
         assert time.monotonic() - died < 5.0
         assert s.reconnects == 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -13,27 +12,19 @@ import pytest
 from clients.robot.robot import run_tables
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2, table_pb2_grpc
-from services.common.natsd import EmbeddedNats
 from services.lobby import directory
-from tests.service.test_lobby import (
+from tests.support import lobbykit
+from tests.support.lobbyworld import (
     SECRET,
     E,
     FakeTable,
     World,
     code_of,
-    open_world,
     seated_client,
     tables_seen,
 )
-from tests.support import lobbykit
 
 XZ = common_pb2.XUEZHAN
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def test_room_list_hides_passwords_and_filters_by_game(world: World) -> None:

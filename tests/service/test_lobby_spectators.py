@@ -17,7 +17,6 @@ from paiju.frames import hand_over_data
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import code_of
 from tests.service.test_lobby_ws import (
     GAMES,
     WsClient,
@@ -26,6 +25,7 @@ from tests.service.test_lobby_ws import (
     real_stack,
     ws_clients,
 )
+from tests.support.lobbyworld import code_of
 
 E = common_pb2
 HIDDEN_KEYS = {"hand", "drawn", "exchange", "candidates", "token", "my_partner"}

@@ -6,22 +6,15 @@ and records of test_lobby.py stand in for the real ones."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from paiju.v1 import lobby_msgs_pb2
-from services.common.natsd import EmbeddedNats
 from services.lobby import directory as directory_module
-from tests.service.test_lobby import World, code_of, open_world, seated_client, tables_seen
 from tests.support.lobbykit import wait_cached
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
+from tests.support.lobbyworld import World, code_of, seated_client, tables_seen
 
 
 async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 5.0) -> None:

@@ -14,8 +14,8 @@ from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats, free_port
 from services.lobby import tokens
 from services.lobby.server import start as start_lobby
-from tests.service.test_lobby import SECRET, Client
 from tests.support.lobbykit import lobby_config
+from tests.support.lobbyworld import SECRET, Client
 from tests.support.procs import ServiceProc, make_service
 
 pytest.importorskip("cryptography")

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
-from tests.service.test_lobby import SECRET, World, open_world
 from tests.service.test_lobby_ws import STUB_DOM
+from tests.support.lobbyworld import SECRET, World
 
 HARNESS = r"""
 const [appPath] = process.argv.slice(2);
@@ -152,12 +148,6 @@ setInterval(() => {
   console.log("STATUS " + $("status").textContent);
 }, 50);
 """
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def test_a_real_lobby_sends_the_page_away_and_it_logs_in_again(

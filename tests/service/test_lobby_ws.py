@@ -27,8 +27,8 @@ from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start as start_lobby
 from services.table import variants
-from tests.service.test_lobby import SECRET, World, code_of, game_servers, open_world
 from tests.support.lobbykit import FrameReader, wait_cached
+from tests.support.lobbyworld import SECRET, World, code_of, game_servers
 
 E = common_pb2
 
@@ -106,12 +106,6 @@ async def ws_clients() -> AsyncIterator[list[WsClient]]:
     finally:
         for c in clients:
             await c.close()
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def ws_lobby(world: World) -> tuple[str, int]:

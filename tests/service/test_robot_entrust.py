@@ -8,25 +8,15 @@ Real lobbies on a real nats-server, the in-test table and records of test_lobby.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from clients.robot.robot import Robot
 from clients.session import Backoff
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import SECRET, World, open_world
+from tests.support.lobbyworld import SECRET, World
 
 QUICK = Backoff(first=0.05, longest=0.2, give_up=20.0)
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def seated(world: World, uid: int, addresses: list[str]) -> tuple[Robot, asyncio.Task]:  # type: ignore[type-arg]

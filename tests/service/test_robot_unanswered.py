@@ -10,7 +10,6 @@ Real lobbies on a real nats-server, the in-test table and records of test_lobby.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,17 +21,10 @@ from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import SECRET, World, open_world
+from tests.support.lobbyworld import SECRET, World
 
 QUICK = Backoff(first=0.05, longest=0.2, give_up=20.0)
 UID = 641
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 async def until(check, what: str, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]

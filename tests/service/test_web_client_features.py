@@ -28,7 +28,7 @@ from services.lobby.server import start as start_lobby
 from services.lobby.ws import WEB_ROOT
 from services.records.server import start as start_records
 from services.table.server import start as start_table
-from tests.service.test_lobby import SECRET
+from tests.support.lobbyworld import SECRET
 
 # A stub DOM with every element of index.html (ids and initial `hidden`), app.js loaded into
 # it, and a line protocol on stdin/stdout: one JSON command in, one JSON answer out.

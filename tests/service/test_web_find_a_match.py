@@ -13,8 +13,8 @@ from typing import Any
 
 from clients.robot.robot import run_matched
 from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import SECRET
 from tests.service.test_web_client_features import HARNESS, Page, full_stack, room_of
+from tests.support.lobbyworld import SECRET
 
 
 async def test_a_browser_finds_a_match_waits_cancels_and_is_seated(
