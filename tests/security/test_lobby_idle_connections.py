@@ -3,7 +3,7 @@ anything (undecodable frames included); a WebSocket upgrade whose headers never 
 held; nothing capped the connections of one address or in total.
 
 Raw sockets, gRPC streams and WebSockets against a real lobby (in this process) on a real
-nats-server, with the in-test table and records of tests/service/test_lobby.py."""
+nats-server, with the in-test table and records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

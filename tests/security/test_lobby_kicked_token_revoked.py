@@ -4,7 +4,7 @@ included: before, a captured token logged in again and kicked its owner back unt
 expired). A login with the same token (a reconnect) still replaces the session.
 
 Real lobbies (in this process) on a real nats-server, with the in-test table and records of
-tests/service/test_lobby.py; the revocation travels in the session announcements
+tests/support/lobbyworld.py; the revocation travels in the session announcements
 (``session.kick.<uid>``) every lobby already hears."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ create loop exhausted NATS's consumer limit; a burst of rooms all went to one ta
 limited creates, joins or logins; and every room change was pushed to every idle client.
 
 Against a real lobby (in this process) on a real nats-server, with the in-test table and
-records of tests/service/test_lobby.py."""
+records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

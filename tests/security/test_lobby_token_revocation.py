@@ -8,7 +8,7 @@ kicked at once by the newer session's lobby. Tokens without a generation keep th
 rule: the newest login wins, and replaying a token is a login like any other.
 
 Real lobbies (in this process) on a real nats-server, with the in-test table and records of
-tests/service/test_lobby.py."""
+tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

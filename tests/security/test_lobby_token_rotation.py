@@ -1,6 +1,6 @@
 """Issue 24: the token signing key rotates without logging anyone out. Real lobbies (in this
 process) on a real nats-server, with the in-test table and records of
-tests/service/test_lobby.py, as a rotation rolls through them:
+tests/support/lobbyworld.py, as a rotation rolls through them:
 
 1. the old lobbies know the key ``k1`` only; a player signs in with a ``k1`` token;
 2. rotated lobbies sign with ``k2`` and accept ``k1`` until the end of the overlap: the

@@ -3,7 +3,7 @@ as docs/protocol.md asks: a quiet player is not taken offline by the lobby's sil
 and a stream whose lobby stops answering without closing it (a frozen process, a cut
 network) is dropped after an unanswered beat, so the player reconnects instead of waiting.
 
-Real lobbies on a real nats-server (the in-test table and records of test_lobby.py); the
+Real lobbies on a real nats-server (the in-test table and records of tests/support/lobbyworld.py); the
 frozen lobby is a TCP relay in front of a real one that stops relaying."""
 
 from __future__ import annotations

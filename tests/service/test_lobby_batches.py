@@ -1,6 +1,6 @@
 """Frames queued together leave as one stream message (ServerFrame.batch) to a client that
 asked for it at login (Login.accept_batches), and one frame per message to one that did not:
-through a real lobby on a real nats-server, with the in-test table of test_lobby.py. Both
+through a real lobby on a real nats-server, with the in-test table of tests/support/lobbyworld.py. Both
 clients see the same frames, in the same order, numbered without a gap."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The client IP the lobby believes (geo, same-IP alerts, per-address limits): the peer's,
 or the client a trusted proxy names in ``X-Forwarded-For`` (WebSocket header) or
 ``x-forwarded-for`` (gRPC metadata), through the real front doors. The in-test table and
-records of test_lobby.py stand in for the real ones."""
+records of tests/support/lobbyworld.py stand in for the real ones."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ next address, where the lobby resumes the seat (LoginOk.room, then the snapshot)
 tried on the way that never logged in leave nothing in ``pushes``. With no lobby left it
 gives up after the bound, with a clear error.
 
-Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
+Real lobbies on a real nats-server, the in-test table and records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

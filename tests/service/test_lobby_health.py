@@ -9,7 +9,7 @@
   drains it is not ready and a new stream gets Reconnect at once.
 
 Real nats-server, real lobby (in this process, and as a process stopped with SIGTERM), the
-in-test table and records of test_lobby.py."""
+in-test table and records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the lobby: commands follow the room to its new owner, the player's room subscrip
 while the directory has the room, and a move that outlasts the bound is ERR_ROOM_MOVING
 ("a moment"), never an internal error (services/lobby/app.py, LobbyApp.command).
 
-The tables are the in-test servicers of test_lobby.py on loopback, with a real nats-server and
+The tables are the in-test servicers of tests/support/lobbyworld.py on loopback, with a real nats-server and
 real directory buckets; a table "dies" by stopping its gRPC server."""
 
 from __future__ import annotations

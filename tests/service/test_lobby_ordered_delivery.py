@@ -1,6 +1,6 @@
 """A room's messages reach a client in position order, each once, with no gaps, through a
 real lobby and a real nats-server, whatever order NATS delivers them in (issue 10, "Done
-when"; docs/ordered-events.md): the in-test table of test_lobby.py keeps the room's ring,
+when"; docs/ordered-events.md): the in-test table of tests/support/lobbyworld.py keeps the room's ring,
 and the test publishes the room's messages itself, shuffled, duplicated, late, and some
 never, while the client plays on. The lobby must refill what is missing from the table and
 drop what comes twice or too late; the client's answer to a command comes after everything

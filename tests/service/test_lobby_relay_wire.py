@@ -3,7 +3,7 @@ Connect (checked byte for byte against the canonical serialization), binary WebS
 JSON WebSocket (checked against the JSON printer), in publish order, each client with its
 own gap-free seq interleaved with its replies; a publisher's seq never reaches a client and
 a malformed NATS payload is dropped without disturbing anyone. Uses the in-test table and
-records of test_lobby.py."""
+records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ moment, or does not answer it) never leaves the client logged in outside its roo
 until the lobby's silence sweep (45 s) closes it: the client is told to log in again in a
 moment, and then its seat is resumed and its snapshot (with the prompt) comes.
 
-Real lobbies on a real nats-server, the in-test table and records of test_lobby.py; the
+Real lobbies on a real nats-server, the in-test table and records of tests/support/lobbyworld.py; the
 client is clients/session.py's, as the robots and the terminal client use it."""
 
 from __future__ import annotations

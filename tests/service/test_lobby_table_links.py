@@ -1,7 +1,7 @@
 """The lobby's links to tables: the link of a table gone from the ``tables`` bucket is
 closed once nothing uses it (no session in one of its rooms, no request in flight), by a
 prune the lobby runs on its own; a table that comes back gets a new link. The in-test table
-and records of test_lobby.py stand in for the real ones."""
+and records of tests/support/lobbyworld.py stand in for the real ones."""
 
 from __future__ import annotations
 

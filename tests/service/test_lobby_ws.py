@@ -1,7 +1,7 @@
 """The lobby's WebSocket front door: the Connect protocol over ``/ws`` in protobuf binary and
 in proto3 JSON text, malformed messages, kicks across transports, offline on close, the
 static web client, and a whole hand played over JSON frames against three robots on a real
-table. The in-test table and records of test_lobby.py stand in where a real one is not
+table. The in-test table and records of tests/support/lobbyworld.py stand in where a real one is not
 needed."""
 
 from __future__ import annotations

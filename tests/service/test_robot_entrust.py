@@ -3,7 +3,7 @@ off) takes it back, as a player back at the table does: on the InEntrust of its 
 and when the snapshot of a resumed seat shows it entrusted in a hand. Without that it would
 get no prompt until the hand ended (entrust plays a timed-out seat to the end of the deal).
 
-Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
+Real lobbies on a real nats-server, the in-test table and records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ which carries the still open prompt, and it answers that again (the same decisio
 repeat never counts twice at the table). A join answered "a moment" is asked again; a
 creation refused because the robot already sits in a room logs in again and plays that seat.
 
-Real lobbies on a real nats-server, the in-test table and records of test_lobby.py."""
+Real lobbies on a real nats-server, the in-test table and records of tests/support/lobbyworld.py."""
 
 from __future__ import annotations
 
