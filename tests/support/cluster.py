@@ -1000,8 +1000,11 @@ class ChaosRun:
             run = self.run_of(room)
             nxt = self.observer.next_event(room, rec.at + EPSILON)
             if nxt is None and run is not None and run.robots and all(
-                    r.stats.closed_reason == ALL_HANDS_PLAYED for r in run.robots):
-                rec.rooms.remove(room)   # it had just ended: the fault did not hit it
+                    saw_room_end(r) for r in run.robots):
+                # it had just ended: the fault did not hit it (the robots of a lobby that
+                # went at that moment may have missed its last frames and come back to no
+                # room: that is not a room stuck)
+                rec.rooms.remove(room)
                 continue
             rec.recovery[room] = None if nxt is None else nxt - rec.at
             times = self.observer.times.get(room, [])
@@ -1011,11 +1014,18 @@ class ChaosRun:
             if run is None or rec.homes is None:
                 continue
             for robot in run.robots:
-                if robot.home not in rec.homes or robot.stats.closed_reason == ALL_HANDS_PLAYED:
+                if robot.home not in rec.homes or saw_room_end(robot):
                     continue
                 i = bisect.bisect_right(robot.prompt_times, rec.at + EPSILON)
                 if i == len(robot.prompt_times):
                     rec.players_lost.append(f"room {room} user {robot.user_id}")
+
+
+def saw_room_end(robot: TimedRobot) -> bool:
+    """The robot's room is over for it: it got the room's last NoticeDismiss, or its stream
+    ended and the login that took the session back had no seat left (the room ended while it
+    was away, e.g. its lobby drained as the last hand settled)."""
+    return robot.stats.closed_reason == ALL_HANDS_PLAYED or robot.stats.ended_away
 
 
 # ---------------------------------------------------------------------------- verdict
