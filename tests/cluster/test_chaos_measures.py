@@ -12,6 +12,7 @@ from tests.support.cluster import (
     FaultRecord,
     RoomRun,
     TimedRobot,
+    came_back_to_no_room,
     longest_gap,
     quantile,
     since_fault,
@@ -96,3 +97,14 @@ def test_a_room_silent_after_a_lobby_fault_is_stuck_and_its_players_lost() -> No
               _robot(4, 1, [4.0, 8.0], ended_away=True)]
     rec = _measured(robots, [1.0, 4.0, 8.0, 9.0, 12.0, 13.0], fault_at=9.05)
     assert rec.recovery == {42: 12.0 - 9.05} and rec.players_lost == ["room 42 user 2"]
+
+
+def test_a_robot_stopped_while_still_waiting_in_its_ended_room_did_not_come_back_to_it() -> None:
+    """A robot cancelled at the run's end while it waited in a room that had ended without
+    telling it is not "away at the end" (the verdict lists it among those that gave up),
+    however late it ended; one that logged in again and found no seat is."""
+    waiting = _robot(1, 0, [1.0])
+    waiting.ended_at = 300.0           # cancelled by the run, long after the room's end
+    assert not came_back_to_no_room(waiting)
+    assert came_back_to_no_room(_robot(2, 0, [1.0], ended_away=True))
+    assert not came_back_to_no_room(_robot(3, 0, [1.0], dismissed=True))

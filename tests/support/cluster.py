@@ -1028,6 +1028,15 @@ def saw_room_end(robot: TimedRobot) -> bool:
     return robot.stats.closed_reason == ALL_HANDS_PLAYED or robot.stats.ended_away
 
 
+def came_back_to_no_room(robot: TimedRobot) -> bool:
+    """The robot's room ended while it was away: logged in again, it found no seat
+    (RobotStats.ended_away), as a player would. Not a robot that gave up, nor one still
+    waiting in its room when the run stopped it: that one never learnt that its room was
+    over (a partition run once left two such robots waiting for 300 s, counted as "away at
+    the end" by the time of their end alone)."""
+    return robot.stats.closed_reason is None and robot.stats.ended_away
+
+
 # ---------------------------------------------------------------------------- verdict
 
 def since_fault(t: float, faults: list[FaultRecord]) -> str:
@@ -1181,12 +1190,8 @@ async def verify(stack: ClusterStack, run: ChaosRun, settle_bound: float = 90.0)
         last = run.observer.last_event(r.room_id)
         complete = len(sql) == r.hands and has_final
 
-        def away_at_end(robot: Any, complete: bool = complete, last: float | None = last) -> bool:
-            """The room ended (every hand and the final stored) while this robot was
-            reconnecting: it came back to "no room", as a player would, after the room's
-            last event. Not a robot that gave up."""
-            return (complete and robot.stats.closed_reason is None and robot.ended_at is not None
-                    and last is not None and robot.ended_at >= last - 1.0)
+        def away_at_end(robot: Any, complete: bool = complete) -> bool:
+            return complete and came_back_to_no_room(robot)
 
         finished = bool(r.results) and bool(r.robots) and all(
             rb.stats.closed_reason == ALL_HANDS_PLAYED or away_at_end(rb) for rb in r.robots)
