@@ -51,6 +51,9 @@ class RobotStats:
     frames: int = 0
     rooms: list[int] = field(default_factory=list)
     closed_reason: int | None = None
+    # the room ended while the robot was away (its stream ended, and the login that took the
+    # session back had no seat to resume): it never saw the room's last frames
+    ended_away: bool = False
     received: list[client_pb2.ServerFrame] = field(default_factory=list, repr=False)
     reconnects: int = 0     # times the robot logged in again after its stream ended
     fair_checked: int = 0   # hands whose revealed seeds matched the commitment we saw
@@ -253,6 +256,7 @@ class Robot:
                 reply = await self._reconnect()
                 if not reply.login_ok.room.room_id:   # the room ended while we were away
                     log.info("robot %d: room %d ended while away", self.user_id, self.room_id)
+                    self.stats.ended_away = True
                     return False
                 self.room_id = reply.login_ok.room.room_id
                 continue

@@ -22,6 +22,8 @@ export const RETRY = {TRIES: 40, STEP: 250, LONGEST: 2000};
 
 export const conn = {ws: null, seq: 0, login: null, loginSeq: 0, kicked: false,
   reconnectAfter: 0, beat: null, onRet: new Map(), answers: new Set(), quiet: new Set(),
+  beatSeq: 0,            // the heartbeat waiting for its answer (0: none)
+  beatTimer: null,       // drops the socket when that beat is not answered in time
   retry: {attempt: 0, since: 0, timer: null},
   commands: new Map(),   // seq -> a command sent again on "a moment" (command()), until answered
   waiting: new Set(),    // commands answered "a moment" and not yet answered for good
@@ -46,25 +48,37 @@ function open() {
     conn.loginSeq = send("login", conn.login);
   };
   ws.onmessage = (ev) => {
+    if (conn.ws !== ws) return;   // a socket given up (its beat unanswered)
     const frame = JSON.parse(ev.data);
     const kind = Object.keys(frame).find((k) => !FRAME_KEYS.has(k));
+    if (kind === "heartbeat" && conn.beatSeq && Number(frame.reply_to) === conn.beatSeq) {
+      conn.beatSeq = 0;
+      clearTimeout(conn.beatTimer);
+    }
     conn.hooks.frame(kind, frame[kind] || {}, frame);
   };
-  ws.onclose = () => {
-    if (conn.ws !== ws) return;   // a socket already replaced
-    clearInterval(conn.beat);
-    conn.answers.clear();
-    conn.quiet.clear();
-    conn.onRet.clear();
-    forgetCommands();   // the resumed seat's snapshot and prompt say what is still to do
-    conn.hooks.closed();
-    if (conn.kicked || !conn.login) {
-      conn.hooks.status("disconnected");
-      conn.hooks.loggedOut();
-      return;
-    }
-    reconnectLater();
-  };
+  ws.onclose = () => closed(ws);
+}
+
+// The socket `ws` is over: it closed, or it was given up (a beat left unanswered); the
+// client logs in again with its token unless it was kicked or logged out.
+function closed(ws) {
+  if (conn.ws !== ws) return;   // a socket already replaced or given up
+  conn.ws = null;
+  clearInterval(conn.beat);
+  clearTimeout(conn.beatTimer);
+  conn.beatSeq = 0;
+  conn.answers.clear();
+  conn.quiet.clear();
+  conn.onRet.clear();
+  forgetCommands();   // the resumed seat's snapshot and prompt say what is still to do
+  conn.hooks.closed();
+  if (conn.kicked || !conn.login) {
+    conn.hooks.status("disconnected");
+    conn.hooks.loggedOut();
+    return;
+  }
+  reconnectLater();
 }
 
 // The next try to open the socket and log in again, or giving up after GIVE_UP ms.
@@ -86,14 +100,34 @@ function reconnectLater() {
   r.timer = setTimeout(open, pause);
 }
 
-// A login answered: the retries start over; the heartbeat runs every `seconds`.
+// A login answered: the retries start over; the heartbeat runs every `seconds`. A beat the
+// lobby does not answer within `seconds` means the socket is dead without having closed (a
+// frozen lobby, a cut network; docs/protocol.md, "Heartbeat"): it is given up at once (a
+// close on a dead link can take a minute to be confirmed) and the client logs in again,
+// as clients/session.py does.
 export function loggedIn(seconds) {
   const again = conn.retry.attempt > 0;
   conn.retry = {attempt: 0, since: 0, timer: null};
   clearInterval(conn.beat);
-  conn.beat = setInterval(() => send("heartbeat", {client_time_ms: String(Date.now())}),
-    (seconds || 15) * 1000);
+  clearTimeout(conn.beatTimer);
+  conn.beatSeq = 0;
+  const every = (seconds || 15) * 1000;
+  const ws = conn.ws;
+  conn.beat = setInterval(() => {
+    if (conn.ws !== ws || conn.beatSeq) return;   // replaced, or a beat still waiting
+    conn.beatSeq = send("heartbeat", {client_time_ms: String(Date.now())});
+    if (conn.beatSeq) conn.beatTimer = setTimeout(() => giveUp(ws, every), every);
+  }, every);
   return again;
+}
+
+// A beat unanswered for `ms`: the socket is given up and the session taken back.
+function giveUp(ws, ms) {
+  if (conn.ws !== ws || !conn.beatSeq) return;
+  conn.hooks.status(`no answer from the lobby for ${(ms / 1000).toFixed(0)} s: reconnecting`);
+  ws.onmessage = null;
+  try { ws.close(); } catch (e) { /* closing a dead socket: nothing to do */ }
+  closed(ws);
 }
 
 // `envelope`: more fields of the ClientFrame beside the payload (a game action's `decision`).

@@ -241,9 +241,10 @@ class LobbyApp:
         return await self.forward(member.session, kind=kind, room_id=room_id)
 
     def lost(self, member: Member, room_id: int) -> None:
-        """A seated session whose room's stream could not be restored logs in again and
-        resumes its seat (as when its room is still moving at login); a spectator's watch
-        just ends (Member.out_of_room)."""
+        """A seated session whose room's stream could not be restored, or whose room ended
+        before this lobby delivered its last messages, logs in again: it resumes its seat (as
+        when its room is still moving at login), or its LoginOk without a room says the room
+        ended while it was away. A spectator's watch just ends (Member.out_of_room)."""
         if not member.spectator:
             self.tell_reconnect(member.session, "room_moving", least_ms=RESUME_AGAIN_MS)
 

@@ -13,7 +13,10 @@ is refilled after a NATS reconnect.
 A room's members (:class:`Member`) are its seated sessions (sessions.Session) and the
 sessions' watches (watching.Watcher). Refills and snapshots come from the room's owner
 through :class:`TableAccess` (the app). A refill that fails is tried again with a growing
-pause; a table that cannot refill (``resync``) gets a snapshot request per member.
+pause; a table that cannot refill (``resync``) gets a snapshot request per member. A
+member that cannot be brought back in order, or whose room ended before this lobby delivered
+its last messages, is told to log in again (its client learns from the LoginOk whether it
+still sits there): a seated client is never left waiting for a room that says nothing more.
 """
 
 from __future__ import annotations
@@ -296,6 +299,24 @@ class RoomStreams:
             room.orderer.leave(member)
         self._spawn(self._drop(room))
 
+    def _gone(self, room: RoomStream) -> None:
+        """The room is no more, and this lobby never delivered its last messages (the last
+        hand's end, the dismissal): they went while its NATS connection was away (a
+        reconnect, a node cut off from its cluster), or they wait behind a gap that no table
+        refilled before the room ended (its table cut off, the room adopted and played to
+        its end while the refills failed). Its seated members never saw it end, and nothing
+        more will come: each is told to log in again (TableAccess.lost), and the LoginOk
+        without a room tells its client that the room ended while it was away
+        (docs/protocol.md, "Reconnect and snapshots"); a watch just ends."""
+        members = room.orderer.resync()
+        log.info("room gone before its last messages were delivered here: its members log "
+                 "in again", extra={"room": room.room_id, "members": len(members)})
+        for member in members:
+            room.orderer.leave(member)
+            member.out_of_room(room.room_id)
+            self.table.lost(member, room.room_id)
+        self._spawn(self._drop(room))
+
     def _gap_due(self, room: RoomStream) -> None:
         room.timer = None
         if self.rooms.get(room.room_id) is not room:
@@ -327,7 +348,7 @@ class RoomStreams:
         if self.rooms.get(room.room_id) is not room:
             return
         if reply is not None and reply.code == common_pb2.ERR_NO_SUCH_ROOM:
-            self._closed(room)      # gone (its last message missed): nobody is in it now
+            self._gone(room)        # gone, its last messages not delivered here
             return
         if reply is None or reply.code:
             room.failures += 1
@@ -384,12 +405,18 @@ class RoomStreams:
             if reply is not None and (reply.code in (common_pb2.ERR_NO_SUCH_ROOM,
                                                      common_pb2.ERR_NOT_IN_ROOM)
                                       or reply.code == 0):
-                break       # not in the room any more
+                # not in the room any more (it ended, or the seat went, while its messages
+                # did not come here): told as well, or its client would wait for ever
+                log.info("member no longer in the room it was resynced in: told to "
+                         "reconnect", extra={"room": room.room_id,
+                                             "user": member.session.user_id,
+                                             "code": reply.code})
+                break
             await asyncio.sleep(min(REFILL_LONGEST, self.gap_wait * 2 ** attempt))
         else:
             log.warning("member not brought back in order: told to reconnect",
                         extra={"room": room.room_id, "user": member.session.user_id})
-            self.table.lost(member, room.room_id)
+        self.table.lost(member, room.room_id)
         room.orderer.leave(member)
         member.out_of_room(room.room_id)
         await self._close_if_empty(room)

@@ -1000,8 +1000,11 @@ class ChaosRun:
             run = self.run_of(room)
             nxt = self.observer.next_event(room, rec.at + EPSILON)
             if nxt is None and run is not None and run.robots and all(
-                    r.stats.closed_reason == ALL_HANDS_PLAYED for r in run.robots):
-                rec.rooms.remove(room)   # it had just ended: the fault did not hit it
+                    saw_room_end(r) for r in run.robots):
+                # it had just ended: the fault did not hit it (the robots of a lobby that
+                # went at that moment may have missed its last frames and come back to no
+                # room: that is not a room stuck)
+                rec.rooms.remove(room)
                 continue
             rec.recovery[room] = None if nxt is None else nxt - rec.at
             times = self.observer.times.get(room, [])
@@ -1011,11 +1014,27 @@ class ChaosRun:
             if run is None or rec.homes is None:
                 continue
             for robot in run.robots:
-                if robot.home not in rec.homes or robot.stats.closed_reason == ALL_HANDS_PLAYED:
+                if robot.home not in rec.homes or saw_room_end(robot):
                     continue
                 i = bisect.bisect_right(robot.prompt_times, rec.at + EPSILON)
                 if i == len(robot.prompt_times):
                     rec.players_lost.append(f"room {room} user {robot.user_id}")
+
+
+def saw_room_end(robot: TimedRobot) -> bool:
+    """The robot's room is over for it: it got the room's last NoticeDismiss, or its stream
+    ended and the login that took the session back had no seat left (the room ended while it
+    was away, e.g. its lobby drained as the last hand settled)."""
+    return robot.stats.closed_reason == ALL_HANDS_PLAYED or robot.stats.ended_away
+
+
+def came_back_to_no_room(robot: TimedRobot) -> bool:
+    """The robot's room ended while it was away: logged in again, it found no seat
+    (RobotStats.ended_away), as a player would. Not a robot that gave up, nor one still
+    waiting in its room when the run stopped it: that one never learnt that its room was
+    over (a partition run once left two such robots waiting for 300 s, counted as "away at
+    the end" by the time of their end alone)."""
+    return robot.stats.closed_reason is None and robot.stats.ended_away
 
 
 # ---------------------------------------------------------------------------- verdict
@@ -1171,12 +1190,8 @@ async def verify(stack: ClusterStack, run: ChaosRun, settle_bound: float = 90.0)
         last = run.observer.last_event(r.room_id)
         complete = len(sql) == r.hands and has_final
 
-        def away_at_end(robot: Any, complete: bool = complete, last: float | None = last) -> bool:
-            """The room ended (every hand and the final stored) while this robot was
-            reconnecting: it came back to "no room", as a player would, after the room's
-            last event. Not a robot that gave up."""
-            return (complete and robot.stats.closed_reason is None and robot.ended_at is not None
-                    and last is not None and robot.ended_at >= last - 1.0)
+        def away_at_end(robot: Any, complete: bool = complete) -> bool:
+            return complete and came_back_to_no_room(robot)
 
         finished = bool(r.results) and bool(r.robots) and all(
             rb.stats.closed_reason == ALL_HANDS_PLAYED or away_at_end(rb) for rb in r.robots)

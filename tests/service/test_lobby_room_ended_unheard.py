@@ -1,0 +1,75 @@
+"""A room that ends while its lobby does not hear it: its last messages (the last hand's
+end, the dismissal) go while the lobby's NATS connection is away (a node cut off from its
+cluster, a reconnect), so the lobby's refill after the reconnect finds the room gone (its
+table answers "no such room", the directory has no entry: services/lobby/streams.py). The
+seated client must be told, or it waits for ever for a room that says nothing more (a
+partition run, room 11333951: the cut table's room was adopted and played to its end while
+the other lobby's refills failed, and its two robots there waited until the run stopped
+them 320 s later; likely the chaos report's partition-lobby room 13834371 too, whose
+players got no prompt for 60 s). It is told to log in again, and its new
+LoginOk has no room: "the room ended while you were away" (docs/protocol.md, "Reconnect
+and snapshots").
+
+A real lobby on a real nats-server with the in-test table of test_lobby.py, which answers
+as a table does for a room it closed: ERR_NO_SUCH_ROOM."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from paiju.frames import server_frame
+from paiju.v1 import client_pb2, lobby_msgs_pb2, table_pb2
+from services.common.natsd import EmbeddedNats
+from tests.service.test_lobby import World, open_world, seated_client
+
+
+@pytest.fixture
+async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
+    async with open_world(fresh_nats) as w:
+        yield w
+
+
+async def frames_until_end(client: object, timeout: float) -> list[client_pb2.ServerFrame]:
+    """The frames the server sends until it ends the stream; AssertionError when it says
+    nothing more and keeps the stream open for ``timeout`` seconds."""
+    seen: list[client_pb2.ServerFrame] = []
+    while True:
+        try:
+            frame = await client.recv(timeout)  # type: ignore[attr-defined]
+        except TimeoutError:
+            raise AssertionError(f"the lobby said nothing for {timeout:g} s and kept the "
+                                 f"stream open (frames before: {seen})") from None
+        if frame is None:
+            return seen
+        seen.append(frame)
+
+
+async def test_a_room_that_ended_unheard_sends_its_clients_to_log_in_again(
+        world: World) -> None:
+    address = await world.lobby()
+    host = world.lobbies[0]
+    client, room = await seated_client(world, address, 4101)
+    await world.emit(room)            # the room plays on: heard (the stream has a position)
+    # its last record, the dismissal, goes while the lobby's NATS connection is away: kept in
+    # the table's ring, never heard by the lobby
+    room.index += 1
+    dismissal = lobby_msgs_pb2.NoticeDismiss(
+        dismissed=True, reason=lobby_msgs_pb2.NoticeDismiss.ALL_HANDS_PLAYED)
+    room.ring.append(table_pb2.RoomEvents(room_id=room.room_id, index=room.index, closed=True,
+                                          frames=[server_frame(dismissal)]))
+    # then the room is gone, as after a room's end: its table has it no more, nor the
+    # directory its entry or the seat
+    del world.table.rooms[room.room_id]
+    await world.kv["rooms"].delete(str(room.room_id))
+    await world.kv["seats"].delete("4101")
+    # the lobby's connection comes back: every room is refilled, this one is gone
+    await host.app.nc.force_reconnect()
+    frames = await frames_until_end(client, timeout=8.0)
+    kinds = [f.WhichOneof("payload") for f in frames]
+    assert "reconnect" in kinds, kinds
+    # logged in again, the client learns that its room ended while it was away
+    again = await world.client(address)
+    ok = (await again.login(4101)).login_ok
+    assert not ok.HasField("room") and ok.player.seat == -1
