@@ -12,24 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from tests.browser.conftest import chromium_path
-from tests.service.test_lobby import SECRET, World, open_world
+from tests.support.lobbyworld import SECRET, World
 
 BEAT = {"heartbeat_seconds": 1, "offline_after_seconds": 30}
 USER = 4501
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
 
 
 class FreezingRelay:

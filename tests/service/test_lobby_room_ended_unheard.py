@@ -15,20 +15,9 @@ as a table does for a room it closed: ERR_NO_SUCH_ROOM."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, lobby_msgs_pb2, table_pb2
-from services.common.natsd import EmbeddedNats
-from tests.service.test_lobby import World, open_world, seated_client
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
+from tests.support.lobbyworld import World, seated_client
 
 
 async def frames_until_end(client: object, timeout: float) -> list[client_pb2.ServerFrame]:
