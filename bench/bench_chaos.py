@@ -145,7 +145,11 @@ def report(result: ChaosResult, command: str) -> list[str]:
         "pause comes when the process hands over, not at the signal); **next event** = "
         "fault to the room's first event after it (events already in flight excluded: "
         "0.1 s); **prompt gap** = the longest wait of its robots (those of the lobby, for "
-        "a lobby fault) for a prompt. Seconds; p50 and max over the rooms hit.",
+        "a lobby fault) for a prompt; **settle lag** = a hand's end (its hand-over event) "
+        "to its settlement row in PostgreSQL (polled every 0.25 s), for the hands that "
+        f"ended from the fault to {plan.settle_seconds:g} s after it was over. Seconds; "
+        "p50 and max over the "
+        "rooms hit, p99 and max over the hands.",
         "",
         *figure_table(kinds),
     ]
@@ -198,13 +202,16 @@ def figure_table(kinds: dict[str, KindFigures]) -> list[str]:
     """The per-kind table of pauses, next events, prompt gaps and hands."""
     lines = ["| fault | times | rooms hit | pause p50 | pause max | next event p50 "
              "| next event max | prompt gap p50 | prompt gap max | rooms stuck | hands lost "
-             "| hands doubled |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| hands doubled | settle lag p99 | settle lag max |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in kinds.values():
+        lag = k.settle_lag
         lines.append(f"| {k.kind} | {k.faults} | {k.rooms} | {seconds(p50(k.pause))} "
                      f"| {seconds(peak(k.pause))} | {seconds(p50(k.nxt))} "
                      f"| {seconds(peak(k.nxt))} | {seconds(p50(k.prompt))} "
-                     f"| {seconds(peak(k.prompt))} | {k.stuck} | {k.lost} | {k.doubled} |")
+                     f"| {seconds(peak(k.prompt))} | {k.stuck} | {k.lost} | {k.doubled} "
+                     f"| {seconds(quantile(lag, 0.99)) if lag else '-'} "
+                     f"| {seconds(peak(lag))} |")
     return lines
 
 

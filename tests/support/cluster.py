@@ -346,6 +346,7 @@ class Observer:
         self.conns: list[Any] = []
         self.times: dict[int, list[float]] = defaultdict(list)
         self.hands: set[tuple[int, int]] = set()
+        self.hand_ends: dict[tuple[int, int], float] = {}   # (room, hand) -> its hand-over seen
         self.messages = 0
         self.nc: Any = None       # a general connection (KV, stream info) to every node
         self.js: Any = None
@@ -393,6 +394,9 @@ class Observer:
             return
         for frame in events.frames:
             self._seen(room, frame.event_uid, at)
+            parts = uid_parts(frame.event_uid) if frame.event_uid else None
+            if parts is not None and parts[1] > 0 and frames.hand_over_data(frame) is not None:
+                self.hand_ends.setdefault((room, parts[1]), at)
         for private in events.private:
             self._seen(room, private.frame.event_uid, at)
 
@@ -537,6 +541,9 @@ class FaultRecord:
     player: dict[int, float | None] = field(default_factory=dict)    # longest prompt gap
     # lobby faults: robots of that lobby that neither played again nor saw their room end
     players_lost: list[str] = field(default_factory=list)
+    # hands that ended from the fault until the settle time after it: hand over -> its row in
+    # SQL (records' write), seconds
+    settle_lag: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -601,6 +608,7 @@ class ChaosRun:
         self.faults: list[FaultRecord] = []
         self.stop_lanes = asyncio.Event()
         self.lanes: list[asyncio.Task[None]] = []
+        self.in_sql: dict[tuple[int, int], float] = {}    # (room, hand) -> first seen in SQL
 
     # -- robots ----------------------------------------------------------------------------
     def robot_address(self, home: int) -> Any:
@@ -961,8 +969,41 @@ class ChaosRun:
         return runner
 
     # -- the schedule ----------------------------------------------------------------------
+    async def watch_sql(self, every: float = 0.25) -> None:
+        """When each hand's settlement row appears in the database (polled every ``every``
+        seconds: the lag is known to that much), for the settlement lag of each fault."""
+        import asyncpg
+
+        conn: Any = None
+        while True:
+            try:
+                if conn is None:
+                    conn = await asyncpg.connect(self.stack.db.dsn, timeout=3)
+                rows = await conn.fetch("SELECT room_id, hand_no FROM hands WHERE hand_no > 0")
+                at = now()
+                for r in rows:
+                    self.in_sql.setdefault((r["room_id"], r["hand_no"]), at)
+            except asyncio.CancelledError:
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+                raise
+            except Exception:   # the database away for a moment: the lag shows it
+                if conn is not None:
+                    conn.terminate()
+                conn = None
+            await asyncio.sleep(every)
+
     async def run(self) -> list[FaultRecord]:
         await self.observer.start()
+        sql_watch = asyncio.create_task(self.watch_sql())
+        try:
+            return await self._run()
+        finally:
+            sql_watch.cancel()
+            await asyncio.gather(sql_watch, return_exceptions=True)
+
+    async def _run(self) -> list[FaultRecord]:
         for g, game in enumerate(GAMES):
             for k in range(self.plan.lanes_per_game):
                 lane = g * self.plan.lanes_per_game + k
@@ -995,7 +1036,12 @@ class ChaosRun:
     def measure(self, rec: FaultRecord) -> None:
         """Per room it hit: fault -> next event, the longest silence of its events from the
         fault until the fault was over (a SIGTERM's pause comes after the signal), and the
-        longest wait for a prompt of its robots (those of the lobby, for a lobby fault)."""
+        longest wait for a prompt of its robots (those of the lobby, for a lobby fault); and
+        the settlement lag of every hand that ended from the fault until the settle time
+        after it."""
+        end = rec.until + self.plan.settle_seconds
+        rec.settle_lag = [self.in_sql[key] - at for key, at in self.observer.hand_ends.items()
+                          if rec.at <= at <= end and key in self.in_sql]
         for room in list(rec.rooms):
             run = self.run_of(room)
             nxt = self.observer.next_event(room, rec.at + EPSILON)
@@ -1307,6 +1353,7 @@ class KindFigures:
     stuck: int = 0                # rooms hit that never had an event again
     lost: int = 0                 # hands lost in the rooms hit
     doubled: int = 0              # hands doubled in the rooms hit
+    settle_lag: list[float] = field(default_factory=list)   # hand over -> SQL, per hand
     players_lost: int = 0         # lobby faults: players who never played again
     gave_up: int = 0              # robots that ended badly after this fault (before the next)
     create_failures: int = 0      # rooms not created after this fault (before the next)
@@ -1325,6 +1372,7 @@ def figures(result: ChaosResult) -> dict[str, KindFigures]:
         k.pause += [x for x in f.pause.values() if x is not None]
         k.nxt += [x for x in f.recovery.values() if x is not None]
         k.prompt += [x for x in f.player.values() if x is not None]
+        k.settle_lag += f.settle_lag
         k.stuck += sum(1 for x in f.recovery.values() if x is None)
         k.lost += sum(1 for room, _ in v.lost_keys if room in f.rooms)
         k.doubled += sum(1 for room, _ in v.doubled_keys if room in f.rooms)
