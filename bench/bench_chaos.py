@@ -54,6 +54,8 @@ from tests.support.cluster import (
     run_chaos,
 )
 from tests.support.partition import PartitionResult, run_partition
+from tests.support.pgctl import PostgresUnavailable as PrivatePostgresUnavailable
+from tests.support.pgctl import PrivatePostgres
 
 CONTEXT = {
     "nats-leader": "the nats-server leading a room-log stream dies: the rooms of the streams "
@@ -68,6 +70,8 @@ CONTEXT = {
     "arbiter-kill": "one arbiter dies: the tables' channel uses the other (or the table "
                     "decides in-process)",
     "records-kill": "one records dies: settlements wait in JetStream for the other",
+    "postgres-restart": "the database stops and starts again (a restart, a failover): "
+                        "settlements wait in JetStream until it is back",
     "rolling-tables": "each table in turn is stopped (SIGTERM: it hands its rooms over) and "
                       "started again",
     "rolling-lobbies": "each lobby in turn is stopped (SIGTERM: it tells its clients to "
@@ -277,6 +281,19 @@ async def partition_run(tmp: Path, plan: ChaosPlan) -> PartitionResult:
         await drop_database(db)
 
 
+def run_on_postgres(tmp: Path, plan: ChaosPlan) -> ChaosResult:
+    """The run, on a PostgreSQL of its own (pg_ctl) when the plan restarts the database,
+    else on a fresh database of the shared one (PAIJU_TEST_POSTGRES)."""
+    if "postgres-restart" not in plan.faults:
+        return asyncio.run(run_chaos(tmp, plan))
+    pg = PrivatePostgres()
+    try:
+        pg.start()
+        return asyncio.run(run_chaos(tmp, plan, asyncio.run(create_database(server=pg))))
+    finally:
+        pg.stop()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -319,8 +336,8 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, interrupted)
     try:
-        result = asyncio.run(run_chaos(tmp, plan))
-    except PostgresUnavailable as exc:
+        result = run_on_postgres(tmp, plan)
+    except (PostgresUnavailable, PrivatePostgresUnavailable) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if args.require_postgres:
             raise SystemExit(f"bench_chaos needs PostgreSQL: {exc}") from None

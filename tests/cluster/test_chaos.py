@@ -2,7 +2,8 @@
 arbiters, three tables and two lobbies as processes; robots of every game spread over both
 lobbies; while hands are in flight, one fault at a time (SIGKILL the NATS node leading the
 room-log stream of the most rooms, a table owning rooms; SIGSTOP then SIGCONT such a table;
-SIGKILL a lobby with seated players, an arbiter, a records; then a SIGTERM rolling restart
+SIGKILL a lobby with seated players, an arbiter, a records; stop and start the database
+(a private PostgreSQL); then a SIGTERM rolling restart
 of every table and every lobby). Then: every hand that started is settled
 exactly once and zero-sum, no frame carried another seat's hidden tiles or cards, every room
 finished and no robot gave up, every stream and bucket is at R3, and each fault's recovery
@@ -28,17 +29,26 @@ from tests.support.cluster import (
     PostgresUnavailable,
     create_database,
     describe,
-    drop_database,
     run_chaos,
 )
+from tests.support.pgctl import PostgresUnavailable as PrivatePostgresUnavailable
+from tests.support.pgctl import PrivatePostgres
 
 pytestmark = [pytest.mark.cluster, pytest.mark.postgres, pytest.mark.timeout(1200)]
 
 @pytest.fixture(scope="module")
 def chaos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosResult]:
+    """The run, on a PostgreSQL of its own (pg_ctl), which the postgres-restart fault stops
+    and starts again."""
     try:
-        db = asyncio.run(create_database())
+        pg = PrivatePostgres()
+    except PrivatePostgresUnavailable as exc:
+        pytest.skip(f"no private PostgreSQL: {exc}")
+    pg.start()
+    try:
+        db = asyncio.run(create_database(server=pg))
     except PostgresUnavailable as exc:
+        pg.stop()
         pytest.skip(str(exc))
     try:
         for attempt in (1, 2):
@@ -51,7 +61,7 @@ def chaos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosResult]:
             if lively(result):
                 break
     finally:
-        asyncio.run(drop_database(db))
+        pg.stop()
     yield result
 
 

@@ -73,7 +73,7 @@ GAMES = ("xuezhan", "changsha", "dadun")
 STREAMS = (*bus.ROOM_LOG_STREAMS, "SETTLE", "KV_tables", "KV_rooms", "KV_seats",
            "KV_room_ids")
 FAULT_KINDS = ("nats-leader", "table-kill", "table-freeze", "lobby-kill", "arbiter-kill",
-               "records-kill", "rolling-tables", "rolling-lobbies")
+               "records-kill", "postgres-restart", "rolling-tables", "rolling-lobbies")
 # refused actions a robot may get when its prompt went stale (the decision moved on, e.g.
 # entrust played while it was away): game ranges 969x / 979x / 989x
 STALE_PREFIXES = ("969", "979", "989")
@@ -118,6 +118,9 @@ class PostgresUnavailable(RuntimeError):
 class Database:
     name: str
     admin_url: str = PG_ADMIN_URL
+    # the run's own server (tests/support/pgctl.py), which the postgres-restart fault stops
+    # and starts again; None: a shared server, never restarted (the fault reports an error)
+    server: Any = field(default=None, compare=False)
 
     @property
     def dsn(self) -> str:
@@ -140,9 +143,12 @@ async def _admin(sql: str, admin_url: str) -> None:
         await conn.close()
 
 
-async def create_database(admin_url: str = PG_ADMIN_URL) -> Database:
-    """A fresh, empty database for one run; PostgresUnavailable when none can be made."""
-    db = Database(f"paiju_chaos_{uuid.uuid4().hex[:12]}", admin_url)
+async def create_database(admin_url: str = PG_ADMIN_URL, server: Any = None) -> Database:
+    """A fresh, empty database for one run (on ``server``, a PrivatePostgres, when given);
+    PostgresUnavailable when none can be made."""
+    if server is not None:
+        admin_url = server.url("postgres", driver="postgresql")
+    db = Database(f"paiju_chaos_{uuid.uuid4().hex[:12]}", admin_url, server)
     try:
         await _admin(f'CREATE DATABASE "{db.name}"', admin_url)
     except Exception as exc:  # refused, timed out, no such role, asyncpg missing...
@@ -514,6 +520,7 @@ class ChaosPlan:
     recovery_bound: float = 60.0       # how long to wait for the affected rooms to move again
     nats_down_seconds: float = 2.0     # a killed nats node stays down this long after recovery
     freeze_seconds: float = 8.0        # a frozen table (SIGSTOP) stays so this long (4 leases)
+    postgres_down_seconds: float = 1.0  # the database, between its stop and its start
     finish_bound: float = 240.0        # after the faults, for every room to play to its end
     room_bound: float = 420.0          # one room, from creation to its end
     stack: StackSpec = field(default_factory=StackSpec)
@@ -905,6 +912,29 @@ class ChaosRun:
                          + (f"{caught_up - rec.at:.1f} s after the kill" if caught_up
                             else f"not within {self.plan.recovery_bound:g} s"))
         return records
+
+    async def fault_postgres_restart(self) -> list[FaultRecord]:
+        """The database stopped (``pg_ctl stop -m fast``: sessions cut) and started again
+        after ``postgres_down_seconds``, as a restart or a failover of the primary does: play
+        goes on, settlements wait in JetStream and are written when it is back."""
+        rooms = await self.wait_in_flight()
+        rec = FaultRecord("postgres-restart", "postgresql", now(), rooms)
+        server = self.stack.db.server
+        if server is None:
+            rec.error = "needs the run's own PostgreSQL (a shared server is never restarted)"
+            return [rec]
+        await asyncio.to_thread(server.halt)
+        down = now()
+        await asyncio.sleep(self.plan.postgres_down_seconds)
+        await asyncio.to_thread(server.resume)
+        rec.until = now()
+        rec.notes.append(f"PostgreSQL stopped in {down - rec.at:.1f} s, down for "
+                         f"{rec.until - down:.1f} s")
+        caught_up = await self._settlements_caught_up(self.plan.recovery_bound)
+        rec.notes.append("settlements all acknowledged again "
+                         + (f"{caught_up - rec.until:.1f} s after its start" if caught_up
+                            else f"not within {self.plan.recovery_bound:g} s"))
+        return [rec]
 
     async def _settlements_caught_up(self, bound: float) -> float | None:
         """When the records consumer had nothing pending or unacknowledged (None: not in
