@@ -42,10 +42,12 @@ log = logging.getLogger("paiju.records.consumer")
 DURABLE = "records"
 SUBJECTS = "settle.*"
 ACK_WAIT_SECONDS = 10.0
-RETRY_DELAY_SECONDS = 1.0
-# pauses after a fault: doubled from the first to the last while the fault lasts, so a
-# restarted database or an elected stream leader is used again within 2 s of its return
-BACKOFF_SECONDS = (0.25, 0.5, 1.0, 2.0)
+RETRY_DELAY_SECONDS = 1.0     # between tries to connect to NATS at start-up
+# pauses after a fault (and the redelivery delay of the settlements it held back): doubled
+# from the first to the last while the fault lasts, so a database back after a restart of a
+# second or two is written to again within a few tenths of a second, and one that is away
+# for long is tried every 2 s
+BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.6, 2.0)
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
                   "Settlements written (hands and final messages)")
@@ -108,8 +110,12 @@ class Backoff:
         self.steps = steps
         self.failures = 0
 
+    def upcoming(self) -> float:
+        """The pause :meth:`next` will give."""
+        return self.steps[min(self.failures, len(self.steps) - 1)]
+
     def next(self) -> float:
-        delay = self.steps[min(self.failures, len(self.steps) - 1)]
+        delay = self.upcoming()
         self.failures += 1
         return delay
 
@@ -124,8 +130,9 @@ def consumer_config(ack_wait: float = ACK_WAIT_SECONDS) -> ConsumerConfig:
         max_ack_pending=1000)
 
 
-async def handle(msg: Msg, writer: SettlementWriter) -> str:
-    """Process one delivery; returns what happened: written, duplicate, malformed, retry."""
+async def handle(msg: Msg, writer: SettlementWriter, retry_delay: float) -> str:
+    """Process one delivery; returns what happened: written, duplicate, malformed, retry
+    (handed back, redelivered in ``retry_delay`` seconds)."""
     try:
         settlement = parse_settlement(msg.data)
     except MalformedSettlement as exc:
@@ -149,11 +156,11 @@ async def handle(msg: Msg, writer: SettlementWriter) -> str:
                           extra={"key": settlement.key})
         else:
             log.warning("database unavailable: settlement %s redelivered in %.1f s (%r)",
-                        settlement.key, RETRY_DELAY_SECONDS, exc,
+                        settlement.key, retry_delay, exc,
                         extra={"key": settlement.key, "error": repr(exc)})
             FAULT_RETRIES.labels("database").inc()
         FAILURES.inc()
-        await msg.nak(delay=RETRY_DELAY_SECONDS)
+        await msg.nak(delay=retry_delay)
         return "retry"
     WRITE_SECONDS.observe(time.perf_counter() - started)
     (WRITTEN if written else DUPLICATES).inc()
@@ -237,12 +244,13 @@ class SettleConsumer:
                     for rest in msgs[i:]:
                         await rest.nak()
                     return
-                if await handle(msg, self.writer) != "retry":
+                delay = self._backoff.upcoming()
+                if await handle(msg, self.writer, delay) != "retry":
                     self._backoff.reset()
                     continue
                 # the database failed this one: the rest of the batch waits for it too
                 for rest in msgs[i + 1:]:
-                    await rest.nak(delay=RETRY_DELAY_SECONDS)
+                    await rest.nak(delay=delay)
                 await asyncio.sleep(self._backoff.next())
                 break
 

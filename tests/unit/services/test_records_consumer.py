@@ -11,7 +11,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from services.records.consumer import (
     FAULT_RETRIES,
-    RETRY_DELAY_SECONDS,
     Backoff,
     broker_fault,
     database_fault,
@@ -55,28 +54,28 @@ GOOD = encode(hand_message(5, 2, [1, 2, 3, 4], [1, -1, 0, 0]))
 @pytest.mark.parametrize(("outcome", "result"), [(True, "written"), (False, "duplicate")])
 async def test_written_or_duplicate_is_acked(outcome: bool, result: str) -> None:
     msg, writer = FakeMsg(GOOD), FakeWriter(outcome)
-    assert await handle(msg, writer) == result
+    assert await handle(msg, writer, 0.5) == result
     assert msg.calls == [("ack",)] and writer.written == ["5:2"]
 
 
 async def test_malformed_message_is_terminated_without_touching_the_database() -> None:
     msg, writer = FakeMsg(b"{oops"), FakeWriter()
-    assert await handle(msg, writer) == "malformed"
+    assert await handle(msg, writer, 0.5) == "malformed"
     assert msg.calls == [("term",)] and writer.written == []
 
 
 async def test_content_rejected_by_the_database_is_terminated() -> None:
     msg = FakeMsg(GOOD)
     rejected = IntegrityError("INSERT", {}, Exception("check failed"))
-    assert await handle(msg, FakeWriter(rejected)) == "malformed"
+    assert await handle(msg, FakeWriter(rejected), 0.5) == "malformed"
     assert msg.calls == [("term",)]
 
 
 async def test_unavailable_database_means_redelivery_later() -> None:
     msg = FakeMsg(GOOD)
     down = OperationalError("connect", {}, Exception("connection refused"))
-    assert await handle(msg, FakeWriter(down)) == "retry"
-    assert msg.calls == [("nak", RETRY_DELAY_SECONDS)]
+    assert await handle(msg, FakeWriter(down), 0.5) == "retry"
+    assert msg.calls == [("nak", 0.5)]
 
 
 class AwayServer(Exception):
@@ -104,12 +103,12 @@ async def test_a_database_away_is_a_counted_warning_not_a_traceback(
     before = FAULT_RETRIES.labels("database")._value.get()
     msg = FakeMsg(GOOD)
     away = DBAPIError("connect", {}, AwayServer("57P03"))
-    assert await handle(msg, FakeWriter(away)) == "retry"
-    assert msg.calls == [("nak", RETRY_DELAY_SECONDS)]
+    assert await handle(msg, FakeWriter(away), 0.5) == "retry"
+    assert msg.calls == [("nak", 0.5)]
     assert FAULT_RETRIES.labels("database")._value.get() == before + 1
     (record,) = [r for r in caplog.records if r.name == "paiju.records.consumer"]
     assert record.levelname == "WARNING" and record.exc_info is None
-    assert "redelivered in 1.0 s" in record.getMessage()
+    assert "redelivered in 0.5 s" in record.getMessage()
 
 
 def test_broker_faults_and_backoff() -> None:
@@ -117,5 +116,6 @@ def test_broker_faults_and_backoff() -> None:
     assert not broker_fault(ValueError("bad config"))
     backoff = Backoff((0.25, 0.5, 2.0))
     assert [backoff.next() for _ in range(5)] == [0.25, 0.5, 2.0, 2.0, 2.0]
+    assert backoff.upcoming() == 2.0
     backoff.reset()
-    assert backoff.next() == 0.25
+    assert backoff.upcoming() == 0.25 and backoff.next() == 0.25
