@@ -8,13 +8,8 @@ already hold a NATS connection, on which a command arrives with the room message
 reply leaves in the same write as the events it caused (bench/reports/capacity.md).
 
 Each command is answered in a task of its own, so a room busy with a slow command never
-holds up another room's; at most ANSWERING of them at once: past that the subscription takes
-the next command only when one is answered, and the rest wait in the connection's pending
-queue. A burst (every player of a dead lobby resuming at once: a snapshot and an ``online``
-each) then never puts thousands of tasks into one turn of the event loop, which held up
-everything else on it (the lease's heartbeat, lease.py) for seconds. A reply goes only to
-the asking lobby's inbox (NATS permissions: ``allow_responses``); a payload that is not a
-``TableCommand`` is logged and dropped.
+holds up another room's. A reply goes only to the asking lobby's inbox (NATS permissions:
+``allow_responses``); a payload that is not a ``TableCommand`` is logged and dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +28,6 @@ from services.common import bus
 log = logging.getLogger("paiju.table.commands")
 
 STOP_SECONDS = 5.0
-ANSWERING = 128         # commands answered at once
 
 
 SendReply = Callable[[table_pb2.TableReply], Awaitable[None]]
@@ -54,7 +48,6 @@ class CommandSubscription:
         self.core = core
         self._sub: Any = None
         self._answering: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(ANSWERING)
 
     @property
     def subject(self) -> str:
@@ -84,14 +77,9 @@ class CommandSubscription:
         except DecodeError:
             log.warning("undecodable command dropped", extra={"bytes": len(msg.data)})
             return
-        await self._slots.acquire()   # the subscription's next command waits for a slot
         task = asyncio.create_task(self._answer(cmd, msg.reply))
         self._answering.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._answering.discard(task)
-        self._slots.release()
+        task.add_done_callback(self._answering.discard)
 
     async def _answer(self, cmd: table_pb2.TableCommand, reply_to: str) -> None:
         sent = False

@@ -18,7 +18,6 @@ from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.lobby.errors import Unavailable, Unreachable
 from services.lobby.table_link import TableLink
-from services.table import nats_commands
 from services.table.nats_commands import CommandSubscription
 
 ADDRESS = "127.0.0.1:50999"
@@ -151,38 +150,6 @@ async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
     assert replies.pending_msgs == 0, "the reply went out twice"
     await commands.stop()
     await link.close()
-
-
-async def test_a_burst_of_commands_is_answered_a_bounded_number_at_a_time(
-        ncs: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ``ANSWERING`` commands under way the subscription takes no more until one is
-    answered: a burst never floods the table's event loop with tasks (the rest wait in the
-    connection's pending queue), and every command is answered in the end."""
-    monkeypatch.setattr(nats_commands, "ANSWERING", 3)
-    table_nc, lobby_nc = ncs
-    core = Core(table_nc)
-    commands = CommandSubscription(core)
-    await commands.start()
-    subject = bus.table_commands(ADDRESS)
-    await bus.sync(table_nc)
-    replies = await lobby_nc.subscribe("_INBOX.burst")
-    await bus.sync(lobby_nc)
-    rooms = [2, 2, 2, 2, 2, 5]   # room 2's wait until released
-    for room in rooms:
-        await lobby_nc.publish(subject, table_pb2.TableCommand(room_id=room).SerializeToString(),
-                               reply="_INBOX.burst")
-    await bus.sync(lobby_nc)
-    for _ in range(50):
-        if len(core.seen) >= 3:
-            break
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.2)   # room for more, were they let through
-    assert core.seen == [2, 2, 2], core.seen
-    core.release.set()
-    answered = [table_pb2.TableReply.FromString((await replies.next_msg(timeout=5)).data).room_id
-                for _ in rooms]
-    assert sorted(answered) == sorted(rooms) and core.seen == rooms
-    await commands.stop()
 
 
 def test_the_subject_is_one_token_per_address() -> None:
