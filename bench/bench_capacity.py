@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import os
 import platform
 import sys
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_system import Samples, process_cpu, scrape, stack_pids, value
-from bench.common import REPORTS, write_report
+from bench.common import REPORTS, LoadProcesses, write_report
 
 GAMES = ("xuezhan", "changsha", "dadun")
 P99_LIMIT = 0.100
@@ -273,30 +272,11 @@ class Step:
         return "ok"
 
 
-class Bench:
+class Bench(LoadProcesses):
     def __init__(self, address: str, secret: str, procs: int, think: float, hands: int) -> None:
-        ctx = mp.get_context("spawn")
-        self.conns = []
-        self.procs = []
-        for _ in range(procs):
-            here, there = ctx.Pipe()
-            p = ctx.Process(target=worker_main, args=(there, address, secret, think, hands),
-                            daemon=True)
-            p.start()
-            self.conns.append(here)
-            self.procs.append(p)
+        super().__init__(procs, worker_main, address, secret, think, hands)
         self.tables = 0
         self.next_uid = 1_000_000
-
-    def ask(self, *cmd: Any) -> list[Any]:
-        for c in self.conns:
-            c.send(cmd)
-        return [c.recv() for c in self.conns]
-
-    def ask_each(self, cmds: list[tuple[Any, ...]]) -> list[Any]:
-        for c, cmd in zip(self.conns, cmds, strict=True):
-            c.send(cmd)
-        return [c.recv() for c in self.conns]
 
     def grow(self, tables: int) -> None:
         add = tables - self.tables
@@ -318,16 +298,6 @@ class Bench:
             cmds.append(("idle", share, self.next_uid))
             self.next_uid += share + 1
         return sum(self.ask_each(cmds))
-
-    def stop(self) -> None:
-        try:
-            self.ask("stop")
-        except (EOFError, OSError):
-            pass
-        for p in self.procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
 
 
 # a server part -> its processes (``--lobbies`` / ``--tables`` run several of a kind)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import os
 import platform
 import signal
@@ -54,7 +53,7 @@ from typing import Any
 
 from bench.bench_capacity import HEARTBEAT, more_processes, profile
 from bench.bench_system import process_cpu, scrape, stack_pids, value
-from bench.common import REPORTS, write_report
+from bench.common import REPORTS, LoadProcesses, write_report
 from tests.support.failover import quantile
 
 LIMIT = 10.0                 # the issue's bound, seconds
@@ -267,24 +266,12 @@ def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
     asyncio.run(serve())
 
 
-class Generator:
-    """The load processes (spawned), asked together over pipes."""
+class Generator(LoadProcesses):
+    """The load processes, asked together over pipes."""
 
     def __init__(self, procs: int, addresses: list[str], secret: str, game: str) -> None:
-        ctx = mp.get_context("spawn")
-        self.conns, self.procs = [], []
-        for _ in range(procs):
-            here, there = ctx.Pipe()
-            p = ctx.Process(target=load_main, args=(there, addresses, secret, game), daemon=True)
-            p.start()
-            self.conns.append(here)
-            self.procs.append(p)
+        super().__init__(procs, load_main, addresses, secret, game)
         self.next_uid = 2_000_000
-
-    def ask(self, *cmd: Any) -> list[Any]:
-        for c in self.conns:
-            c.send(cmd)
-        return [c.recv() for c in self.conns]
 
     def add_rooms(self, count: int) -> None:
         n = len(self.conns)
@@ -314,16 +301,6 @@ class Generator:
 
     def cpu(self) -> float:
         return float(sum(self.ask("cpu")))
-
-    def stop(self) -> None:
-        try:
-            self.ask("stop")
-        except (EOFError, OSError):
-            pass
-        for p in self.procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
 
 
 # ---------------------------------------------------------------------- measuring

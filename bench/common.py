@@ -3,18 +3,20 @@
 A script reads ``parse_options(__doc__)`` (``--quick`` for a short run; ``--out DIR`` to write
 the report somewhere else than bench/reports, e.g. for a trial run), times with ``best_of``,
 ``timed`` or ``best_of_each``, names itself in the report with ``command`` and ``machine``, and
-ends with ``write_report``.
+ends with ``write_report``. Benchmarks that drive the stack from load-generator processes of
+their own (bench_capacity, bench_cold) start and ask them through ``LoadProcesses``.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 T = TypeVar("T")
@@ -82,3 +84,44 @@ def write_report(path: Path, lines: Sequence[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(text, end="")
+
+
+class LoadProcesses:
+    """Load-generator processes (spawned), each running ``target(conn, *args)``, which
+    answers every command tuple it receives on its pipe ``conn`` with one reply; a
+    ``("stop",)`` ends it."""
+
+    STOP_SECONDS = 10.0   # a process not ended this long after "stop" is killed
+
+    def __init__(self, procs: int, target: Callable[..., None], *args: Any) -> None:
+        ctx = mp.get_context("spawn")
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        for _ in range(procs):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=target, args=(there, *args), daemon=True)
+            p.start()
+            self.conns.append(here)
+            self.procs.append(p)
+
+    def ask(self, *cmd: Any) -> list[Any]:
+        """The same command to every process; their replies in order."""
+        for c in self.conns:
+            c.send(cmd)
+        return [c.recv() for c in self.conns]
+
+    def ask_each(self, cmds: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """A command of its own to each process; their replies in order."""
+        for c, cmd in zip(self.conns, cmds, strict=True):
+            c.send(cmd)
+        return [c.recv() for c in self.conns]
+
+    def stop(self) -> None:
+        try:
+            self.ask("stop")
+        except (EOFError, OSError):
+            pass
+        for p in self.procs:
+            p.join(timeout=self.STOP_SECONDS)
+            if p.is_alive():
+                p.kill()

@@ -23,6 +23,8 @@ from services.table.roomlog import APPEND_RETRY_SECONDS
 
 log = logging.getLogger("paiju.table.adoption")
 
+CLAIM_CONCURRENCY = 32   # claims (compare-and-set on a room's entry) in flight in one scan
+
 
 def adopt_subject(instance: str) -> str:
     """Where a draining table asks ``instance`` to take a room now (core NATS request)."""
@@ -54,7 +56,8 @@ class Adoption:
             live[core.instance] = self.lease.entry()
         for gone in set(self.orphaned_at) - set(core.view.rooms):
             del self.orphaned_at[gone]
-        todo: list[int] = []
+        todo: list[int] = []          # this table's rooms to rebuild
+        orphans: list[tuple[int, RoomEntry, int]] = []   # others' rooms to claim, then rebuild
         alive: dict[str, bool] = {}   # owners asked directly during this scan
         for room_id, (entry, revision) in list(core.view.rooms.items()):
             owner = entry.owner
@@ -74,13 +77,25 @@ class Adoption:
                 alive[owner] = await self._table_alive(owner)
             if alive[owner]:
                 continue
-            if await self._claim(room_id, entry, revision):
-                log.info("adopting room", extra={"room": room_id, "from": owner})
-                m.ADOPTED.inc()
-                todo.append(room_id)
+            orphans.append((room_id, entry, revision))
         for room_id in todo:
             core.rooms.claim(room_id)
-        return sum(await asyncio.gather(*(core.rebuild_safely(rid) for rid in todo)))
+        claims = asyncio.Semaphore(CLAIM_CONCURRENCY)
+        return sum(await asyncio.gather(
+            *(core.rebuild_safely(rid) for rid in todo),
+            *(self._adopt(claims, *orphan) for orphan in orphans)))
+
+    async def _adopt(self, claims: asyncio.Semaphore, room_id: int, entry: RoomEntry,
+                     revision: int) -> bool:
+        """Claim an orphan (``claims`` bounds those in flight) and rebuild it as soon as it is
+        claimed: the first rooms play on while the others are still being claimed."""
+        async with claims:
+            if not await self._claim(room_id, entry, revision):
+                return False
+        log.info("adopting room", extra={"room": room_id, "from": entry.owner})
+        m.ADOPTED.inc()
+        self.core.rooms.claim(room_id)
+        return await self.core.rebuild_safely(room_id)
 
     async def _claim(self, room_id: int, entry: RoomEntry, revision: int) -> bool:
         core = self.core

@@ -330,9 +330,10 @@ class TableCore:
         actor = self._actor(room, records[-1].i + 1, last_seq, register=False, epoch=epoch)
         # this table's first record: its messages sort after anything the old owner sent
         await actor.record(lr.Owner(self.instance, self.boot))
-        await self.directory.put_room(self._room_entry(room))
-        for user_id in (s.user_id for _, s in room.players()):
-            await self.directory.put_seat(room_id, user_id, room.seat_of(user_id))
+        # the room's entry and its seats at once: one round trip, not one per key
+        await asyncio.gather(self.directory.put_room(self._room_entry(room)), *(
+            self.directory.put_seat(room_id, s.user_id, room.seat_of(s.user_id))
+            for _, s in room.players()))
         self._register(actor)   # commands reach it from now on (ERR_ROOM_MOVING until then)
         actor.start()
         log.info("room rebuilt from log", extra={"room": room_id, "records": len(records),

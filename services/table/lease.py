@@ -3,19 +3,23 @@ renewed by a heartbeat that also drives the periodic duties: retrying the outbox
 re-reading the directory, reporting stream replicas, and the adoption scan (adoption.py).
 
 Timing (docs/architecture.md, "Ownership and fencing"): the entry is renewed every ttl / RENEWALS_PER_TTL
-(0.5 s for the shipped 2 s lease), so a healthy table whose loop is held up (a GC pass, a
-busy core, a slow broker answer) keeps its lease through ttl - interval (1.5 s: three
-renewals in a row missed or late) before another table may take its rooms. Each renewal is
-bounded (RENEW_TIMEOUT_SHARE of the ttl), so one hung put never holds back the next. The
-adoption scan runs apart from the renewals, every ttl / SCANS_PER_TTL (0.25 s), so a dead
-table's rooms are claimed soon after its entry expires.
+(0.5 s for the shipped 2 s lease) by a thread of its own with a NATS connection of its own
+(``Lease._renewals``), so a table whose event loop is busy (a burst of commands or rebuilds,
+a GC pass, a core shared with other processes) keeps its lease: the renewal needs the
+interpreter for a moment, not a turn of the loop. The loop's heartbeat composes the entry the
+thread puts and marks that the loop runs; a loop that has not run for LOOP_LATE_TTLS leases
+(wedged) lets the lease go, so its rooms are adopted. A renewal missed or late for ttl -
+interval (1.5 s: three in a row) is a stall (below). Each renewal is bounded
+(RENEW_TIMEOUT_SHARE of the ttl), so one hung put never holds back the next. The adoption
+scan runs apart from the renewals, every ttl / SCANS_PER_TTL (0.25 s), so a dead table's
+rooms are claimed soon after its entry expires.
 
 Fencing a table that stopped running (SIGSTOP, a frozen VM, a stall of the whole process):
 the log's expected-sequence fence refuses its appends once another table wrote, but what it
 had in flight (an append acknowledged while it was stopped, a timer, a prompt) must not reach
 players either. So the lease keeps a **tenure**: ``epoch`` grows whenever the heartbeat sees
-that this process did not run for ``stall_after`` seconds (long enough for its entry to have
-expired); every room runs under the epoch it was built or last checked in, and the core
+that this process (or its event loop, past LOOP_LATE_TTLS leases) did not run for
+``stall_after`` seconds (long enough for its entry to have expired); every room runs under the epoch it was built or last checked in, and the core
 (core.py) sends nothing for a room whose epoch is not the current one, nor while the
 heartbeat itself is that late. After a stall each room is checked against its directory
 entry and the tail of its log before it plays on (TableHost.reverify); a room lost meanwhile
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,6 +49,9 @@ RENEWALS_PER_TTL = 4            # renewals per lease: the margin is ttl - ttl / 
 SCANS_PER_TTL = 8               # adoption scans per lease
 RENEW_TIMEOUT_SHARE = 0.25      # one renewal may take this share of the ttl, then it is dropped
 MIN_INTERVAL = 0.1              # seconds: the shortest renewal and scan interval
+LOOP_LATE_TTLS = 5              # an event loop that has not run for this many leases is
+                                # wedged: its lease is no longer renewed
+STOP_SECONDS = 5.0              # the renewal thread's bound to end after stop()
 
 
 class Lease:
@@ -61,9 +69,18 @@ class Lease:
         # was itself cut off (a NATS node lost, an election) saw every lease run out,
         # others' as well as its own, and must not take their rooms for that
         self.beating_since: float | None = time.monotonic()
-        self.epoch = 0              # the tenure: grows after each stall (see the docstring)
-        self.last_tick = time.monotonic()   # when the heartbeat last ran
+        self.loop_late = ttl * LOOP_LATE_TTLS
+        # written by the renewal thread only, read by the loop: the tenure (grows after each
+        # stall, see the docstring) and when the renewals last ran
+        self.epoch = 0
+        self.last_tick = time.monotonic()
         self.renewed_until = 0.0    # the entry lives at least until then (last renewal sent + ttl)
+        # written by the loop only, read by the renewal thread: when the loop's heartbeat
+        # last ran, and the entry to put
+        self.loop_tick = time.monotonic()
+        self.entry_data = b""
+        self._halt = threading.Event()
+        self._renewer: threading.Thread | None = None
         self.heartbeat: asyncio.Task[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
         self._retrying: asyncio.Task[None] | None = None
@@ -79,22 +96,36 @@ class Lease:
                           draining=core.rooms.draining)
 
     async def register(self) -> None:
-        await self.core.kv_tables.put(self.core.instance, self.entry().encode())
+        """Put the entry now, from the loop (at the start, when the table drains); the
+        renewals put the same from then on."""
+        self.entry_data = self.entry().encode()
+        await self.core.kv_tables.put(self.core.instance, self.entry_data)
 
-    async def renew(self) -> None:
-        """Put the entry, within ``renew_timeout``; raises when it did not land."""
+    async def renew(self, kv_tables: Any) -> None:
+        """Put the entry on the renewal thread's connection, within ``renew_timeout``;
+        raises when it did not land."""
         sent = time.monotonic()
-        await asyncio.wait_for(self.register(), self.renew_timeout)
+        await asyncio.wait_for(kv_tables.put(self.core.instance, self.entry_data),
+                               self.renew_timeout)
         self.renewed_until = max(self.renewed_until, sent + self.ttl)
 
     def start(self) -> None:
-        self.last_tick = time.monotonic()
+        self.last_tick = self.loop_tick = time.monotonic()
+        self.entry_data = self.entry().encode()
+        self._halt.clear()
+        self._renewer = threading.Thread(target=lambda: asyncio.run(self._renewals()),
+                                         name=f"lease-{self.core.instance}", daemon=True)
+        self._renewer.start()
         self.heartbeat = asyncio.create_task(self._loop())
         self._scanner = asyncio.create_task(self._scan_loop())
 
     async def stop(self) -> None:
+        self._halt.set()
         await cancel_and_wait(self.heartbeat, self._scanner, self._retrying, self._scanning,
                               self._resyncing, self._verifying)
+        if self._renewer is not None:
+            await asyncio.to_thread(self._renewer.join, STOP_SECONDS)
+            self._renewer = None
 
     def trusted(self, ttl: float) -> bool:
         """This table's own view of the leases can be believed: it has heartbeaten without
@@ -107,31 +138,65 @@ class Lease:
         return tenure == self.epoch and time.monotonic() - self.last_tick < self.stall_after
 
     def _tick(self) -> bool:
-        """The heartbeat runs: True when it had not run for ``stall_after`` (a stall)."""
+        """A renewal is due (on the renewal thread): True when the last one was
+        ``stall_after`` ago or more (a stall). The epoch grows before ``last_tick`` moves,
+        so the loop never sees a fresh tick under the old epoch."""
         now = time.monotonic()
         stalled = now - self.last_tick >= self.stall_after
-        self.last_tick = now
         if stalled:
             self.epoch += 1
             self.beating_since = None   # the view of the others' leases is stale as well
             log.warning("the table did not run for a lease: its rooms are checked before "
                         "they play on", extra={"epoch": self.epoch})
+        self.last_tick = now
         return stalled
 
+    async def _connect(self) -> Any:
+        """The renewal thread's own connection and its handle on the ``tables`` bucket."""
+        nc = await bus.connect(self.core.cfg.nats, f"table-{self.core.instance}-lease")
+        return nc, await nc.jetstream().key_value(bus.TABLES_BUCKET)
+
+    async def _renewals(self) -> None:
+        """The renewal thread's loop (an event loop of its own): every ``interval``, put the
+        entry the loop composed, unless the loop has not run for ``loop_late`` seconds."""
+        nc: Any = None
+        kv_tables: Any = None
+        try:
+            while not self._halt.is_set():
+                await asyncio.sleep(self.interval)
+                if self._halt.is_set():
+                    break
+                if time.monotonic() - self.loop_tick >= self.loop_late:
+                    continue   # the loop is wedged: the lease lapses, the rooms are adopted
+                self._tick()
+                try:
+                    if kv_tables is None:
+                        nc, kv_tables = await self._connect()
+                    await self.renew(kv_tables)
+                    if self.beating_since is None:
+                        self.beating_since = time.monotonic()
+                except Exception as exc:  # NATS down: keep trying, rooms keep playing
+                    self.beating_since = None
+                    log.warning("heartbeat failed", extra={"error": repr(exc)})
+        finally:
+            if nc is not None:
+                try:
+                    await nc.close()
+                except Exception:
+                    log.debug("lease connection not closed", exc_info=True)
+
     async def _loop(self) -> None:
+        """The loop's heartbeat: marks that the loop runs, composes the entry the renewals
+        put, and drives the periodic duties (a check of every room after a stall first)."""
         core = self.core
         resynced = time.monotonic()
+        checked = self.epoch   # the epoch the rooms were last checked for
         while True:
             await asyncio.sleep(self.interval)
-            stalled = self._tick()
-            try:
-                await self.renew()
-                if self.beating_since is None:
-                    self.beating_since = time.monotonic()
-            except Exception as exc:  # NATS down: keep trying, rooms keep playing
-                self.beating_since = None
-                log.warning("heartbeat failed", extra={"error": repr(exc)})
-            if stalled and (self._verifying is None or self._verifying.done()):
+            self.loop_tick = time.monotonic()
+            self.entry_data = self.entry().encode()
+            if self.epoch != checked and (self._verifying is None or self._verifying.done()):
+                checked = self.epoch
                 self._verifying = asyncio.create_task(core.reverify())
             now = time.monotonic()
             m.ROOMS_STUCK.set(sum(1 for actor in list(core.rooms.values()) if actor.stuck(now)))

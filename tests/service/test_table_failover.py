@@ -114,8 +114,7 @@ async def test_a_failed_rebuild_after_a_claim_is_retried(
     await a.start()
     room = await a.create_room(table_pb2.CreateRoomRequest(
         game=common_pb2.CHANGSHA, base_score=1, total_hands=1))
-    assert a.lease.heartbeat is not None
-    a.lease.heartbeat.cancel()              # a dies: no more heartbeats, its lease runs out
+    await a.lease.stop()                    # a dies: no more renewals, its lease runs out
     await a.kv_tables.delete(a.instance)
     b = core(fresh_nats.url, "table-b", monkeypatch)
     real_read = RoomLog.read   # b's log is made at its start: wrapped on the class

@@ -56,6 +56,7 @@ async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
 
     from prometheus_client import REGISTRY
 
+    from paiju.contracts.directory import TableEntry
     from services.table.lease import Lease
 
     class Room:
@@ -67,7 +68,7 @@ async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
 
     rooms = {1: Room(True), 2: Room(False), 3: Room(True)}
     core = SimpleNamespace(cfg=SimpleNamespace(table=SimpleNamespace(lease_ttl_seconds=1.0)),
-                           rooms=rooms, has_pending=lambda: False)
+                           rooms=rooms, has_pending=lambda: False, instance="table-t")
 
     async def nothing() -> None:
         return None
@@ -76,7 +77,10 @@ async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
         raise ConnectionError("NATS is away")
 
     lease = Lease(core, scan=nothing)  # type: ignore[arg-type]
-    lease.register = refused           # type: ignore[method-assign]
+    lease.entry = lambda: TableEntry(  # type: ignore[method-assign]
+        instance="table-t", address="", rooms=len(rooms), players=0, started_at=0.0,
+        draining=False)
+    lease._connect = refused           # type: ignore[method-assign]
     lease.start()
     try:
         def gauge() -> float | None:
