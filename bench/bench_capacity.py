@@ -17,6 +17,8 @@ tables ramps (``--steps``), and at each step, after a warm-up, it measures over 
 The ramp stops at the first step whose p99 action-to-last-delivery passes 100 ms or that
 shows errors, or whose actions per second fall short of what the tables ask (saturation).
 First, the idle cost: connected players that only send heartbeats, and the CPU they cost.
+The players reach the lobby over its gRPC ``Connect`` stream, or with ``--edge ws`` over its
+WebSocket (the same frames, binary; clients/ws_edge.py).
 Writes bench/reports/capacity.md (`--out DIR` elsewhere).
 """
 
@@ -497,7 +499,8 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
            f"--steps {args.steps}"
            + (f" --lobbies {args.lobbies}" if args.lobbies != 1 else "")
            + (f" --tables {args.tables}" if args.tables != 1 else "")
-           + (f" --idle {args.idle}" if args.idle != 2000 else "") + "`")
+           + (f" --idle {args.idle}" if args.idle != 2000 else "")
+           + (f" --edge {args.edge}" if args.edge != "grpc" else "") + "`")
     lines = [
         "# Capacity at human pace",
         "",
@@ -595,16 +598,24 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
 def more_processes(stack: Any, tmp: Path, lobbies: int, tables: int) -> list[Any]:
     """``lobbies`` more lobby and ``tables`` more table processes beside the stack's own
     (the same settings, their own ports and instance names), started and SERVING."""
+    from services.common.natsd import free_port
     from tests.support.procs import make_service
     out = []
     for name, base, count in (("table", stack.table, tables), ("lobby", stack.lobby, lobbies)):
         own = {f"PAIJU_{name.upper()}__PORT", f"PAIJU_{name.upper()}__METRICS_PORT",
-               "PAIJU_TABLE__INSTANCE"}
+               "PAIJU_TABLE__INSTANCE", "PAIJU_LOBBY__WS_PORT"}
         env = {k: v for k, v in base.env.items() if k.startswith("PAIJU_") and k not in own}
         for i in range(count):
-            out.append(make_service(name, stack.nats.url, tmp, **env,
+            ws = {"PAIJU_LOBBY__WS_PORT": str(free_port())} \
+                if name == "lobby" and "PAIJU_LOBBY__WS_PORT" in base.env else {}
+            out.append(make_service(name, stack.nats.url, tmp, **env, **ws,
                                     PAIJU_TABLE__INSTANCE=f"table-bench-{i + 2}").start())
     return out
+
+
+def lobby_urls(lobbies: list[Any]) -> str:
+    """The lobbies' WebSocket URLs (``--edge ws``), comma-separated."""
+    return ",".join(f"ws://127.0.0.1:{p.env['PAIJU_LOBBY__WS_PORT']}/ws" for p in lobbies)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -620,6 +631,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="PAIJU_GC_THRESHOLD for the services (0: Python's defaults)")
     parser.add_argument("--lobbies", type=int, default=1, help="lobby processes")
     parser.add_argument("--tables", type=int, default=1, help="table processes")
+    parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
+                        help="the players' transport to the lobby: its gRPC Connect stream or "
+                             "its WebSocket")
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -636,11 +650,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
     if args.gc_threshold:
         slow["PAIJU_GC_THRESHOLD"] = args.gc_threshold
+    if args.edge == "ws":
+        from services.common.natsd import free_port
+        slow["PAIJU_LOBBY__WS_PORT"] = str(free_port())
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), **limits, **slow)
         extra = more_processes(stack, Path(tmp), args.lobbies - 1, args.tables - 1)
         lobbies = ",".join([stack.lobby_address,
                             *(f"127.0.0.1:{p.port}" for p in extra if p.name == "lobby")])
+        if args.edge == "ws":
+            lobbies = lobby_urls([stack.lobby, *(p for p in extra if p.name == "lobby")])
         bench = Bench(lobbies, SECRET, procs, args.think, hands=64)
         steps: list[Step] = []
         knee: Step | None = None

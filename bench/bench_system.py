@@ -32,6 +32,7 @@ from bench.common import REPORTS, write_report
 from clients.robot.robot import run_tables
 from games import registry
 from games.rng import derive
+from services.common.natsd import free_port
 from services.common.runner import run as run_on_loop
 from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 
@@ -155,13 +156,19 @@ async def wait_hands(port: int, before: Samples, game: str, expected: int) -> Sa
     return after
 
 
+def lobby_of(stack: Stack) -> str:
+    """Where the robots reach the lobby: its gRPC port, or (``--edge ws``) its WebSocket."""
+    ws = stack.lobby.env.get("PAIJU_LOBBY__WS_PORT")
+    return f"ws://127.0.0.1:{ws}/ws" if ws else stack.lobby_address
+
+
 async def play_system(stack: Stack, game: str, rooms: int, hands: int) -> SystemRun:
     port, pids = stack.table.metrics_port, stack_pids(stack)
     before = scrape(port)
     cpu0 = {name: process_cpu(pid) for name, pid in pids.items()}
     robots0 = time.process_time()
     started = time.perf_counter()
-    results = await run_tables(stack.lobby_address, game, rooms, SECRET, hands=hands,
+    results = await run_tables(lobby_of(stack), game, rooms, SECRET, hands=hands,
                                first_uid=100_000 + 10_000 * GAMES.index(game))
     seconds = time.perf_counter() - started
     robots = time.process_time() - robots0
@@ -196,7 +203,8 @@ def self_play(game: str, hands: int) -> tuple[float, int]:
     actions = 0
     started = time.perf_counter()
     for seed in range(hands):
-        state = spec.new_hand({"base": 1}, derive(seed, f"bench.system.{game}"), seed % 4)
+        state = spec.new_hand({"base": 1}, derive(seed, f"bench.system.{game}"),
+                              seed % spec.seats)
         state.deal_events()
         while not state.is_over():
             seat = state.to_act()[0]
@@ -206,12 +214,15 @@ def self_play(game: str, hands: int) -> tuple[float, int]:
     return time.perf_counter() - started, actions
 
 
-def run(rooms: int, hands: int) -> tuple[list[SystemRun], dict[str, tuple[float, int]], float]:
+def run(rooms: int, hands: int, edge: str = "grpc",
+        ) -> tuple[list[SystemRun], dict[str, tuple[float, int]], float]:
     with tempfile.TemporaryDirectory(prefix="paiju-bench-") as tmp:
         started = time.perf_counter()
         # the services run on this process's PAIJU_EVENT_LOOP (start_stack drops PAIJU_*)
-        stack = start_stack(Path(tmp), **{k: v for k, v in os.environ.items()
-                                          if k == "PAIJU_EVENT_LOOP"})
+        env = {k: v for k, v in os.environ.items() if k == "PAIJU_EVENT_LOOP"}
+        if edge == "ws":
+            env["PAIJU_LOBBY__WS_PORT"] = str(free_port())
+        stack = start_stack(Path(tmp), **env)
         startup = time.perf_counter() - started
         try:
             runs = [asyncio.run(play_system(stack, game, rooms, hands)) for game in GAMES]
@@ -348,16 +359,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1 room, 2 hands per game")
     parser.add_argument("--rooms", type=int, default=8, help="rooms per game (full run)")
     parser.add_argument("--hands", type=int, default=8, help="hands per room (full run)")
+    parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
+                        help="the robots' transport to the lobby: its gRPC Connect stream or "
+                             "its WebSocket (the floor's client hops stay gRPC's)")
     parser.add_argument("--out", type=Path, default=REPORTS,
                         help="directory of the report (default: bench/reports)")
     args = parser.parse_args(argv)
     rooms, hands = (1, 2) if args.quick else (args.rooms, args.hands)
     command = "python -m bench.bench_system" + (" --quick" if args.quick else
-                                                f" --rooms {rooms} --hands {hands}")
+                                                f" --rooms {rooms} --hands {hands}") \
+        + (f" --edge {args.edge}" if args.edge != "grpc" else "")
     floor = measure_floor()
-    runs, baseline, startup = run(rooms, hands)
+    runs, baseline, startup = run(rooms, hands, args.edge)
+    edge = [] if args.edge == "grpc" else [
+        "", "The robots reached the lobby over its WebSocket (`--edge ws`); the floor's client "
+        "hops are still the gRPC stream's (bench_transport has no WebSocket primitive)."]
     write_report(args.out / "system.md",
-                 report(runs, baseline, startup, command) + floor_lines(runs, floor))
+                 report(runs, baseline, startup, command) + floor_lines(runs, floor) + edge)
     if any(r.hands < r.expected for r in runs):
         raise SystemExit("some rooms did not finish their hands: see the report")
 
