@@ -4,28 +4,18 @@ beats, is answered, and gets its pushes; a lobby that goes away ends the stream 
 comes in ``pushes``) and the session is taken back by the next lobby, over its WebSocket
 too; a lobby that stops answering without closing is dropped after an unanswered beat.
 
-Real lobbies on a real nats-server (the in-test table and records of test_lobby.py)."""
+Real lobbies on a real nats-server (the in-test table and records of tests/support/lobbyworld.py)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from clients.session import Backoff, LobbySession
 from clients.ws_edge import WsEdge
 from paiju.v1 import lobby_msgs_pb2 as lm
-from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from tests.service.test_client_heartbeat import BEAT, FreezableRelay
-from tests.service.test_lobby import SECRET, World, open_world
-
-
-@pytest.fixture
-async def world(fresh_nats: EmbeddedNats) -> AsyncIterator[World]:
-    async with open_world(fresh_nats) as w:
-        yield w
+from tests.support.lobbyworld import SECRET, World
 
 
 async def ws_lobby(world: World) -> str:
