@@ -15,7 +15,10 @@ census of the cyclic garbage), go to ``--probe-out``; cheap, but the end changes
 process. ``--probe trace`` adds tracemalloc and its allocation diffs at every step: it slows
 the table and grows it by tracemalloc's own tables (its RSS is not the product's), and a
 snapshot of a large heap stalls it long enough for its stall fencing to rebuild its rooms.
-``--env KEY=VALUE`` (repeatable) sets a variable of every service, e.g.
+``--stall S`` stops the table process (SIGSTOP) for S seconds after each step, as a frozen VM
+or an overloaded box would: past its lease's stall bound (table.lease_ttl_seconds) the
+table's fencing drops its rooms and rebuilds them from their logs (services/table/lease.py),
+which is what a table of a loaded machine does now and then. ``--env KEY=VALUE`` (repeatable) sets a variable of every service, e.g.
 ``PAIJU_GC_FREEZE_SECONDS=0``. Writes bench/reports/soak.md (``--out FILE`` elsewhere).
 """
 
@@ -39,10 +42,12 @@ PROBE = Path(__file__).resolve().parent / "memprobe"
 NAMES = ("lobby", "table", "arbiter", "records", "nats-server")
 
 
-def hands(port: int) -> float:
+def table_counts(port: int) -> tuple[float, float]:
+    """Hands the table finished and rooms it rebuilt from their logs, since it started."""
     samples = scrape(port)
-    return sum(value(samples, "paiju_table_hands_total", game=g)
-               for g in ("xuezhan", "changsha", "dadun"))
+    return (sum(value(samples, "paiju_table_hands_total", game=g)
+                for g in ("xuezhan", "changsha", "dadun")),
+            value(samples, "paiju_table_rooms_rebuilt_total"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--step", type=float, default=60.0, help="seconds between samples")
     parser.add_argument("--warm", type=float, default=10.0,
                         help="minutes of warm-up left out of the growth figure")
+    parser.add_argument("--stall", type=float, default=0.0,
+                        help="seconds the table is stopped after each step (0: never)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--probe", choices=("gc", "trace"), default="",
                         help="bench/memprobe in the table")
@@ -70,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             os.environ.get("PYTHONPATH")))),
                    PAIJU_MEMPROBE="table", PAIJU_MEMPROBE_OUT=str(args.probe_out.resolve()),
                    PAIJU_MEMPROBE_TRACE="1" if args.probe == "trace" else "0")
-    rows: list[tuple[float, dict[str, float], float, int, str]] = []
+    rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), **env)
         bench = Bench(stack.lobby_address, SECRET, args.procs, args.think, hands=64)
@@ -85,13 +92,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stats = bench.ask("take")
                 rss = {n: rss_mib(pids[n]) for n in NAMES if n in pids}
                 load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-                row = (time.monotonic() - start, rss, hands(stack.table.metrics_port),
+                row = (time.monotonic() - start, rss, table_counts(stack.table.metrics_port),
                        sum(s.actions for s in stats), load)
                 rows.append(row)
                 if args.probe:
                     os.kill(pids["table"], signal.SIGUSR1)
+                if args.stall > 0:
+                    os.kill(pids["table"], signal.SIGSTOP)
+                    try:
+                        time.sleep(args.stall)
+                    finally:
+                        os.kill(pids["table"], signal.SIGCONT)
                 print(f"{row[0] / 60:5.1f} min  " + "  ".join(f"{n} {v:.0f}" for n, v in rss.items())
-                      + f"  hands {row[2]:.0f}  actions {row[3]}  load {load}", flush=True)
+                      + f"  hands {row[2][0]:.0f}  rebuilt {row[2][1]:.0f}  actions {row[3]}"
+                      + f"  load {load}", flush=True)
             if args.probe:
                 os.kill(pids["table"], signal.SIGUSR2)
                 time.sleep(5)
@@ -102,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def report(rows: list[tuple[float, dict[str, float], float, int, str]],
+def report(rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]],
            args: argparse.Namespace, tables: int, argv: Sequence[str] | None) -> list[str]:
     given = " ".join(sys.argv[1:] if argv is None else argv)
     lines = ["# Memory over a long run", "",
@@ -111,13 +125,16 @@ def report(rows: list[tuple[float, dict[str, float], float, int, str]],
              f"{os.cpu_count()} cores, shared with the load generator ({args.procs} processes).",
              "", f"{tables} tables ({4 * tables} robot players, think {args.think:g} s), the same "
              "rooms all along (64 hands each: none closes in the run). RSS in MiB at the end of "
-             "each step; hands: finished by the table since the start; load: the machine's "
-             "1/5/15-minute load average.", "",
-             "| minute | " + " | ".join(NAMES) + " | hands | actions in step | load |",
-             "|---|" + "---|" * (len(NAMES) + 3)]
-    for at, rss, played, actions, load in rows:
+             "each step; hands: finished by the table since the start; rebuilt: rooms the table "
+             "rebuilt from their logs since the start (after a stall); load: the machine's "
+             "1/5/15-minute load average."
+             + (f" After each step the table was stopped for {args.stall:g} s (SIGSTOP)."
+                if args.stall > 0 else ""), "",
+             "| minute | " + " | ".join(NAMES) + " | hands | rebuilt | actions in step | load |",
+             "|---|" + "---|" * (len(NAMES) + 4)]
+    for at, rss, (played, rebuilt), actions, load in rows:
         lines.append(f"| {at / 60:.1f} | " + " | ".join(f"{rss.get(n, 0):.0f}" for n in NAMES)
-                     + f" | {played:.0f} | {actions} | {load} |")
+                     + f" | {played:.0f} | {rebuilt:.0f} | {actions} | {load} |")
     after = [r for r in rows if r[0] >= 60 * args.warm]
     if len(after) >= 2:
         lines += ["", f"Growth from minute {after[0][0] / 60:.1f} to {after[-1][0] / 60:.1f} "
