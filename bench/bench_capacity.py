@@ -595,6 +595,19 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     return lines
 
 
+def stack_env() -> dict[str, str]:
+    """The services' settings for a load of robots: no per-IP limits (every robot comes from
+    127.0.0.1), the production room-list interval, long decision timers (a robot answers
+    every prompt itself) and warnings only in the logs."""
+    from services.common.config import LobbyConfig
+    limits = {f"PAIJU_LOBBY__{k}": "1000000" for k in (
+        "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
+        "MAX_CONNECTIONS")}
+    return {**limits, "PAIJU_LOBBY__ROOM_CHANGE_SECONDS": str(LobbyConfig().room_change_seconds),
+            "PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
+            "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
+
+
 def more_processes(stack: Any, tmp: Path, lobbies: int, tables: int) -> list[Any]:
     """``lobbies`` more lobby and ``tables`` more table processes beside the stack's own
     (the same settings, their own ports and instance names), started and SERVING."""
@@ -641,20 +654,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps_wanted = [int(x) for x in args.steps.split(",")]
     procs = args.procs or max(2, min(6, steps_wanted[-1] // 500))
     from tests.system.conftest import SECRET, start_stack, stop_stack
-    limits = {f"PAIJU_LOBBY__{k}": "1000000" for k in (
-        "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
-        "MAX_CONNECTIONS")}
-    from services.common.config import LobbyConfig
-    slow = {"PAIJU_LOBBY__ROOM_CHANGE_SECONDS": str(LobbyConfig().room_change_seconds),
-            "PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
-            "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
+    env = stack_env()
     if args.gc_threshold:
-        slow["PAIJU_GC_THRESHOLD"] = args.gc_threshold
+        env["PAIJU_GC_THRESHOLD"] = args.gc_threshold
     if args.edge == "ws":
         from services.common.natsd import free_port
-        slow["PAIJU_LOBBY__WS_PORT"] = str(free_port())
+        env["PAIJU_LOBBY__WS_PORT"] = str(free_port())
     with tempfile.TemporaryDirectory() as tmp:
-        stack = start_stack(Path(tmp), **limits, **slow)
+        stack = start_stack(Path(tmp), **env)
         extra = more_processes(stack, Path(tmp), args.lobbies - 1, args.tables - 1)
         lobbies = ",".join([stack.lobby_address,
                             *(f"127.0.0.1:{p.port}" for p in extra if p.name == "lobby")])

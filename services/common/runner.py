@@ -106,8 +106,9 @@ async def freeze_gc(every: float, full_every: float) -> None:
     bench/reports/capacity.md). Objects frozen are still freed by reference counting the
     moment they are dropped; only garbage in reference cycles waits, for the full
     collection every ``full_every`` seconds (unfreeze, collect, freeze again): the engines
-    and rooms make none per action (tests/unit/games/test_no_reference_cycles.py), a closed
-    room's parts some. ``every`` <= 0 turns this off."""
+    and rooms make none per action (tests/unit/games/test_no_reference_cycles.py), nor does
+    a room the table stops (tests/unit/services/test_table_actor.py). ``every`` <= 0 turns
+    this off."""
     if every <= 0:
         return
     last_full = time.monotonic()

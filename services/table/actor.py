@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -55,10 +56,15 @@ class RoomActor:
         self._publish = publish
         self.inbox: Inbox = asyncio.Queue(INBOX_SIZE)
         self.paused = False             # handed over (drain): nothing more is applied here
-        self.auto = Automation(self, arbiter=arbiter, bots=bots, timers=timers,
+        # the parts see the actor through a weak proxy and stop() lets go of its ended
+        # tasks (a cancelled task's traceback holds the actor's frames): no reference cycle,
+        # so a room the table drops is freed at once by reference counting, not kept with
+        # its hand and ring until the collector's full pass (runner.freeze_gc)
+        me = weakref.proxy(self)
+        self.auto = Automation(me, arbiter=arbiter, bots=bots, timers=timers,
                                dismiss_seconds=dismiss_seconds, idle_seconds=idle_seconds,
                                entrust_delay=entrust_delay, ready_seconds=ready_seconds)
-        self.commands = Commands(self, self.auto, robots_allowed=robots_allowed)
+        self.commands = Commands(me, self.auto, robots_allowed=robots_allowed)
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._early: dict[asyncio.Future[Reply], Early] = {}   # see submit
@@ -79,6 +85,7 @@ class RoomActor:
                 fut.set_result(self._gone())
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
         await cancel_and_wait(self._timer, self._task)
+        self._task = self._timer = None   # see __init__: no cycle through their tracebacks
 
     def _gone(self) -> Reply:
         if self.paused:  # handed to another table: the lobby retries there

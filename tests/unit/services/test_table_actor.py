@@ -6,8 +6,10 @@ phases belong to the phase; a late offline of a replaced lobby session changes n
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -384,3 +386,37 @@ async def test_an_early_reply_leaves_after_the_items_events_and_before_what_foll
     assert sent[at][1] == sent[at - 1][1], "the reply stands where its events ended"
     assert kinds[at + 1:] and set(kinds[at + 1:]) == {"events"}, "the hand starts after it"
     await actor.stop()
+
+
+
+async def played_actor() -> RoomActor:
+    """A room's actor in a hand its bots play (events, frames, prompts, a full ring)."""
+    room, actor, _ = await seated_room(FAST, entrust_delay=0.01)
+    await ready_all(actor)
+    for seat in range(4):
+        await actor.record(lr.Entrust(seat, "exit"))
+    actor.inbox.put_nowait(("tick", None, None))
+    assert await eventually(lambda: len(room.hand_events) >= 20, 30)
+    return actor
+
+
+async def test_a_stopped_room_is_freed_by_reference_counting_alone() -> None:
+    """A room the table lets go (closed, fenced, lapsed after a stall, handed away) is freed
+    the moment its actor is dropped: its parts and its ended tasks hold no reference cycle
+    back to it. A cycle would keep the room, its hand's events and frames and its ring of
+    recent messages until the collector's full pass (services/common/runner.freeze_gc:
+    every 5 minutes): the table's RSS grew with every room rebuilt meanwhile
+    (bench/reports/soak.md)."""
+    actor = await played_actor()
+    gone_room, gone_actor = weakref.ref(actor.room), weakref.ref(actor)
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()      # only reference counting may free it
+    try:
+        await actor.stop()
+        del actor
+        assert gone_actor() is None, "the stopped actor is kept alive by a reference cycle"
+        assert gone_room() is None, "the stopped room is kept alive by a reference cycle"
+    finally:
+        if was:
+            gc.enable()
