@@ -55,6 +55,7 @@ from typing import Any
 
 import grpc
 import nats
+from nats.js.errors import NoKeysError
 
 from clients.robot.robot import Robot, RobotStats, room_of
 from paiju import frames
@@ -420,8 +421,8 @@ class Observer:
         kv = await self.js.key_value(bus.ROOMS_BUCKET)
         try:
             keys = await kv.keys()
-        except Exception:  # no keys
-            return {}
+        except NoKeysError:   # any other failure (a timeout while a node catches up) is
+            return {}         # raised, and the caller asks again
         owners: dict[int, str] = {}
         for key in keys:
             with contextlib.suppress(Exception):
