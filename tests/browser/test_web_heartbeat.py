@@ -6,12 +6,12 @@ and logs in again with its token, resuming its seat, as the Python client does
 Chromium on the page a real lobby serves, through a TCP relay in front of the lobby's
 WebSocket port that can freeze the connections open now: they stay open and pass nothing
 on, while a new connection goes through (the page's way back to a live lobby). A real
-nats-server, the in-test table and records of tests/service/test_lobby.py."""
+nats-server, the in-test table and records of tests/support/lobbyworld.py; the relay is
+tests/support/relay.py."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import pytest
@@ -19,55 +19,10 @@ import pytest
 from services.lobby import tokens
 from tests.browser.conftest import chromium_path
 from tests.support.lobbyworld import SECRET, World
+from tests.support.relay import FreezingRelay
 
 BEAT = {"heartbeat_seconds": 1, "offline_after_seconds": 30}
 USER = 4501
-
-
-class FreezingRelay:
-    """A TCP relay to ``port`` on loopback; :meth:`freeze` makes the connections open now
-    pass nothing more on (kept open, as a frozen lobby's or a cut network's are), while new
-    ones are relayed as usual."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.server: asyncio.Server | None = None
-        self.pipes: list[dict[str, bool]] = []      # one flag per connection: frozen
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
-
-    def freeze(self) -> int:
-        for state in self.pipes:
-            state["frozen"] = True
-        return len(self.pipes)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
-        state = {"frozen": False}
-        self.pipes.append(state)
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst, state))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
-                    state: dict[str, bool]) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await src.read(65536):
-                if state["frozen"]:
-                    await asyncio.Event().wait()     # held open, never passed on
-                dst.write(data)
-                await dst.drain()
-        dst.close()
-
-    async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-        if self.server is not None:
-            self.server.close()
 
 
 async def test_a_socket_whose_beat_goes_unanswered_is_dropped_and_the_seat_resumed(
@@ -77,15 +32,15 @@ async def test_a_socket_whose_beat_goes_unanswered_is_dropped_and_the_seat_resum
     await world.lobby(ws_port=0, **BEAT)
     host = world.lobbies[0]
     room = await world.table.add_room()
-    relay = FreezingRelay(host.ws_port)
-    port = await relay.start()
+    relay = FreezingRelay(f"127.0.0.1:{host.ws_port}")
+    address = await relay.start()
     context = await browser.new_context(viewport={"width": 1280, "height": 800},
                                         locale="en-US")
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     try:
-        await page.goto(f"http://127.0.0.1:{port}/")
+        await page.goto(f"http://{address}/")
         await page.evaluate("document.getElementById('token-login').open = true")
         await page.fill("#token", tokens.mint(USER, SECRET, 600))
         await page.click("#login")

@@ -9,52 +9,14 @@ frozen lobby is a TCP relay in front of a real one that stops relaying."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from clients.session import LobbySession
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.lobby import tokens
 from tests.support.lobbyworld import SECRET, World
+from tests.support.relay import FreezingRelay
 
 BEAT = {"heartbeat_seconds": 1, "offline_after_seconds": 3}
-
-
-class FreezableRelay:
-    """A TCP relay to ``target`` that, once frozen, keeps every connection open and
-    passes nothing on."""
-
-    def __init__(self, target: str) -> None:
-        self.host, port = target.rsplit(":", 1)
-        self.port = int(port)
-        self.frozen = asyncio.Event()
-        self.server: asyncio.Server | None = None
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        return f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await src.read(65536):
-                if self.frozen.is_set():
-                    await asyncio.Event().wait()     # held open, never passed on
-                dst.write(data)
-                await dst.drain()
-        dst.close()
-
-    async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-        if self.server is not None:
-            self.server.close()
 
 
 async def logged_in(address: str, uid: int) -> LobbySession:
@@ -80,12 +42,12 @@ async def test_a_quiet_client_beats_and_stays_online(world: World) -> None:
 
 
 async def test_a_stream_whose_lobby_stops_answering_is_dropped(world: World) -> None:
-    relay = FreezableRelay(await world.lobby(**BEAT))
+    relay = FreezingRelay(await world.lobby(**BEAT))
     s = await logged_in(await relay.start(), 702)
     try:
         await asyncio.sleep(1.5)
         assert not s.closed.is_set()
-        relay.frozen.set()
+        assert relay.freeze() >= 1
         # a beat within a second, unanswered for a second: the stream's end is announced
         assert await asyncio.wait_for(s.pushes.get(), 10) is None
         assert s.closed.is_set()

@@ -14,8 +14,9 @@ from clients.session import Backoff, LobbySession
 from clients.ws_edge import WsEdge
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.lobby import tokens
-from tests.service.test_client_heartbeat import BEAT, FreezableRelay
+from tests.service.test_client_heartbeat import BEAT
 from tests.support.lobbyworld import SECRET, World
+from tests.support.relay import FreezingRelay
 
 
 async def ws_lobby(world: World) -> str:
@@ -61,13 +62,13 @@ async def test_a_lobby_gone_ends_the_stream_and_the_next_one_takes_the_session(
 
 async def test_a_websocket_whose_lobby_stops_answering_is_dropped(world: World) -> None:
     await world.lobby(ws_port=0, **BEAT)
-    relay = FreezableRelay(f"127.0.0.1:{world.lobbies[-1].ws_port}")
+    relay = FreezingRelay(f"127.0.0.1:{world.lobbies[-1].ws_port}")
     s = LobbySession(f"ws://{await relay.start()}/ws")
     await s.open()
     try:
         assert (await s.login(tokens.mint(713, SECRET, 600))).WhichOneof(
             "payload") == "login_ok"
-        relay.frozen.set()
+        assert relay.freeze() >= 1
         # a beat within a second, unanswered for a second: the stream's end is announced
         assert await asyncio.wait_for(s.pushes.get(), 10) is None
         assert s.closed.is_set()
