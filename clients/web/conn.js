@@ -102,7 +102,7 @@ function reconnectLater() {
 
 // A login answered: the retries start over; the heartbeat runs every `seconds`. A beat the
 // lobby does not answer within `seconds` means the socket is dead without having closed (a
-// frozen lobby, a cut network; docs/protocol.md, "Heartbeat"): it is given up at once (a
+// frozen lobby, a cut network; docs/protocol.md, "Login"): it is given up at once (a
 // close on a dead link can take a minute to be confirmed) and the client logs in again,
 // as clients/session.py does.
 export function loggedIn(seconds) {

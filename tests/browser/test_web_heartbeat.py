@@ -1,7 +1,7 @@
 """The web client (clients/web/conn.js) drops a WebSocket whose heartbeat goes unanswered for
 ``heartbeat_seconds`` (a frozen lobby, a cut network: the socket stays open and says nothing)
 and logs in again with its token, resuming its seat, as the Python client does
-(tests/service/test_client_heartbeat.py; docs/protocol.md, "Heartbeat").
+(tests/service/test_client_heartbeat.py; docs/protocol.md, "Login").
 
 Chromium on the page a real lobby serves, through a TCP relay in front of the lobby's
 WebSocket port that can freeze the connections open now: they stay open and pass nothing

@@ -1004,10 +1004,11 @@ def test_rendered_objects_match_the_kubernetes_schemas(overlay) -> None:
             validator.validate(obj, version, strict=True)
 
 
-RECOVERY_HEADER = "| fault | rooms hit | p50 | max | hands lost | hands doubled |"
+RECOVERY_HEADER = ("| fault | rooms hit | pause p50 | pause max | settlement lag p99 "
+                   "| hands lost | hands doubled |")
 RECOVERY_FAULTS = ("NATS stream leader", "table", "table frozen 8 s", "lobby", "arbiter",
-                   "records", "rolling restart tables", "rolling restart lobbies",
-                   "NATS node cut off (partition)")
+                   "records", "PostgreSQL restart (down 1.2 s)", "rolling restart tables",
+                   "rolling restart lobbies", "NATS node cut off (partition)")
 
 
 def test_the_readme_states_the_topology_failures_and_bounds_of_the_code() -> None:
