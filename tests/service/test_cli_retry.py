@@ -187,4 +187,7 @@ async def test_a_robot_sends_its_answer_again_after_a_moment_and_it_counts_once(
     assert [t.fault for t in first] == ["moving", "unavailable", "ok"], first
     assert [t.table for t in first] == [[], [], [(0, False)]]
     lost = next(t for t in tries if t.fault == "applied")
-    assert lost.table[0] == (0, False) and all(o for _, o in lost.table[1:]), lost.table
+    # a repeat is overtaken, or finds the room closed when the answer was the hand's last
+    # (one hand: the room ends with it; the lobby takes that as a late answer, no error)
+    assert lost.table[0] == (0, False) and all(
+        o or code == common_pb2.ERR_NO_SUCH_ROOM for code, o in lost.table[1:]), lost.table
