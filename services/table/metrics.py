@@ -29,7 +29,7 @@ for _reason in FALLBACK_REASONS:
     ARBITER_FALLBACK.labels(_reason)
 TIMEOUTS = Counter("paiju_table_timeouts_total", "Decisions that timed out (entrust)", ["game"])
 SETTLEMENTS = Counter("paiju_table_settlements_total", "Settlement messages published", ["final"])
-REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log at start")
+REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log (at start, or taken over from another table)")
 PENDING = Gauge("paiju_table_pending_writes",
                 "Directory writes, settlements and log purges waiting for a retry", ["kind"])
 LOGS_PURGED = Counter("paiju_table_logs_purged_total", "Closed rooms whose log was purged")

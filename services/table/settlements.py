@@ -35,14 +35,16 @@ class SettlementOutbox:
                 msg = msg.replace(settled_at=settle.now())
             key = msg.key
             try:
-                await self.js.publish(bus.settle_subject(msg.room_id), msg.encode(),
-                                      headers={"Nats-Msg-Id": key})
+                ack = await self.js.publish(bus.settle_subject(msg.room_id), msg.encode(),
+                                            headers={"Nats-Msg-Id": key})
             except Exception as exc:
                 log.warning("settlement not published yet", extra={"id": key, "error": repr(exc)})
                 if not any(w.key == key for w in self.unsent):
                     self.unsent.append(msg)
                 continue
             self.unsent = [w for w in self.unsent if w.key != key]
+            if ack.duplicate:   # a rebuilt room publishes its settled hands again: counted once
+                continue
             if not msg.final:
                 m.HANDS.labels(msg.game).inc()
             m.SETTLEMENTS.labels(str(msg.final).lower()).inc()

@@ -9,6 +9,7 @@ import asyncio
 
 import nats
 import nats.errors
+from prometheus_client import REGISTRY
 
 from paiju.contracts import settle as sm
 from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
@@ -63,5 +64,29 @@ async def test_a_failed_settlement_waits_with_its_first_stamp_and_goes_out_once(
         written = parse_settlement(stored.data or b"")
         assert written.settled_at == waiting.settled_at.replace(tzinfo=None)
         assert [(e.idx, e.frame) for e in written.events] == [(0, b"\x08\x01")]
+    finally:
+        await nc.close()
+
+
+async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
+        fresh_nats: EmbeddedNats) -> None:
+    """A rebuild publishes the room's settled hands again; JetStream drops them by their
+    dedupe id, and the table's hand and settlement counters count each hand once."""
+    def counted() -> tuple[float, float]:
+        return (REGISTRY.get_sample_value("paiju_table_hands_total", {"game": "xuezhan"}) or 0,
+                REGISTRY.get_sample_value("paiju_table_settlements_total", {"final": "false"})
+                or 0)
+
+    nc = await nats.connect(fresh_nats.url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        outbox = SettlementOutbox(js)
+        hands, settlements = counted()
+        await outbox.publish([hand(777002)])
+        assert counted() == (hands + 1, settlements + 1)
+        await outbox.publish([hand(777002)])   # the rebuilt room's hand, again
+        assert counted() == (hands + 1, settlements + 1)
+        assert (await js.stream_info(SETTLE_STREAM)).state.messages == 1
     finally:
         await nc.close()
