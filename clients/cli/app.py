@@ -35,6 +35,7 @@ TOP_LIMIT = 10   # rows of the leaderboard that ``top`` shows
 # clients/robot/robot.py); the person sees "a moment" in the status line, never an error.
 TRANSIENT = frozenset({common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_UNAVAILABLE})
 RETRY_TRIES, RETRY_STEP, RETRY_LONGEST = 40, 0.25, 2.0
+ENDED_SCORES_TIMEOUT = 5.0   # seconds: the scores of a room that ended while we were away
 # commands sent again on "a moment": room commands that do the same when repeated (a repeat
 # after a try that did count is refused harmlessly) and questions; not create, quick, join,
 # match or chat, which a repeat could do twice
@@ -423,11 +424,24 @@ class CliApp:
         if ok.room.room_id:
             self.at.room, self.at.prompt = ok.room, None   # the snapshot follows
         elif self.at.room is not None:
-            self.out(f"room {self.at.room.room_id} ended while you were away")
+            ended = self.at.room.room_id
+            self.out(f"room {ended} ended while you were away")
             self.at = Seat()
             self.focus.left_room()
             self.room_closed.set()
+            await self._show_scores(ended)
         return True
+
+    async def _show_scores(self, room_id: int) -> None:
+        """How a room ended that we did not see end: its scores, as records has them."""
+        try:
+            reply = await self.session.request(lm.AskHistoryScore(room_id=room_id),
+                                               timeout=ENDED_SCORES_TIMEOUT)
+        except (SessionClosed, TimeoutError):
+            return   # a note less: the history command asks again
+        if reply.WhichOneof("payload") == "history_score":
+            self.out(f"room {room_id}'s scores:")
+        self._show_reply(reply)
 
     def _ready_again(self, frame: client_pb2.ServerFrame) -> bool:
         """A snapshot after a reconnect shows our room between hands and us not ready."""

@@ -81,7 +81,12 @@ const HANDLERS = {
     show("history-panel", true);
     show("ratings-panel", true);
     if (ok.room) room.setRoom(ok.room, ok.player.seat ?? 0);   // seat 0 is omitted in JSON
-    else if (app.room) { log(`room ${app.room.room_id} ended while you were away`); room.setRoom(null, -1); }
+    else if (app.room) {   // ended while we were away: show how, from its history scores
+      const ended = String(app.room.room_id);
+      log(`room ${ended} ended while you were away`);
+      room.setRoom(null, -1);
+      send("ask_history_score", {room_id: ended});
+    }
     send("ask_room_list", {});
   },
   heartbeat() {},

@@ -46,7 +46,9 @@ const view = (step) => console.log(JSON.stringify({step, sockets: sockets.length
   pauses: timers.map((t) => t.ms), status: $("status").textContent,
   loginPanel: !$("login-panel").hidden, error: $("error").hidden ? null : $("error").textContent,
   logins: sockets.map((s) => s.sent.filter((f) => f.login).map((f) => f.login.token).join()),
-  inRoom: !$("room-panel").hidden, log: $("log").children.map((li) => li.textContent)}));
+  inRoom: !$("room-panel").hidden, log: $("log").children.map((li) => li.textContent),
+  asked: sock().sent.filter((f) => !f.login && !f.heartbeat).map((f) => Object.keys(f).find(
+    (k) => k !== "seq") + " " + JSON.stringify(Object.values(f).find((v) => typeof v === "object")))}));
 const fire = () => { timers.shift().fn(); };
 
 $("token").value = "tok-1";
@@ -122,6 +124,7 @@ async def test_the_page_reconnects_with_backoff_and_stops_when_it_should(
     assert 100 <= v["lost"]["pauses"][0] <= 200                  # a new outage starts over
     ended = v["room ended"]
     assert not ended["inRoom"] and "room 100001 ended while you were away" in ended["log"]
+    assert 'ask_history_score {"room_id":"100001"}' in ended["asked"], ended["asked"]
     kicked = v["kicked"]
     assert kicked["pauses"] == [] and kicked["loginPanel"] and kicked["status"] == "disconnected"
     assert v["refused"]["pauses"] == [] and v["refused"]["loginPanel"]

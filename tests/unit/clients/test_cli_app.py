@@ -234,8 +234,15 @@ async def test_a_room_that_ended_while_away_frees_the_seat() -> None:
     seat_in_room(app, common_pb2.DADUN)
     session.logins.append(frames.server_frame(lm.LoginOk(
         player=common_pb2.PlayerInfo(user_id=1001, seat=-1))))
+    session.reply = frames.server_frame(lm.UseHistoryScore(room_id=111111, items=[
+        lm.HistoryScoreItem(user_id=1001, scores=[3, -1])]))
     await session.pushes.put(None)
     await session.pushes.put(None)
     await app._pushes()
     assert "room 111111 ended while you were away" in out
     assert app.at.room is None and app.room_closed.is_set()
+    asked = session.sent[-1]
+    assert asked.WhichOneof("payload") == "ask_history_score"
+    assert asked.ask_history_score.room_id == 111111   # how it ended, as records has it
+    at = out.index("room 111111's scores:")
+    assert out[at + 1] == "  1001: +3 -1 = +2"
