@@ -46,6 +46,9 @@ log = logging.getLogger("paiju.client")
 # a login refused for these reasons is not retried: the credentials will not get better
 FINAL_LOGIN_CODES = frozenset({common_pb2.ERR_BAD_TOKEN, common_pb2.ERR_TOKEN_EXPIRED})
 LOGIN_TIMEOUT = 10.0
+# the address a client uses when told none: the lobby's WebSocket on this machine (config/dev.toml's
+# ws_port), the cheaper of its two front doors per message (bench/reports/capacity_ws.md)
+DEFAULT_LOBBY = "ws://127.0.0.1:8080/ws"
 # a lobby that vanishes without closing the connection is found out within about 15 s (the
 # lobby accepts a ping every 5 s)
 KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),

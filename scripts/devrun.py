@@ -60,13 +60,16 @@ def main() -> None:
             wait_serving(f"{sec.host}:{sec.port}", proc, name)
             print(f"  {name:8s} grpc {sec.host}:{sec.port}  metrics http://{sec.host}:{sec.metrics_port}/metrics"
                   f"  log {LOGS / name}.log", flush=True)
+        # robots take the WebSocket when the lobby serves one: what costs the lobby less
+        lobby_address = (f"ws://{cfg.lobby.host}:{cfg.lobby.ws_port}/ws" if cfg.lobby.ws_port > 0
+                         else f"{cfg.lobby.host}:{cfg.lobby.port}")
         robots = ROOT / "clients" / "robot" / "__main__.py"
         if robots.exists():
             for game in ROBOT_GAMES:
                 log = open(LOGS / f"robot-{game}.log", "ab")  # noqa: SIM115
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "clients.robot", "--game", game, "--tables", "2",
-                     "--lobby", f"{cfg.lobby.host}:{cfg.lobby.port}"],
+                     "--lobby", lobby_address],
                     cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True)
                 procs.append((f"robot-{game}", proc))
                 print(f"  robots   {game}: 2 tables, log {LOGS}/robot-{game}.log", flush=True)

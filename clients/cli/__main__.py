@@ -1,4 +1,4 @@
-"""``python -m clients.cli [--lobby HOST:PORT[,HOST:PORT...]] [--user N] [--game G] [--script "a; b"]
+"""``python -m clients.cli [--lobby ADDRESS[,ADDRESS...]] [--user N] [--game G] [--script "a; b"]
 [--auto] [--ca CA.pem | --tls]``"""
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ import sys
 
 from clients.cli.app import CliApp, Options
 from clients.cli.parse import GAMES
+from clients.session import DEFAULT_LOBBY
 
 
 def parse_args(argv: list[str] | None = None) -> Options:
     p = argparse.ArgumentParser(prog="python -m clients.cli",
                                 description="Play a Paiju seat in the terminal.")
-    p.add_argument("--lobby", default=os.environ.get("PAIJU_LOBBY_ADDR", "127.0.0.1:50051"),
-                   help="lobby address, or several comma-separated: when one goes away the "
+    p.add_argument("--lobby", default=os.environ.get("PAIJU_LOBBY_ADDR", DEFAULT_LOBBY),
+                   help="lobby address (ws://host:port/ws, or host:port for gRPC), or several comma-separated: when one goes away the "
                         "client logs in again on the next and resumes your seat")
     p.add_argument("--user", type=int, default=1001, help="your user id")
     p.add_argument("--secret", default=os.environ.get("PAIJU_LOBBY__TOKEN_SECRET",

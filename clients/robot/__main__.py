@@ -9,6 +9,7 @@ import os
 import sys
 
 from clients.robot.robot import GAMES, run_matched, run_tables
+from clients.session import DEFAULT_LOBBY
 
 
 def main() -> None:
@@ -18,8 +19,8 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=4, help="hands per room")
     parser.add_argument("--rounds", type=int, default=0,
                         help="rooms to play one after another per table (0 = forever)")
-    parser.add_argument("--lobby", default=os.environ.get("PAIJU_LOBBY_ADDR", "127.0.0.1:50051"),
-                        help="lobby address, or several comma-separated: the robots are "
+    parser.add_argument("--lobby", default=os.environ.get("PAIJU_LOBBY_ADDR", DEFAULT_LOBBY),
+                        help="lobby address (ws://host:port/ws, or host:port for gRPC), or several comma-separated: the robots are "
                              "spread over them and fail over to the others")
     parser.add_argument("--secret", default=os.environ.get("PAIJU_LOBBY__TOKEN_SECRET",
                                                            "dev-secret-change-me"))
