@@ -82,7 +82,7 @@ def test_compose_dependencies_and_profiles() -> None:
         assert services[svc]["depends_on"]["nats"]["condition"] == "service_healthy"
     assert services["records"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert services["robots"]["profiles"] == ["robots"]
-    assert "lobby:50051" in services["robots"]["command"]
+    assert "ws://lobby:8080/ws" in services["robots"]["command"]
     for extra in ("prometheus", "grafana"):
         assert services[extra]["profiles"] == ["monitoring"]
     for svc in SERVICES:
