@@ -7,8 +7,8 @@ a lobby restart takes 5,000 reconnecting players back within 10 s").
 The stack is tests/system/conftest.py's (an embedded nats-server, records, arbiter, table
 ``table-sys`` and lobby A, as processes on loopback) plus a second lobby B (bench_capacity's
 ``more_processes``). Players are clients of clients/session.py run by load-generator
-processes (``--procs``, asyncio, many players each): each logs in on lobby A (its address
-list is A then B), sits in a room of four (``--game``, one hand), readies and never answers a
+processes (``--procs``, asyncio, many players each), on the lobbies' WebSocket (``--edge
+grpc``: their gRPC stream): each logs in on lobby A (its address list is A then B), sits in a room of four (``--game``, one hand), readies and never answers a
 prompt (turn and window timers are set to 10 minutes), so every room waits at a prompt; it
 sends a heartbeat every 15 s as a client does (a lobby closes a session silent for 45 s). On a
 stream that ends without a kick a player reconnects by itself (``LobbySession.reconnect``:
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.bench_capacity import HEARTBEAT, more_processes, profile
+from bench.bench_capacity import HEARTBEAT, lobby_urls, more_processes, profile
 from bench.bench_system import process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, LoadProcesses, write_report
 from tests.support.failover import quantile
@@ -494,6 +494,7 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
            + (" --table-restart" if args.table_restart else "")
            + (" --lobby-restart" if args.lobby_restart else "")
            + (" --ensure-profiles" if args.ensure_profiles else "")
+           + (" --edge grpc" if args.edge == "grpc" else "")
            + (f" --profile {args.profile:g}" if args.profile else ""))
     tb = table.backs
     prompt_t = [since(b.prompt, table.killed_at) for b in tb if b.prompted]
@@ -614,7 +615,11 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
         tmp = Path(tempfile.mkdtemp(prefix="paiju-cold-")) if args.keep else Path(name)
         if args.keep:
             print(f"logs in {tmp}", flush=True)
-        stack = start_stack(tmp, **OPEN, **SLOW)
+        edge = {}
+        if args.edge == "ws":
+            from services.common.natsd import free_port
+            edge = {"PAIJU_LOBBY__WS_PORT": str(free_port())}
+        stack = start_stack(tmp, **OPEN, **SLOW, **edge)
         extra: list[Any] = []
         gen: Generator | None = None
         try:
@@ -625,6 +630,8 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
                 stack.lobby.env["PAIJU_LOBBY__DEV_PROFILES"] = "false"
             extra = more_processes(stack, tmp, 0 if args.lobby_restart else 1, 0)
             addresses = [stack.lobby_address, *(f"127.0.0.1:{p.port}" for p in extra)]
+            if args.edge == "ws":
+                addresses = lobby_urls([stack.lobby, *extra]).split(",")
             gen = Generator(args.procs, addresses, SECRET, args.game)
             lobby_b = extra[0] if extra else None
             table = table_phase(stack, tmp, gen, args, extra)
@@ -656,6 +663,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ensure-profiles", action="store_true",
                         help="the lobby taking players back creates missing profiles "
                              "(config/test.toml's dev_profiles) instead of reading them")
+    parser.add_argument("--edge", choices=("grpc", "ws"), default="ws",
+                        help="the players' transport to the lobby: its WebSocket (what the "
+                             "project's clients use by default) or its gRPC Connect stream")
     parser.add_argument("--profile", type=float, default=0.0,
                         help="py-spy the process taking over for this many seconds")
     parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
