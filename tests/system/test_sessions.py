@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from clients.robot.robot import action_frame
 from clients.robot.view import choose
@@ -14,7 +17,17 @@ from paiju.v1 import client_pb2, common_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from tests.support.tablekit import LobbyLink
-from tests.system.conftest import SECRET, Stack
+from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One stack for this file's tests: each plays its own users (5xx, 6xx, ...) and rooms."""
+    s = start_stack(tmp_path_factory.mktemp("sessions"))
+    try:
+        yield s
+    finally:
+        stop_stack(s)
 
 
 async def login(stack: Stack, uid: int, **fields: Any) -> tuple[LobbySession, client_pb2.ServerFrame]:
