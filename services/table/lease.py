@@ -8,7 +8,9 @@ Timing (docs/architecture.md, "Ownership and fencing"): the entry is renewed eve
 a GC pass, a core shared with other processes) keeps its lease: the renewal needs the
 interpreter for a moment, not a turn of the loop. The loop's heartbeat composes the entry the
 thread puts and marks that the loop runs; a loop that has not run for LOOP_LATE_TTLS leases
-(wedged) lets the lease go, so its rooms are adopted. A renewal missed or late for ttl -
+(wedged) lets the lease go, so its rooms are adopted. So does a table whose own connection
+is down or on a NATS server cut off from its cluster (``Lease.linked``): the lease follows the
+connection that does the work, not the renewal thread's. A renewal missed or late for ttl -
 interval (1.5 s: three in a row) is a stall (below). Each renewal is bounded
 (RENEW_TIMEOUT_SHARE of the ttl), so one hung put never holds back the next. The adoption
 scan runs apart from the renewals, every ttl / SCANS_PER_TTL (0.25 s), so a dead table's
@@ -99,7 +101,23 @@ class Lease:
         """Put the entry now, from the loop (at the start, when the table drains); the
         renewals put the same from then on."""
         self.entry_data = self.entry().encode()
+        sent = time.monotonic()
         await self.core.kv_tables.put(self.core.instance, self.entry_data)
+        self.renewed_until = max(self.renewed_until, sent + self.ttl)
+
+    def holding(self) -> bool:
+        """The entry is alive (renewed within the lease) and its renewal thread runs: the
+        table's readiness (server.py), beside its NATS connection."""
+        renewer = self._renewer
+        return (renewer is not None and renewer.is_alive()
+                and time.monotonic() < self.renewed_until)
+
+    def linked(self) -> bool:
+        """The table's own connection (appends, commands, events) can do its work: up, and
+        on a NATS server that reaches the majority of its cluster. Read by the renewal
+        thread: the lease is renewed only for a table that could use it."""
+        nc = self.core.nc
+        return bool(nc.is_connected) and not getattr(nc, "isolated", False)
 
     async def renew(self, kv_tables: Any) -> None:
         """Put the entry on the renewal thread's connection, within ``renew_timeout``;
@@ -130,12 +148,16 @@ class Lease:
     def trusted(self, ttl: float) -> bool:
         """This table's own view of the leases can be believed: it has heartbeaten without
         a break (nor a stall) for a whole lease."""
-        return self.beating_since is not None and time.monotonic() - self.beating_since >= ttl
+        since = self.beating_since   # read once: the renewal thread may clear it meanwhile
+        return since is not None and time.monotonic() - since >= ttl
 
     def current(self, tenure: int | None) -> bool:
         """A room held under ``tenure`` may write and send: no stall since it was checked,
-        and the heartbeat is not late enough for this process to have been stopped."""
-        return tenure == self.epoch and time.monotonic() - self.last_tick < self.stall_after
+        and the heartbeat is not late enough for this process to have been stopped.
+        ``last_tick`` is read before ``epoch`` (the thread writes them the other way round),
+        so a fresh tick is never paired with the epoch it replaced."""
+        tick = self.last_tick
+        return tenure == self.epoch and time.monotonic() - tick < self.stall_after
 
     def _tick(self) -> bool:
         """A renewal is due (on the renewal thread): True when the last one was
@@ -152,9 +174,18 @@ class Lease:
         return stalled
 
     async def _connect(self) -> Any:
-        """The renewal thread's own connection and its handle on the ``tables`` bucket."""
-        nc = await bus.connect(self.core.cfg.nats, f"table-{self.core.instance}-lease")
-        return nc, await nc.jetstream().key_value(bus.TABLES_BUCKET)
+        """The renewal thread's own connection and its handle on the ``tables`` bucket,
+        within ``ttl`` (a first connect otherwise retries for ever); closed again when the
+        bucket cannot be reached."""
+        nc = await asyncio.wait_for(
+            bus.connect(self.core.cfg.nats, f"table-{self.core.instance}-lease"),
+            max(self.ttl, float(self.core.cfg.nats.connect_timeout)))
+        try:
+            return nc, await asyncio.wait_for(nc.jetstream().key_value(bus.TABLES_BUCKET),
+                                              self.ttl)
+        except BaseException:
+            await _close(nc)
+            raise
 
     async def _renewals(self) -> None:
         """The renewal thread's loop (an event loop of its own): every ``interval``, put the
@@ -168,10 +199,16 @@ class Lease:
                     break
                 if time.monotonic() - self.loop_tick >= self.loop_late:
                     continue   # the loop is wedged: the lease lapses, the rooms are adopted
+                if not self.linked():
+                    # cut off (its server lost the cluster) or reconnecting: the rooms cannot
+                    # play here, so the lease lapses as if the table stopped, and they move
+                    continue
                 self._tick()
                 try:
                     if kv_tables is None:
                         nc, kv_tables = await self._connect()
+                        if self._halt.is_set():
+                            break
                     await self.renew(kv_tables)
                     if self.beating_since is None:
                         self.beating_since = time.monotonic()
@@ -180,10 +217,7 @@ class Lease:
                     log.warning("heartbeat failed", extra={"error": repr(exc)})
         finally:
             if nc is not None:
-                try:
-                    await nc.close()
-                except Exception:
-                    log.debug("lease connection not closed", exc_info=True)
+                await _close(nc)
 
     async def _loop(self) -> None:
         """The loop's heartbeat: marks that the loop runs, composes the entry the renewals
@@ -235,3 +269,10 @@ class Lease:
             await self._scan_once()
         except Exception as exc:  # NATS away: the next beat scans again
             log.warning("adoption scan failed", extra={"error": repr(exc)})
+
+
+async def _close(nc: Any) -> None:
+    try:
+        await nc.close()
+    except Exception:
+        log.debug("lease connection not closed", exc_info=True)

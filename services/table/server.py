@@ -81,5 +81,9 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
         raise
     svc.on_stop.append(core.stop)
     svc.on_drain.append(core.drain)
-    await watch_service(svc, {"nats": nats_connected(core.nc)}, cfg.nats.liveness_seconds)
+    async def lease_held() -> bool:
+        return core.lease.holding()
+
+    await watch_service(svc, {"nats": nats_connected(core.nc), "lease": lease_held},
+                        cfg.nats.liveness_seconds)
     return svc

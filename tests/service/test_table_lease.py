@@ -8,6 +8,7 @@ import asyncio
 import time
 
 import pytest
+from nats.js.errors import KeyNotFoundError
 
 from paiju.v1 import common_pb2, table_pb2
 from services.common.natsd import EmbeddedNats
@@ -54,5 +55,39 @@ async def test_a_wedged_loop_lets_its_lease_go(
                 break
             await asyncio.sleep(0.05)
         assert a.lease.epoch == 1   # back, it checks its rooms before they play on
+    finally:
+        await a.stop()
+
+
+async def test_a_table_whose_server_is_cut_off_lets_its_lease_go(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lease follows the table's own connection, not the renewal thread's: while the
+    server the table works through says it reaches a minority of its cluster (its INFO's
+    connect_urls, as a cut-off node of three sends them), the entry is not renewed and
+    expires, so other tables adopt the rooms; once the connection has moved on, the table
+    renews again and checks its rooms first (a new epoch)."""
+    a = core(fresh_nats.url, "table-a", monkeypatch, lease=1)
+    await a.start()
+    try:
+        assert await a.kv_tables.get(a.instance)
+        assert a.lease.holding()
+        a.nc.cluster_seen, a.nc.cluster_now = 3, 1   # what a cut-off node's INFO says
+        assert a.lease.linked() is False
+        gone = False
+        for _ in range(60):   # the lease is 1 s; the connection moves off after 2 s
+            await asyncio.sleep(0.05)
+            try:
+                await a.kv_tables.get(a.instance)
+            except KeyNotFoundError:
+                gone = True
+                break
+        assert gone, "a table cut off from its cluster kept its lease"
+        assert not a.lease.holding()   # its readiness says so
+        for _ in range(100):   # the connection moved (here: to the same, whole server)
+            if a.lease.linked() and a.lease.holding():
+                break
+            await asyncio.sleep(0.05)
+        assert a.lease.holding() and a.lease.epoch == 1
+        assert await a.kv_tables.get(a.instance)
     finally:
         await a.stop()
