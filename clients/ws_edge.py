@@ -88,8 +88,14 @@ class WsStream:
     async def _frames(self) -> AsyncIterator[client_pb2.ServerFrame]:
         try:
             ws = await self._opened
-        except (aiohttp.ClientError, OSError, asyncio.CancelledError):
+        except (aiohttp.ClientError, OSError):
             self.cancel()
+            return
+        except asyncio.CancelledError:
+            self.cancel()
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise   # the reader itself was cancelled, not only the connection attempt
             return
         try:
             async for msg in ws:

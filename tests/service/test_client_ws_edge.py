@@ -9,9 +9,11 @@ Real lobbies on a real nats-server (the in-test table and records of tests/suppo
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 from clients.session import Backoff, LobbySession
 from clients.ws_edge import WsEdge
+from paiju.v1 import client_pb2 as cm
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.lobby import tokens
 from tests.service.test_client_heartbeat import BEAT
@@ -75,3 +77,33 @@ async def test_a_websocket_whose_lobby_stops_answering_is_dropped(world: World) 
     finally:
         await s.close()
         await relay.close()
+
+
+async def test_a_reader_cancelled_while_the_socket_opens_ends_cancelled() -> None:
+    """Cancelling the task that reads a stream still opening (a lobby slow to answer the
+    upgrade) cancels that task, as asyncio's callers expect (a TaskGroup, wait_for), rather
+    than ending it as if the connection had simply failed."""
+    silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)   # never answers
+    port = silent.sockets[0].getsockname()[1]
+    edge = WsEdge(f"ws://127.0.0.1:{port}/ws")
+
+    async def nothing() -> AsyncIterator[cm.ClientFrame]:
+        await asyncio.Event().wait()
+        yield cm.ClientFrame()
+
+    async def read() -> list[object]:
+        return [f async for f in edge.connect(nothing())]
+
+    try:
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(0.2)
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        assert reader.cancelled()
+        # the connection attempt failing on its own still just ends the iteration
+        stream = edge.connect(nothing())
+        stream.cancel()
+        assert [f async for f in stream] == []
+    finally:
+        await edge.close()
+        silent.close()
