@@ -8,6 +8,7 @@ its sessions out of it, each told to log in again."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from paiju.frames import server_frame
@@ -81,6 +82,14 @@ async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Sess
     return nats, table, streams, session
 
 
+async def until(done: Callable[[], bool]) -> None:
+    """Wait for ``done()`` (polled, not timed: a loaded machine is slow), at most 10 s."""
+    for _ in range(1000):
+        if done():
+            return
+        await asyncio.sleep(0.01)
+
+
 async def publish(nats: Nats, index: int) -> None:
     await nats.deliver(f"room.{ROOM}.events", message(index).SerializeToString())
 
@@ -149,7 +158,7 @@ async def test_a_room_gone_while_refilling_sends_its_sessions_to_log_in_again() 
     nats, table, streams, session = await joined()
     table.gone = True
     await publish(nats, 3)
-    await asyncio.sleep(0.2)
+    await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
     assert session.room_id == 0 and ROOM not in streams.rooms
     assert table.lost_users == [1]
     await streams.stop()
@@ -159,7 +168,7 @@ async def test_a_member_no_longer_in_the_room_at_its_resync_is_told() -> None:
     nats, table, streams, session = await joined()
     table.resync, table.not_in_room = True, True
     await publish(nats, 3)
-    await asyncio.sleep(0.2)
+    await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
     assert table.snapshots == [1] and table.lost_users == [1]
     assert session.room_id == 0 and ROOM not in streams.rooms
     await streams.stop()
