@@ -295,8 +295,7 @@ class RoomStreams:
     def _closed(self, room: RoomStream) -> None:
         """The room's last message went out: its members are out of it here."""
         for member in room.orderer.resync():
-            member.out_of_room(room.room_id)
-            room.orderer.leave(member)
+            self._out(room, member)
         self._spawn(self._drop(room))
 
     def _gone(self, room: RoomStream) -> None:
@@ -312,10 +311,16 @@ class RoomStreams:
         log.info("room gone before its last messages were delivered here: its members log "
                  "in again", extra={"room": room.room_id, "members": len(members)})
         for member in members:
-            room.orderer.leave(member)
-            member.out_of_room(room.room_id)
-            self.table.lost(member, room.room_id)
+            self._out(room, member, told=True)
         self._spawn(self._drop(room))
+
+    def _out(self, room: RoomStream, member: Member, *, told: bool = False) -> None:
+        """``member`` is out of the room here; ``told``: it did not see the room to its end
+        (nor will), so it logs in again (TableAccess.lost)."""
+        room.orderer.leave(member)
+        member.out_of_room(room.room_id)
+        if told:
+            self.table.lost(member, room.room_id)
 
     def _gap_due(self, room: RoomStream) -> None:
         room.timer = None
@@ -416,9 +421,7 @@ class RoomStreams:
         else:
             log.warning("member not brought back in order: told to reconnect",
                         extra={"room": room.room_id, "user": member.session.user_id})
-        self.table.lost(member, room.room_id)
-        room.orderer.leave(member)
-        member.out_of_room(room.room_id)
+        self._out(room, member, told=True)
         await self._close_if_empty(room)
 
     def refill_all(self) -> None:
