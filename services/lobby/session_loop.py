@@ -1,6 +1,7 @@
 """The life of one client connection, whatever carries it: a ``Lobby.Connect`` gRPC stream
-(grpc_front.py) or a WebSocket (ws.py). A reader task dispatches the decoded client frames
-one at a time, in order (commands.py); the session's outbound frames are numbered and
+(grpc_front.py) or a WebSocket (ws.py). A reader task hands the decoded client frames to
+a task that dispatches them one at a time, in order (commands.py), and answers heartbeats
+itself at once; the session's outbound frames are numbered and
 encoded by the transport's encoder as they leave.
 
 Client frames are parsed here (not by gRPC) so that undecodable bytes get ERR_BAD_FRAME and
@@ -119,17 +120,41 @@ def refuse_connection(app: LobbyApp, reason: str) -> client_pb2.ServerFrame:
 
 
 async def _read(app: LobbyApp, session: Session, incoming: AsyncIterator[Incoming]) -> None:
+    """Read the client's frames: a logged-in session's heartbeats are answered at once, every
+    other frame waits its turn in ``commands`` (one at a time, in order: ``_serve``), so a
+    command that waits long (its room moving between tables) never holds a heartbeat's
+    answer back past the client's deadline. A client that stops sending leaves its commands
+    served, then the session closes."""
+    commands: asyncio.Queue[client_pb2.ClientFrame | None] = asyncio.Queue(COMMANDS_WAITING)
+    worker = asyncio.create_task(_serve(app, session, commands))
     try:
         async for item in incoming:
             session.touch()
             if isinstance(item, BadFrame):
                 metrics.FRAMES_IN.labels("0").inc()
                 session.send(error_frame(common_pb2.ERR_BAD_FRAME, item.reason))
-                continue
-            await dispatch(app, session, item)
-            if session.outbox.closed:
+            elif session.logged_in and item.HasField("heartbeat"):
+                await dispatch(app, session, item)
+            else:
+                await commands.put(item)   # a full queue stops the reading until it drains
+            if session.outbox.closed or worker.done():
                 return
+        await commands.put(None)
+        await worker
     except grpc.aio.AioRpcError:
         pass  # the client went away
     finally:
+        await cancel_and_wait(worker)
         session.close()
+
+
+COMMANDS_WAITING = 32   # a session's frames read but not yet served, at most
+
+
+async def _serve(app: LobbyApp, session: Session,
+                 commands: asyncio.Queue[client_pb2.ClientFrame | None]) -> None:
+    """Serve a session's commands one at a time, in the order they came."""
+    while (frame := await commands.get()) is not None:
+        await dispatch(app, session, frame)
+        if session.outbox.closed:
+            return

@@ -42,6 +42,25 @@ async def test_login_replies_own_profile_with_ip_and_session(world: World) -> No
     assert beat.heartbeat.client_time_ms == 77
 
 
+async def test_a_heartbeat_is_answered_while_a_command_waits(world: World) -> None:
+    """A command that waits (here records, slow to answer a history) holds the session's
+    next commands back, in order, but not its heartbeats: a client gives up a socket whose
+    beat goes unanswered for heartbeat_seconds, and this one is healthy."""
+    c = await world.client(await world.lobby())
+    await c.login(1001)
+    world.records.history_held = asyncio.Event()
+    asked = await c.send(lobby_msgs_pb2.AskHistoryScore(room_id=300001))
+    listed = await c.send(lobby_msgs_pb2.AskRoomList())
+    beat = await c.request(lobby_msgs_pb2.HeartBeat(client_time_ms=5))
+    assert beat.heartbeat.client_time_ms == 5
+    assert not [f for f in c.seen if f.reply_to in (asked, listed)], "served out of turn"
+    world.records.history_held.set()
+    history = await c.until(lambda f: f.reply_to in (asked, listed))
+    assert history.reply_to == asked and history.HasField("history_score")
+    rooms = await c.until(lambda f: f.reply_to == listed)
+    assert rooms.HasField("room_list")
+
+
 async def test_a_login_the_broker_does_not_answer_is_a_moment_not_an_internal_error(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """A NATS request that times out while a login reads the directory (a node lost, an

@@ -47,6 +47,7 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
     def __init__(self) -> None:
         self.down = False
         self.not_found = False   # GetHistoryScores answers NOT_FOUND (not the asker's room)
+        self.history_held: asyncio.Event | None = None   # GetHistoryScores waits for it
         self.calls: list[tuple[str, Any]] = []
 
     async def _check(self, name: str, req: Any, context: grpc.aio.ServicerContext) -> None:
@@ -65,6 +66,8 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
 
     async def GetHistoryScores(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
         await self._check("GetHistoryScores", req, context)
+        if self.history_held is not None:
+            await self.history_held.wait()
         if self.not_found:
             await context.abort(grpc.StatusCode.NOT_FOUND, "no such room for this user")
         return lobby_msgs_pb2.UseHistoryScore(room_id=req.room_id, items=[
