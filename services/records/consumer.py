@@ -7,7 +7,9 @@ Each message is parsed, written in one transaction, and only then acknowledged:
 - the database unavailable (a restart, a failover, a dropped connection): ``nak`` with a
   delay, the rest of the batch handed back too, and the next pull after a backoff;
 - any other failure: the same, logged with its traceback (a defect, not a fault).
-A broker fault (a NATS node lost, a leader elected) restarts the pull loop after a backoff.
+A broker fault while pulling (a NATS node lost: the stream or this consumer electing a
+leader) is retried on the same subscription after a backoff; any other broker fault
+restarts the pull loop (stream and consumer set up again) after a backoff.
 Faults of the database or the broker are warnings that say what is retried and when, and
 ``paiju_records_fault_retries_total{fault}`` counts them; tracebacks are kept for defects.
 A process killed between commit and ack gets the message again and acks it as a duplicate.
@@ -28,6 +30,7 @@ from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import ServiceUnavailableError
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
@@ -48,6 +51,13 @@ RETRY_DELAY_SECONDS = 1.0     # between tries to connect to NATS at start-up
 # second or two is written to again within a few tenths of a second, and one that is away
 # for long is tried every 2 s
 BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.6, 2.0)
+# pauses between pulls while the stream or the consumer has no leader (an election after a
+# NATS node's death: seconds): short, so that the first pull after it finds the leader
+ELECTION_BACKOFF_SECONDS = (0.1, 0.2, 0.25)
+ELECTION_RESTART_SECONDS = 20.0   # longer than any election: the pull loop starts over
+# the JetStream API's answers (stream and consumer set-up) within this, else tried again: a
+# request sent while the stream elects a leader is never answered
+API_TIMEOUT_SECONDS = 2.0
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
                   "Settlements written (hands and final messages)")
@@ -221,7 +231,7 @@ class SettleConsumer:
                 await asyncio.sleep(delay)
 
     async def _consume(self, nc: Client) -> None:
-        js = nc.jetstream()
+        js = nc.jetstream(timeout=API_TIMEOUT_SECONDS)
         await ensure_streams(js, self.replicas, room_log=False)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config(self.ack_wait))
@@ -234,11 +244,34 @@ class SettleConsumer:
                 await sub.unsubscribe()
 
     async def _pull(self, sub: JetStreamContext.PullSubscription) -> None:
+        electing = Backoff(ELECTION_BACKOFF_SECONDS)
+        since = 0.0
         while not self._stopping.is_set():
             try:
                 msgs = await sub.fetch(self.batch, timeout=1.0)
             except (NatsTimeout, TimeoutError):  # nats-py raises either when nothing came
                 continue
+            except ServiceUnavailableError as exc:
+                # the stream or this consumer has no leader (a NATS node died): pull again
+                # soon on the same subscription; setting it up again would wait for the
+                # same election, and then for the API's timeout
+                if not electing.failures:
+                    since = time.monotonic()
+                elif time.monotonic() - since > ELECTION_RESTART_SECONDS:
+                    raise
+                delay = electing.next()
+                if electing.failures == 1:
+                    log.warning("settlements unavailable (%r), a leader being elected: "
+                                "pulling again in %.2f s, then every %.2f s until it answers",
+                                exc, delay, ELECTION_BACKOFF_SECONDS[-1],
+                                extra={"error": repr(exc)})
+                FAULT_RETRIES.labels("nats").inc()
+                await asyncio.sleep(delay)
+                continue
+            if electing.failures:
+                log.info("settlements available again",
+                         extra={"pulls_failed": electing.failures})
+                electing.reset()
             for i, msg in enumerate(msgs):
                 if self._stopping.is_set():  # hand the rest back at once
                     for rest in msgs[i:]:
