@@ -10,6 +10,13 @@ Each message is parsed, written in one transaction, and only then acknowledged:
 A broker fault while pulling (a NATS node lost: the stream or this consumer electing a
 leader) is retried on the same subscription after a backoff; any other broker fault
 restarts the pull loop (stream and consumer set up again) after a backoff.
+
+The prompt copy: records also takes each settlement as the table sends it on core NATS
+(``bus.SETTLE_PROMPT``, one records of the queue group) and writes it at once, through the
+same writer. A NATS node's death stalls SETTLE for a Raft election (of the stream, or of this
+consumer: 4 to 9 s); the prompt copy goes around it, and the SETTLE message, when it comes,
+is a duplicate. It is never acknowledged nor retried: whatever fails there (malformed, the
+database away, nobody listening) is left to SETTLE, and logged there.
 Faults of the database or the broker are warnings that say what is retried and when, and
 ``paiju_records_fault_retries_total{fault}`` counts them; tracebacks are kept for defects.
 A process killed between commit and ack gets the message again and acks it as a duplicate.
@@ -34,7 +41,14 @@ from nats.js.errors import ServiceUnavailableError
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
-from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
+from services.common.bus import (
+    SETTLE_PROMPT,
+    SETTLE_PROMPT_QUEUE,
+    SETTLE_STREAM,
+    connect,
+    ensure_streams,
+    flush,
+)
 from services.common.config import NatsConfig
 from services.common.metrics import LATENCY_BUCKETS
 from services.records.settlement import MalformedSettlement, Settlement, parse_settlement
@@ -58,11 +72,18 @@ ELECTION_RESTART_SECONDS = 20.0   # longer than any election: the pull loop star
 # the JetStream API's answers (stream and consumer set-up) within this, else tried again: a
 # request sent while the stream elects a leader is never answered
 API_TIMEOUT_SECONDS = 2.0
+PROMPT_PENDING = 1000          # prompt copies waiting for the writer; beyond: dropped (SETTLE)
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
-                  "Settlements written (hands and final messages)")
+                  "SETTLE messages written (hands and final messages)")
 DUPLICATES = Counter("paiju_records_duplicates_ignored_total",
-                     "Settlements already written, acknowledged and ignored")
+                     "SETTLE messages already written (e.g. by their prompt copy), "
+                     "acknowledged and ignored")
+PROMPT = Counter("paiju_records_prompt_settlements_total",
+                 "Prompt copies of settlements (core NATS): written, duplicate (already "
+                 "written), or left to SETTLE (failed)", ["result"])
+for _result in ("written", "duplicate", "failed"):
+    PROMPT.labels(_result)
 MALFORMED = Counter("paiju_records_malformed_total",
                     "Settlement messages terminated because they can never be written")
 FAILURES = Counter("paiju_records_write_failures_total",
@@ -172,14 +193,45 @@ async def handle(msg: Msg, writer: SettlementWriter, retry_delay: float) -> str:
         FAILURES.inc()
         await msg.nak(delay=retry_delay)
         return "retry"
-    WRITE_SECONDS.observe(time.perf_counter() - started)
+    wrote(msg, settlement, written, started)
     (WRITTEN if written else DUPLICATES).inc()
-    if written:
-        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement)))
     await msg.ack()
     log.debug("settlement %s", "written" if written else "duplicate",
               extra={"key": settlement.key})
     return "written" if written else "duplicate"
+
+
+def wrote(msg: Any, settlement: Settlement, written: bool, started: float) -> None:
+    WRITE_SECONDS.observe(time.perf_counter() - started)
+    if written:
+        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement)))
+
+
+async def handle_prompt(msg: Msg, writer: SettlementWriter) -> str:
+    """Write a settlement's prompt copy; returns written, duplicate or failed. Never raises:
+    a failure is left to the settlement's SETTLE message (logged where it fails there)."""
+    try:
+        settlement = parse_settlement(msg.data)
+    except MalformedSettlement:
+        PROMPT.labels("failed").inc()
+        return "failed"
+    started = time.perf_counter()
+    try:
+        written = await writer.write(settlement)
+    except Exception as exc:
+        if database_fault(exc) or isinstance(exc, (IntegrityError, DataError)):
+            log.debug("prompt settlement not written, left to SETTLE",
+                      extra={"key": settlement.key, "error": repr(exc)})
+        else:
+            log.exception("prompt settlement write failed, left to SETTLE",
+                          extra={"key": settlement.key})
+        PROMPT.labels("failed").inc()
+        return "failed"
+    wrote(msg, settlement, written, started)
+    result = "written" if written else "duplicate"
+    PROMPT.labels(result).inc()
+    log.debug("prompt settlement %s", result, extra={"key": settlement.key})
+    return result
 
 
 class SettleConsumer:
@@ -215,8 +267,15 @@ class SettleConsumer:
                 log.warning("nats connect failed, retrying", extra={"error": repr(exc)})
                 await asyncio.sleep(RETRY_DELAY_SECONDS)
 
+    async def _on_prompt(self, msg: Msg) -> None:
+        if not self._stopping.is_set():
+            await handle_prompt(msg, self.writer)
+
     async def _run(self) -> None:
         self.nc = await self._connect()
+        # nats-py subscribes again after every reconnect
+        await self.nc.subscribe(SETTLE_PROMPT, queue=SETTLE_PROMPT_QUEUE, cb=self._on_prompt,
+                                pending_msgs_limit=PROMPT_PENDING)
         while not self._stopping.is_set():
             try:
                 await self._consume(self.nc)
