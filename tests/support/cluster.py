@@ -1077,6 +1077,10 @@ class ChaosRun:
         end = rec.until + self.plan.settle_seconds
         rec.settle_lag = [self.in_sql[key] - at for key, at in self.observer.hand_ends.items()
                           if rec.at <= at <= end and key in self.in_sql]
+        if rec.settle_lag:   # how many hands the lag figures stand on
+            rec.notes.append(f"settle lag of the {len(rec.settle_lag)} hands ended from the "
+                             f"fault to {end - rec.at:.1f} s after it: max "
+                             f"{max(rec.settle_lag):.2f} s")
         for room in list(rec.rooms):
             run = self.run_of(room)
             nxt = self.observer.next_event(room, rec.at + EPSILON)
