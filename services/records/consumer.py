@@ -101,15 +101,18 @@ SETTLE_DELAY = Histogram("paiju_records_settlement_delay_seconds",
                          buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800))
 
 
-def hand_ended(msg: Any, settlement: Settlement) -> float:
+def hand_ended(msg: Any, settlement: Settlement, received: float | None = None) -> float:
     """When the hand ended, as well as can be told (Unix time): JetStream's timestamp of the
-    table's publish (nanoseconds), unless the settlement waited in the table's outbox, when
+    table's publish (nanoseconds), or for a prompt copy when it was ``received`` (it comes
+    within moments of its publish), unless the settlement waited in the table's outbox, when
     its ``settled_at`` (the first attempt, to the second) is the earlier and truer one."""
     settled = settlement.settled_at.replace(tzinfo=UTC).timestamp()
     try:
         stored = float(msg.metadata.timestamp.timestamp())
-    except Exception:  # not a JetStream delivery (no metadata): settled_at alone
-        return settled
+    except Exception:  # not a JetStream delivery (no metadata)
+        if received is None:
+            return settled
+        stored = received
     return stored if stored < settled + 1 else settled
 
 
@@ -201,15 +204,17 @@ async def handle(msg: Msg, writer: SettlementWriter, retry_delay: float) -> str:
     return "written" if written else "duplicate"
 
 
-def wrote(msg: Any, settlement: Settlement, written: bool, started: float) -> None:
+def wrote(msg: Any, settlement: Settlement, written: bool, started: float,
+          received: float | None = None) -> None:
     WRITE_SECONDS.observe(time.perf_counter() - started)
     if written:
-        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement)))
+        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement, received)))
 
 
 async def handle_prompt(msg: Msg, writer: SettlementWriter) -> str:
     """Write a settlement's prompt copy; returns written, duplicate or failed. Never raises:
     a failure is left to the settlement's SETTLE message (logged where it fails there)."""
+    received = time.time()
     try:
         settlement = parse_settlement(msg.data)
     except MalformedSettlement:
@@ -227,7 +232,7 @@ async def handle_prompt(msg: Msg, writer: SettlementWriter) -> str:
                           extra={"key": settlement.key})
         PROMPT.labels("failed").inc()
         return "failed"
-    wrote(msg, settlement, written, started)
+    wrote(msg, settlement, written, started, received)
     result = "written" if written else "duplicate"
     PROMPT.labels(result).inc()
     log.debug("prompt settlement %s", result, extra={"key": settlement.key})
