@@ -120,6 +120,8 @@ PANELS: list = [
          "published final={{final}}"),
         (f"sum(rate(paiju_records_settlements_written_total{RATE})) * 60", "written"),
         (f"sum(rate(paiju_records_duplicates_ignored_total{RATE})) * 60", "duplicates"),
+        (f"sum by (result) (rate(paiju_records_prompt_settlements_total{RATE})) * 60",
+         "prompt copy {{result}}"),
         (f"sum(rate(paiju_records_malformed_total{RATE})) * 60", "malformed"),
         (f"sum(rate(paiju_records_write_failures_total{RATE})) * 60", "write failures")]),
     ("Settlement write latency", "s", quantiles("paiju_records_write_seconds")),

@@ -7,7 +7,8 @@ per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobb
 ``table.<instance>.adopt`` (a draining table asks another to take a room now:
 services/table/adoption.py), ``lobby.mute`` (operators' chat mutes), JetStream
 ``room.<id>.log.<shard>`` (the room's action log, in one of the ``ROOMLOG_<shard>``
-streams) and ``settle.<room>`` (settlements). KV buckets: the tables' ``tables``
+streams), ``settle.<room>`` (settlements, stream SETTLE) and ``records.settle`` (their
+prompt copy, core NATS). KV buckets: the tables' ``tables``
 (instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
 and ``room_ids`` (every id given out); the lobbies' ``match_tickets`` (matchmaking:
 services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
@@ -97,6 +98,16 @@ LOBBY_MUTE = "lobby.mute"
 
 def settle_subject(room_id: int) -> str:
     return f"settle.{room_id}"
+
+
+# The prompt copy of every settlement: the table sends the same message on core NATS too
+# (no stream), and one records of the queue group writes it at once. SETTLE stays the
+# durable path (the table retries it until stored, records acknowledges it once written),
+# but a NATS node's death costs it a Raft election, of the stream or of records' consumer on
+# it (4 to 9 s): the prompt copy goes around both, so the hand is in SQL within moments
+# (docs/services.md, "Records"). Not under ``settle.*``: SETTLE must not capture it.
+SETTLE_PROMPT = "records.settle"
+SETTLE_PROMPT_QUEUE = "records"
 
 
 def inbox_prefix(name: str) -> str:

@@ -7,7 +7,16 @@ Each message is parsed, written in one transaction, and only then acknowledged:
 - the database unavailable (a restart, a failover, a dropped connection): ``nak`` with a
   delay, the rest of the batch handed back too, and the next pull after a backoff;
 - any other failure: the same, logged with its traceback (a defect, not a fault).
-A broker fault (a NATS node lost, a leader elected) restarts the pull loop after a backoff.
+A broker fault while pulling (a NATS node lost: the stream or this consumer electing a
+leader) is retried on the same subscription after a backoff; any other broker fault
+restarts the pull loop (stream and consumer set up again) after a backoff.
+
+The prompt copy: records also takes each settlement as the table sends it on core NATS
+(``bus.SETTLE_PROMPT``, one records of the queue group) and writes it at once, through the
+same writer. A NATS node's death stalls SETTLE for a Raft election (of the stream, or of this
+consumer: 4 to 9 s); the prompt copy goes around it, and the SETTLE message, when it comes,
+is a duplicate. It is never acknowledged nor retried: whatever fails there (malformed, the
+database away, nobody listening) is left to SETTLE, and logged there.
 Faults of the database or the broker are warnings that say what is retried and when, and
 ``paiju_records_fault_retries_total{fault}`` counts them; tracebacks are kept for defects.
 A process killed between commit and ack gets the message again and acks it as a duplicate.
@@ -28,10 +37,18 @@ from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import ServiceUnavailableError
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
-from services.common.bus import SETTLE_STREAM, connect, ensure_streams, flush
+from services.common.bus import (
+    SETTLE_PROMPT,
+    SETTLE_PROMPT_QUEUE,
+    SETTLE_STREAM,
+    connect,
+    ensure_streams,
+    flush,
+)
 from services.common.config import NatsConfig
 from services.common.metrics import LATENCY_BUCKETS
 from services.records.settlement import MalformedSettlement, Settlement, parse_settlement
@@ -48,11 +65,25 @@ RETRY_DELAY_SECONDS = 1.0     # between tries to connect to NATS at start-up
 # second or two is written to again within a few tenths of a second, and one that is away
 # for long is tried every 2 s
 BACKOFF_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.6, 2.0)
+# pauses between pulls while the stream or the consumer has no leader (an election after a
+# NATS node's death: seconds): short, so that the first pull after it finds the leader
+ELECTION_BACKOFF_SECONDS = (0.1, 0.2, 0.25)
+ELECTION_RESTART_SECONDS = 20.0   # longer than any election: the pull loop starts over
+# the JetStream API's answers (stream and consumer set-up) within this, else tried again: a
+# request sent while the stream elects a leader is never answered
+API_TIMEOUT_SECONDS = 2.0
+PROMPT_PENDING = 1000          # prompt copies waiting for the writer; beyond: dropped (SETTLE)
 
 WRITTEN = Counter("paiju_records_settlements_written_total",
-                  "Settlements written (hands and final messages)")
+                  "SETTLE messages written (hands and final messages)")
 DUPLICATES = Counter("paiju_records_duplicates_ignored_total",
-                     "Settlements already written, acknowledged and ignored")
+                     "SETTLE messages already written (e.g. by their prompt copy), "
+                     "acknowledged and ignored")
+PROMPT = Counter("paiju_records_prompt_settlements_total",
+                 "Prompt copies of settlements (core NATS): written, duplicate (already "
+                 "written), or left to SETTLE (failed)", ["result"])
+for _result in ("written", "duplicate", "failed"):
+    PROMPT.labels(_result)
 MALFORMED = Counter("paiju_records_malformed_total",
                     "Settlement messages terminated because they can never be written")
 FAILURES = Counter("paiju_records_write_failures_total",
@@ -70,15 +101,18 @@ SETTLE_DELAY = Histogram("paiju_records_settlement_delay_seconds",
                          buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800))
 
 
-def hand_ended(msg: Any, settlement: Settlement) -> float:
+def hand_ended(msg: Any, settlement: Settlement, received: float | None = None) -> float:
     """When the hand ended, as well as can be told (Unix time): JetStream's timestamp of the
-    table's publish (nanoseconds), unless the settlement waited in the table's outbox, when
+    table's publish (nanoseconds), or for a prompt copy when it was ``received`` (it comes
+    within moments of its publish), unless the settlement waited in the table's outbox, when
     its ``settled_at`` (the first attempt, to the second) is the earlier and truer one."""
     settled = settlement.settled_at.replace(tzinfo=UTC).timestamp()
     try:
         stored = float(msg.metadata.timestamp.timestamp())
-    except Exception:  # not a JetStream delivery (no metadata): settled_at alone
-        return settled
+    except Exception:  # not a JetStream delivery (no metadata)
+        if received is None:
+            return settled
+        stored = received
     return stored if stored < settled + 1 else settled
 
 
@@ -162,14 +196,47 @@ async def handle(msg: Msg, writer: SettlementWriter, retry_delay: float) -> str:
         FAILURES.inc()
         await msg.nak(delay=retry_delay)
         return "retry"
-    WRITE_SECONDS.observe(time.perf_counter() - started)
+    wrote(msg, settlement, written, started)
     (WRITTEN if written else DUPLICATES).inc()
-    if written:
-        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement)))
     await msg.ack()
     log.debug("settlement %s", "written" if written else "duplicate",
               extra={"key": settlement.key})
     return "written" if written else "duplicate"
+
+
+def wrote(msg: Any, settlement: Settlement, written: bool, started: float,
+          received: float | None = None) -> None:
+    WRITE_SECONDS.observe(time.perf_counter() - started)
+    if written:
+        SETTLE_DELAY.observe(max(0.0, time.time() - hand_ended(msg, settlement, received)))
+
+
+async def handle_prompt(msg: Msg, writer: SettlementWriter) -> str:
+    """Write a settlement's prompt copy; returns written, duplicate or failed. Never raises:
+    a failure is left to the settlement's SETTLE message (logged where it fails there)."""
+    received = time.time()
+    try:
+        settlement = parse_settlement(msg.data)
+    except MalformedSettlement:
+        PROMPT.labels("failed").inc()
+        return "failed"
+    started = time.perf_counter()
+    try:
+        written = await writer.write(settlement)
+    except Exception as exc:
+        if database_fault(exc) or isinstance(exc, (IntegrityError, DataError)):
+            log.debug("prompt settlement not written, left to SETTLE",
+                      extra={"key": settlement.key, "error": repr(exc)})
+        else:
+            log.exception("prompt settlement write failed, left to SETTLE",
+                          extra={"key": settlement.key})
+        PROMPT.labels("failed").inc()
+        return "failed"
+    wrote(msg, settlement, written, started, received)
+    result = "written" if written else "duplicate"
+    PROMPT.labels(result).inc()
+    log.debug("prompt settlement %s", result, extra={"key": settlement.key})
+    return result
 
 
 class SettleConsumer:
@@ -205,8 +272,15 @@ class SettleConsumer:
                 log.warning("nats connect failed, retrying", extra={"error": repr(exc)})
                 await asyncio.sleep(RETRY_DELAY_SECONDS)
 
+    async def _on_prompt(self, msg: Msg) -> None:
+        if not self._stopping.is_set():
+            await handle_prompt(msg, self.writer)
+
     async def _run(self) -> None:
         self.nc = await self._connect()
+        # nats-py subscribes again after every reconnect
+        await self.nc.subscribe(SETTLE_PROMPT, queue=SETTLE_PROMPT_QUEUE, cb=self._on_prompt,
+                                pending_msgs_limit=PROMPT_PENDING)
         while not self._stopping.is_set():
             try:
                 await self._consume(self.nc)
@@ -221,7 +295,7 @@ class SettleConsumer:
                 await asyncio.sleep(delay)
 
     async def _consume(self, nc: Client) -> None:
-        js = nc.jetstream()
+        js = nc.jetstream(timeout=API_TIMEOUT_SECONDS)
         await ensure_streams(js, self.replicas, room_log=False)
         sub = await js.pull_subscribe(SUBJECTS, durable=DURABLE, stream=SETTLE_STREAM,
                                       config=consumer_config(self.ack_wait))
@@ -234,11 +308,34 @@ class SettleConsumer:
                 await sub.unsubscribe()
 
     async def _pull(self, sub: JetStreamContext.PullSubscription) -> None:
+        electing = Backoff(ELECTION_BACKOFF_SECONDS)
+        since = 0.0
         while not self._stopping.is_set():
             try:
                 msgs = await sub.fetch(self.batch, timeout=1.0)
             except (NatsTimeout, TimeoutError):  # nats-py raises either when nothing came
                 continue
+            except ServiceUnavailableError as exc:
+                # the stream or this consumer has no leader (a NATS node died): pull again
+                # soon on the same subscription; setting it up again would wait for the
+                # same election, and then for the API's timeout
+                if not electing.failures:
+                    since = time.monotonic()
+                elif time.monotonic() - since > ELECTION_RESTART_SECONDS:
+                    raise
+                delay = electing.next()
+                if electing.failures == 1:
+                    log.warning("settlements unavailable (%r), a leader being elected: "
+                                "pulling again in %.2f s, then every %.2f s until it answers",
+                                exc, delay, ELECTION_BACKOFF_SECONDS[-1],
+                                extra={"error": repr(exc)})
+                FAULT_RETRIES.labels("nats").inc()
+                await asyncio.sleep(delay)
+                continue
+            if electing.failures:
+                log.info("settlements available again",
+                         extra={"pulls_failed": electing.failures})
+                electing.reset()
             for i, msg in enumerate(msgs):
                 if self._stopping.is_set():  # hand the rest back at once
                     for rest in msgs[i:]:

@@ -140,7 +140,7 @@ class TableCore:
         self.log = RoomLog(self.js, self.boot)
         self.directory = DirectoryWriter(kv_rooms, kv_seats, self.instance, self.address)
         self.view = DirectoryView(kv_rooms, self.kv_tables, self.cfg.table.lease_ttl_seconds)
-        self.settlements = SettlementOutbox(self.js)
+        self.settlements = SettlementOutbox(self.nc, self.js)
         self.arbiter = ArbiterClient(self.cfg)
         await self.adoption.subscribe()
         await self.commands.start()

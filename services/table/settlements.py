@@ -1,10 +1,16 @@
 """The settlement outbox: hand results go to JetStream (``settle.<room>``) with a dedupe id
 of room + hand; one that cannot be published waits here for the heartbeat's retry.
 
+Each attempt also sends the same message on core NATS to records (``bus.SETTLE_PROMPT``, its
+prompt copy, fire and forget), which writes it at once: a NATS node's death stalls SETTLE
+for a Raft election (of the stream, or of records' consumer on it: 4 to 9 s), and the prompt
+copy goes around it. SETTLE stays the durable path: a settlement is done here only once
+JetStream has stored it.
+
 Records writes each settlement exactly once (unique on room + hand), and JetStream drops a
-republished dedupe id within its window, so retries and rebuilds are safe. The messages are
-:mod:`paiju.contracts.settle`'s types; ``settled_at`` is stamped at the first attempt and
-kept through the retries.
+republished dedupe id within its window, so retries, rebuilds and the prompt copy are safe.
+The messages are :mod:`paiju.contracts.settle`'s types; ``settled_at`` is stamped at the
+first attempt and kept through the retries.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ log = logging.getLogger("paiju.table.settle")
 
 
 class SettlementOutbox:
-    def __init__(self, js: Any) -> None:
+    def __init__(self, nc: Any, js: Any) -> None:
+        self.nc = nc
         self.js = js
         self.unsent: list[settle.Settlement] = []   # publishes that failed: retried
 
@@ -34,9 +41,16 @@ class SettlementOutbox:
             if msg.settled_at is None:
                 msg = msg.replace(settled_at=settle.now())
             key = msg.key
+            data = msg.encode()
+            headers = {"Nats-Msg-Id": key}
+            try:   # the prompt copy: buffered by the client, lost if nobody listens
+                await self.nc.publish(bus.SETTLE_PROMPT, data, headers=headers)
+            except Exception as exc:  # e.g. the reconnect buffer is full: SETTLE has it
+                log.debug("settlement's prompt copy not sent", extra={"id": key,
+                                                                      "error": repr(exc)})
             try:
-                ack = await self.js.publish(bus.settle_subject(msg.room_id), msg.encode(),
-                                            headers={"Nats-Msg-Id": key})
+                ack = await self.js.publish(bus.settle_subject(msg.room_id), data,
+                                            headers=headers)
             except Exception as exc:
                 log.warning("settlement not published yet", extra={"id": key, "error": repr(exc)})
                 if not any(w.key == key for w in self.unsent):

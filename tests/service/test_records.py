@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 
 from paiju.contracts.fair import FairRecord
 from paiju.v1 import records_pb2, records_pb2_grpc
-from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import SETTLE_PROMPT, SETTLE_STREAM, ensure_streams, settle_subject
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
@@ -29,8 +29,8 @@ from tests.service.test_records_support import encode, event, final_message, han
 SEATS = [3001, 3002, 3003, 3004]
 
 
-def metric(name: str) -> float:
-    return REGISTRY.get_sample_value(name) or 0.0
+def metric(name: str, labels: dict[str, str] | None = None) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
@@ -150,6 +150,44 @@ async def test_duplicates_are_acked_and_malformed_messages_terminated(
     info = await js.consumer_info(SETTLE_STREAM, DURABLE)
     assert info.num_redelivered == 0
     assert info.config.ack_wait == 10 and info.config.filter_subject == "settle.*"
+
+
+async def test_a_prompt_copy_is_written_at_once_and_its_settle_message_is_a_duplicate(
+        service: ServiceHost, stub: records_pb2_grpc.RecordsStub,
+        js: nats.js.JetStreamContext, fresh_nats: EmbeddedNats) -> None:
+    """The table sends each settlement also on core NATS (services/table/settlements.py):
+    records writes that copy without waiting for SETTLE, the SETTLE message is then
+    acknowledged as a duplicate; a malformed copy is left to SETTLE (nothing written)."""
+    counts = {r: metric("paiju_records_prompt_settlements_total", {"result": r})
+              for r in ("written", "duplicate", "failed")}
+    duplicates = metric("paiju_records_duplicates_ignored_total")
+    written = metric("paiju_records_settlements_written_total")
+    message = hand_message(400003, 1, SEATS, [2, -2, 0, 0])
+    nc = await nats.connect(fresh_nats.url)
+    await nc.publish(SETTLE_PROMPT, encode(message), headers={"Nats-Msg-Id": "400003:1"})
+    await nc.publish(SETTLE_PROMPT, b"{not json")
+
+    async def prompt_written() -> bool:
+        return await total_hands(stub, 400003) == 1
+
+    await eventually(prompt_written)
+    assert metric("paiju_records_settlements_written_total") == written   # no SETTLE yet
+    await nc.publish(SETTLE_PROMPT, encode(message))   # a table's retry sends it again
+    await nc.close()
+    await publish(js, message, "400003:1")
+
+    async def settled() -> bool:
+        info = await js.consumer_info(SETTLE_STREAM, DURABLE)
+        return info.num_pending == 0 and info.num_ack_pending == 0 and metric(
+            "paiju_records_prompt_settlements_total", {"result": "duplicate"}) > counts[
+            "duplicate"]
+
+    await eventually(settled)
+    assert await total_hands(stub, 400003) == 1
+    assert metric("paiju_records_duplicates_ignored_total") - duplicates == 1
+    assert metric("paiju_records_settlements_written_total") == written
+    assert {r: metric("paiju_records_prompt_settlements_total", {"result": r}) - n
+            for r, n in counts.items()} == {"written": 1, "duplicate": 1, "failed": 1}
 
 
 @pytest.mark.parametrize(("call", "request_", "code"), [

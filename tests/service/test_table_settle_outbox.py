@@ -48,7 +48,7 @@ async def test_a_failed_settlement_waits_with_its_first_stamp_and_goes_out_once(
         js = nc.jetstream()
         await ensure_streams(js)
         broken = FailingFirst(js)
-        outbox = SettlementOutbox(broken)
+        outbox = SettlementOutbox(nc, broken)
         await outbox.publish([hand(777001)])
         await outbox.publish([hand(777001)])   # the same hand again (a rebuild): one waits
         assert broken.failures == 2 and len(outbox.unsent) == 1 and outbox.holds(777001)

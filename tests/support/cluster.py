@@ -785,14 +785,18 @@ class ChaosRun:
         led = sorted(name for name, node in leaders.items() if node == leader)
         i = self.stack.nats.index_of(leader)
         rooms = [r for r in in_play if bus.room_log_stream(r) in led]
-        settle = ""
+        settle = consumer = ""
         with contextlib.suppress(Exception):   # whether the settlements wait for an election
             settle = await stream_leader(self.observer.js, bus.SETTLE_STREAM)
+        with contextlib.suppress(Exception):   # records' consumer is a Raft group of its own
+            info = await self.observer.js.consumer_info(bus.SETTLE_STREAM, "records")
+            consumer = info.cluster.leader if info.cluster else ""
         rec = FaultRecord("nats-leader", f"{leader} (leader of {', '.join(led)})", now(), rooms,
                           notes=[f"room-log leaders before: {leaders}",
                                  f"{len(rooms)} of {len(in_play)} rooms in play had their "
                                  f"log on a stream it led",
-                                 f"{bus.SETTLE_STREAM} led by {settle or '?'}"])
+                                 f"{bus.SETTLE_STREAM} led by {settle or '?'}, its consumer "
+                                 f"records by {consumer or '?'}"])
         await asyncio.to_thread(self.stack.nats.kill, i)
         took = await self.wait_recovered(rec)
         with contextlib.suppress(Exception):
@@ -1077,6 +1081,10 @@ class ChaosRun:
         end = rec.until + self.plan.settle_seconds
         rec.settle_lag = [self.in_sql[key] - at for key, at in self.observer.hand_ends.items()
                           if rec.at <= at <= end and key in self.in_sql]
+        if rec.settle_lag:   # how many hands the lag figures stand on
+            rec.notes.append(f"settle lag of the {len(rec.settle_lag)} hands ended from the "
+                             f"fault to {end - rec.at:.1f} s after it: max "
+                             f"{max(rec.settle_lag):.2f} s")
         for room in list(rec.rooms):
             run = self.run_of(room)
             nxt = self.observer.next_event(room, rec.at + EPSILON)

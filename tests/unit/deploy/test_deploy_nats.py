@@ -153,6 +153,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", LOBBY_ROOMS): False,            # room metadata: the "rooms" bucket only
         ("publish", ROOM_CHAT): False,              # chat is the lobbies'
         ("publish", bus.settle_subject(ROOM)): True,
+        ("publish", bus.SETTLE_PROMPT): True,       # a settlement's prompt copy to records
+        ("subscribe", bus.SETTLE_PROMPT): False,
         ("publish", "$KV.rooms.12345678"): True,
         ("publish", "$KV.room_ids.12345678"): True,
         ("publish", f"$JS.API.STREAM.CREATE.{LOG}"): True,
@@ -233,6 +235,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.SETTLE.records"): False,
         ("publish", "$JS.API.STREAM.MSG.GET.SETTLE"): False,
         ("publish", bus.settle_subject(ROOM)): False,
+        ("publish", bus.SETTLE_PROMPT): False,
+        ("subscribe", bus.SETTLE_PROMPT): False,
         # the directory is read-only, private events come from tables only
         ("publish", "$KV.rooms.12345678"): False,
         ("publish", "$KV.seats.7"): False,
@@ -260,6 +264,8 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): True,
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.SETTLE.records"): True,
         ("publish", "$JS.ACK.SETTLE.records.1.2.3.4.5"): True,
+        ("publish", bus.SETTLE_PROMPT): False,      # (publish first: see ROOM_CHAT below)
+        ("subscribe", bus.SETTLE_PROMPT): True,     # the prompt copy of each settlement
         ("subscribe", "_INBOX_records.abc.def"): True,
         ("subscribe", "_INBOX_table.abc.def"): False,
         ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"): False,
