@@ -321,7 +321,7 @@ class TableCore:
         for rec in records:
             views.apply(room, rec, fx)
         m.REBUILT.inc()
-        await self.settlements.publish(fx.settle)
+        await self.settlements.publish(fx.settle, prompt=False)
         if room.closed:  # closed, but the table stopped before cleaning up after it
             for _, s in room.players():
                 await self.directory.put_seat(room_id, s.user_id, None)

@@ -35,19 +35,22 @@ class SettlementOutbox:
         """A settlement of the room still waits (its log must stay until it is out)."""
         return any(msg.room_id == room_id for msg in self.unsent)
 
-    async def publish(self, messages: list[settle.Settlement]) -> None:
-        """Publish settlements; one that fails waits in ``unsent``. Never raises."""
+    async def publish(self, messages: list[settle.Settlement], *, prompt: bool = True) -> None:
+        """Publish settlements; one that fails waits in ``unsent``. Never raises. Without
+        ``prompt`` no prompt copy goes (a rebuilt room's settled hands, published again for
+        the one that may not have been stored: records has the others)."""
         for msg in messages:
             if msg.settled_at is None:
                 msg = msg.replace(settled_at=settle.now())
             key = msg.key
             data = msg.encode()
             headers = {"Nats-Msg-Id": key}
-            try:   # the prompt copy: buffered by the client, lost if nobody listens
-                await self.nc.publish(bus.SETTLE_PROMPT, data, headers=headers)
-            except Exception as exc:  # e.g. the reconnect buffer is full: SETTLE has it
-                log.debug("settlement's prompt copy not sent", extra={"id": key,
-                                                                      "error": repr(exc)})
+            if prompt:
+                try:   # the prompt copy: buffered by the client, lost if nobody listens
+                    await self.nc.publish(bus.SETTLE_PROMPT, data, headers=headers)
+                except Exception as exc:  # e.g. the reconnect buffer is full: SETTLE has it
+                    log.debug("settlement's prompt copy not sent", extra={"id": key,
+                                                                          "error": repr(exc)})
             try:
                 ack = await self.js.publish(bus.settle_subject(msg.room_id), data,
                                             headers=headers)

@@ -12,7 +12,7 @@ import nats.errors
 from prometheus_client import REGISTRY
 
 from paiju.contracts import settle as sm
-from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import SETTLE_PROMPT, SETTLE_STREAM, ensure_streams, settle_subject
 from services.common.natsd import EmbeddedNats
 from services.records.settlement import parse_settlement
 from services.table.settlements import SettlementOutbox
@@ -70,8 +70,9 @@ async def test_a_failed_settlement_waits_with_its_first_stamp_and_goes_out_once(
 
 async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
         fresh_nats: EmbeddedNats) -> None:
-    """A rebuild publishes the room's settled hands again; JetStream drops them by their
-    dedupe id, and the table's hand and settlement counters count each hand once."""
+    """A rebuild publishes the room's settled hands again, without prompt copies (records
+    has them); JetStream drops them by their dedupe id, and the table's hand and settlement
+    counters count each hand once."""
     def counted() -> tuple[float, float]:
         return (REGISTRY.get_sample_value("paiju_table_hands_total", {"game": "xuezhan"}) or 0,
                 REGISTRY.get_sample_value("paiju_table_settlements_total", {"final": "false"})
@@ -81,12 +82,25 @@ async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
     try:
         js = nc.jetstream()
         await ensure_streams(js)
-        outbox = SettlementOutbox(js)
+        copies = []
+
+        async def copied(msg: object) -> None:
+            copies.append(msg)
+
+        await nc.subscribe(SETTLE_PROMPT, cb=copied)
+        outbox = SettlementOutbox(nc, js)
         hands, settlements = counted()
         await outbox.publish([hand(777002)])
         assert counted() == (hands + 1, settlements + 1)
-        await outbox.publish([hand(777002)])   # the rebuilt room's hand, again
+        await outbox.publish([hand(777002)], prompt=False)   # the rebuilt room's hand, again
         assert counted() == (hands + 1, settlements + 1)
         assert (await js.stream_info(SETTLE_STREAM)).state.messages == 1
+        await nc.flush()
+        for _ in range(50):   # delivered to the callback after the flush's answer
+            if copies:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+        assert len(copies) == 1
     finally:
         await nc.close()
