@@ -104,7 +104,6 @@ class Automation:
         self.ready_seconds = ready_seconds
         self.deadlines.set(Timer.IDLE, time.monotonic() + idle_seconds)
         self.wake = asyncio.Event()
-        self.sleeping_until: float | None = None   # when the timer task wakes (None: not asleep)
 
     @property
     def room(self) -> Room:
@@ -114,7 +113,7 @@ class Automation:
         """The last pass failed: re-arm the timers and try again in a second."""
         self.deadline_key = self.entrust_decision = -1
         self.deadlines.set(Timer.RETRY, time.monotonic() + 1.0)
-        self.rearm()
+        self.wake.set()
 
     async def act(self, seat: int, action: Action, by: str) -> None:
         """Verify (RuleError leaves everything unchanged), log, apply, resolve a window."""
@@ -189,7 +188,7 @@ class Automation:
             await self.send_prompts()
         else:
             self.deadlines.clear(Timer.DECISION, Timer.ENTRUST)
-        self.rearm()
+        self.wake.set()
 
     def arm_ready_timeout(self) -> None:
         room = self.room
@@ -310,25 +309,11 @@ class Automation:
             return self.room.decision_seconds(self.timers) if self.room.in_hand() else 0
         return self.deadlines.left(Timer.DECISION, time.monotonic())
 
-    def next_deadline(self) -> float | None:
-        """When the timer task must wake next: the earliest deadline that counts now (the
-        idle deadline counts only between hands)."""
-        return self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
-
-    def rearm(self) -> None:
-        """The deadlines changed: the timer task is woken only when one now falls before it
-        would wake anyway. One moved later (a new decision's timer, most items) costs no
-        wake-up; the task finds nothing due when it wakes and sleeps again."""
-        wake_at = self.next_deadline()
-        if wake_at is not None and (self.sleeping_until is None or wake_at < self.sleeping_until):
-            self.wake.set()
-
     async def timer_loop(self) -> None:
         while True:
-            wake_at = self.next_deadline()
-            now = time.monotonic()
-            delay = 3600.0 if wake_at is None else max(0.0, wake_at - now)
-            self.sleeping_until = now + delay
+            # the idle deadline counts only between hands
+            wake_at = self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
+            delay = 3600.0 if wake_at is None else max(0.0, wake_at - time.monotonic())
             self.wake.clear()
             try:
                 # not asyncio.wait_for: on Python 3.11 it can swallow the cancel of stop()
@@ -338,13 +323,8 @@ class Automation:
                 continue
             except TimeoutError:
                 pass
-            finally:
-                self.sleeping_until = None
             if self.room.closed:
                 return
-            wake_at = self.next_deadline()
-            if wake_at is None or wake_at > time.monotonic():
-                continue   # moved later meanwhile (rearm woke no one): sleep until then
             try:
                 self.actor.inbox.put_nowait(("tick", None, None))
             except asyncio.QueueFull:

@@ -251,49 +251,6 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
     await actor.stop()
 
 
-async def test_a_deadline_moved_later_costs_no_wake_up_and_no_tick() -> None:
-    """Most items move the room's next deadline later (a new decision's timer): the room's
-    timer task is not woken for that. Woken at a deadline that moved meanwhile, it finds
-    nothing due, posts no tick (a tick runs the room's whole automation) and sleeps until the
-    new one; a deadline moved earlier wakes it at once, and fires."""
-    room, actor, _ = await seated_room(SLOW)
-    await ready_all(actor)
-    await processed(actor)
-    auto = actor.auto
-    assert room.in_hand() and auto.deadlines.at(Timer.DECISION) is not None
-    ticks = 0
-    tick = auto.tick
-
-    async def counted() -> None:
-        nonlocal ticks
-        ticks += 1
-        await tick()
-
-    auto.tick = counted   # type: ignore[method-assign]
-    await asyncio.sleep(0.05)
-    asleep = auto.sleeping_until
-    assert asleep is not None and abs(asleep - auto.deadlines.at(Timer.DECISION)) < 0.01
-    # earlier: the task wakes and sleeps until the new deadline
-    auto.deadlines.set(Timer.DECISION, time.monotonic() + 0.2)
-    auto.rearm()
-    assert auto.wake.is_set()
-    await asyncio.sleep(0.05)
-    assert auto.sleeping_until is not None and auto.sleeping_until < asleep
-    # later again (before that deadline came): no wake-up, and at 0.2 s nothing is due
-    later = time.monotonic() + 30
-    auto.deadlines.set(Timer.DECISION, later)
-    auto.rearm()
-    assert not auto.wake.is_set()
-    await asyncio.sleep(0.4)
-    assert ticks == 0, "a tick was posted for a deadline that had moved later"
-    assert auto.sleeping_until is not None and abs(auto.sleeping_until - later) < 0.01
-    # a deadline that comes is still a tick
-    auto.deadlines.set(Timer.DECISION, time.monotonic() + 0.1)
-    auto.rearm()
-    assert await eventually(lambda: ticks == 1, 2)
-    await actor.stop()
-
-
 async def test_a_rebuilt_simultaneous_phase_restarts_its_timer_once() -> None:
     room, actor, log = await seated_room(SLOW)
     await ready_all(actor)
