@@ -66,17 +66,19 @@ BATCH_MOST = 64   # frames in one batch at most (the rest go in the next)
 async def serve_session(app: LobbyApp, session: Session,
                         incoming: AsyncIterator[Incoming],
                         encode: Encoder = encode_binary,
-                        batch: bool = False,
+                        batch: Callable[[], bool] | bool = False,
                         ) -> AsyncGenerator[bytes | str, None]:
     """The life of one client connection, whatever carries it (a Connect stream or a
     WebSocket): a reader task dispatches the decoded frames one at a time, in order, and this
     generator yields the session's outbound frames, numbered and encoded, until the session
     closes.
 
-    With ``batch`` (binary frames; the Connect stream) and a client that asked for batches
-    (Session.batches), the frames queued at once leave as one message
+    With ``batch`` (True, or a function saying whether the connection carries binary frames
+    now: the Connect stream always, a WebSocket while its client speaks binary) and a client
+    that asked for batches (Session.batches), the frames queued at once leave as one message
     (paiju.frames.encode_batch): one write per client for the frames one room message or one
     reply brings, however many."""
+    batching = batch if callable(batch) else (lambda: bool(batch))
     session.task = asyncio.current_task()
     app.hub.add(session)
     reader = None
@@ -92,7 +94,7 @@ async def serve_session(app: LobbyApp, session: Session,
         outbox = session.outbox
         while (item := await outbox.next()) is not None:
             metrics.frame_out(item.event_id)
-            if not batch or not session.batches or not len(outbox):
+            if not session.batches or not len(outbox) or not batching():
                 yield encode(item, session.next_seq())
                 continue
             items = outbox.take(BATCH_MOST - 1)

@@ -7,7 +7,9 @@ connection = one Session through the same login, dispatch and outbox code
 - a binary message is one serialized ClientFrame; a text message is one ClientFrame in
   proto3 JSON (field names as in the .proto, e.g. ``{"seq": 1, "login": {"token": "..."}}``);
 - replies and pushes use the format of the client's latest message (binary until a text
-  message arrives; ``/ws?format=json`` starts in JSON): binary ServerFrames, or ServerFrame
+  message arrives; ``/ws?format=json`` starts in JSON): binary ServerFrames (the frames
+  queued at once as one ``batch`` ServerFrame to a client that asked for batches at login,
+  ``Login.accept_batches``, as on the Connect stream), or ServerFrame
   JSON with the .proto field names (int64 values are strings, defaults are omitted); a frame
   relayed from NATS is turned into JSON once for all the sessions it goes to, each session
   putting its own ``"seq"`` first (where the JSON printer puts field 1);
@@ -276,7 +278,10 @@ class WsFront:
             return encode_json(item, seq) if wire.json else encode_binary(item, seq)
 
         try:
-            frames = serve_session(self.app, session, incoming(ws, wire), encoder)
+            # a client that asked for batches (Login.accept_batches) gets them while it
+            # speaks binary: one WebSocket message, one write, for the frames queued at once
+            frames = serve_session(self.app, session, incoming(ws, wire), encoder,
+                                   batch=lambda: not wire.json)
             async with contextlib.aclosing(frames):
                 async for data in frames:
                     if isinstance(data, str):

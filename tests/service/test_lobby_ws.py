@@ -43,6 +43,8 @@ class WsClient(FrameReader):
         self.seq = 0
         self.seen: list[client_pb2.ServerFrame] = []
         self.raw_json: list[dict[str, Any]] = []
+        self.batches: list[int] = []     # frames in each batch message received
+        self._unread: list[client_pb2.ServerFrame] = []   # the rest of a batch
 
     @classmethod
     async def open(cls, port: int, *, as_json: bool = False) -> WsClient:
@@ -60,6 +62,8 @@ class WsClient(FrameReader):
         return self.seq
 
     async def recv(self, timeout: float = 10.0) -> client_pb2.ServerFrame | None:
+        if self._unread:
+            return self._seen(self._unread.pop(0))
         msg = await self.ws.receive(timeout)
         if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING,
                         aiohttp.WSMsgType.CLOSED):
@@ -72,6 +76,13 @@ class WsClient(FrameReader):
         else:
             assert msg.type == aiohttp.WSMsgType.BINARY and not self.as_json, msg
             frame = client_pb2.ServerFrame.FromString(msg.data)
+            if frame.WhichOneof("payload") == "batch":   # Login.accept_batches: in order
+                assert frame.seq == 0 and len(frame.batch.frames) > 1, frame
+                self.batches.append(len(frame.batch.frames))
+                frame, *self._unread = frame.batch.frames
+        return self._seen(frame)
+
+    def _seen(self, frame: client_pb2.ServerFrame) -> client_pb2.ServerFrame:
         assert not self.seen or frame.seq == self.seen[-1].seq + 1, "seq must increase by 1"
         self.seen.append(frame)
         return frame
@@ -81,8 +92,9 @@ class WsClient(FrameReader):
         assert frame is not None, "socket closed"
         return frame
 
-    async def login(self, user_id: int) -> client_pb2.ServerFrame:
-        reply = await self.request(lobby_msgs_pb2.Login(token=tokens.mint(user_id, SECRET, 600)))
+    async def login(self, user_id: int, *, batches: bool = False) -> client_pb2.ServerFrame:
+        reply = await self.request(lobby_msgs_pb2.Login(token=tokens.mint(user_id, SECRET, 600),
+                                                        accept_batches=batches))
         assert reply.WhichOneof("payload") == "login_ok", reply
         return reply
 
@@ -156,6 +168,38 @@ async def test_login_and_requests_with_json_text_frames(world: World) -> None:
         await wait_cached(world.lobbies[-1].app, room.room_id)   # the list reads the cache
         listed = await c.request(lobby_msgs_pb2.AskRoomList())
         assert room.room_id in [r.room_id for r in listed.room_list.items]
+
+
+async def test_a_binary_client_that_asks_gets_frames_queued_together_in_one_message(
+        world: World) -> None:
+    """Login.accept_batches over the socket: the frames of one room message leave as one
+    ``batch`` message (one write) to a binary client that asked, one message per frame to
+    one that did not and to a JSON client (which has no batches); all see the same frames
+    in the same order, numbered without a gap."""
+    _, port = await ws_lobby(world)
+    room = await world.table.add_room()
+    async with ws_clients() as clients:
+        batched, single = await WsClient.open(port), await WsClient.open(port)
+        as_json = await WsClient.open(port, as_json=True)
+        clients += [batched, single, as_json]
+        await batched.login(611, batches=True)
+        await single.login(612)
+        await as_json.login(613, batches=True)
+        for c in clients:
+            joined = await c.request(lobby_msgs_pb2.JoinRoom(room_id=room.room_id))
+            assert joined.WhichOneof("payload") == "room_joined", joined
+        for n in range(0, 40, 4):
+            await world.emit(room, [server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=n + i))
+                                    for i in range(4)])
+        for c in clients:
+            await c.until(lambda f: f.HasField("in_entrust") and f.in_entrust.count == 39)
+
+        def marks(c: WsClient) -> list[int]:
+            return [f.in_entrust.count for f in c.seen if f.HasField("in_entrust")]
+
+        assert marks(batched) == marks(single) == marks(as_json) == list(range(40))
+        assert batched.batches and sum(batched.batches) >= 10, batched.batches
+        assert single.batches == [] and as_json.batches == []
 
 
 async def test_malformed_messages_get_bad_frame_and_the_session_goes_on(world: World) -> None:
