@@ -2,9 +2,9 @@
 for a rebuild and appended one at a time, fenced so two tables never write one room.
 
 The log is spread over ``bus.ROOM_LOG_SHARDS`` streams (a room's by its id). Each stream is
-one Raft group on a replicated NATS cluster; :func:`balance_leaders` spreads their leaders
-over the nodes, so that a node's loss pauses only the rooms of the streams it led, for the
-length of one leader election.
+one Raft group on a replicated NATS cluster; :func:`spread_leaders` spreads their leaders
+over the nodes (driven by leaders.py), so that a node's loss pauses only the rooms of the
+streams it led, for the length of one leader election.
 
 The fence is ``Nats-Expected-Last-Subject-Sequence``: an append names the last record its
 writer knows, so a table that lost the room (another adopted it) is refused. Every append
@@ -187,16 +187,32 @@ async def balance_leaders(nc: Any, js: Any) -> str | None:
     call sees its result), so tables calling at once move a stream at most once each; the
     moved stream pauses for one election. The stream moved, or None (balanced, a single
     server, or a stream without a leader now)."""
+    moved, _ = await spread_leaders(nc, js)
+    return moved
+
+
+async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
+    """:func:`balance_leaders`, and whether the streams are settled: each has a leader,
+    every replica of each is online and current, and no leader is to move. Until then a
+    leader may still have to move (a node that was down catches up, then is counted), so
+    the caller looks again soon (leaders.py)."""
     clusters = []
     for name in bus.ROOM_LOG_STREAMS:
         cluster = (await js.stream_info(name)).cluster
-        if cluster is None or not cluster.leader:
-            return None     # electing now: look again next time
+        if cluster is None:
+            return None, True      # a single server: nothing to spread
+        if not cluster.leader:
+            return None, False     # electing now: look again soon
         clusters.append((name, cluster))
     led = Counter(cluster.leader for _, cluster in clusters)
     nodes = set(led)
+    settled = True
     for _, cluster in clusters:
-        nodes.update(p.name for p in cluster.replicas or () if p.current and not p.offline)
+        for p in cluster.replicas or ():
+            if p.current and not p.offline:
+                nodes.add(p.name)
+            else:
+                settled = False    # down, or catching up: counted once current
     share = math.ceil(len(clusters) / len(nodes))
     for name, cluster in clusters:
         if led[cluster.leader] <= share:
@@ -212,9 +228,9 @@ async def balance_leaders(nc: Any, js: Any) -> str | None:
         if not answer.get("success"):
             log.warning("room log leader not moved",
                         extra={"stream": name, "to": best, "error": answer.get("error")})
-            return None
+            return None, False
         m.LOG_LEADER_MOVES.inc()
         log.info("room log leader moved", extra={"stream": name, "from": cluster.leader,
                                                  "to": best})
-        return str(name)
-    return None
+        return str(name), False
+    return None, settled
