@@ -34,7 +34,7 @@ log = logging.getLogger("paiju.table.room")
 INBOX_SIZE = 256
 # How long past its decision timer a room in a hand may go without a record before it
 # counts as stuck (paiju_table_rooms_stuck): a timeout plays within a second or so, a log
-# append retries for up to 8 s through a leader election.
+# append retries for up to 20 s through a leader election (roomlog.APPEND_RETRY_SECONDS).
 STUCK_GRACE_SECONDS = 30.0
 
 Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]

@@ -42,7 +42,7 @@ from services.common import bus
 from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.host import TableHost
-from services.table.roomlog import balance_leaders
+from services.table.leaders import LeaderWatch
 
 log = logging.getLogger("paiju.table.lease")
 
@@ -89,6 +89,7 @@ class Lease:
         self._scanning: asyncio.Task[None] | None = None
         self._resyncing: asyncio.Task[None] | None = None
         self._verifying: asyncio.Task[None] | None = None
+        self._leaders: asyncio.Task[None] | None = None
 
     def entry(self) -> TableEntry:
         core = self.core
@@ -136,14 +137,29 @@ class Lease:
         self._renewer.start()
         self.heartbeat = asyncio.create_task(self._loop())
         self._scanner = asyncio.create_task(self._scan_loop())
+        if self.core.cfg.nats.replicas > 1:
+            # a replicated cluster: the log streams' leaders spread over its nodes, soon
+            # after they gather (leaders.py); the first look once the view of the other
+            # tables is in, so that one balancer acts
+            watch = LeaderWatch(self.core.nc, self.core.js, self.balancer, first_look=self.ttl)
+            self._leaders = asyncio.create_task(watch.run())
 
     async def stop(self) -> None:
         self._halt.set()
         await cancel_and_wait(self.heartbeat, self._scanner, self._retrying, self._scanning,
-                              self._resyncing, self._verifying)
+                              self._resyncing, self._verifying, self._leaders)
         if self._renewer is not None:
             await asyncio.to_thread(self._renewer.join, STOP_SECONDS)
             self._renewer = None
+
+    def balancer(self) -> bool:
+        """This table spreads the room log's leaders (leaders.py): it is not draining and
+        has the least instance name of the live tables that are not."""
+        core = self.core
+        if core.rooms.draining:
+            return False
+        names = [e.instance for e in core.view.live_tables() if not e.draining]
+        return core.instance == min([*names, core.instance])
 
     def trusted(self, ttl: float) -> bool:
         """This table's own view of the leases can be believed: it has heartbeaten without
@@ -258,11 +274,6 @@ class Lease:
         await bus.report_replicas(core.js, {name: target for name in (
             *bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM, *(f"KV_{b}" for b in (
                 bus.TABLES_BUCKET, bus.ROOMS_BUCKET, bus.SEATS_BUCKET, bus.ROOM_IDS_BUCKET)))})
-        if target > 1:   # a replicated cluster: the log streams' leaders spread over its nodes
-            try:
-                await balance_leaders(core.nc, core.js)
-            except Exception as exc:
-                log.warning("room log leaders not balanced", extra={"error": repr(exc)})
 
     async def _scan(self) -> None:
         try:

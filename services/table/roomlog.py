@@ -2,9 +2,9 @@
 for a rebuild and appended one at a time, fenced so two tables never write one room.
 
 The log is spread over ``bus.ROOM_LOG_SHARDS`` streams (a room's by its id). Each stream is
-one Raft group on a replicated NATS cluster; :func:`balance_leaders` spreads their leaders
-over the nodes, so that a node's loss pauses only the rooms of the streams it led, for the
-length of one leader election.
+one Raft group on a replicated NATS cluster; :func:`spread_leaders` spreads their leaders
+over the nodes (driven by leaders.py), so that a node's loss pauses only the rooms of the
+streams it led, for the length of one leader election.
 
 The fence is ``Nats-Expected-Last-Subject-Sequence``: an append names the last record its
 writer knows, so a table that lost the room (another adopted it) is refused. Every append
@@ -41,8 +41,16 @@ log = logging.getLogger("paiju.table.log")
 
 WRONG_LAST_SEQUENCE = 10071     # JetStream: Nats-Expected-Last-Subject-Sequence mismatch
 IN_PROCESS = 10158              # JetStream: the same message id is being stored right now
-APPEND_RETRY_SECONDS = 8.0      # an append is retried this long (a leader election)
-APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt
+# An append is retried while its stream elects a leader: 4 to 9 s after a node's loss, and
+# later for the last of several groups when the lost node led them all and the metadata
+# leader (8.2 s seen for the third of three); a room rebuilt instead pauses far longer
+# (this bound, the check of what landed, then the rebuild). Past the bound the room is
+# rebuilt from its log.
+APPEND_RETRY_SECONDS = 20.0
+APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt, and one look at the log's tail
+FENCE_LOOK_SECONDS = 5.0        # the look at the tail after a fence refusal
+RETRY_FIRST_DELAY = 0.05        # seconds before the first retry, doubled up to ...
+RETRY_MAX_DELAY = 0.25          # ... this: a new leader answers within it
 
 
 class LogFenced(RoomError):
@@ -83,7 +91,7 @@ class RoomLog:
         msg_id = f"{room_id}:{index}:{self.boot}:{hashlib.sha256(data).hexdigest()[:16]}"
         headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(last_seq)}
         deadline = time.monotonic() + self.retry_seconds
-        delay = 0.1
+        delay = RETRY_FIRST_DELAY
         while True:
             try:
                 ack = await self.js.publish(subject, data, timeout=APPEND_TIMEOUT_SECONDS,
@@ -91,7 +99,8 @@ class RoomLog:
                 return int(ack.seq)   # a duplicate can only be our own earlier try
             except nats.js.errors.APIError as exc:
                 if exc.err_code == WRONG_LAST_SEQUENCE:
-                    stored = await self.stored(room_id, msg_id)  # our earlier try did land
+                    # our earlier try did land? (the leader answered: so does the look)
+                    stored = await self.stored(room_id, msg_id, FENCE_LOOK_SECONDS)
                     if stored is not None:
                         return stored
                     raise LogFenced(room_id) from None
@@ -109,11 +118,14 @@ class RoomLog:
                 failure: Exception = exc
             except (TimeoutError, nats.errors.Error) as exc:
                 failure = exc
-            if time.monotonic() + delay >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
+            # no leader (an election: "no responders") or no answer: tried again soon, and
+            # once more at the deadline, so the append lands as soon as a new leader answers
             m.APPEND_RETRIES.inc()
-            await asyncio.sleep(delay)
-            delay = min(1.0, delay * 2)
+            await asyncio.sleep(min(delay, left))
+            delay = min(RETRY_MAX_DELAY, delay * 2)
         stored = await self.stored(room_id, msg_id)
         if stored is not None:
             return stored
@@ -121,11 +133,15 @@ class RoomLog:
                     extra={"room": room_id, "error": repr(failure)})
         raise LogUnavailable(room_id)
 
-    async def stored(self, room_id: int, msg_id: str) -> int | None:
+    async def stored(self, room_id: int, msg_id: str,
+                     timeout: float = APPEND_TIMEOUT_SECONDS) -> int | None:
         """The stream sequence of the room's last record if it is ours (its message id,
-        which names this process, is ``msg_id``)."""
+        which names this process, is ``msg_id``), within ``timeout``: a stream without a
+        leader leaves the request unanswered (the client's own bound is 5 s)."""
         try:
-            last = await self.js.get_last_msg(bus.room_log_stream(room_id), bus.room_log(room_id))
+            last = await asyncio.wait_for(
+                self.js.get_last_msg(bus.room_log_stream(room_id), bus.room_log(room_id)),
+                timeout)
         except Exception:
             return None
         if (last.headers or {}).get("Nats-Msg-Id") == msg_id:
@@ -171,16 +187,32 @@ async def balance_leaders(nc: Any, js: Any) -> str | None:
     call sees its result), so tables calling at once move a stream at most once each; the
     moved stream pauses for one election. The stream moved, or None (balanced, a single
     server, or a stream without a leader now)."""
+    moved, _ = await spread_leaders(nc, js)
+    return moved
+
+
+async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
+    """:func:`balance_leaders`, and whether the streams are settled: each has a leader,
+    every replica of each is online and current, and no leader is to move. Until then a
+    leader may still have to move (a node that was down catches up, then is counted), so
+    the caller looks again soon (leaders.py)."""
     clusters = []
     for name in bus.ROOM_LOG_STREAMS:
         cluster = (await js.stream_info(name)).cluster
-        if cluster is None or not cluster.leader:
-            return None     # electing now: look again next time
+        if cluster is None:
+            return None, True      # a single server: nothing to spread
+        if not cluster.leader:
+            return None, False     # electing now: look again soon
         clusters.append((name, cluster))
     led = Counter(cluster.leader for _, cluster in clusters)
     nodes = set(led)
+    settled = True
     for _, cluster in clusters:
-        nodes.update(p.name for p in cluster.replicas or () if p.current and not p.offline)
+        for p in cluster.replicas or ():
+            if p.current and not p.offline:
+                nodes.add(p.name)
+            else:
+                settled = False    # down, or catching up: counted once current
     share = math.ceil(len(clusters) / len(nodes))
     for name, cluster in clusters:
         if led[cluster.leader] <= share:
@@ -196,9 +228,9 @@ async def balance_leaders(nc: Any, js: Any) -> str | None:
         if not answer.get("success"):
             log.warning("room log leader not moved",
                         extra={"stream": name, "to": best, "error": answer.get("error")})
-            return None
+            return None, False
         m.LOG_LEADER_MOVES.inc()
         log.info("room log leader moved", extra={"stream": name, "from": cluster.leader,
                                                  "to": best})
-        return str(name)
-    return None
+        return str(name), False
+    return None, settled

@@ -168,6 +168,9 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         # the log streams' leaders spread over the NATS nodes (roomlog.balance_leaders)
         ("publish", f"$JS.API.STREAM.LEADER.STEPDOWN.{LOG}"): True,
         ("publish", "$JS.API.STREAM.LEADER.STEPDOWN.SETTLE"): False,
+        # and again soon after one of them elects a leader (services/table/leaders.py)
+        ("subscribe", f"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.{LOG}"): True,
+        ("subscribe", "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.KV_rooms"): True,
         ("publish", ADOPT_B): True,                 # a draining table hands over a room
         ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it

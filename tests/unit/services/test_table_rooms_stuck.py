@@ -67,7 +67,8 @@ async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
             return self.is_stuck
 
     rooms = {1: Room(True), 2: Room(False), 3: Room(True)}
-    core = SimpleNamespace(cfg=SimpleNamespace(table=SimpleNamespace(lease_ttl_seconds=1.0)),
+    core = SimpleNamespace(cfg=SimpleNamespace(table=SimpleNamespace(lease_ttl_seconds=1.0),
+                                              nats=SimpleNamespace(replicas=1)),
                            rooms=rooms, has_pending=lambda: False, instance="table-t",
                            nc=SimpleNamespace(is_connected=True, isolated=False))
 
