@@ -213,7 +213,8 @@ class ProfileBatcher:
         self._tasks: set[asyncio.Task[None]] = set()    # batches out (their calls)
 
     async def get(self, user_id: int) -> records_pb2.PlayerRecord:
-        if time.monotonic() < self.single_until:
+        if user_id <= 0 or time.monotonic() < self.single_until:
+            # an id records refuses (INVALID_ARGUMENT) must not fail a whole batch
             return await self.client.get_player(user_id)
         loop = asyncio.get_running_loop()
         if not self.pending:

@@ -75,6 +75,12 @@ async def test_a_missing_profile_refuses_that_login_only(records: Records) -> No
     assert [p.user_id for p in (got[0], got[1], got[3])] == [1, 2, 4]  # type: ignore[attr-defined]
 
 
+async def test_an_id_records_refuses_fails_alone(records: Records) -> None:
+    got = await read_all(records.client, [1, 0, 2])
+    assert isinstance(got[1], Reject) and [got[0].user_id, got[2].user_id] == [1, 2]  # type: ignore[union-attr]
+    assert sorted(records.names()) == ["GetPlayer", "GetPlayers"]
+
+
 async def test_records_down_fails_every_read_of_the_batch_as_one_call_would(
         records: Records) -> None:
     records.fake.down = True

@@ -65,6 +65,8 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
 
     async def GetPlayer(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
         await self._check("GetPlayer", req, context)
+        if req.user_id <= 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "user_id must be positive")
         if req.user_id in self.unknown:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no player {req.user_id}")
         return records_pb2.PlayerRecord(user_id=req.user_id, nickname=f"p{req.user_id}")
@@ -74,6 +76,8 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
             self.calls.append(("GetPlayers", req))
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
         await self._check("GetPlayers", req, context)
+        if any(uid <= 0 for uid in req.user_ids):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "user_ids must be positive")
         if self.players_held is not None:
             await self.players_held.wait()
         return records_pb2.PlayerRecords(players=[
