@@ -514,8 +514,9 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
                  if args.lobby_restart else "the players reconnected to lobby B") + (
         ", which makes a profile per login (records' EnsurePlayer, `dev_profiles` of "
         "config/test.toml)" if args.ensure_profiles else
-        ", which reads each profile (records' GetPlayer, `dev_profiles = false` as in "
-        "config/prod.toml; lobby A made them at the first logins)")
+        ", which reads each profile (records' GetPlayers, concurrent logins' reads coalesced "
+        "into one call; `dev_profiles = false` as in config/prod.toml; lobby A made them at "
+        "the first logins)")
     lines = [
         "# Cold paths: a table and a lobby killed under a full house",
         "",
@@ -625,7 +626,7 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
         try:
             if not args.ensure_profiles:
                 # the lobby taking the players back (B, or A restarted: both start from this
-                # env) reads their profiles as production does (records' GetPlayer): A made
+                # env) reads their profiles as production does (records' GetPlayers): A made
                 # them at their first login (dev profiles, records' EnsurePlayer)
                 stack.lobby.env["PAIJU_LOBBY__DEV_PROFILES"] = "false"
             extra = more_processes(stack, tmp, 0 if args.lobby_restart else 1, 0)

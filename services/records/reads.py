@@ -20,6 +20,7 @@ from services.records.models import Hand, HandEvent, Player
 from services.records.store import START_COINS, insert_ignore, utcnow
 
 MAX_LIST = 1000
+MAX_PLAYERS = 500     # profiles read by one get_players (one IN list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +152,19 @@ class RecordsReader:
         async with self.engine.connect() as conn:
             row = (await conn.execute(select(Player).where(Player.user_id == user_id))).first()
         return None if row is None else _player_view(row)
+
+    @uncancellable
+    async def get_players(self, user_ids: Sequence[int]) -> tuple[PlayerView, ...]:
+        """The profiles of ``user_ids`` that exist (one SELECT ... IN; each found once, in
+        no set order); at most :data:`MAX_PLAYERS` distinct ids."""
+        wanted = sorted(set(user_ids))
+        if len(wanted) > MAX_PLAYERS:
+            raise ValueError(f"at most {MAX_PLAYERS} user ids, got {len(wanted)}")
+        if not wanted:
+            return ()
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(Player).where(Player.user_id.in_(wanted)))).all()
+        return tuple(_player_view(r) for r in rows)
 
     @uncancellable
     async def ensure_player(self, profile: PlayerView) -> tuple[PlayerView, bool]:

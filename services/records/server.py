@@ -27,7 +27,7 @@ from services.records.consumer import SettleConsumer
 from services.records.db import engine_for, finish_running, migrate
 from services.records.migrate import SchemaGate, migrate_on_start
 from services.records.ratings import RatingBook, RatingView
-from services.records.reads import PlayerView, RecordsReader
+from services.records.reads import MAX_PLAYERS, PlayerView, RecordsReader
 from services.records.store import SettlementWriter
 
 log = logging.getLogger("paiju.records")
@@ -121,6 +121,19 @@ class RecordsService(records_pb2_grpc.RecordsServicer):
         if player is None:
             await _not_found(context, f"no player {request.user_id}")
         return _player_record(player)
+
+    async def GetPlayers(self, request: records_pb2.GetPlayersRequest,  # noqa: N802
+                         context: grpc.aio.ServicerContext) -> records_pb2.PlayerRecords:
+        """The profiles of up to MAX_PLAYERS users in one query; those not found are left
+        out (the caller treats each as GetPlayer's NOT_FOUND)."""
+        ids = request.user_ids
+        if len(ids) > MAX_PLAYERS:
+            await _invalid(context, f"at most {MAX_PLAYERS} user_ids, got {len(ids)}")
+        bad = [uid for uid in ids if uid <= 0]
+        if bad:
+            await _invalid(context, f"user_ids must be positive, got {bad[0]}")
+        players = await self.reader.get_players(ids)
+        return records_pb2.PlayerRecords(players=[_player_record(p) for p in players])
 
     async def ListHands(self, request: records_pb2.ListHandsRequest,
                         context: grpc.aio.ServicerContext) -> records_pb2.ListHandsReply:

@@ -202,6 +202,9 @@ async def test_a_prompt_copy_is_written_at_once_and_its_settle_message_is_a_dupl
      "INVALID_ARGUMENT"),
     ("GetPlayer", records_pb2.GetPlayerRequest(user_id=-5), "INVALID_ARGUMENT"),
     ("GetPlayer", records_pb2.GetPlayerRequest(user_id=31337), "NOT_FOUND"),
+    ("GetPlayers", records_pb2.GetPlayersRequest(user_ids=[1, 0]), "INVALID_ARGUMENT"),
+    ("GetPlayers", records_pb2.GetPlayersRequest(user_ids=[-3]), "INVALID_ARGUMENT"),
+    ("GetPlayers", records_pb2.GetPlayersRequest(user_ids=range(1, 502)), "INVALID_ARGUMENT"),
     ("ListHands", records_pb2.ListHandsRequest(limit=-1), "INVALID_ARGUMENT"),
 ])
 async def test_bad_requests_get_precise_status_codes(
@@ -222,6 +225,21 @@ async def test_ensure_player_creates_then_returns_the_existing_profile(
     assert (second.nickname, second.sex, second.coins) == ("东风", 2, START_COINS)
     fetched = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=5001))
     assert fetched.nickname == "东风" and not fetched.created
+
+
+async def test_get_players_answers_the_profiles_found_in_one_call(
+        stub: records_pb2_grpc.RecordsStub) -> None:
+    for uid in (5101, 5102, 5103):
+        await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(user_id=uid, nickname=f"n{uid}"))
+    reply = await stub.GetPlayers(records_pb2.GetPlayersRequest(
+        user_ids=[5103, 5101, 31337, 5101]))     # one unknown (left out), one twice
+    assert sorted((p.user_id, p.nickname, p.created) for p in reply.players) == [
+        (5101, "n5101", False), (5103, "n5103", False)]
+    assert reply.players[0] == await stub.GetPlayer(
+        records_pb2.GetPlayerRequest(user_id=reply.players[0].user_id))
+    assert not (await stub.GetPlayers(records_pb2.GetPlayersRequest())).players
+    full = await stub.GetPlayers(records_pb2.GetPlayersRequest(user_ids=range(5001, 5501)))
+    assert {p.user_id for p in full.players} == {5101, 5102, 5103}
 
 
 async def test_consumer_survives_a_nats_restart(

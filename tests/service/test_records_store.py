@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.records.db import make_engine, migrate
 from services.records.models import Base
-from services.records.reads import PlayerView, RecordsReader
+from services.records.reads import MAX_PLAYERS, PlayerView, RecordsReader
 from services.records.settlement import parse_settlement
 from services.records.store import START_COINS, SettlementWriter
 from tests.service.test_records_support import (
@@ -199,6 +199,18 @@ class StoreContract(StoreFixtures):
         assert (created, created_again) == (True, False)
         assert first == again == PlayerView(77, "north", "", 2, START_COINS)
         assert await reader.get_player(78) is None
+
+    async def test_get_players_reads_many_profiles_in_one_query(
+            self, reader: RecordsReader) -> None:
+        for uid in (81, 82, 83):
+            await reader.ensure_player(PlayerView(uid, f"n{uid}", "h", 1, 0))
+        got = await reader.get_players([83, 81, 99, 81])
+        assert sorted(got, key=lambda p: p.user_id) == [
+            PlayerView(81, "n81", "h", 1, START_COINS), PlayerView(83, "n83", "h", 1, START_COINS)]
+        assert await reader.get_players([]) == ()
+        assert len(await reader.get_players(range(1, MAX_PLAYERS + 1))) == 3
+        with pytest.raises(ValueError):
+            await reader.get_players(range(1, MAX_PLAYERS + 2))
 
 
 class TestSqliteStore(StoreContract):

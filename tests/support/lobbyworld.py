@@ -49,6 +49,9 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
         self.not_found = False   # GetHistoryScores answers NOT_FOUND (not the asker's room)
         self.history_held: asyncio.Event | None = None   # GetHistoryScores waits for it
         self.calls: list[tuple[str, Any]] = []
+        self.unknown: set[int] = set()   # users with no profile (GetPlayer(s): not found)
+        self.has_get_players = True      # False: a records of the last release (UNIMPLEMENTED)
+        self.players_held: asyncio.Event | None = None   # GetPlayers waits for it
 
     async def _check(self, name: str, req: Any, context: grpc.aio.ServicerContext) -> None:
         self.calls.append((name, req))
@@ -62,7 +65,24 @@ class FakeRecords(records_pb2_grpc.RecordsServicer):
 
     async def GetPlayer(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
         await self._check("GetPlayer", req, context)
+        if req.user_id <= 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "user_id must be positive")
+        if req.user_id in self.unknown:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no player {req.user_id}")
         return records_pb2.PlayerRecord(user_id=req.user_id, nickname=f"p{req.user_id}")
+
+    async def GetPlayers(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
+        if not self.has_get_players:
+            self.calls.append(("GetPlayers", req))
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        await self._check("GetPlayers", req, context)
+        if any(uid <= 0 for uid in req.user_ids):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "user_ids must be positive")
+        if self.players_held is not None:
+            await self.players_held.wait()
+        return records_pb2.PlayerRecords(players=[
+            records_pb2.PlayerRecord(user_id=uid, nickname=f"p{uid}")
+            for uid in dict.fromkeys(req.user_ids) if uid not in self.unknown])
 
     async def GetHistoryScores(self, req, context):  # type: ignore[no-untyped-def]  # noqa: N802
         await self._check("GetHistoryScores", req, context)

@@ -19,8 +19,10 @@ import grpc
 import pytest
 
 from clients.robot.robot import run_tables
-from paiju.v1 import records_pb2, records_pb2_grpc
+from paiju.v1 import common_pb2, records_pb2, records_pb2_grpc
 from services.common.natsd import EmbeddedNats
+from services.lobby.errors import Reject
+from services.lobby.records_client import RecordsClient
 from tests.support.procs import ROOT, ServiceProc, make_service
 from tests.system.conftest import SECRET
 
@@ -100,4 +102,33 @@ def test_an_old_and_a_new_service_play_hands_together(released: Path, tmp_path: 
     finally:
         for proc in reversed(procs):
             proc.stop()
+        nats.close()
+
+
+def test_a_new_lobby_reads_profiles_from_the_released_records(released: Path,
+                                                               tmp_path: Path) -> None:
+    """The released records has no GetPlayers (UNIMPLEMENTED): the new lobby's profile
+    reads fall back to GetPlayer, with the outcomes GetPlayer gives, and keep to it."""
+    nats = EmbeddedNats().start()
+    records = service("records", nats, tmp_path, released)
+    try:
+        async def reads() -> None:
+            client = RecordsClient(records.address, timeout=5)
+            try:
+                for uid in (7001, 7002):
+                    await client.profile(uid, f"n{uid}", create=True)
+                got = await asyncio.gather(*(client.profile(uid, "", create=False)
+                                             for uid in (7001, 7002, 7003)),
+                                           return_exceptions=True)
+                assert [g.nickname for g in got[:2]] == ["n7001", "n7002"], got  # type: ignore[union-attr]
+                assert isinstance(got[2], Reject) and got[2].code == common_pb2.ERR_BAD_TOKEN
+                assert client.profiles.flushes == 1 and client.profiles.single_until > 0
+                assert (await client.profile(7001, "", create=False)).nickname == "n7001"
+                assert client.profiles.flushes == 1          # remembered: GetPlayer only
+            finally:
+                await client.close()
+
+        asyncio.run(reads())
+    finally:
+        records.stop()
         nats.close()
