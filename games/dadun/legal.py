@@ -20,6 +20,7 @@ compared with ``previous`` by :func:`~games.dadun.combos.beats_rule` of it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from bisect import bisect_left
 from itertools import combinations, product
 
 from games.dadun.cards import COPIES, NUM_CODES, RANK_5, RANK_A, RANK_K, RANK_SJ, RANK_T, counts_of
@@ -42,6 +43,8 @@ from games.dadun.combos import (
 NUM_RANKS = RANK_SJ + 2
 COLOR_BOMBS = frozenset(COLOR_BOMB_BY_SIZE.values())
 Bounds = dict[int, tuple[int, int]]
+# rank r holds the codes _RANK_EDGES[r] .. _RANK_EDGES[r + 1] - 1 (SJ = 52, BJ = 53)
+_RANK_EDGES = [4 * r for r in range(RANK_SJ + 1)] + [NUM_CODES - 1, NUM_CODES]
 
 
 class Hand:
@@ -57,10 +60,11 @@ class Hand:
         if min(counts) < 0 or max(counts) > COPIES:
             raise ValueError("a hand holds each card code 0..2 times")
         self.counts = counts
+        cards = sorted(hand) if len(hand) != NUM_CODES else [
+            code for code in range(NUM_CODES) for _ in range(counts[code])]
         # per rank, its cards in code order (a code held twice appears twice)
-        self.by_rank = [tuple(c for c in range(4 * r, 4 * r + 4) for _ in range(counts[c]))
-                        for r in range(RANK_SJ)]
-        self.by_rank += [(code,) * counts[code] for code in (52, 53)]
+        cut = [bisect_left(cards, code) for code in _RANK_EDGES]
+        self.by_rank = [tuple(cards[cut[r]:cut[r + 1]]) for r in range(NUM_RANKS)]
         self.ranks = [len(cards) for cards in self.by_rank]
         self.size = sum(self.ranks)
         self._picks: dict[tuple[int, int], list[tuple[int, ...]]] = {}
@@ -85,13 +89,13 @@ class Hand:
 def compose(hand: Hand, fixed: Bounds, total: int, free: bool) -> Iterator[tuple[int, ...]]:
     """Every play of ``total`` cards whose rank counts lie in ``fixed`` bounds; ranks not in
     ``fixed`` take any count (``free``) or none."""
-    bounds = []
-    for r in range(NUM_RANKS):
-        lo, hi = fixed.get(r, (0, hand.ranks[r] if free else 0))
-        hi = min(hi, hand.ranks[r])
+    ranks = hand.ranks
+    bounds = [(0, n) for n in ranks] if free else [(0, 0)] * NUM_RANKS
+    for r, (lo, hi) in fixed.items():
+        hi = min(hi, ranks[r])
         if lo > hi:
             return
-        bounds.append((lo, hi))
+        bounds[r] = (lo, hi)
     for vector in _count_vectors(bounds, total):
         parts = [hand.picks(r, c) for r, c in enumerate(vector) if c]
         for choice in product(*parts):
@@ -200,14 +204,17 @@ def _airplane_shapes(hand: Hand, previous: Combo | None) -> Iterator[tuple[Bound
 
 
 def bomb_shapes(hand: Hand) -> Iterator[tuple[Bounds, int, bool]]:
-    """510K, n-of-a-kind bombs, n x 510K and three or four jokers (all bomb-tier shapes)."""
-    yield {RANK_5: (1, 1), RANK_T: (1, 1), RANK_K: (1, 1)}, 3, False
+    """510K, n-of-a-kind bombs, n x 510K and three or four jokers (all bomb-tier shapes),
+    those the hand holds enough cards for."""
+    if hand.ranks[RANK_5] and hand.ranks[RANK_T] and hand.ranks[RANK_K]:
+        yield {RANK_5: (1, 1), RANK_T: (1, 1), RANK_K: (1, 1)}, 3, False
     for r in range(RANK_SJ):
         yield from (({r: (k, k)}, k, False) for k in range(4, hand.ranks[r] + 1))
     for sets in range(3, min(hand.ranks[RANK_5], hand.ranks[RANK_T], hand.ranks[RANK_K]) + 1):
         yield {RANK_5: (sets, sets), RANK_T: (sets, sets), RANK_K: (sets, sets)}, 3 * sets, False
     jokers = {RANK_SJ: (0, 2), RANK_SJ + 1: (0, 2)}
-    yield from ((jokers, k, False) for k in (3, 4))
+    held = hand.ranks[RANK_SJ] + hand.ranks[RANK_SJ + 1]
+    yield from ((jokers, k, False) for k in (3, 4) if k <= held)
 
 
 def iter_legal_plays(hand: Sequence[int], previous: Combo | None, *,
