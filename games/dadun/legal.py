@@ -19,8 +19,8 @@ compared with ``previous`` by :func:`~games.dadun.combos.beats_rule` of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from itertools import combinations, product
 
 from games.dadun.cards import COPIES, NUM_CODES, RANK_5, RANK_A, RANK_K, RANK_SJ, RANK_T, counts_of
