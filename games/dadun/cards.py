@@ -45,14 +45,15 @@ def is_red(code: int) -> bool:
     return code < SJ and (code & 3) in RED_SUITS
 
 
+# every code's name, looked up by card_name (prompts and views name many cards)
+NAMES = tuple([r + s for r in RANKS for s in SUITS] + ["SJ", "BJ"])
+
+
 def card_name(code: int) -> str:
     """``"Th"`` for the ten of hearts, ``"SJ"``/``"BJ"`` for the jokers."""
-    _check_code(code)
-    if code == SJ:
-        return "SJ"
-    if code == BJ:
-        return "BJ"
-    return RANKS[code >> 2] + SUITS[code & 3]
+    if type(code) is not int or not 0 <= code < NUM_CODES:
+        _check_code(code)  # raises, except for an int subclass (not a bool) in range
+    return NAMES[code]
 
 
 def parse_card(text: str) -> int:
@@ -77,7 +78,7 @@ def parse_cards(text: str) -> list[int]:
 
 def format_cards(codes: Iterable[int]) -> str:
     """Space-separated notation, sorted by rank then suit."""
-    return " ".join(card_name(c) for c in sorted(codes))
+    return " ".join(map(card_name, sorted(codes)))
 
 
 def point_value(codes: Iterable[int]) -> int:
@@ -94,7 +95,8 @@ def counts_of(codes: Iterable[int]) -> list[int]:
     """54 counts, one per code (each 0..2 in a real hand)."""
     counts = [0] * NUM_CODES
     for c in codes:
-        _check_code(c)
+        if type(c) is not int or not 0 <= c < NUM_CODES:
+            _check_code(c)
         counts[c] += 1
     return counts
 

@@ -105,23 +105,28 @@ def classify(cards: Sequence[int], hand_size: int, against: Combo | None = None,
     reading that beats it (by :func:`beats_rule` of ``suit_order``) is preferred (only short
     last-play airplanes have several).
     """
-    readings = interpretations(cards, hand_size)
+    return _preferred(interpretations(cards, hand_size), against, suit_order)
+
+
+def try_classify(cards: Sequence[int], hand_size: int, against: Combo | None = None, *,
+                 suit_order: bool = False) -> Combo | None:
+    """:func:`classify`, or None instead of an error (and without composing its reason)."""
+    try:
+        played, rc = _prepare(cards, hand_size)
+    except InvalidCombo:
+        return None
+    found = _detect(played, rc, len(played), hand_size == len(played))
+    return _preferred(found, against, suit_order) if found else None
+
+
+def _preferred(readings: list[Combo], against: Combo | None, suit_order: bool) -> Combo:
+    """The first reading that beats ``against``, else the canonical (first) one."""
     if against is not None:
         better = beats_rule(suit_order)
         for combo in readings:
             if better(combo, against):
                 return combo
     return readings[0]
-
-
-def try_classify(cards: Sequence[int], hand_size: int) -> Combo | None:
-    """:func:`classify`, or None instead of an error."""
-    try:
-        played, rc = _prepare(cards, hand_size)
-    except InvalidCombo:
-        return None
-    found = _detect(played, rc, len(played), hand_size == len(played))
-    return found[0] if found else None
 
 
 def interpretations(cards: Sequence[int], hand_size: int) -> list[Combo]:

@@ -76,7 +76,7 @@ class DadunState(NoWindows, ViewThenActions, DealBacked):
                     for c in phases_setup.friend_candidates(d)]
         plays = hint_plays(d.hands[seat], trick.top_combo(d), HINT_LIMIT,
                            suit_order=trick.suit_order(d))
-        out = [Action("play", tiles=tuple(card_name(c) for c in sorted(p)), ref=d.token)
+        out = [Action("play", tiles=tuple(map(card_name, sorted(p))), ref=d.token)
                for p in plays]
         if not d.must_play:
             out.append(Action("pass", ref=d.token))
