@@ -179,23 +179,17 @@ class RoomLog:
         await self.js.purge_stream(bus.room_log_stream(room_id), subject=bus.room_log(room_id))
 
 
-async def balance_leaders(nc: Any, js: Any) -> str | None:
+async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
     """Spread the room log streams' leaders over the NATS nodes: when a node leads more
     than its share (``ceil(streams / nodes)``), ask one of its streams to step down in
     favour of a current replica on the node that leads the fewest (JetStream's leader
     step-down with a preferred placement, nats-server 2.11+). One move per call (the next
-    call sees its result), so tables calling at once move a stream at most once each; the
-    moved stream pauses for one election. The stream moved, or None (balanced, a single
-    server, or a stream without a leader now)."""
-    moved, _ = await spread_leaders(nc, js)
-    return moved
-
-
-async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
-    """:func:`balance_leaders`, and whether the streams are settled: each has a leader,
-    every replica of each is online and current, and no leader is to move. Until then a
-    leader may still have to move (a node that was down catches up, then is counted), so
-    the caller looks again soon (leaders.py)."""
+    call sees its result); the moved stream pauses for one election. Returns the stream
+    moved (or None: balanced, a single server, or a stream without a leader now) and
+    whether the streams are settled: each has a leader, every replica of each is online and
+    current, and no leader is to move. Until then a leader may still have to move (a node
+    that was down catches up, then is counted), so the caller looks again soon
+    (leaders.py)."""
     clusters = []
     for name in bus.ROOM_LOG_STREAMS:
         cluster = (await js.stream_info(name)).cluster

@@ -1,5 +1,5 @@
 """The room log over several streams on a three-node JetStream cluster (bus.ROOM_LOG_STREAMS,
-services/table/roomlog.balance_leaders): the table spreads the streams' leaders over the
+services/table/roomlog.spread_leaders): the table spreads the streams' leaders over the
 nodes, and a node's SIGKILL stalls only the rooms of the stream it led; the rooms of the
 other streams keep every append acknowledged at the first try."""
 
@@ -18,7 +18,7 @@ from nats.js.errors import NoStreamResponseError
 
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
-from services.table.roomlog import balance_leaders
+from services.table.roomlog import spread_leaders
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -122,12 +122,12 @@ async def balanced_cluster(cluster: EmbeddedNatsCluster) -> tuple[Any, Any, dict
         led = Counter((await leaders(js)).values())
         if None not in led and len(led) == 3:
             return True
-        moves += await balance_leaders(nc, js) is not None
+        moves += (await spread_leaders(nc, js))[0] is not None
         return False
 
     await until(balanced, "the balancer never spread the leaders", seconds=60)
     assert moves == 2, moves          # two streams moved away from the crowded node
-    assert await balance_leaders(nc, js) is None   # balanced: nothing more to do
+    assert (await spread_leaders(nc, js))[0] is None   # balanced: nothing more to do
     return nc, js, rooms
 
 

@@ -165,7 +165,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.c1.room.{ROOM}.log.{SHARD}"): True,
         ("publish", f"$JS.API.CONSUMER.MSG.NEXT.{LOG}.c1"): True,
         ("publish", f"$JS.ACK.{LOG}.c1.1.2.3.4.5"): True,
-        # the log streams' leaders spread over the NATS nodes (roomlog.balance_leaders)
+        # the log streams' leaders spread over the NATS nodes (roomlog.spread_leaders)
         ("publish", f"$JS.API.STREAM.LEADER.STEPDOWN.{LOG}"): True,
         ("publish", "$JS.API.STREAM.LEADER.STEPDOWN.SETTLE"): False,
         # and again soon after one of them elects a leader (services/table/leaders.py)
