@@ -21,6 +21,7 @@ from clients.robot.robot import run_matched
 from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2
 from services.common.config import Config
 from services.common.natsd import EmbeddedNats
+from services.common.tasks import cancel_and_wait
 from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
 from services.lobby.server import LobbyHost
 from services.lobby.server import start as start_lobby
@@ -214,8 +215,8 @@ async def test_a_dead_matchers_tickets_are_matched_by_another_lobby(
         for p in players[:2]:
             await queued(p, game="dadun")
         await asyncio.sleep(0.5)               # two waiting in the holder's matcher
-        for task in holder.app.matchmaking.tasks:   # it dies as at a kill -9 (no resign)
-            task.cancel()
+        # it dies as at a kill -9 (no resign); a single cancel can be lost on Python 3.11
+        await cancel_and_wait(*holder.app.matchmaking.tasks)
         for p in players[2:]:
             await queued(p, game="dadun")
         results = await asyncio.gather(*(found(p, timeout=30) for p in players))
