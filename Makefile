@@ -110,7 +110,7 @@ run: setup
 # the whole suite, the image tests included (tests/image: root, podman; deploy/README.md)
 test: setup
 	bash scripts/test_deps.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 lint: setup
 	$(VENV)/bin/ruff check games services clients paiju tests bench scripts deploy
