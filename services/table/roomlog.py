@@ -51,6 +51,10 @@ APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt, and one look at the log's 
 FENCE_LOOK_SECONDS = 5.0        # the look at the tail after a fence refusal
 RETRY_FIRST_DELAY = 0.05        # seconds before the first retry, doubled up to ...
 RETRY_MAX_DELAY = 0.25          # ... this: a new leader answers within it
+# a replica the leader heard from within this is a place for a leader: Raft heartbeats go
+# every second, while JetStream still calls a replica cut off from the leader "current" for
+# ten seconds (its lost-quorum interval)
+HEARD_WITHIN_NS = 3_000_000_000
 
 
 class LogFenced(RoomError):
@@ -179,6 +183,13 @@ class RoomLog:
         await self.js.purge_stream(bus.room_log_stream(room_id), subject=bus.room_log(room_id))
 
 
+def _in_reach(replica: Any) -> bool:
+    """A follower that could lead now: online, current, and heard from by the leader
+    lately (a node just cut off from the others looks current for seconds more)."""
+    return bool(replica.current) and not replica.offline \
+        and (replica.active or 0) < HEARD_WITHIN_NS
+
+
 async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
     """Spread the room log streams' leaders over the NATS nodes: when a node leads more
     than its share (``ceil(streams / nodes)``), ask one of its streams to step down in
@@ -186,10 +197,11 @@ async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
     step-down with a preferred placement, nats-server 2.11+). One move per call (the next
     call sees its result); the moved stream pauses for one election. Returns the stream
     moved (or None: balanced, a single server, or a stream without a leader now) and
-    whether the streams are settled: each has a leader, every replica of each is online and
-    current, and no leader is to move. Until then a leader may still have to move (a node
-    that was down catches up, then is counted), so the caller looks again soon
-    (leaders.py)."""
+    whether the streams are settled: each has a leader, every replica of each is online,
+    current and heard from lately, and no leader is to move. Until then a leader may still
+    have to move (a node that was down catches up, then is counted), so the caller looks
+    again soon (leaders.py). A node cut off from the others is never picked: its stream
+    would only elect again on the majority."""
     clusters = []
     for name in bus.ROOM_LOG_STREAMS:
         cluster = (await js.stream_info(name)).cluster
@@ -203,15 +215,15 @@ async def spread_leaders(nc: Any, js: Any) -> tuple[str | None, bool]:
     settled = True
     for _, cluster in clusters:
         for p in cluster.replicas or ():
-            if p.current and not p.offline:
+            if _in_reach(p):
                 nodes.add(p.name)
             else:
-                settled = False    # down, or catching up: counted once current
+                settled = False    # down, cut off or catching up: counted once current
     share = math.ceil(len(clusters) / len(nodes))
     for name, cluster in clusters:
         if led[cluster.leader] <= share:
             continue
-        peers = [p.name for p in cluster.replicas or () if p.current and not p.offline]
+        peers = [p.name for p in cluster.replicas or () if _in_reach(p)]
         best = min(peers, key=lambda peer: (led[peer], peer), default=None)
         if best is None or led[best] + 1 > share:
             continue
