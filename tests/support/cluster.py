@@ -494,6 +494,11 @@ class RoomRun:
     def live_at(self, t: float) -> bool:
         return bool(self.room_id) and self.started <= t and (self.ended is None or self.ended > t)
 
+    def hands_ahead(self) -> bool:
+        """A hand is still to be dealt after the one in play (no robot here has played
+        all but the last), so a fault struck now meets play after it too."""
+        return self.ended is None and all(r.stats.hands < self.hands - 1 for r in self.robots)
+
     def prompts(self, homes: set[int] | None = None) -> list[float]:
         """When the robots (homed on ``homes``, default all) got their prompts, sorted."""
         return sorted(t for robot in self.robots if homes is None or robot.home in homes
@@ -733,8 +738,11 @@ class ChaosRun:
 
     def recovered(self, rec: FaultRecord, room: int, after: float) -> bool:
         run = self.run_of(room)
-        if run is None or (run.ended is not None and run.ended > rec.at):
-            return True    # the room ended (for good or not: the verdict says which)
+        if run is None or run.ended is not None:
+            # the room ended: after the fault, for good or not (the verdict says which);
+            # before it (its end was on its way as the fault struck), it was not hit, and
+            # the record drops it (finish below)
+            return True
         if self.observer.next_event(room, after + EPSILON) is None:
             return False
         if rec.homes is not None:  # a lobby fault: the robots there must play again

@@ -37,6 +37,7 @@ from tests.support import cluster as chaos
 log = logging.getLogger("paiju.partition")
 
 CHUNK = 64 * 1024
+PICK_BOUND = 20.0    # seconds the partition waits for a node whose table owns a room with play ahead
 
 
 def _socket_inode(local_port: int, remote_port: int) -> str | None:
@@ -370,21 +371,33 @@ class PartitionRun(chaos.ChaosRun):
             await asyncio.sleep(0.2)
         self.left.update({label: None for label in pending})
 
+    def _score(self, n: int, rooms: list[int], owners: dict[int, str],
+               where: dict[str, set[int]]) -> tuple[bool, bool, int]:
+        """How well cutting node ``n`` tests the partition: a table there (not every one)
+        owns a room with a hand to come (one in its last hand may end as the cut strikes,
+        and then nothing of it is left to move); a lobby there and one elsewhere; how many
+        such rooms."""
+        tables, lobbies = self.stack.of("table"), self.stack.of("lobby")
+        on = [t for t in tables if n in where.get(t, ())]
+        mine = [r for r in rooms if owners.get(r) in on
+                and (run := self.run_of(r)) is not None and run.hands_ahead()]
+        lobby_on = any(n in where.get(x, ()) for x in lobbies)
+        lobby_off = any(n not in where.get(x, ()) for x in lobbies)
+        return bool(mine) and len(on) < len(tables), lobby_on and lobby_off, len(mine)
+
     async def fault_partition(self) -> list[chaos.FaultRecord]:
         cluster = self.stack.nats
-        rooms = await self.wait_in_flight()
-        owners = await self._owners()
-        where = self.placement()
         tables, lobbies = self.stack.of("table"), self.stack.of("lobby")
-
-        def score(n: int) -> tuple[bool, bool, int]:
-            on = [t for t in tables if n in where.get(t, ())]
-            mine = [r for r in rooms if owners.get(r) in on]
-            lobby_on = any(n in where.get(x, ()) for x in lobbies)
-            lobby_off = any(n not in where.get(x, ()) for x in lobbies)
-            return bool(mine) and len(on) < len(tables), lobby_on and lobby_off, len(mine)
-
-        n = max(range(len(cluster.nodes)), key=score)
+        deadline = chaos.now() + PICK_BOUND
+        while True:
+            rooms = await self.wait_in_flight()
+            owners = await self._owners()
+            where = self.placement()
+            scores = {n: self._score(n, rooms, owners, where) for n in range(len(cluster.nodes))}
+            n = max(scores, key=lambda i: scores[i])
+            if scores[n][0] or chaos.now() >= deadline:
+                break
+            await asyncio.sleep(0.2)
         self.cut_node = n
         on_node = sorted(label for label, nodes in where.items() if n in nodes)
         cut_tables = [t for t in tables if t in on_node]
