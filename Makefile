@@ -108,9 +108,12 @@ run: setup
 	$(PY) -m scripts.devrun
 
 # the whole suite, the image tests included (tests/image: root, podman; deploy/README.md)
+# tests/unit are pure (no ports, no processes): they run on both cores; the rest, which
+# start servers and time faults, one at a time
 test: setup
 	bash scripts/test_deps.sh
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n 2 tests/unit
+	$(PY) -m pytest -q --durations=25 --ignore=tests/unit
 
 lint: setup
 	$(VENV)/bin/ruff check games services clients paiju tests bench scripts deploy
