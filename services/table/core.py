@@ -313,8 +313,8 @@ class TableCore:
             return
         records = [lr.decode(rec) for rec in logged]   # LogRecordError: retried, never half-folded
         if not records or not isinstance(records[0], lr.Create):
-            log.warning("room log missing", extra={"room": room_id})
-            self.rooms.no_log(room_id)   # not retried by the scans
+            if self.rooms.no_log(room_id):   # read again by the scans for a while
+                log.warning("room log missing", extra={"room": room_id})
             return
         room = Room(records[0], RoomSettings(float(self.cfg.lobby.geo_alert_meters)))
         fx = Effects()
@@ -549,6 +549,11 @@ class TableCore:
         if actor is not None and not self.lease.current(self.tenure.get(cmd.room_id)):
             return moving_reply(cmd)   # checked after a stall first (lease.py)
         if actor is None:
+            if self.rooms.lost(cmd.room_id):
+                return table_pb2.TableReply(
+                    request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                    message=f"room {cmd.room_id} has lost its log: it cannot go on",
+                    room_id=0, seat=-1)
             if self.rooms.moving(cmd.room_id) or self.view.owner(cmd.room_id) == self.instance:
                 return moving_reply(cmd)
             return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,

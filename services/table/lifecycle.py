@@ -7,7 +7,9 @@ What each state means to the rest of the table:
 - commands for a room in a :data:`MOVING` state are answered ERR_ROOM_MOVING (the lobby
   retries); a LIVE or HANDING_OVER room has its actor, which answers them;
 - the adoption scan rebuilds a room the directory gives this table only when it is GONE
-  or FAILED (:meth:`Rooms.rebuild_due`);
+  or FAILED, or LOGLESS for less than :data:`LOGLESS_RETRY_SECONDS` (:meth:`Rooms.rebuild_due`);
+- commands for a room LOGLESS for longer are answered ERR_NO_SUCH_ROOM (:meth:`Rooms.lost`):
+  its players leave it rather than wait for ever;
 - the heartbeat purges the logs of CLOSED rooms.
 
 Rooms change tables under failures and races (two rebuilds of one room, a stall, an append
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from services.table.actor import RoomActor
 
 log = logging.getLogger("paiju.table.lifecycle")
+
+LOGLESS_RETRY_SECONDS = 60.0   # a room found without a log is read again this long
 
 
 class RoomState(enum.Enum):
@@ -42,7 +47,8 @@ class RoomState(enum.Enum):
     HANDING_OVER = "handing_over"  # draining: its actor pauses, its entry moves to another table
     HANDED_AWAY = "handed_away"    # draining: given to another table, which rebuilds it
     LOGLESS = "logless"            # the directory names this table, but the room has no log:
-    #                                never rebuilt by the scans
+    #                                read again by the scans for a while (a stream that
+    #                                elects or heals may show none), then taken for gone
     CLOSED = "closed"              # closed here, its directory entry deleted: its log waits
     #                                for its purge (settlements out first; the heartbeat retries)
 
@@ -137,6 +143,7 @@ class Rooms(Mapping[int, "RoomActor"]):
     def __init__(self) -> None:
         self._states: dict[int, RoomState] = {}     # GONE is not stored
         self._actors: dict[int, RoomActor] = {}     # the rooms in a RUNNING state
+        self._logless_since: dict[int, float] = {}  # LOGLESS rooms: first found so
         self._draining = False
 
     # -- the mapping: the rooms this table runs -----------------------------------------
@@ -165,11 +172,21 @@ class Rooms(Mapping[int, "RoomActor"]):
         """Commands for the room are answered ERR_ROOM_MOVING when it has no actor here."""
         return self.state(room_id) in MOVING
 
-    def rebuild_due(self, room_id: int) -> bool:
+    def rebuild_due(self, room_id: int, now: float | None = None) -> bool:
         """The directory gives the room to this table: should a scan rebuild it? Not while
-        it runs, is made, rebuilt or handed away here, nor when its log is missing or it
-        closed here (a directory view that lags behind the deletion of its entry)."""
-        return self.state(room_id) in (RoomState.GONE, RoomState.FAILED)
+        it runs, is made, rebuilt or handed away here, nor when it closed here (a directory
+        view that lags behind the deletion of its entry); when its log was missing, again
+        for :data:`LOGLESS_RETRY_SECONDS` (the stream's count of the room's records read
+        during an election or a heal can be wrong for a moment)."""
+        state = self.state(room_id)
+        return state in (RoomState.GONE, RoomState.FAILED) or (
+            state is RoomState.LOGLESS and not self.lost(room_id, now))
+
+    def lost(self, room_id: int, now: float | None = None) -> bool:
+        """The room has had no log for :data:`LOGLESS_RETRY_SECONDS`: it cannot go on."""
+        since = self._logless_since.get(room_id)
+        now = time.monotonic() if now is None else now
+        return since is not None and now - since >= LOGLESS_RETRY_SECONDS
 
     # -- the events ---------------------------------------------------------------------
     def create(self, room_id: int) -> None:
@@ -202,8 +219,12 @@ class Rooms(Mapping[int, "RoomActor"]):
             self._refuse(room_id, Event.HAND_OVER, "the table is not draining")
         self._move(room_id, Event.HAND_OVER)
 
-    def no_log(self, room_id: int) -> None:
+    def no_log(self, room_id: int, now: float | None = None) -> bool:
+        """Whether the room's log is found missing for the first time (not on a re-read)."""
         self._move(room_id, Event.NO_LOG)
+        first = room_id not in self._logless_since
+        self._logless_since.setdefault(room_id, time.monotonic() if now is None else now)
+        return first
 
     def close(self, room_id: int) -> RoomActor | None:
         """Returns the actor that ran the room, if any (to be stopped)."""
@@ -227,6 +248,8 @@ class Rooms(Mapping[int, "RoomActor"]):
             self._states.pop(room_id, None)
         else:
             self._states[room_id] = after
+        if after not in (RoomState.LOGLESS, RoomState.REBUILDING):   # read again: still missing
+            self._logless_since.pop(room_id, None)
         released = self._actors.pop(room_id, None) if after not in RUNNING else None
         m.ROOMS.set(len(self._actors))
         if RoomState.CLOSED in (before, after):

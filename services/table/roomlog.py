@@ -115,7 +115,9 @@ class RoomLog:
                     if stored is not None:
                         return stored
                     log.warning("room log refused an append: the room is rebuilt from it",
-                                extra={"room": room_id, "error": repr(exc)})
+                                extra={"room": room_id, "error": repr(exc), "code": exc.code,
+                                       "err_code": exc.err_code,
+                                       "description": exc.description})
                     raise LogUnavailable(room_id) from None
                 # an earlier try of this append is being stored (a retry after a timeout):
                 # asked again, it answers that try's sequence once stored

@@ -17,6 +17,7 @@ from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.table import lifecycle
 from services.table.actor import RoomActor
 from services.table.core import TableCore
 from services.table.lifecycle import RoomState
@@ -208,3 +209,33 @@ async def test_a_draining_table_hands_its_room_over_at_once(
     finally:
         a.stop()
         b.stop()
+
+
+async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_room(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its directory entry names table-b, which finds no log: commands hear "moving" while
+    the scans read the log again (a stream electing or healing can count none of a room's
+    records for a moment), then ERR_NO_SUCH_ROOM: its players leave it instead of waiting
+    for ever (a partition's heal left such a room in a chaos run)."""
+    monkeypatch.setattr(lifecycle, "LOGLESS_RETRY_SECONDS", 1.0)
+    a = core(fresh_nats.url, "table-a", monkeypatch)
+    b = core(fresh_nats.url, "table-b", monkeypatch)
+    await a.start()
+    await b.start()
+    try:
+        room = await a.create_room(table_pb2.CreateRoomRequest(
+            game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
+        await settled(a, room.room_id)
+        await a.log.purge(room.room_id)
+        await claim(b, room.room_id)
+        assert b.rooms.state(room.room_id) is RoomState.LOGLESS
+        assert b.rooms.rebuild_due(room.room_id)      # the scans read it again meanwhile
+        cmd = table_pb2.TableCommand(room_id=room.room_id, user_id=7, request_id=1)
+        assert (await b.command(cmd)).code == common_pb2.ERR_ROOM_MOVING
+        await asyncio.sleep(1.1)
+        reply = await b.command(cmd)
+        assert reply.code == common_pb2.ERR_NO_SUCH_ROOM and "lost its log" in reply.message
+        assert not b.rooms.rebuild_due(room.room_id)
+    finally:
+        await b.stop()
+        await a.stop()

@@ -15,6 +15,7 @@ import pytest
 from services.table import metrics as m
 from services.table.actor import RoomActor
 from services.table.lifecycle import (
+    LOGLESS_RETRY_SECONDS,
     MOVING,
     RUNNING,
     TRANSITIONS,
@@ -125,7 +126,30 @@ def test_what_commands_and_scans_see_in_each_state() -> None:
     assert moving == MOVING == {S.CREATING, S.REBUILDING, S.FAILED, S.HANDING_OVER,
                                 S.HANDED_AWAY}
     due = {s for s in RoomState if rooms_in(s).rebuild_due(ROOM)}
-    assert due == {S.GONE, S.FAILED}
+    assert due == {S.GONE, S.FAILED, S.LOGLESS}     # LOGLESS: for a while (below)
+
+
+def test_a_room_without_a_log_is_read_again_for_a_while_then_taken_for_lost() -> None:
+    """A stream electing or healing can count none of a room's records for a moment: the
+    scans read the log again for LOGLESS_RETRY_SECONDS from when it was first missing;
+    then commands get ERR_NO_SUCH_ROOM (Rooms.lost), not "moving" for ever."""
+    rooms = Rooms()
+    rooms.claim(ROOM)
+    assert rooms.no_log(ROOM, now=100.0)                 # first found missing
+    assert rooms.rebuild_due(ROOM, now=100.5) and not rooms.lost(ROOM, now=100.5)
+    rooms.claim(ROOM)                                    # a scan reads it again: still none
+    assert not rooms.no_log(ROOM, now=130.0)             # the window runs from the first
+    assert rooms.rebuild_due(ROOM, now=159.9)
+    assert not rooms.rebuild_due(ROOM, now=100.0 + LOGLESS_RETRY_SECONDS)
+    assert rooms.lost(ROOM, now=100.0 + LOGLESS_RETRY_SECONDS)
+    assert not rooms.moving(ROOM)
+    # found on a later read (handed to this table again): it runs, and the clock is gone
+    rooms.claim(ROOM)
+    rooms.run(ROOM, ACTOR)
+    assert not rooms.lost(ROOM, now=1e9)
+    rooms.lapse(ROOM)
+    rooms.claim(ROOM)
+    assert rooms.no_log(ROOM, now=2e9)                   # missing again: a new window
 
 
 def test_the_gauges_follow_the_rooms() -> None:
