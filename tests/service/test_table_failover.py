@@ -4,7 +4,9 @@ rebuild after a claim is retried, and a draining table hands its rooms over at o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -59,35 +61,44 @@ async def settled(table: TableCore, room_id: int) -> RoomActor:
     return actor
 
 
+@contextlib.asynccontextmanager
+async def two_tables(url: str, monkeypatch: pytest.MonkeyPatch,
+                     ) -> AsyncIterator[tuple[TableCore, TableCore, int]]:
+    """table-a and table-b started, and a room of table-a's with its first two records."""
+    a = core(url, "table-a", monkeypatch)
+    b = core(url, "table-b", monkeypatch)
+    await a.start()
+    await b.start()
+    try:
+        room = await a.create_room(table_pb2.CreateRoomRequest(
+            game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
+        await settled(a, room.room_id)
+        yield a, b, room.room_id
+    finally:
+        await a.stop()
+        await b.stop()
+
+
 async def test_two_owners_never_both_append_the_same_record(
         fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
     # table-a still runs the room when table-b takes it over (a's lease expired while it was
     # cut off, say). b writes the next record first; a's write of the same index must be
     # refused by the log fence, even though it is the same index with the same content
     # (JetStream's duplicate detection must never take b's record for a's)
-    a = core(fresh_nats.url, "table-a", monkeypatch)
-    b = core(fresh_nats.url, "table-b", monkeypatch)
-    await a.start()
-    await b.start()
-    try:
-        room = await a.create_room(table_pb2.CreateRoomRequest(
-            game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
-        actor_a = await settled(a, room.room_id)
-        await claim(b, room.room_id)   # b's rebuild writes record 2 (its "owner" record)
-        actor_b = b.rooms[room.room_id]
+    async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
+        actor_a = a.rooms[room_id]
+        await claim(b, room_id)   # b's rebuild writes record 2 (its "owner" record)
+        actor_b = b.rooms[room_id]
         assert actor_b.next_index == 3
-        records, _ = await b.log.read(room.room_id)
+        records, _ = await b.log.read(room_id)
         record = records[2]
         assert record["t"] == "owner" and record["instance"] == "table-b"
         with pytest.raises(RoomError) as refused:
-            await a._append(room.room_id, 2, record, actor_a.log_seq)
+            await a._append(room_id, 2, record, actor_a.log_seq)
         assert refused.value.code == common_pb2.ERR_ROOM_MOVING
-        assert room.room_id not in a.rooms          # a stood down
-        records, _ = await b.log.read(room.room_id)
+        assert room_id not in a.rooms          # a stood down
+        records, _ = await b.log.read(room_id)
         assert [r["i"] for r in records] == [0, 1, 2]  # one record 2: b's
-    finally:
-        await a.stop()
-        await b.stop()
 
 
 async def test_a_retried_append_lands_once(
@@ -218,24 +229,14 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
     records for a moment), then ERR_NO_SUCH_ROOM: its players leave it instead of waiting
     for ever (a partition's heal left such a room in a chaos run)."""
     monkeypatch.setattr(lifecycle, "LOGLESS_RETRY_SECONDS", 1.0)
-    a = core(fresh_nats.url, "table-a", monkeypatch)
-    b = core(fresh_nats.url, "table-b", monkeypatch)
-    await a.start()
-    await b.start()
-    try:
-        room = await a.create_room(table_pb2.CreateRoomRequest(
-            game=common_pb2.XUEZHAN, base_score=1, total_hands=1))
-        await settled(a, room.room_id)
-        await a.log.purge(room.room_id)
-        await claim(b, room.room_id)
-        assert b.rooms.state(room.room_id) is RoomState.LOGLESS
-        assert b.rooms.rebuild_due(room.room_id)      # the scans read it again meanwhile
-        cmd = table_pb2.TableCommand(room_id=room.room_id, user_id=7, request_id=1)
+    async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
+        await a.log.purge(room_id)
+        await claim(b, room_id)
+        assert b.rooms.state(room_id) is RoomState.LOGLESS
+        assert b.rooms.rebuild_due(room_id)      # the scans read it again meanwhile
+        cmd = table_pb2.TableCommand(room_id=room_id, user_id=7, request_id=1)
         assert (await b.command(cmd)).code == common_pb2.ERR_ROOM_MOVING
         await asyncio.sleep(1.1)
         reply = await b.command(cmd)
         assert reply.code == common_pb2.ERR_NO_SUCH_ROOM and "lost its log" in reply.message
-        assert not b.rooms.rebuild_due(room.room_id)
-    finally:
-        await b.stop()
-        await a.stop()
+        assert not b.rooms.rebuild_due(room_id)
