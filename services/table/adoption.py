@@ -64,6 +64,8 @@ class Adoption:
             if owner == core.instance:
                 if core.rooms.rebuild_due(room_id):
                     todo.append(room_id)
+                elif core.rooms.lost(room_id):
+                    await core.let_go_lost(room_id)
                 continue
             if not owner or owner in live:
                 self.orphaned_at.pop(room_id, None)

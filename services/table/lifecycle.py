@@ -8,8 +8,8 @@ What each state means to the rest of the table:
   retries); a LIVE or HANDING_OVER room has its actor, which answers them;
 - the adoption scan rebuilds a room the directory gives this table only when it is GONE
   or FAILED, or LOGLESS for less than :data:`LOGLESS_RETRY_SECONDS` (:meth:`Rooms.rebuild_due`);
-- commands for a room LOGLESS for longer are answered ERR_NO_SUCH_ROOM (:meth:`Rooms.lost`):
-  its players leave it rather than wait for ever;
+- commands for a room LOGLESS for longer are answered ERR_NO_SUCH_ROOM (:meth:`Rooms.lost`)
+  and the scan deletes its directory entry: its players leave it rather than wait for ever;
 - the heartbeat purges the logs of CLOSED rooms.
 
 Rooms change tables under failures and races (two rebuilds of one room, a stall, an append

@@ -226,8 +226,9 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
         fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its directory entry names table-b, which finds no log: commands hear "moving" while
     the scans read the log again (a stream electing or healing can count none of a room's
-    records for a moment), then ERR_NO_SUCH_ROOM: its players leave it instead of waiting
-    for ever (a partition's heal left such a room in a chaos run)."""
+    records for a moment), then ERR_NO_SUCH_ROOM and its directory entry goes: its players
+    leave it instead of waiting for ever (a partition's heal left such a room in a chaos
+    run)."""
     monkeypatch.setattr(lifecycle, "LOGLESS_RETRY_SECONDS", 1.0)
     async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
         await a.log.purge(room_id)
@@ -240,3 +241,12 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
         reply = await b.command(cmd)
         assert reply.code == common_pb2.ERR_NO_SUCH_ROOM and "lost its log" in reply.message
         assert not b.rooms.rebuild_due(room_id)
+        # and its directory entry goes (the next scan): lobbies then tell its players
+        for _ in range(50):
+            try:
+                await b.directory.kv_rooms.get(str(room_id))
+            except nats.js.errors.KeyNotFoundError:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the lost room's directory entry stayed")
