@@ -309,6 +309,8 @@ class LobbyApp:
                     change = self.cache.apply_kv(entry.key, entry.value, deleted)
                     if change is not None:
                         self.room_changes.offer(change)
+                    if deleted and entry.key.isdigit():
+                        self.streams.entry_deleted(int(entry.key))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -424,6 +424,16 @@ class RoomStreams:
         self._out(room, member, told=True)
         await self._close_if_empty(room)
 
+    def entry_deleted(self, room_id: int) -> None:
+        """The room's directory entry went while members are still here: a room that
+        ends normally has delivered its last message by now (its table publishes it before
+        deleting the entry), so the stream is refilled once. A room that ended unheard, or
+        that its table took for lost (no log), is then found gone (:meth:`_gone`): its
+        members are told, rather than wait for a room that says nothing more."""
+        room = self.rooms.get(room_id)
+        if room is not None:
+            self._refill_now(room)
+
     def refill_all(self) -> None:
         """Every room's stream refilled (after a NATS reconnect: what was published while
         the connection was down is gone, and a refill asked before may wait for an answer

@@ -15,6 +15,8 @@ as a table does for a room it closed: ERR_NO_SUCH_ROOM."""
 
 from __future__ import annotations
 
+import asyncio
+
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, lobby_msgs_pb2, table_pb2
 from tests.support.lobbyworld import World, seated_client
@@ -62,3 +64,28 @@ async def test_a_room_that_ended_unheard_sends_its_clients_to_log_in_again(
     again = await world.client(address)
     ok = (await again.login(4101)).login_ok
     assert not ok.HasField("room") and ok.player.seat == -1
+
+
+async def test_a_silent_room_whose_entry_goes_sends_its_clients_to_log_in_again(
+        world: World) -> None:
+    """No reconnect this time: the room just says nothing more (its table found no log for
+    it and took it for lost, services/table/lifecycle.py), and its directory entry goes. The
+    lobby refills the room once when its entry is deleted, finds it gone, and tells its
+    seated client to log in again."""
+    address = await world.lobby()
+    streams = world.lobbies[0].app.streams
+    client, room = await seated_client(world, address, 4102)
+    await world.emit(room)            # heard: the stream has a position
+    for _ in range(100):              # and its first refill (after subscribing) is done
+        stream = streams.rooms.get(room.room_id)
+        if stream is not None and stream.confirm == "done" and stream.refilling is None:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the room's stream never settled")
+    del world.table.rooms[room.room_id]
+    await world.kv["seats"].delete("4102")
+    await world.kv["rooms"].delete(str(room.room_id))
+    frames = await frames_until_end(client, timeout=8.0)
+    kinds = [f.WhichOneof("payload") for f in frames]
+    assert "reconnect" in kinds, kinds
