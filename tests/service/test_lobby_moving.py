@@ -17,6 +17,7 @@ import grpc
 from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
+from tests.service.test_lobby_room_ended_unheard import frames_until_end
 from tests.support.lobbyworld import (
     E,
     FakeRoom,
@@ -161,16 +162,23 @@ async def test_a_move_longer_than_the_bound_is_room_moving_and_keeps_the_room(
 
 
 async def test_a_room_gone_from_the_directory_is_left_at_once(world: World) -> None:
-    c, room = await seated_client(world, await world.lobby(), 304)
+    """Its table has it no more and its entry goes while a client sits there, silent: the
+    lobby refills the room once when the entry is deleted (streams.entry_deleted), finds it
+    gone, and tells the client at once to log in again; the new LoginOk has no room."""
+    address = await world.lobby()
+    c, room = await seated_client(world, address, 304)
     app = world.lobbies[-1].app
     world.table.rooms.pop(room.room_id)
+    await world.kv["seats"].delete("304")
     await world.kv["rooms"].delete(str(room.room_id))
     started = time.monotonic()
-    reply = await c.request(lobby_msgs_pb2.AskReady(is_ready=True))
-    assert code_of(reply) == E.ERR_NO_SUCH_ROOM
+    frames = await frames_until_end(c, timeout=5.0)
+    assert "reconnect" in [f.WhichOneof("payload") for f in frames], frames
     assert time.monotonic() - started < 2
     assert room.room_id not in app.streams.rooms
-    assert code_of(await c.request(lobby_msgs_pb2.AskReady())) == E.ERR_NOT_IN_ROOM
+    again = await world.client(address)
+    ok = (await again.login(304)).login_ok
+    assert not ok.HasField("room") and ok.player.seat == -1
 
 
 async def test_a_finished_room_still_listed_counts_as_gone(world: World) -> None:
