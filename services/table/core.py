@@ -72,6 +72,11 @@ def moving_reply(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
                                 room_id=0, seat=-1)
 
 
+def no_room_reply(cmd: table_pb2.TableCommand, why: str) -> table_pb2.TableReply:
+    return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
+                                message=f"room {cmd.room_id} {why}", room_id=0, seat=-1)
+
+
 def bot_move(game: str, state: Any, seat: int) -> Action:
     """Entrust and timeouts play the greedy policy of the game (games/bots)."""
     return variants.get(game).spec.greedy_policy(state, seat)
@@ -560,15 +565,10 @@ class TableCore:
             return moving_reply(cmd)   # checked after a stall first (lease.py)
         if actor is None:
             if self.rooms.lost(cmd.room_id):
-                return table_pb2.TableReply(
-                    request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
-                    message=f"room {cmd.room_id} has lost its log: it cannot go on",
-                    room_id=0, seat=-1)
+                return no_room_reply(cmd, "has lost its log: it cannot go on")
             if self.rooms.moving(cmd.room_id) or self.view.owner(cmd.room_id) == self.instance:
                 return moving_reply(cmd)
-            return table_pb2.TableReply(request_id=cmd.request_id, code=common_pb2.ERR_NO_SUCH_ROOM,
-                                        message=f"room {cmd.room_id} is not on this table",
-                                        room_id=0, seat=-1)
+            return no_room_reply(cmd, "is not on this table")
         if cmd.kind == seated.LobbyKind.EVENTS_SINCE:   # from the ring, at once
             index, part = actor.stream.position
             missed = actor.stream.since(cmd.since_index, cmd.since_part)
