@@ -42,6 +42,7 @@ from tests.support.cluster import (
     describe,
     drop_database,
     quantile,
+    until,
 )
 from tests.support.partition import PartitionResult, RouteProxies, run_partition
 
@@ -52,21 +53,6 @@ PLAN = ChaosPlan(faults=("partition",), lanes_per_game=1, hands_per_room=2,
                  finish_bound=90.0, room_bound=150.0,
                  stack=StackSpec(records=1, arbiters=1, tables=3, lobbies=2,
                                  fronted_routes=True))
-
-
-async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            value = await check()
-        except Exception as exc:  # not yet: an election, a node catching up
-            value, last = None, repr(exc)
-        else:
-            last = ""
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what} (last error {last})"
-        await asyncio.sleep(0.2)
 
 
 def port_of(nc: Any) -> int | None:

@@ -23,20 +23,13 @@ from services.common.natsd import EmbeddedNatsCluster, stream_leader
 from services.table import leaders as leaders_mod
 from services.table.leaders import LeaderWatch
 from services.table.roomlog import LogFenced, RoomLog
+from tests.support.cluster import until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
 OLD_BOUND = 8.0   # seconds: the append's retry bound before issue 22
 
 
-async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.1)
 
 
 async def leaders(js: Any) -> dict[str, str | None]:

@@ -19,6 +19,7 @@ from nats.js.errors import NoStreamResponseError
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
 from services.table.roomlog import spread_leaders
+from tests.support.cluster import until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 
@@ -27,14 +28,6 @@ async def leaders(js: Any) -> dict[str, str | None]:
     return {name: await stream_leader(js, name) for name in bus.ROOM_LOG_STREAMS}
 
 
-async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        with_value = await check()
-        if with_value:
-            return with_value
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.2)
 
 
 async def step_down(nc: Any, stream: str, to: str) -> None:

@@ -94,6 +94,24 @@ def now() -> float:
     return time.monotonic()
 
 
+async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
+    """Await ``check`` every 0.2 s until it returns something truthy, and return that; a
+    check that raises is tried again (an election, a node catching up). Fails after
+    ``seconds`` with ``what`` and the last error."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = await check()
+        except Exception as exc:
+            value, last = None, repr(exc)
+        else:
+            last = ""
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what} (last error {last})"
+        await asyncio.sleep(0.2)
+
+
 def longest_gap(times: list[float], start: float, end: float) -> float | None:
     """The longest silence in sorted ``times`` from ``start`` until the first time after
     ``end`` (None: nothing after ``start`` at all)."""
