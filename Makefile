@@ -48,11 +48,14 @@ help:
 
 # The virtualenv and dependencies, from the lock file with hashes (requirements/dev.txt:
 # every package and version pinned, each download checked), then the project itself
-# (editable, no dependencies). Redone when the lock or pyproject.toml changes.
+# (editable, no dependencies). Redone when the lock or pyproject.toml changes. rlcard (a
+# test-only reference) unpacks its Dou Dizhu tables into its package on its first import:
+# done once here, not by two test workers at once (a FileExistsError).
 $(STAMP): pyproject.toml requirements/dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --require-hashes -r requirements/dev.txt
 	$(PIP) install --quiet --no-deps -e .
+	$(PY) -c "import rlcard.games.doudizhu.utils"
 	touch $(STAMP)
 
 # The lock files, from pyproject.toml and requirements/*.in (uv, from the tools virtualenv):
