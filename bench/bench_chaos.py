@@ -8,8 +8,8 @@ four seats of each room spread over both lobbies, L rooms of each game in play a
 new rooms created as others end. While hands are in flight, one fault at a time: SIGKILL the
 nats-server leading the room-log stream of the most rooms, a table owning rooms, a lobby with
 seated players, an arbiter, a records (each started again), SIGSTOP of a table owning rooms
-(SIGCONT 8 s later), then a SIGTERM rolling restart of every table
-and every lobby; the whole list N times. Then a run of its own with every NATS route through
+(SIGCONT 8 s later), then a SIGTERM rolling restart of every table, lobby, arbiter and
+records, and of every NATS node in lame-duck mode; the whole list N times. Then a run of its own with every NATS route through
 a proxy: the node of a table owning rooms in play is cut off from the other two while its
 clients stay connected to it (tests/support/partition.py; ``--no-partition`` skips it).
 
@@ -76,6 +76,12 @@ CONTEXT = {
                       "started again",
     "rolling-lobbies": "each lobby in turn is stopped (SIGTERM: it tells its clients to "
                        "reconnect) and started again",
+    "rolling-arbiters": "each arbiter in turn is stopped (SIGTERM) and started again",
+    "rolling-records": "each records in turn is stopped (SIGTERM: settlements wait in "
+                       "JetStream for the other) and started again",
+    "rolling-nats": "each NATS node in turn is stopped in lame-duck mode (a rolling upgrade: "
+                    "it hands its stream leaderships over, then closes its clients over 30 s) "
+                    "and started again",
     "partition": "the NATS node of the room's table is cut off from the other two: the "
                  "services on it move to the majority, the table's rooms play on there",
     "partition-lobby": "the NATS node of the player's lobby is cut off: the lobby moves to the "

@@ -164,6 +164,9 @@ listen: "{self.host}:{self.port}"
 http: "{self.host}:{self.monitor_port}"
 server_name: "{self.server_name}"
 log_file: "{self.log_file}"
+# lame-duck mode (SIGUSR2, a rolling upgrade's graceful stop): the shortest nats-server allows
+lame_duck_duration: "30s"
+lame_duck_grace_period: "1s"
 jetstream {{
   store_dir: "{self.store_dir}"
   max_memory_store: 256MB
@@ -202,6 +205,24 @@ cluster {{
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self.proc = None
+
+    def lame_duck(self, timeout: float) -> float:
+        """SIGUSR2: lame-duck mode, as a rolling upgrade stops a server. It hands its Raft
+        leaderships over, takes no new client and closes its clients over
+        ``lame_duck_duration``, then exits. Waits for the exit (SIGKILL after ``timeout``):
+        seconds taken."""
+        if self.proc is None:
+            return 0.0
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR2)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.proc = None
+        return time.monotonic() - started
 
     def healthz(self) -> bool:
         """The node's monitor says it is healthy: JetStream on and current with the cluster."""
@@ -303,6 +324,10 @@ class EmbeddedNatsCluster:
     def stop_node(self, i: int) -> None:
         """SIGTERM node ``i`` (a clean shutdown: it hands its leaderships over first)."""
         self.nodes[i].stop(signal.SIGTERM)
+
+    def lame_duck(self, i: int, timeout: float = 60.0) -> float:
+        """Stop node ``i`` in lame-duck mode and wait for its exit: seconds taken."""
+        return self.nodes[i].lame_duck(timeout)
 
     def start_node(self, i: int, timeout: float = 20.0) -> None:
         """Start node ``i`` again on the same ports, store and server name."""

@@ -3,8 +3,9 @@ arbiters, three tables and two lobbies as processes; robots of every game spread
 lobbies; while hands are in flight, one fault at a time (SIGKILL the NATS node leading the
 room-log stream of the most rooms, a table owning rooms; SIGSTOP then SIGCONT such a table;
 SIGKILL a lobby with seated players, an arbiter, a records; stop and start the database
-(a private PostgreSQL); then a SIGTERM rolling restart
-of every table and every lobby). Then: every hand that started is settled
+(a private PostgreSQL); then a rolling restart of one replica of each kind: SIGTERM to the
+busiest table, a lobby, an arbiter and a records, lame-duck mode for the NATS node leading the
+most rooms' logs). Then: every hand that started is settled
 exactly once and zero-sum, no frame carried another seat's hidden tiles or cards, every room
 finished and no robot gave up, every stream and bucket is at R3, and each fault's recovery
 (fault -> next event in each affected room) was measured.

@@ -50,6 +50,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,8 @@ GAMES = ("xuezhan", "changsha", "dadun")
 STREAMS = (*bus.ROOM_LOG_STREAMS, "SETTLE", "KV_tables", "KV_rooms", "KV_seats",
            "KV_room_ids")
 FAULT_KINDS = ("nats-leader", "table-kill", "table-freeze", "lobby-kill", "arbiter-kill",
-               "records-kill", "postgres-restart", "rolling-tables", "rolling-lobbies")
+               "records-kill", "postgres-restart", "rolling-tables", "rolling-lobbies",
+               "rolling-arbiters", "rolling-records", "rolling-nats")
 # refused actions a robot may get when its prompt went stale (the decision moved on, e.g.
 # entrust played while it was away): game ranges 969x / 979x / 989x
 STALE_PREFIXES = ("969", "979", "989")
@@ -85,6 +87,7 @@ PER_ADDRESS_LIMITS = ("LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE",
                       "MAX_CONNECTIONS_PER_IP")
 RECONNECT_STORM = 10          # more reconnects than this in one room: a client in a loop
 EPSILON = 0.1                 # events delivered within this after a fault were sent before it
+NOTICEABLE = 1.0              # a room silent longer than this, a player notices
 ROBOTS_TAKE_ADDRESS_LISTS = any(
     word in str(inspect.signature(Robot.__init__).parameters["address"].annotation)
     for word in ("list", "Sequence"))
@@ -115,16 +118,23 @@ async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
 def longest_gap(times: list[float], start: float, end: float) -> float | None:
     """The longest silence in sorted ``times`` from ``start`` until the first time after
     ``end`` (None: nothing after ``start`` at all)."""
+    gap = gap_at(times, start, end)
+    return None if gap is None else gap[0]
+
+
+def gap_at(times: list[float], start: float, end: float) -> tuple[float, float] | None:
+    """:func:`longest_gap` and when it began."""
     i = bisect.bisect_right(times, start)
     if i == len(times):
         return None
-    prev, best = start, 0.0
+    prev, best, began = start, 0.0, start
     for t in times[i:]:
-        best = max(best, t - prev)
+        if t - prev > best:
+            best, began = t - prev, prev
         prev = t
         if t > end:
             break
-    return best
+    return best, began
 
 
 # ---------------------------------------------------------------------------- PostgreSQL
@@ -545,15 +555,18 @@ class ChaosPlan:
     nats_down_seconds: float = 2.0     # a killed nats node stays down this long after recovery
     freeze_seconds: float = 8.0        # a frozen table (SIGSTOP) stays so this long (4 leases)
     postgres_down_seconds: float = 1.0  # the database, between its stop and its start
+    roll_at_most: int = 0              # a rolling restart stops this many replicas (0: all)
     finish_bound: float = 240.0        # after the faults, for every room to play to its end
     room_bound: float = 420.0          # one room, from creation to its end
     stack: StackSpec = field(default_factory=StackSpec)
 
 
 # the compact run of ``make test`` (tests/cluster/test_chaos.py; bench_chaos --quick): one
-# room of each game at a time, three hands each, every fault once
+# room of each game at a time, three hands each, every fault once, a rolling restart of one
+# replica of each kind (the busiest table, the leader of the most rooms' logs)
 COMPACT_PLAN = ChaosPlan(lanes_per_game=1, hands_per_room=3, warmup_seconds=3.0,
-                         settle_seconds=1.5, recovery_bound=45.0, finish_bound=150.0)
+                         settle_seconds=1.5, recovery_bound=45.0, finish_bound=150.0,
+                         roll_at_most=1)
 
 
 @dataclass
@@ -792,14 +805,7 @@ class ChaosRun:
         return {}
 
     async def fault_nats_leader(self) -> list[FaultRecord]:
-        leaders: dict[str, str] = {}
-        for _ in range(40):
-            with contextlib.suppress(Exception):
-                leaders = {name: await stream_leader(self.observer.js, name)
-                           for name in bus.ROOM_LOG_STREAMS}
-            if leaders and all(leaders.values()):
-                break
-            await asyncio.sleep(0.25)
+        leaders = await self._room_log_leaders()
         in_play = await self.wait_in_flight()
         # the leader of the stream holding the most rooms in play (so that the fault hits some)
         per_stream = Counter(bus.room_log_stream(r) for r in in_play)
@@ -983,25 +989,34 @@ class ChaosRun:
             await asyncio.sleep(0.25)
         return None
 
+    def _rolled(self, labels: list[str]) -> list[str]:
+        return labels[:self.plan.roll_at_most or None]
+
     async def _rolling(self, kind: str, labels: list[str]) -> list[FaultRecord]:
+        """SIGTERM each replica in turn, as Kubernetes rolls a Deployment: wait for its exit
+        (its drain), start it again and wait for SERVING. The rooms in play are those hit (a
+        table's own, a lobby's players'; every room for the stateless arbiter and records)."""
         out = []
         drain = self.plan.stack.drain_seconds + 15.0
         for label in labels:
             rooms = await self.wait_in_flight()
+            homes: set[int] | None = None
             if kind == "rolling-tables":
                 deadline = now() + 8.0   # a table with a room in play, if one comes soon
                 while True:
                     owners = await self._owners()
-                    affected, homes = [r for r in rooms if owners.get(r) == label], None
+                    affected = [r for r in rooms if owners.get(r) == label]
                     if affected or now() >= deadline:
                         break
                     await asyncio.sleep(0.25)
                     rooms = self.in_flight()
-            else:
+            elif kind == "rolling-lobbies":
                 home = self.stack.of("lobby").index(label)
                 affected = [r for r in rooms
                             if any(x.home == home for x in self.run_of(r).robots)]  # type: ignore[union-attr]
                 homes = {home}
+            else:
+                affected = rooms
             rec = FaultRecord(kind, f"{label} (SIGTERM, {len(affected)} rooms in play)", now(),
                               affected, homes=homes)
             out.append(rec)
@@ -1023,10 +1038,68 @@ class ChaosRun:
         return out
 
     async def fault_rolling_tables(self) -> list[FaultRecord]:
-        return await self._rolling("rolling-tables", self.stack.of("table"))
+        """Every table (or the busiest ones first, for ``roll_at_most``)."""
+        owners = await self._owners()
+        in_play = Counter(owners.get(r, "") for r in self.in_flight())
+        labels = sorted(self.stack.of("table"), key=lambda t: -in_play[t])
+        return await self._rolling("rolling-tables", self._rolled(labels))
 
     async def fault_rolling_lobbies(self) -> list[FaultRecord]:
-        return await self._rolling("rolling-lobbies", self.stack.of("lobby"))
+        return await self._rolling("rolling-lobbies", self._rolled(self.stack.of("lobby")))
+
+    async def fault_rolling_arbiters(self) -> list[FaultRecord]:
+        return await self._rolling("rolling-arbiters", self._rolled(self.stack.of("arbiter")))
+
+    async def fault_rolling_records(self) -> list[FaultRecord]:
+        return await self._rolling("rolling-records", self._rolled(self.stack.of("records")))
+
+    async def _room_log_leaders(self) -> dict[str, str | None]:
+        leaders: dict[str, str | None] = {}
+        for _ in range(40):
+            with contextlib.suppress(Exception):
+                leaders = {name: await stream_leader(self.observer.js, name)
+                           for name in bus.ROOM_LOG_STREAMS}
+            if leaders and all(leaders.values()):
+                break
+            await asyncio.sleep(0.25)
+        return leaders
+
+    async def fault_rolling_nats(self) -> list[FaultRecord]:
+        """Each NATS node in turn stopped in lame-duck mode (SIGUSR2, as a rolling upgrade of
+        the StatefulSet does: it hands its leaderships over, then closes its clients over
+        ``lame_duck_duration``), started again, and current again before the next; the
+        leader of the most rooms' logs first. Every room in play is hit."""
+        nats = self.stack.nats
+        leaders = await self._room_log_leaders()
+        per_node = Counter(leaders[bus.room_log_stream(r)] for r in self.in_flight())
+        order = sorted(range(len(nats.nodes)), key=lambda i: -per_node[nats.nodes[i].server_name])
+        out = []
+        for i in self._rolled([str(i) for i in order]):
+            node = nats.nodes[int(i)]
+            rooms = await self.wait_in_flight()
+            leaders = await self._room_log_leaders()
+            led = sorted(name for name, leader in leaders.items() if leader == node.server_name)
+            rec = FaultRecord("rolling-nats", f"{node.server_name} (lame duck, leader of "
+                              f"{', '.join(led) or 'no room log'})", now(), rooms)
+            out.append(rec)
+            took = await asyncio.to_thread(nats.lame_duck, int(i), 60.0)
+            rec.notes.append(f"{node.server_name} exited {took:.1f} s after its lame-duck signal")
+            started = now()
+            try:
+                await asyncio.to_thread(nats.start_node, int(i))
+                await nats.wait_healthy(int(i), timeout=60)
+            except Exception as exc:
+                rec.error = f"{node.server_name} did not come back: {exc!r}"
+                continue
+            back = now()
+            rec.notes.append(f"{node.server_name} back and current {back - started:.1f} s after "
+                             "its start; room-log leaders after: "
+                             + str(await self._room_log_leaders()))
+            took = await self.wait_recovered(rec, after=back)
+            rec.notes.append(f"its rooms played on; all moved {took:.1f} s after the signal")
+            rec.until = now()
+            await asyncio.sleep(self.plan.settle_seconds / 2)
+        return out
 
     def fault_runner(self, kind: str) -> Callable[[], Awaitable[list[FaultRecord]]]:
         runner: Callable[[], Awaitable[list[FaultRecord]]] = getattr(
@@ -1134,6 +1207,18 @@ class ChaosRun:
                 i = bisect.bisect_right(robot.prompt_times, rec.at + EPSILON)
                 if i == len(robot.prompt_times):
                     rec.players_lost.append(f"room {room} user {robot.user_id}")
+        long = [room for room, gap in rec.pause.items() if gap is not None and gap > NOTICEABLE]
+        if long:   # which rooms to look for in the logs, and when (UTC, as the logs)
+            wall = time.time() - now()
+            said = []
+            for room in long:
+                gap, began = gap_at(self.observer.times.get(room, []), rec.at, rec.until) or (0, 0)
+                run = self.run_of(room)
+                end = ("" if run is None or run.ended is None
+                       else f", room ended +{run.ended - rec.at:.1f} s")
+                clock = datetime.fromtimestamp(began + wall, UTC).strftime("%H:%M:%S.%f")[:-3]
+                said.append(f"{room} {gap:.2f} s from {clock} (+{began - rec.at:.1f} s{end})")
+            rec.notes.append(f"rooms paused over {NOTICEABLE:g} s: " + "; ".join(said))
 
 
 def saw_room_end(robot: TimedRobot) -> bool:
