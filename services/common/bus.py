@@ -272,6 +272,9 @@ ISOLATED_BACKOFF_MAX = 30.0
 PARTITION_MOVES = Counter("paiju_nats_partition_moves_total",
                           "reconnects to another NATS server because ours was cut off from "
                           "the majority of its cluster")
+LAME_DUCK_MOVES = Counter("paiju_nats_lame_duck_moves_total",
+                          "reconnects to another NATS server because ours said it is stopping "
+                          "(lame-duck mode)")
 
 
 class ClusterClient(Client):
@@ -283,13 +286,13 @@ class ClusterClient(Client):
         super().__init__()
         self.cluster_now: int | None = None   # listed by the current server (None: unknown)
         self.cluster_seen = 0                  # the most any of our servers has listed
-        self.leaving = ""                      # a cut-off server being left (its host:port)
+        self.leaving = ""     # a server being left, cut off or stopping (its host:port)
         self.reconnect_wait = 0.5
 
     def pick_server(self, servers: list[Server],
                     info: dict[str, Any]) -> tuple[Server | None, float]:
         """nats-py's ``reconnect_to_server_handler`` (the pool comes shuffled): the server
-        that failed least, the one being left for being cut off only after the others; a
+        that failed least, the one being left (cut off, or stopping) only after the others; a
         server that failed is tried after ``reconnect_wait``."""
         if not servers:
             return None, 0.0
@@ -369,6 +372,18 @@ async def connect(url: str | NatsConfig, name: str, connect_timeout: float | Non
     async def on_reconnect() -> None:
         log.info("nats reconnected")
 
+    async def on_lame_duck() -> None:
+        # A server stopping gracefully (a rolling upgrade) says so, then shuts its JetStream
+        # down after its grace period (1 s in tests, 10 s by default) while its clients stay
+        # connected until it closes them over ``lame_duck_duration``: their JetStream
+        # requests (room-log appends, KV reads and writes) would time out until then. Leave
+        # it now, for another server.
+        nc.leaving = str(getattr(nc.connected_url, "netloc", ""))
+        log.info("nats server in lame-duck mode: reconnecting to another",
+                 extra={"server": nc.leaving})
+        LAME_DUCK_MOVES.inc()
+        await nc.force_reconnect()
+
     watcher: list[asyncio.Task[None]] = []
 
     async def on_closed() -> None:
@@ -383,7 +398,8 @@ async def connect(url: str | NatsConfig, name: str, connect_timeout: float | Non
     await nc.connect(
         servers=server_urls(url), name=name, max_reconnect_attempts=-1, allow_reconnect=True,
         error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
-        closed_cb=on_closed, inbox_prefix=inbox_prefix(name), **options,
+        closed_cb=on_closed, lame_duck_mode_cb=on_lame_duck, inbox_prefix=inbox_prefix(name),
+        **options,
     )
     if auth.files:
         _keep(asyncio.ensure_future(_watch_credentials(nc, auth, credentials_poll or 5.0)),
