@@ -5,10 +5,20 @@ the one path for them, and a gRPC channel for the unary calls (CreateRoom).
 A NATS message costs one wake-up on each side, and the reply arrives on the connection
 that brings the room's events. A table with nobody on its subject (one that died or has
 not started) fails the command at once with ``Unreachable``: the command never got there,
-and the lobby asks the directory who owns the room now (forwarding.py)."""
+and the lobby asks the directory who owns the room now (forwarding.py).
+
+A command or its reply can be lost without a word while a NATS connection moves to another
+server (its server stopping in lame-duck mode or dying, of the lobby or of the table: a
+message routed by interest a moment old). A command unanswered for ``RESEND_SECONDS`` is
+sent again, under the same request id, and the first reply to either copy is the answer.
+A table answers in milliseconds; a copy that reaches it after the first did only meets a
+decision that is over and is refused as overtaken, a reply nobody waits for
+(docs/protocol.md §8). So a lost command costs a player half a second, not the room's turn
+timer."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -29,6 +39,8 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
 
 
 MAX_IN_FLIGHT = 10_000   # commands of one link waiting for their replies
+RESEND_SECONDS = 0.5     # a command unanswered this long is sent again (and again)
+NO_RESPONDERS = "503"    # the server's status to the reply subject: nobody on the subject
 
 
 class TableLink:
@@ -45,6 +57,10 @@ class TableLink:
         self.subject = bus.table_commands(address)
         self._next_id = 0
         self._busy = 0       # commands and unary calls in flight
+        self._inbox = ""     # replies come to <inbox>.<request id>, on one subscription
+        self._replies: Any = None
+        self._waiting: dict[int, asyncio.Future[Any]] = {}   # request id -> its reply
+        self._resends: set[asyncio.Task[None]] = set()
 
     @property
     def idle(self) -> bool:
@@ -54,29 +70,41 @@ class TableLink:
     async def command(self, cmd: table_pb2.TableCommand,
                       timeout: float | None = None) -> table_pb2.TableReply:
         """Send one command as a NATS request and wait for its reply (``timeout`` seconds,
-        default the link's). Unreachable when nobody takes the table's commands (a dead
-        table: at once), Unavailable when no answer comes in time (one already on its way
-        when the table died waits for ``timeout``) or the lobby's NATS is away."""
+        default the link's), sending it again every ``RESEND_SECONDS`` meanwhile.
+        Unreachable when nobody takes the table's commands (a dead table: at once),
+        Unavailable when no answer comes in time or the lobby's NATS is away."""
         timeout = self.timeout if timeout is None else timeout
         if self.nc is None:
             raise Unavailable(f"table {self.address}: this link has no NATS connection")
         if self._busy >= MAX_IN_FLIGHT:
             # the table does not keep up: say so now
             raise Unavailable(f"table {self.address}: {MAX_IN_FLIGHT} commands on their way")
+        if self._replies is None:
+            self._inbox = self.nc.new_inbox()
+            self._replies = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
         self._next_id += 1
-        cmd.request_id = self._next_id
+        request_id = cmd.request_id = self._next_id
+        data = cmd.SerializeToString()
+        reply_to = f"{self._inbox}.{request_id}"
+        loop = asyncio.get_running_loop()
+        answer = self._waiting[request_id] = loop.create_future()
+        resend = loop.call_later(RESEND_SECONDS, self._resend, request_id, data, reply_to)
         started = time.perf_counter()
         self._busy += 1
         try:
-            msg = await self.nc.request(self.subject, cmd.SerializeToString(), timeout=timeout)
-        except nats.errors.NoRespondersError:
-            raise Unreachable(f"table {self.address}: nobody takes its commands") from None
+            async with asyncio.timeout(timeout):
+                await self.nc.publish(self.subject, data, reply=reply_to)
+                msg = await answer
         except (TimeoutError, nats.errors.TimeoutError):
             raise Unavailable(f"table {self.address} did not answer in {timeout:g}s") from None
         except nats.errors.Error as exc:   # the lobby's NATS connection is away
             raise Unavailable(f"table {self.address}: {exc!r}") from None
         finally:
+            resend.cancel()
+            self._waiting.pop(request_id, None)
             self._busy -= 1
+        if (msg.headers or {}).get("Status") == NO_RESPONDERS:
+            raise Unreachable(f"table {self.address}: nobody takes its commands")
         try:
             reply: table_pb2.TableReply = table_pb2.TableReply.FromString(msg.data)
         except DecodeError:
@@ -84,6 +112,31 @@ class TableLink:
         metrics.FORWARD_SECONDS.labels(cmd.kind or "frame").observe(time.perf_counter() - started)
         metrics.TABLE_COMMANDS.inc()
         return reply
+
+    async def _on_reply(self, msg: Any) -> None:
+        """The first reply to a command's copies answers it; later ones find nobody."""
+        try:
+            answer = self._waiting.get(int(msg.subject.rsplit(".", 1)[1]))
+        except ValueError:
+            return
+        if answer is not None and not answer.done():
+            answer.set_result(msg)
+
+    def _resend(self, request_id: int, data: bytes, reply_to: str) -> None:
+        if request_id not in self._waiting:
+            return
+        metrics.COMMANDS_RESENT.inc()
+        task = asyncio.ensure_future(self._publish_again(data, reply_to))
+        self._resends.add(task)
+        task.add_done_callback(self._resends.discard)
+        asyncio.get_running_loop().call_later(RESEND_SECONDS, self._resend, request_id, data,
+                                              reply_to)
+
+    async def _publish_again(self, data: bytes, reply_to: str) -> None:
+        try:
+            await self.nc.publish(self.subject, data, reply=reply_to)
+        except nats.errors.Error:   # the connection is away: the next copy, or the timeout
+            pass
 
     async def create_room(self, req: table_pb2.CreateRoomRequest) -> table_pb2.CreateRoomReply:
         self._busy += 1
@@ -102,4 +155,10 @@ class TableLink:
             self._busy -= 1
 
     async def close(self) -> None:
+        if self._replies is not None:
+            try:
+                await self._replies.unsubscribe()
+            except nats.errors.Error:   # the connection is closed already
+                pass
+            self._replies = None
         await self.channel.close()

@@ -47,7 +47,11 @@ IN_PROCESS = 10158              # JetStream: the same message id is being stored
 # (this bound, the check of what landed, then the rebuild). Past the bound the room is
 # rebuilt from its log.
 APPEND_RETRY_SECONDS = 20.0
-APPEND_TIMEOUT_SECONDS = 2.0    # one append attempt, and one look at the log's tail
+# One append attempt. An acknowledgement takes milliseconds; one that does not come was
+# lost (the stream's leader stepping down, a lame-duck server, a connection moving) and the
+# retry, under the same message id, lands or is answered with the first try's sequence.
+APPEND_TRY_SECONDS = 0.5
+APPEND_TIMEOUT_SECONDS = 2.0    # one look at the log's tail
 FENCE_LOOK_SECONDS = 5.0        # the look at the tail after a fence refusal
 RETRY_FIRST_DELAY = 0.05        # seconds before the first retry, doubled up to ...
 RETRY_MAX_DELAY = 0.25          # ... this: a new leader answers within it
@@ -98,7 +102,7 @@ class RoomLog:
         delay = RETRY_FIRST_DELAY
         while True:
             try:
-                ack = await self.js.publish(subject, data, timeout=APPEND_TIMEOUT_SECONDS,
+                ack = await self.js.publish(subject, data, timeout=APPEND_TRY_SECONDS,
                                             headers=dict(headers))
                 return int(ack.seq)   # a duplicate can only be our own earlier try
             except nats.js.errors.APIError as exc:

@@ -10,6 +10,7 @@ table could rebuild the room from its log (its replay refused a move: NotYourTur
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import nats
@@ -18,6 +19,7 @@ import pytest
 
 from services.common import bus
 from services.common.natsd import EmbeddedNats
+from services.table import roomlog
 from services.table.roomlog import LogFenced, LogUnavailable, RoomLog
 
 ROOM = 424242
@@ -89,3 +91,32 @@ async def test_an_append_refused_otherwise_is_unavailable_not_a_raw_error() -> N
     log = RoomLog(fake, "boot1", retry_seconds=5)
     with pytest.raises(LogUnavailable):
         await log.append(ROOM, 3, {"i": 3}, 2)
+
+
+class DroppedAckJs(FlakyJs):
+    """Its first publish is never acknowledged (lost as the stream's leader stepped down, or
+    as the connection moved): it times out; the next ones are acknowledged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float] = []
+
+    async def publish(self, subject: str, data: bytes, timeout: float,
+                      headers: dict[str, str]) -> Ack:
+        self.ids.append(headers["Nats-Msg-Id"])
+        self.timeouts.append(timeout)
+        if len(self.ids) == 1:
+            await asyncio.sleep(timeout)
+            raise nats.errors.TimeoutError
+        return Ack(9)
+
+
+async def test_an_unacknowledged_append_is_tried_again_soon_with_the_same_id() -> None:
+    """After APPEND_TRY_SECONDS (an acknowledgement takes milliseconds), not after a longer
+    timeout: a room waits no longer than that for a lost acknowledgement, and the same
+    message id lets at most one copy land."""
+    fake = DroppedAckJs()
+    log = RoomLog(fake, "boot1", retry_seconds=120)
+    assert await asyncio.wait_for(log.append(ROOM, 3, {"i": 3}, 2), 10) == 9
+    assert len(fake.ids) == 2 and fake.ids[0] == fake.ids[1]
+    assert fake.timeouts == [roomlog.APPEND_TRY_SECONDS] * 2 and roomlog.APPEND_TRY_SECONDS <= 0.5

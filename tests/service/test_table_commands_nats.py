@@ -6,6 +6,7 @@ Unreachable at once, and silence and garbage into Unavailable."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -58,7 +59,7 @@ class Channel:
 @pytest.fixture
 async def ncs(nats_server: EmbeddedNats) -> AsyncIterator[tuple[Any, Any]]:
     table = await nats.connect(nats_server.url)
-    lobby = await nats.connect(nats_server.url)
+    lobby = await bus.connect(nats_server.url, "lobby-test")   # as the lobby connects
     yield table, lobby
     await table.close()
     await lobby.close()
@@ -149,6 +150,39 @@ async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
     await bus.sync(lobby_nc)
     assert replies.pending_msgs == 0, "the reply went out twice"
     await commands.stop()
+    await link.close()
+
+
+def resent() -> float:
+    return REGISTRY.get_sample_value("paiju_lobby_table_commands_resent_total") or 0.0
+
+
+async def test_a_lost_command_is_sent_again_and_the_first_reply_answers_it(
+        ncs: tuple[Any, Any]) -> None:
+    """A command lost on its way (a NATS connection moving: its server in lame-duck mode or
+    gone) is sent again after RESEND_SECONDS under the same request id, instead of waiting
+    out its timeout (60 s here) or the room's turn timer; the reply to the copy answers it."""
+    table_nc, lobby_nc = ncs
+    copies: Counter[int] = Counter()
+
+    async def lossy(msg: Any) -> None:
+        cmd = table_pb2.TableCommand.FromString(msg.data)
+        copies[cmd.request_id] += 1
+        if copies[cmd.request_id] == 1:
+            return    # the first copy never gets there
+        await msg.respond(table_pb2.TableReply(
+            request_id=cmd.request_id, room_id=cmd.room_id,
+            message=f"copy {copies[cmd.request_id]}").SerializeToString())
+
+    sub = await table_nc.subscribe(bus.table_commands(ADDRESS), cb=lossy)
+    await bus.sync(table_nc)
+    link = TableLink(ADDRESS, 60.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
+    before = resent()
+    reply = await asyncio.wait_for(link.command(table_pb2.TableCommand(room_id=7)), 10)
+    assert (reply.room_id, reply.message) == (7, "copy 2")
+    assert resent() - before == 1 and list(copies.values()) == [2]
+    assert link.idle
+    await sub.unsubscribe()
     await link.close()
 
 

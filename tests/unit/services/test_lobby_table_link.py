@@ -16,10 +16,19 @@ from services.lobby.table_link import TableLink
 
 
 class SilentNats:
-    """A NATS connection whose table takes every request and never answers."""
+    """A NATS connection whose table takes every command and never answers."""
 
-    async def request(self, subject: str, payload: bytes, timeout: float) -> Any:
-        await asyncio.Event().wait()
+    def new_inbox(self) -> str:
+        return "_INBOX.test"
+
+    async def subscribe(self, subject: str, cb: Any) -> Any:
+        return self
+
+    async def unsubscribe(self) -> None:
+        pass
+
+    async def publish(self, subject: str, payload: bytes, reply: str) -> None:
+        pass
 
 
 class Channel:
