@@ -187,6 +187,7 @@ class FakeTable(table_pb2_grpc.TableServicer):
         self.created: list[table_pb2.CreateRoomRequest] = []
         self.got = asyncio.Event()
         self.hold = False      # never answer (to test timeouts and dead tables)
+        self.unanswered: Any = None   # a command for which this says True is never answered
         self.subscription: Any = None
 
     async def register(self, rooms: int = 0) -> None:
@@ -233,7 +234,7 @@ class FakeTable(table_pb2_grpc.TableServicer):
         cmd = table_pb2.TableCommand.FromString(msg.data)
         self.commands.append(cmd)
         self.got.set()
-        if not self.hold:
+        if not self.hold and not (self.unanswered is not None and self.unanswered(cmd)):
             await msg.respond((await self.answer(cmd)).SerializeToString())
 
     async def answer(self, cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
