@@ -10,7 +10,8 @@ and the lobby asks the directory who owns the room now (forwarding.py).
 A command or its reply can be lost without a word while a NATS connection moves to another
 server (its server stopping in lame-duck mode or dying, of the lobby or of the table: a
 message routed by interest a moment old). A command unanswered for ``RESEND_SECONDS`` is
-sent again, under the same request id, and the first reply to either copy is the answer.
+sent again under the same request id (and again after waits doubling each time), and the
+first reply to any copy is the answer.
 A table answers in milliseconds; a copy that reaches it after the first did only meets a
 decision that is over and is refused as overtaken, a reply nobody waits for
 (docs/protocol.md §8). So a lost command costs a player half a second, not the room's turn
@@ -39,7 +40,7 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
 
 
 MAX_IN_FLIGHT = 10_000   # commands of one link waiting for their replies
-RESEND_SECONDS = 0.5     # a command unanswered this long is sent again (and again)
+RESEND_SECONDS = 0.5     # a command unanswered this long is sent again, then after 1, 2, 4 s
 NO_RESPONDERS = "503"    # the server's status to the reply subject: nobody on the subject
 
 
@@ -70,7 +71,8 @@ class TableLink:
     async def command(self, cmd: table_pb2.TableCommand,
                       timeout: float | None = None) -> table_pb2.TableReply:
         """Send one command as a NATS request and wait for its reply (``timeout`` seconds,
-        default the link's), sending it again every ``RESEND_SECONDS`` meanwhile.
+        default the link's), sending it again after ``RESEND_SECONDS`` (then after waits
+        doubling each time) meanwhile.
         Unreachable when nobody takes the table's commands (a dead table: at once),
         Unavailable when no answer comes in time or the lobby's NATS is away."""
         timeout = self.timeout if timeout is None else timeout
@@ -88,7 +90,8 @@ class TableLink:
         reply_to = f"{self._inbox}.{request_id}"
         loop = asyncio.get_running_loop()
         answer = self._waiting[request_id] = loop.create_future()
-        resend = loop.call_later(RESEND_SECONDS, self._resend, request_id, data, reply_to)
+        resend = loop.call_later(RESEND_SECONDS, self._resend, request_id, data, reply_to,
+                                 RESEND_SECONDS)
         started = time.perf_counter()
         self._busy += 1
         try:
@@ -122,15 +125,17 @@ class TableLink:
         if answer is not None and not answer.done():
             answer.set_result(msg)
 
-    def _resend(self, request_id: int, data: bytes, reply_to: str) -> None:
+    def _resend(self, request_id: int, data: bytes, reply_to: str, waited: float) -> None:
+        """One more copy, and the next one after twice the wait (a room held up, say by its
+        stream's election, gets a few copies, not one every half second)."""
         if request_id not in self._waiting:
             return
         metrics.COMMANDS_RESENT.inc()
         task = asyncio.ensure_future(self._publish_again(data, reply_to))
         self._resends.add(task)
         task.add_done_callback(self._resends.discard)
-        asyncio.get_running_loop().call_later(RESEND_SECONDS, self._resend, request_id, data,
-                                              reply_to)
+        asyncio.get_running_loop().call_later(waited * 2, self._resend, request_id, data,
+                                              reply_to, waited * 2)
 
     async def _publish_again(self, data: bytes, reply_to: str) -> None:
         try:
