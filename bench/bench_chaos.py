@@ -360,7 +360,8 @@ def main(argv: list[str] | None = None) -> None:
         problems += [f"partition: {p}" for p in failed(cut.outcome, plan.stack.replicas)]
         problems += [f"partition: a second writer in {b}" for b in cut.breaches]
     write_report(args.out / "chaos.md", lines)
-    if args.keep or problems:
+    # the logs are what explains a harness error (a process that did not stop in time, say)
+    if args.keep or problems or any(f.error for f in result.faults):
         print(f"logs kept in {tmp}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)

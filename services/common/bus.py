@@ -269,6 +269,10 @@ PARTITION_POLL = 0.5            # seconds between two looks at the server's clus
 ISOLATED_SECONDS = 2.0          # cut off this long (a node's start forms its routes sooner)
 ISOLATED_BACKOFF_MAX = 30.0
 
+# A stopping service's ``drain()`` waits this long at most for its subscriptions' callbacks
+# (nats-py's default, 30 s, is more than a pod's grace after a table's hand-over)
+DRAIN_SECONDS = 5
+
 PARTITION_MOVES = Counter("paiju_nats_partition_moves_total",
                           "reconnects to another NATS server because ours was cut off from "
                           "the majority of its cluster")
@@ -399,7 +403,7 @@ async def connect(url: str | NatsConfig, name: str, connect_timeout: float | Non
         servers=server_urls(url), name=name, max_reconnect_attempts=-1, allow_reconnect=True,
         error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect,
         closed_cb=on_closed, lame_duck_mode_cb=on_lame_duck, inbox_prefix=inbox_prefix(name),
-        **options,
+        drain_timeout=DRAIN_SECONDS, **options,
     )
     if auth.files:
         _keep(asyncio.ensure_future(_watch_credentials(nc, auth, credentials_poll or 5.0)),
