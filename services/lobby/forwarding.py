@@ -70,9 +70,12 @@ class Forwarder:
             if address:
                 tries += 1
                 link = self.directory.link(address)
+                # the watch showing the room at another table ends the wait for this one (a
+                # table frozen or killed with the command: its adopter answers it at once)
+                gone = self.cache.left(room_id, address)
                 try:
                     reply = await link.command(cmd, timeout=min(
-                        link.timeout, max(0.5, deadline - loop.time())))
+                        link.timeout, max(0.5, deadline - loop.time())), gone=gone)
                 except Unavailable as exc:
                     problem = exc.message   # the table died or is cut off: who owns it now?
                 else:
@@ -83,6 +86,8 @@ class Forwarder:
                         return reply
                     problem = reply.message
                     moving = moving or reply.code == common_pb2.ERR_ROOM_MOVING
+                finally:
+                    self.cache.unwatch(room_id, gone)
             tried, address = address, ""
             try:
                 owner = await self._owner(room_id)

@@ -7,6 +7,7 @@ owner's address; their RoomInfo has only the fields of the public allow-list
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -105,9 +106,35 @@ class RoomCache:
 
     def __init__(self) -> None:
         self._rooms: dict[int, RoomEntry] = {}
+        # commands on their way to a table, per room: (that table's address, a future done
+        # when the room's entry names another table or is gone, see ``left``)
+        self._leaving: dict[int, list[tuple[str, asyncio.Future[None]]]] = {}
 
     def __len__(self) -> int:
         return len(self._rooms)
+
+    def left(self, room_id: int, address: str) -> asyncio.Future[None]:
+        """A future done as soon as the watch shows the room at another table than
+        ``address``, or gone: a command sent there waits no longer for that table's answer
+        (a table that lost the room never applies it: its appends are fenced). The caller
+        lets go of it with :meth:`unwatch`."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._leaving.setdefault(room_id, []).append((address, fut))
+        return fut
+
+    def unwatch(self, room_id: int, fut: asyncio.Future[None]) -> None:
+        waiting = self._leaving.get(room_id)
+        if waiting is None:
+            return
+        waiting[:] = [w for w in waiting if w[1] is not fut]
+        if not waiting:
+            del self._leaving[room_id]
+
+    def _moved(self, room_id: int, address: str) -> None:
+        """The room's entry now names ``address`` ("" when it is gone)."""
+        for at, fut in self._leaving.get(room_id, ()):
+            if at != address and not fut.done():
+                fut.set_result(None)
 
     def get(self, room_id: int) -> RoomEntry | None:
         return self._rooms.get(room_id)
@@ -123,12 +150,16 @@ class RoomCache:
         reason = lobby_msgs_pb2.RoomChange
         if deleted or not value:
             old = self._rooms.pop(int(key), None) if key.isascii() and key.isdigit() else None
+            if old is not None:
+                self._moved(old.room_id, "")
             return None if old is None else reason(reason=reason.DISMISSED, room=old.info)
         entry = parse_room_value(value)
         if entry is None:
             log.warning("unusable rooms entry", extra={"key": key})
             return None
         old = self._rooms.get(entry.room_id)
+        if old is not None and old.address != entry.address:
+            self._moved(entry.room_id, entry.address)
         if entry.status == common_pb2.ROOM_FINISHED:
             self._rooms[entry.room_id] = entry
             return None if old is not None and old.status == common_pb2.ROOM_FINISHED \

@@ -68,13 +68,14 @@ class TableLink:
         """Nothing in flight on this link (it may be closed without failing a request)."""
         return self._busy == 0
 
-    async def command(self, cmd: table_pb2.TableCommand,
-                      timeout: float | None = None) -> table_pb2.TableReply:
+    async def command(self, cmd: table_pb2.TableCommand, timeout: float | None = None,
+                      gone: asyncio.Future[None] | None = None) -> table_pb2.TableReply:
         """Send one command as a NATS request and wait for its reply (``timeout`` seconds,
         default the link's), sending it again after ``RESEND_SECONDS`` (then after waits
         doubling each time) meanwhile.
         Unreachable when nobody takes the table's commands (a dead table: at once),
-        Unavailable when no answer comes in time or the lobby's NATS is away."""
+        Unavailable when no answer comes in time, the lobby's NATS is away, or ``gone`` is
+        done first (the room has left this table: rooms.RoomCache.left)."""
         timeout = self.timeout if timeout is None else timeout
         if self.nc is None:
             raise Unavailable(f"table {self.address}: this link has no NATS connection")
@@ -90,6 +91,12 @@ class TableLink:
         reply_to = f"{self._inbox}.{request_id}"
         loop = asyncio.get_running_loop()
         answer = self._waiting[request_id] = loop.create_future()
+        if gone is not None:
+            def left(_: asyncio.Future[None]) -> None:
+                if not answer.done():
+                    answer.set_exception(Unavailable(
+                        f"room {cmd.room_id} left table {self.address} before it answered"))
+            gone.add_done_callback(left)
         resend = loop.call_later(RESEND_SECONDS, self._resend, request_id, data, reply_to,
                                  RESEND_SECONDS)
         started = time.perf_counter()

@@ -113,6 +113,38 @@ async def test_a_command_follows_the_room_through_an_adoption(world: World) -> N
     await room_event_reaches(world, c, room, 7)
 
 
+async def test_a_command_held_by_a_frozen_table_follows_the_room_as_soon_as_it_moves(
+        world: World) -> None:
+    """The owner takes the command and never answers (frozen: SIGSTOP, a stopped VM); when
+    the directory names another table (its adopter), the lobby stops waiting for the frozen
+    one (here its link would wait 60 s) and the adopter answers."""
+    frozen = await serve(world, FakeTable("table-frozen", world.kv))
+    heir = await serve(world, FakeTable("table-heir", world.kv))
+    room = await frozen.add_room()
+    c, _ = await seated_client(world, await world.lobby(), 303, room)
+    await stream_settled(world, room)
+    app = world.lobbies[-1].app
+    app.move_seconds = 60.0
+    app.forwarder.directory.link(frozen.address).timeout = 60.0
+    frozen.hold = True
+
+    async def adopted_later() -> None:
+        while not frozen.of_kind("ask_ready", 303):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        await adopt(heir, room, frozen)
+
+    mover = asyncio.create_task(adopted_later())
+    started = time.monotonic()
+    reply = await asyncio.wait_for(c.request(lobby_msgs_pb2.AskReady(is_ready=True),
+                                             timeout=30), 10)
+    await mover
+    assert code_of(reply) == E.OK
+    assert len(heir.of_kind("ask_ready", 303)) == 1
+    print(f"answered by the adopter {time.monotonic() - started:.2f} s after the command")
+    assert not app.cache._leaving, "a finished command still waits for its room to move"
+
+
 async def test_a_dead_table_is_left_for_the_owner_the_directory_names_next(
         world: World) -> None:
     dead = await serve(world, FakeTable("table-dead", world.kv))
