@@ -11,11 +11,11 @@ A command or its reply can be lost without a word while a NATS connection moves 
 server (its server stopping in lame-duck mode or dying, of the lobby or of the table: a
 message routed by interest a moment old). A command unanswered for ``RESEND_SECONDS`` is
 sent again under the same request id (and again after waits doubling each time), and the
-first reply to any copy is the answer.
-A table answers in milliseconds; a copy that reaches it after the first did only meets a
-decision that is over and is refused as overtaken, a reply nobody waits for
-(docs/protocol.md §8). So a lost command costs a player half a second, not the room's turn
-timer."""
+first reply to any copy is the answer. A table answers in milliseconds; a copy that reaches
+it after the first did only meets a decision that is over and is refused as overtaken, a
+reply nobody waits for (docs/protocol.md §8). So a lost command costs a player half a
+second, not the room's turn timer. And a command waits no longer for a table the room has
+left (its directory entry names another: ``gone``)."""
 
 from __future__ import annotations
 
@@ -83,8 +83,12 @@ class TableLink:
             # the table does not keep up: say so now
             raise Unavailable(f"table {self.address}: {MAX_IN_FLIGHT} commands on their way")
         if self._replies is None:
-            self._inbox = self.nc.new_inbox()
-            self._replies = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
+            inbox = self.nc.new_inbox()
+            replies = await self.nc.subscribe(inbox + ".*", cb=self._on_reply)
+            if self._replies is None:
+                self._inbox, self._replies = inbox, replies
+            else:   # another command subscribed meanwhile
+                await replies.unsubscribe()
         self._next_id += 1
         request_id = cmd.request_id = self._next_id
         data = cmd.SerializeToString()
