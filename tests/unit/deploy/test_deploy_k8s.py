@@ -1008,7 +1008,9 @@ RECOVERY_HEADER = ("| fault | rooms hit | pause p50 | pause max | settlement lag
                    "| hands lost | hands doubled |")
 RECOVERY_FAULTS = ("NATS stream leader", "table", "table frozen 8 s", "lobby", "arbiter",
                    "records", "PostgreSQL restart (down 1.2 s)", "rolling restart tables",
-                   "rolling restart lobbies", "NATS node cut off (partition)")
+                   "rolling restart lobbies", "rolling restart arbiters",
+                   "rolling restart records", "rolling restart NATS (lame duck)",
+                   "NATS node cut off (partition)")
 
 
 def test_the_readme_states_the_topology_failures_and_bounds_of_the_code() -> None:
