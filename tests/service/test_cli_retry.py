@@ -66,10 +66,11 @@ class Faults:
         real = TableLink.command
 
         async def command(link: TableLink, cmd: table_pb2.TableCommand,
-                          timeout: float | None = None) -> table_pb2.TableReply:
+                          timeout: float | None = None,
+                          gone: Any = None) -> table_pb2.TableReply:
             kind = cmd.frame.WhichOneof("payload") if cmd.HasField("frame") else None
             if cmd.user_id != self.user_id or kind is None or kind not in self.plan:
-                return await real(link, cmd, timeout)
+                return await real(link, cmd, timeout, gone)
             tries = self.tries.setdefault(kind, [])
             now = next((t for t in tries if t.seq == cmd.frame.seq), None)
             if now is None:
@@ -88,7 +89,7 @@ class Faults:
                 return table_pb2.TableReply(request_id=cmd.request_id,
                                             code=common_pb2.ERR_UNAVAILABLE, seat=-1,
                                             message="the room is busy, try again")
-            reply = await real(link, cmd, timeout)
+            reply = await real(link, cmd, timeout, gone)
             now.table.append((reply.code, reply.overtaken))
             if now.fault == "applied":
                 # the reply lost on its way: the lobby sends the command again itself
