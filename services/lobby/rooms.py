@@ -107,7 +107,7 @@ class RoomCache:
     def __init__(self) -> None:
         self._rooms: dict[int, RoomEntry] = {}
         # commands on their way to a table, per room: (that table's address, a future done
-        # when the room's entry names another table or is gone, see ``left``)
+        # when the room's entry names another table, see ``left``)
         self._leaving: dict[int, list[tuple[str, asyncio.Future[None]]]] = {}
 
     def __len__(self) -> int:
@@ -115,9 +115,10 @@ class RoomCache:
 
     def left(self, room_id: int, address: str) -> asyncio.Future[None]:
         """A future done as soon as the watch shows the room at another table than
-        ``address``, or gone: a command sent there waits no longer for that table's answer
-        (a table that lost the room never applies it: its appends are fenced). The caller
-        lets go of it with :meth:`unwatch`."""
+        ``address``: a command sent there waits no longer for that table's answer (a table
+        that lost the room never applies it: its appends are fenced). Not when the entry is
+        deleted: the room closed, maybe by that very command, whose answer is on its way.
+        The caller lets go of it with :meth:`unwatch`."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._leaving.setdefault(room_id, []).append((address, fut))
         return fut
@@ -131,7 +132,7 @@ class RoomCache:
             del self._leaving[room_id]
 
     def _moved(self, room_id: int, address: str) -> None:
-        """The room's entry now names ``address`` ("" when it is gone)."""
+        """The room's entry now names the table at ``address``."""
         for at, fut in self._leaving.get(room_id, ()):
             if at != address and not fut.done():
                 fut.set_result(None)
@@ -150,8 +151,6 @@ class RoomCache:
         reason = lobby_msgs_pb2.RoomChange
         if deleted or not value:
             old = self._rooms.pop(int(key), None) if key.isascii() and key.isdigit() else None
-            if old is not None:
-                self._moved(old.room_id, "")
             return None if old is None else reason(reason=reason.DISMISSED, room=old.info)
         entry = parse_room_value(value)
         if entry is None:
