@@ -36,6 +36,10 @@ INBOX_SIZE = 256
 # counts as stuck (paiju_table_rooms_stuck): a timeout plays within a second or so, a log
 # append retries for up to 20 s through a leader election (roomlog.APPEND_RETRY_SECONDS).
 STUCK_GRACE_SECONDS = 30.0
+# A log append that waits longer than this is a pause of the room (a leader election, a
+# broker's failover, not load: an append takes milliseconds): its players' clocks stand
+# still that long (Automation.held).
+HELD_SECONDS = 0.2
 
 Append = Callable[[int, int, dict[str, Any], int], Awaitable[int]]
 Publish = Callable[["RoomActor", Effects, table_pb2.RoomEvents], Awaitable[None]]
@@ -179,7 +183,10 @@ class RoomActor:
         # the room over meanwhile, JetStream refuses it and this actor stands down
         self.log_seq = await self._append(self.room.room_id, self.next_index, lr.encode(rec),
                                           self.log_seq)
-        m.LOG_APPEND.observe(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        m.LOG_APPEND.observe(took)
+        if took > HELD_SECONDS:
+            self.auto.held(took)
         self.next_index += 1
         self.progressed = time.monotonic()
         fx = views.apply(self.room, rec)

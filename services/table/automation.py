@@ -76,6 +76,12 @@ class Deadlines:
         at = self._at.get(timer)
         return 0.0 if at is None else max(0.0, at - now)
 
+    def postpone(self, seconds: float, *timers: Timer) -> None:
+        """Move each of ``timers`` that is armed ``seconds`` later."""
+        for timer in timers:
+            if timer in self._at:
+                self._at[timer] += seconds
+
     def earliest(self, *, skip: Timer | None = None) -> float | None:
         """When the first armed deadline (but ``skip``) falls, None when none is armed."""
         return min((at for timer, at in self._at.items() if timer is not skip), default=None)
@@ -104,10 +110,20 @@ class Automation:
         self.ready_seconds = ready_seconds
         self.deadlines.set(Timer.IDLE, time.monotonic() + idle_seconds)
         self.wake = asyncio.Event()
+        self.tick_queued = False        # the timer task posts one tick at a time
 
     @property
     def room(self) -> Room:
         return self.actor.room
+
+    def held(self, seconds: float) -> None:
+        """The room could not move for ``seconds`` (its log append waited: a stream leader
+        election, a broker node's failover). The players' clocks stand still meanwhile: the
+        seats still to answer lose no time to the server, and a timeout never overtakes an
+        answer that waited behind the append. (Their prompts' countdowns are not sent again:
+        a client's countdown ends first, the server's deadline a pause later.)"""
+        self.deadlines.postpone(seconds, Timer.DECISION, Timer.READY)
+        self.wake.set()
 
     def failed(self) -> None:
         """The last pass failed: re-arm the timers and try again in a second."""
@@ -282,6 +298,7 @@ class Automation:
         return s is not None and s.entrusted
 
     async def tick(self) -> None:
+        self.tick_queued = False
         now = time.monotonic()
         room = self.room
         due = self.deadlines.due
@@ -311,8 +328,11 @@ class Automation:
 
     async def timer_loop(self) -> None:
         while True:
-            # the idle deadline counts only between hands
-            wake_at = self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
+            # the idle deadline counts only between hands; a tick still queued (the room's
+            # task is busy, e.g. waiting for its log) is not joined by more: after() wakes
+            # this loop once the room's task has handled it
+            wake_at = None if self.tick_queued else \
+                self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
             delay = 3600.0 if wake_at is None else max(0.0, wake_at - time.monotonic())
             self.wake.clear()
             try:
@@ -327,6 +347,7 @@ class Automation:
                 return
             try:
                 self.actor.inbox.put_nowait(("tick", None, None))
+                self.tick_queued = True
             except asyncio.QueueFull:
                 await asyncio.sleep(0.05)
 

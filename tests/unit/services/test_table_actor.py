@@ -420,3 +420,41 @@ async def test_a_stopped_room_is_freed_by_reference_counting_alone() -> None:
     finally:
         if was:
             gc.enable()
+
+
+async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answer() -> None:
+    """The room's log append waits (a stream leader election): the seats still to answer lose
+    no time meanwhile, an answer that arrives during the wait (after the deadline as first
+    armed) is applied as the player's, not overtaken by a timeout, and the waiting room
+    holds one tick at most, so the answer is never refused as 'busy'."""
+    turn, stall = 1.0, 2.0   # exchange three (换三张): all four seats answer on one timer
+    room, actor, log = await seated_room({"turn_seconds": turn, "window_seconds": 30,
+                                          "alone_seconds": 30})
+    append = log.append
+    stalled = asyncio.Event()
+
+    async def stalling_append(room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        if rec["t"] == "act" and rec["seat"] == 1 and not stalled.is_set():
+            stalled.set()
+            await asyncio.sleep(stall)
+        return await append(room_id, index, rec, last_seq)
+
+    actor._append = stalling_append
+    await ready_all(actor)
+    await processed(actor)
+    assert room.phase() == "exchange" and room.to_act() == (0, 1, 2, 3)
+    deadline = actor.auto.deadlines.at(Timer.DECISION)
+    assert deadline is not None
+    answer_1 = asyncio.create_task(commit(actor, 1))
+    await stalled.wait()
+    await asyncio.sleep(deadline - time.monotonic() + 0.3)   # seat 0's timer as first armed is over
+    assert actor.inbox.qsize() <= 1, "the timer floods the waiting room's inbox with ticks"
+    await commit(actor, 0)   # sent during the wait, after the first deadline: still in time
+    await answer_1
+    mine = {r["seat"]: r["by"] for r in log.records if r["t"] == "act"}
+    assert mine == {1: "player", 0: "player"}
+    # the clock of the seats still to answer stood still while the append waited
+    moved = actor.auto.deadlines.at(Timer.DECISION)
+    assert moved is not None and moved >= deadline + stall - 0.1
+    assert room.to_act() == (2, 3)
+    await actor.stop()
