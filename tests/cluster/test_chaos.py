@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from services.common import bus
 from tests.support.cluster import (
     COMPACT_PLAN,
     FAULT_KINDS,
@@ -134,3 +135,20 @@ def test_fault_is_survived_and_its_recovery_measured(chaos: ChaosResult, kind: s
         assert not stuck, f"{kind}: rooms {stuck} never had an event again\n{describe(chaos)}"
         assert not rec.players_lost, \
             f"{kind}: players of the lobby never played again\n{describe(chaos)}"
+
+
+def test_a_nats_leader_kill_pauses_rooms_no_longer_than_their_streams_election(
+        chaos: ChaosResult) -> None:
+    """Issue 22 item 2: the rooms of the streams the killed node led wait for the broker's
+    own leader election and no longer (a margin for the observers and the next append's
+    retry, which comes a quarter second at most after the last)."""
+    records = [f for f in chaos.faults if f.kind == "nats-leader" and f.rooms]
+    assert records, describe(chaos)
+    for rec in records:
+        assert rec.election, f"no new leader seen after the kill\n{describe(chaos)}"
+        for room, pause in rec.pause.items():
+            election = rec.election.get(bus.room_log_stream(room))
+            assert election is not None and pause is not None, describe(chaos)
+            assert pause <= election + 1.5, \
+                f"room {room} paused {pause:.1f} s, its stream's election {election:.1f} s\n" \
+                f"{describe(chaos)}"

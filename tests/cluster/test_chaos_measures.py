@@ -8,11 +8,13 @@ from types import SimpleNamespace
 from tests.support.cluster import (
     ALL_HANDS_PLAYED,
     ChaosPlan,
+    ChaosResult,
     ChaosRun,
     FaultRecord,
     RoomRun,
     TimedRobot,
     came_back_to_no_room,
+    figures,
     longest_gap,
     quantile,
     since_fault,
@@ -108,3 +110,15 @@ def test_a_robot_stopped_while_still_waiting_in_its_ended_room_did_not_come_back
     assert not came_back_to_no_room(waiting)
     assert came_back_to_no_room(_robot(2, 0, [1.0], ended_away=True))
     assert not came_back_to_no_room(_robot(3, 0, [1.0], dismissed=True))
+
+
+def test_a_nats_faults_pauses_are_set_against_the_election_of_each_rooms_stream() -> None:
+    """Room 3's log is on ROOMLOG_0 (its id modulo three), room 4's on ROOMLOG_1: each
+    pause is set against its own stream's election, a room of a stream without a measured
+    election against none."""
+    rec = FaultRecord("nats-leader", "paiju-n1 (leader of ROOMLOG_0, ROOMLOG_1)", 10.0,
+                      [3, 4, 5], pause={3: 5.0, 4: 4.0, 5: 9.0},
+                      election={"ROOMLOG_0": 4.5, "ROOMLOG_1": 4.5})
+    kind = figures(ChaosResult(ChaosPlan(), faults=[rec]))["nats-leader"]
+    assert kind.election == [4.5, 4.5]
+    assert kind.beyond == [0.5, -0.5]

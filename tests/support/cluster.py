@@ -588,6 +588,9 @@ class FaultRecord:
     # hands that ended from the fault until the settle time after it: hand over -> its row in
     # SQL (records' write), seconds
     settle_lag: list[float] = field(default_factory=list)
+    # NATS faults: stream -> seconds from the fault until a new leader of that stream was
+    # seen (the broker's own election, against which the rooms' pauses are set)
+    election: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -830,10 +833,15 @@ class ChaosRun:
                                  f"{bus.SETTLE_STREAM} led by {settle or '?'}, its consumer "
                                  f"records by {consumer or '?'}"])
         await asyncio.to_thread(self.stack.nats.kill, i)
+        elections = asyncio.create_task(self._elections(led, leader, rec.at))
         took = await self.wait_recovered(rec)
+        rec.election = await elections
         with contextlib.suppress(Exception):
             rec.notes.append("room-log leaders after: " + str({
                 name: await stream_leader(self.observer.js, name) for name in led}))
+        rec.notes.append("new leader elected " + ", ".join(
+            f"{name} {rec.election[name]:.1f} s" if name in rec.election else f"{name} never"
+            for name in led) + " after the kill")
         rec.notes.append(f"rooms moved again {took:.1f} s after the kill")
         await asyncio.sleep(self.plan.nats_down_seconds)
         started = now()
@@ -844,6 +852,24 @@ class ChaosRun:
         except Exception as exc:
             rec.error = f"{leader} did not come back: {exc!r}"
         return [rec]
+
+    async def _elections(self, streams: list[str], old: str, since: float,
+                         within: float = 30.0) -> dict[str, float]:
+        """Seconds from ``since`` until each of ``streams`` is led by a node other than
+        ``old`` (the broker's own leader election), asked every 0.1 s; a stream still without
+        a new leader after ``within`` seconds is left out."""
+        out: dict[str, float] = {}
+        while len(out) < len(streams) and now() - since < within:
+            for name in streams:
+                if name in out:
+                    continue
+                leader = None
+                with contextlib.suppress(Exception):   # the observer may be reconnecting
+                    leader = await asyncio.wait_for(stream_leader(self.observer.js, name), 0.5)
+                if leader and leader != old:
+                    out[name] = now() - since
+            await asyncio.sleep(0.1)
+        return out
 
     async def _busiest_table(self) -> tuple[str | None, list[int], str]:
         """The table owning the most rooms in play, its rooms in play, and what was seen
@@ -1508,6 +1534,8 @@ class KindFigures:
     lost: int = 0                 # hands lost in the rooms hit
     doubled: int = 0              # hands doubled in the rooms hit
     settle_lag: list[float] = field(default_factory=list)   # hand over -> SQL, per hand
+    election: list[float] = field(default_factory=list)     # NATS faults: per stream
+    beyond: list[float] = field(default_factory=list)       # per room: pause - its election
     players_lost: int = 0         # lobby faults: players who never played again
     gave_up: int = 0              # robots that ended badly after this fault (before the next)
     create_failures: int = 0      # rooms not created after this fault (before the next)
@@ -1527,6 +1555,11 @@ def figures(result: ChaosResult) -> dict[str, KindFigures]:
         k.nxt += [x for x in f.recovery.values() if x is not None]
         k.prompt += [x for x in f.player.values() if x is not None]
         k.settle_lag += f.settle_lag
+        k.election += list(f.election.values())
+        for room, pause in f.pause.items():
+            stream = bus.room_log_stream(room)
+            if pause is not None and stream in f.election:
+                k.beyond.append(pause - f.election[stream])
         k.stuck += sum(1 for x in f.recovery.values() if x is None)
         k.lost += sum(1 for room, _ in v.lost_keys if room in f.rooms)
         k.doubled += sum(1 for room, _ in v.doubled_keys if room in f.rooms)
