@@ -16,7 +16,8 @@ from services.lobby.rooms import RoomCache
 log = logging.getLogger("paiju.lobby.forwarding")
 
 # A command follows a moving room for this long, pausing MOVE_FIRST seconds, then twice as
-# long each time up to MOVE_LONGEST, re-reading the owner each time.
+# long each time up to MOVE_LONGEST, re-reading the owner each time; a pause ends early when
+# the directory's watch names another table.
 MOVE_SECONDS = 15.0
 MOVE_FIRST = 0.1
 MOVE_LONGEST = 1.0
@@ -110,9 +111,22 @@ class Forwarder:
                 return table_pb2.TableReply(request_id=cmd.request_id,
                                             code=common_pb2.ERR_ROOM_MOVING, message=MOVING,
                                             seat=-1)
-            await asyncio.sleep(min(pause, left))   # the last try is at the deadline
+            # the last try is at the deadline; the table the watch named meanwhile, else the
+            # owner read ("": the directory is read again next time)
+            address = await self._moved_or(room_id, tried, min(pause, left)) or owner
             pause = min(pause * 2, MOVE_LONGEST)
-            address = owner   # "" (no owner yet): the directory is read again next time
+
+    async def _moved_or(self, room_id: int, tried: str, seconds: float) -> str:
+        """Wait ``seconds``, or less: until the watch shows the room at another table than
+        ``tried`` (its adopter has claimed it: the claim comes a lease after the death, not
+        on the pauses' beat); that table's address, "" when the wait ran out."""
+        moved = self.cache.left(room_id, tried)
+        try:
+            await asyncio.wait((moved,), timeout=seconds)
+        finally:
+            self.cache.unwatch(room_id, moved)
+        entry = self.cache.get(room_id)
+        return entry.address if moved.done() and entry is not None else ""
 
     async def _owner(self, room_id: int) -> str | None:
         """The owner's address from the ``rooms`` bucket read now; None when the room is not

@@ -13,10 +13,12 @@ import time
 from typing import Any
 
 import grpc
+import pytest
 
 from paiju.contracts.directory import SeatEntry
 from paiju.frames import server_frame
 from paiju.v1 import lobby_msgs_pb2, table_pb2, table_pb2_grpc
+from services.lobby import forwarding
 from tests.service.test_lobby_room_ended_unheard import frames_until_end
 from tests.support.lobbyworld import (
     E,
@@ -171,6 +173,34 @@ async def test_a_dead_table_is_left_for_the_owner_the_directory_names_next(
     assert time.monotonic() - started < 30   # a dead link fails fast, not after its timeout
     assert heir.of_kind("ask_ready", 302)
     await room_event_reaches(world, c, room, 8)
+
+
+async def test_a_command_for_a_dead_table_follows_the_room_when_the_watch_shows_it_moved(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner died with the command: between tries the lobby waits for the directory's
+    watch to name another table, not only out its pause (here 20 s, which the answer
+    must not wait for: the adopter claims the room 1.5 s after the death)."""
+    monkeypatch.setattr(forwarding, "MOVE_FIRST", 20.0)
+    dead = await serve(world, FakeTable("table-dead", world.kv))
+    heir = await serve(world, FakeTable("table-heir", world.kv))
+    room = await dead.add_room()
+    c, _ = await seated_client(world, await world.lobby(), 304, room)
+    app = world.lobbies[-1].app
+    app.move_seconds = 60.0
+    await dead.server.stop(0)  # type: ignore[attr-defined]
+    await dead.deaf()
+
+    async def adopted_later() -> None:
+        await asyncio.sleep(1.5)   # lease expiry and claim
+        await adopt(heir, room)
+
+    mover = asyncio.create_task(adopted_later())
+    reply = await asyncio.wait_for(c.request(lobby_msgs_pb2.AskReady(is_ready=True),
+                                             timeout=60), 10)
+    await mover
+    assert code_of(reply) == E.OK
+    assert len(heir.of_kind("ask_ready", 304)) == 1
+    assert not app.cache._leaving, "a finished command still waits for its room to move"
 
 
 async def test_a_move_longer_than_the_bound_is_room_moving_and_keeps_the_room(
