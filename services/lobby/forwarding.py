@@ -17,7 +17,8 @@ log = logging.getLogger("paiju.lobby.forwarding")
 
 # A command follows a moving room for this long, pausing MOVE_FIRST seconds, then twice as
 # long each time up to MOVE_LONGEST, re-reading the owner each time; a pause ends early when
-# the directory's watch names another table.
+# the directory's watch names another table, and the pauses start again from MOVE_FIRST at a
+# new owner.
 MOVE_SECONDS = 15.0
 MOVE_FIRST = 0.1
 MOVE_LONGEST = 1.0
@@ -103,6 +104,7 @@ class Forwarder:
             owner = owner or ""
             if owner and owner != tried and loop.time() < deadline:
                 address = owner   # a new owner (or a stale cache): ask it at once
+                pause = MOVE_FIRST   # its rebuild takes a moment, not the back-off so far
                 continue
             left = deadline - loop.time()
             if left <= 0:
@@ -113,8 +115,9 @@ class Forwarder:
                                             seat=-1)
             # the last try is at the deadline; the table the watch named meanwhile, else the
             # owner read ("": the directory is read again next time)
-            address = await self._moved_or(room_id, tried, min(pause, left)) or owner
-            pause = min(pause * 2, MOVE_LONGEST)
+            moved = await self._moved_or(room_id, tried, min(pause, left))
+            pause = MOVE_FIRST if moved else min(pause * 2, MOVE_LONGEST)
+            address = moved or owner
 
     async def _moved_or(self, room_id: int, tried: str, seconds: float) -> str:
         """Wait ``seconds``, or less: until the watch shows the room at another table than

@@ -203,6 +203,34 @@ async def test_a_command_for_a_dead_table_follows_the_room_when_the_watch_shows_
     assert not app.cache._leaving, "a finished command still waits for its room to move"
 
 
+async def test_the_back_off_starts_again_at_a_new_owner_still_rebuilding_the_room(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pauses between tries grew while the dead owner's lease ran out (here up to 30 s);
+    the adopter first answers "being rebuilt", and is asked again after the first short
+    pause, not after the next long one."""
+    monkeypatch.setattr(forwarding, "MOVE_LONGEST", 30.0)
+    dead = await serve(world, FakeTable("table-dead", world.kv))
+    heir = await serve(world, MovingTable("table-heir", world.kv))
+    heir.moving = 1
+    room = await dead.add_room()
+    c, _ = await seated_client(world, await world.lobby(), 305, room)
+    world.lobbies[-1].app.move_seconds = 60.0
+    await dead.server.stop(0)  # type: ignore[attr-defined]
+    await dead.deaf()
+
+    async def adopted_later() -> None:
+        await asyncio.sleep(3.5)   # pauses of 0.1, 0.2, 0.4, 0.8, 1.6 s so far, then 3.2
+        await adopt(heir, room)
+
+    mover = asyncio.create_task(adopted_later())
+    reply = await asyncio.wait_for(c.request(lobby_msgs_pb2.AskReady(is_ready=True),
+                                             timeout=60), 6.5)
+    await mover
+    assert code_of(reply) == E.OK
+    assert heir.moving == 0   # asked twice: "being rebuilt", then answered
+    assert len(heir.of_kind("ask_ready", 305)) == 2
+
+
 async def test_a_move_longer_than_the_bound_is_room_moving_and_keeps_the_room(
         world: World) -> None:
     table = await serve(world, MovingTable("table-slow", world.kv))
