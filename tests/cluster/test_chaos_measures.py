@@ -4,13 +4,16 @@ quantiles, event uids, which fault a moment follows, and which rooms a fault lef
 from __future__ import annotations
 
 from types import SimpleNamespace
+from unittest.mock import patch
 
+from paiju.v1 import table_pb2
 from tests.support.cluster import (
     ALL_HANDS_PLAYED,
     ChaosPlan,
     ChaosResult,
     ChaosRun,
     FaultRecord,
+    Observer,
     RoomRun,
     TimedRobot,
     came_back_to_no_room,
@@ -122,3 +125,25 @@ def test_a_nats_faults_pauses_are_set_against_the_election_of_each_rooms_stream(
     kind = figures(ChaosResult(ChaosPlan(), faults=[rec]))["nats-leader"]
     assert kind.election == [4.5, 4.5]
     assert kind.beyond == [0.5, -0.5]
+
+
+async def test_a_message_from_before_the_newest_position_seen_is_no_sign_of_life() -> None:
+    """A frozen table's buffer goes out when it is continued: messages of its room's past
+    (its adopter has played on and the room may have ended) arrive late; they are not the
+    room's events after a pause (the chaos report counted one as a 4.3 s pause)."""
+    observer = Observer(SimpleNamespace())  # type: ignore[arg-type]
+
+    async def arrive(index: int, part: int, at: float) -> None:
+        msg = table_pb2.RoomEvents(room_id=42, index=index, part=part)
+        msg.frames.add().event_uid = f"42:1:{index}"
+        with patch("tests.support.cluster.now", return_value=at):
+            await observer._on_events(SimpleNamespace(subject="room.42.events",
+                                                      data=msg.SerializeToString()))
+
+    await arrive(7, 0, 1.0)
+    await arrive(7, 1, 1.1)      # a prompt at the same record
+    await arrive(8, 0, 1.5)
+    await arrive(8, 0, 1.52)     # the same message through another node's connection
+    await arrive(6, 0, 9.0)      # the continued table's buffer
+    assert observer.times[42] == [1.0, 1.1, 1.5, 1.52]
+    assert (42, 1) in observer.hands

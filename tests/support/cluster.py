@@ -382,6 +382,9 @@ class Observer:
         self.times: dict[int, list[float]] = defaultdict(list)
         self.hands: set[tuple[int, int]] = set()
         self.hand_ends: dict[tuple[int, int], float] = {}   # (room, hand) -> its hand-over seen
+        # room -> the newest position (index, part) seen: a message from before it is late
+        # (e.g. sent from a frozen table's buffer once continued), not a sign of life
+        self.newest: dict[int, tuple[int, int]] = {}
         self.messages = 0
         self.nc: Any = None       # a general connection (KV, stream info) to every node
         self.js: Any = None
@@ -405,14 +408,14 @@ class Observer:
                 with contextlib.suppress(Exception):
                     await nc.close()
 
-    def _seen(self, room: int, uid: str, at: float) -> None:
+    def _seen(self, room: int, uid: str, at: float, late: bool = False) -> None:
         self.messages += 1
         parts = uid_parts(uid) if uid else None
         if parts is not None:
             room = room or parts[0]
             if parts[1] > 0:
                 self.hands.add((parts[0], parts[1]))
-        if room:
+        if room and not late:
             times = self.times[room]
             if not times or at >= times[-1]:
                 times.append(at)
@@ -427,13 +430,17 @@ class Observer:
             events = table_pb2.RoomEvents.FromString(msg.data)
         except Exception:
             return
+        position = (events.index, events.part)
+        late = position < self.newest.get(room, position)
+        if not late:
+            self.newest[room] = position
         for frame in events.frames:
-            self._seen(room, frame.event_uid, at)
+            self._seen(room, frame.event_uid, at, late)
             parts = uid_parts(frame.event_uid) if frame.event_uid else None
             if parts is not None and parts[1] > 0 and frames.hand_over_data(frame) is not None:
                 self.hand_ends.setdefault((room, parts[1]), at)
         for private in events.private:
-            self._seen(room, private.frame.event_uid, at)
+            self._seen(room, private.frame.event_uid, at, late)
 
     def next_event(self, room: int, after: float) -> float | None:
         times = self.times.get(room, [])
