@@ -10,6 +10,7 @@ the live ones (placement.should_adopt); a drain prefers the newest live tables
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -84,8 +85,24 @@ class Adoption:
             core.rooms.claim(room_id)
         claims = asyncio.Semaphore(CLAIM_CONCURRENCY)
         return sum(await asyncio.gather(
-            *(core.rebuild_safely(rid) for rid in todo),
+            *(self._rebuild_own(rid) for rid in todo),
             *(self._adopt(claims, *orphan) for orphan in orphans)))
+
+    async def _rebuild_own(self, room_id: int) -> bool:
+        """Rebuild a room the view gives this table, once its entry, read again now, still
+        does: a view that lagged (a watch behind after a partition) can name this table for
+        a room another has claimed since and not yet written to; its log would take our
+        ``owner`` append, and both tables would run the room until the fence stopped one.
+        An entry that cannot be read is not taken as another owner's."""
+        core = self.core
+        with contextlib.suppress(Exception):
+            entry = await core.directory.kv_rooms.get(str(room_id))
+            owner = RoomEntry.decode(entry.value or b"").owner
+            if owner not in ("", core.instance):
+                log.info("room not rebuilt: another table has it now",
+                         extra={"room": room_id, "owner": owner})
+                return False
+        return await core.rebuild_safely(room_id)
 
     async def _adopt(self, claims: asyncio.Semaphore, room_id: int, entry: RoomEntry,
                      revision: int) -> bool:

@@ -52,6 +52,11 @@ APPEND_RETRY_SECONDS = 20.0
 # retry, under the same message id, lands or is answered with the first try's sequence.
 APPEND_TRY_SECONDS = 0.5
 APPEND_TIMEOUT_SECONDS = 2.0    # one look at the log's tail
+# One step of a log read (the stream's count, the consumer, a batch). A step sent while the
+# stream has no leader is never answered: the read fails after this and the next adoption
+# scan (a quarter second later) reads again, so a rebuild waits an election out by no more
+# than this, not the client's 5 s.
+READ_TRY_SECONDS = 1.0
 FENCE_LOOK_SECONDS = 5.0        # the look at the tail after a fence refusal
 RETRY_FIRST_DELAY = 0.05        # seconds before the first retry, doubled up to ...
 RETRY_MAX_DELAY = 0.25          # ... this: a new leader answers within it
@@ -165,16 +170,18 @@ class RoomLog:
         records: list[dict[str, Any]] = []
         last_seq = 0
         stream = bus.room_log_stream(room_id)
-        info = await self.js.stream_info(stream, subjects_filter=subject)
+        info = await asyncio.wait_for(self.js.stream_info(stream, subjects_filter=subject),
+                                      READ_TRY_SECONDS)
         total = (info.state.subjects or {}).get(subject, 0)
         if not total:
             return records, last_seq
-        sub = await self.js.pull_subscribe(
+        sub = await asyncio.wait_for(self.js.pull_subscribe(
             subject, durable=None, stream=stream,
-            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30))
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL, inactive_threshold=30)),
+            READ_TRY_SECONDS)
         try:
             while len(records) < total:
-                batch = await sub.fetch(min(512, total - len(records)), timeout=5)
+                batch = await sub.fetch(min(512, total - len(records)), timeout=READ_TRY_SECONDS)
                 for msg in batch:
                     records.append(json.loads(msg.data))
                     last_seq = max(last_seq, msg.metadata.sequence.stream)

@@ -120,3 +120,21 @@ async def test_an_unacknowledged_append_is_tried_again_soon_with_the_same_id() -
     assert await asyncio.wait_for(log.append(ROOM, 3, {"i": 3}, 2), 10) == 9
     assert len(fake.ids) == 2 and fake.ids[0] == fake.ids[1]
     assert fake.timeouts == [roomlog.APPEND_TRY_SECONDS] * 2 and roomlog.APPEND_TRY_SECONDS <= 0.5
+
+
+async def test_a_read_unanswered_by_a_leaderless_stream_fails_soon(
+        js: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read's step sent while the stream elects a leader is never answered: the read
+    fails after one try (the adoption scan reads again), not after the client's 5 s or
+    never."""
+    log = RoomLog(js, "boot1")
+    await log.append(ROOM, 0, {"i": 0, "t": "create"}, 0)
+
+    async def unanswered(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(js, "stream_info", unanswered)
+    async with asyncio.timeout(30) as bound:
+        with pytest.raises(TimeoutError):
+            await log.read(ROOM)
+    assert not bound.expired()

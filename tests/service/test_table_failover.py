@@ -156,6 +156,30 @@ async def test_a_failed_rebuild_after_a_claim_is_retried(
         await b.stop()
 
 
+async def test_a_lapsed_room_is_not_rebuilt_on_a_view_that_still_names_this_table(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
+    """table-a lost its room while it was cut off (its lease ran out, table-b claimed the
+    room and has not written to its log yet) and its directory view still names itself (a
+    watch behind after a partition): its scan reads the entry again before it rebuilds, and
+    leaves the room to table-b (its rebuild would have appended and run the room beside
+    table-b's, until the log fence stopped one of them)."""
+    async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
+        stale = a.view.rooms[room_id]
+        kv_rooms = b.directory.kv_rooms
+        entry = await kv_rooms.get(str(room_id))
+        await kv_rooms.update(str(room_id), RoomEntry.decode(entry.value).moved_to(
+            b.instance, b.address).encode(), last=entry.revision)
+        a._lapse(room_id)        # its tenure not confirmed after the cut
+        assert a.rooms.state(room_id) is RoomState.FAILED
+        a.view.rooms[room_id] = stale
+        await a.adoption.adopt_orphans()
+        assert room_id not in a.rooms
+        records, _ = await a.log.read(room_id)
+        assert [r["t"] for r in records] == ["create", "commit"]   # nothing appended by a
+        await b.rebuild(room_id)
+        assert b.rooms[room_id].next_index == 3
+
+
 async def test_commands_for_a_room_being_claimed_hear_room_moving(
         fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
     b = core(fresh_nats.url, "table-b", monkeypatch)

@@ -861,10 +861,12 @@ class ChaosRun:
         return [rec]
 
     async def _elections(self, streams: list[str], old: str, since: float,
-                         within: float = 30.0) -> dict[str, float]:
+                         within: float = 30.0, js: Any = None) -> dict[str, float]:
         """Seconds from ``since`` until each of ``streams`` is led by a node other than
-        ``old`` (the broker's own leader election), asked every 0.1 s; a stream still without
-        a new leader after ``within`` seconds is left out."""
+        ``old`` (the broker's own leader election), asked every 0.1 s (of ``js``, by default
+        the observer's); a stream still without a new leader after ``within`` seconds is
+        left out."""
+        js = js or self.observer.js
         out: dict[str, float] = {}
         while len(out) < len(streams) and now() - since < within:
             for name in streams:
@@ -872,7 +874,7 @@ class ChaosRun:
                     continue
                 leader = None
                 with contextlib.suppress(Exception):   # the observer may be reconnecting
-                    leader = await asyncio.wait_for(stream_leader(self.observer.js, name), 0.5)
+                    leader = await asyncio.wait_for(stream_leader(js, name), 0.5)
                 if leader and leader != old:
                     out[name] = now() - since
             await asyncio.sleep(0.1)

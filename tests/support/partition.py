@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nats
+
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster
 from tests.support import cluster as chaos
@@ -399,6 +401,9 @@ class PartitionRun(chaos.ChaosRun):
                 break
             await asyncio.sleep(0.2)
         self.cut_node = n
+        cut_name = cluster.nodes[n].server_name
+        led = sorted(name for name, node in (await self._room_log_leaders()).items()
+                     if node == cut_name)
         on_node = sorted(label for label, nodes in where.items() if n in nodes)
         cut_tables = [t for t in tables if t in on_node]
         mine = [r for r in rooms if owners.get(r) in cut_tables]
@@ -409,10 +414,16 @@ class PartitionRun(chaos.ChaosRun):
         rec = chaos.FaultRecord(
             "partition", f"n{n} ({', '.join(on_node) or 'no service'})", chaos.now(), mine,
             notes=[f"placement before: { {k: sorted(v) for k, v in sorted(where.items())} }",
-                   f"{len(mine)} of {len(rooms)} rooms in play owned by {cut_tables}"])
+                   f"{len(mine)} of {len(rooms)} rooms in play owned by {cut_tables}",
+                   f"room-log streams it led: {', '.join(led) or 'none'}"])
         records = [rec]
+        # the majority's view of the leaders (the cut node goes on calling itself leader)
+        majority = await nats.connect([node.url for node in cluster.nodes if node.index != n],
+                                      name="chaos-majority", connect_timeout=2)
         await asyncio.to_thread(self.proxies.cut, n)
         leaving = asyncio.create_task(self._leave(n, on_node, rec.at))
+        elections = asyncio.create_task(self._elections(led, cut_name, rec.at,
+                                                        js=majority.jetstream(timeout=3)))
         for label in [x for x in lobbies if x in on_node]:
             home = lobbies.index(label)
             affected = [r for r in rooms
@@ -420,6 +431,12 @@ class PartitionRun(chaos.ChaosRun):
             records.append(chaos.FaultRecord("partition-lobby", f"{label} on n{n}", rec.at,
                                              affected, homes={home}))
         took = await self.wait_recovered(rec)
+        rec.election = await elections
+        await majority.close()
+        if led:
+            rec.notes.append("the majority elected a new leader of " + ", ".join(
+                f"{name} {rec.election[name]:.1f} s" if name in rec.election
+                else f"{name} never" for name in led) + " after the cut")
         rec.notes.append(f"its tables' rooms played again on the majority {took:.1f} s after "
                          "the cut")
         for other in records[1:]:
