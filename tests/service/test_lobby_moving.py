@@ -68,6 +68,37 @@ async def adopt(new: FakeTable, room: FakeRoom, old: FakeTable | None = None) ->
     await new.publish_room(room)
 
 
+async def seated_at_a_dead_table(world: World, user_id: int, heir: FakeTable
+                                 ) -> tuple[Any, Any, FakeTable, FakeRoom]:
+    """A player seated in a room of a table that then dies (its gRPC server and its command
+    subject gone), ``heir`` serving beside it: the client, its lobby, the dead table and
+    the room. The lobby follows a move for a minute."""
+    dead = await serve(world, FakeTable("table-dead", world.kv))
+    await serve(world, heir)
+    room = await dead.add_room()
+    c, _ = await seated_client(world, await world.lobby(), user_id, room)
+    app = world.lobbies[-1].app
+    app.move_seconds = 60.0
+    await dead.server.stop(0)  # type: ignore[attr-defined]
+    await dead.deaf()
+    return c, app, dead, room
+
+
+async def ready_while_adopted(client: Any, heir: FakeTable, room: FakeRoom, *, after: float,
+                              within: float) -> Any:
+    """The player's AskReady sent now, ``heir`` adopting ``room`` ``after`` seconds later:
+    the answer, which must come within ``within`` seconds."""
+    async def adopted_later() -> None:
+        await asyncio.sleep(after)
+        await adopt(heir, room)
+
+    mover = asyncio.create_task(adopted_later())
+    reply = await asyncio.wait_for(client.request(lobby_msgs_pb2.AskReady(is_ready=True),
+                                                  timeout=60), within)
+    await mover
+    return reply
+
+
 async def room_event_reaches(world: World, client: Any, room: FakeRoom, marker: int) -> None:
     """A room event published now reaches ``client`` (its room subscription is live)."""
     event = server_frame(lobby_msgs_pb2.InEntrust(seat=0, count=marker))
@@ -149,17 +180,11 @@ async def test_a_command_held_by_a_frozen_table_follows_the_room_as_soon_as_it_m
 
 async def test_a_dead_table_is_left_for_the_owner_the_directory_names_next(
         world: World) -> None:
-    dead = await serve(world, FakeTable("table-dead", world.kv))
-    heir = await serve(world, FakeTable("table-heir", world.kv))
-    room = await dead.add_room()
-    c, _ = await seated_client(world, await world.lobby(), 302, room)
-    app = world.lobbies[-1].app
+    heir = FakeTable("table-heir", world.kv)
+    c, app, dead, room = await seated_at_a_dead_table(world, 302, heir)
     # a command waiting out the dead link's timeout would take a minute; a directory read
     # slowed by a loaded machine (its own 5 s timeout) must not look like one
-    app.move_seconds = 60.0
     app.forwarder.directory.link(dead.address).timeout = 60.0
-    await dead.server.stop(0)  # type: ignore[attr-defined]
-    await dead.deaf()
 
     async def adopted_later() -> None:
         await asyncio.sleep(0.8)   # lease expiry, claim, rebuild
@@ -181,23 +206,9 @@ async def test_a_command_for_a_dead_table_follows_the_room_when_the_watch_shows_
     watch to name another table, not only out its pause (here 20 s, which the answer
     must not wait for: the adopter claims the room 1.5 s after the death)."""
     monkeypatch.setattr(forwarding, "MOVE_FIRST", 20.0)
-    dead = await serve(world, FakeTable("table-dead", world.kv))
-    heir = await serve(world, FakeTable("table-heir", world.kv))
-    room = await dead.add_room()
-    c, _ = await seated_client(world, await world.lobby(), 304, room)
-    app = world.lobbies[-1].app
-    app.move_seconds = 60.0
-    await dead.server.stop(0)  # type: ignore[attr-defined]
-    await dead.deaf()
-
-    async def adopted_later() -> None:
-        await asyncio.sleep(1.5)   # lease expiry and claim
-        await adopt(heir, room)
-
-    mover = asyncio.create_task(adopted_later())
-    reply = await asyncio.wait_for(c.request(lobby_msgs_pb2.AskReady(is_ready=True),
-                                             timeout=60), 10)
-    await mover
+    heir = FakeTable("table-heir", world.kv)
+    c, app, _, room = await seated_at_a_dead_table(world, 304, heir)
+    reply = await ready_while_adopted(c, heir, room, after=1.5, within=10)  # lease, claim
     assert code_of(reply) == E.OK
     assert len(heir.of_kind("ask_ready", 304)) == 1
     assert not app.cache._leaving, "a finished command still waits for its room to move"
@@ -209,23 +220,11 @@ async def test_the_back_off_starts_again_at_a_new_owner_still_rebuilding_the_roo
     the adopter first answers "being rebuilt", and is asked again after the first short
     pause, not after the next long one."""
     monkeypatch.setattr(forwarding, "MOVE_LONGEST", 30.0)
-    dead = await serve(world, FakeTable("table-dead", world.kv))
-    heir = await serve(world, MovingTable("table-heir", world.kv))
+    heir = MovingTable("table-heir", world.kv)
     heir.moving = 1
-    room = await dead.add_room()
-    c, _ = await seated_client(world, await world.lobby(), 305, room)
-    world.lobbies[-1].app.move_seconds = 60.0
-    await dead.server.stop(0)  # type: ignore[attr-defined]
-    await dead.deaf()
-
-    async def adopted_later() -> None:
-        await asyncio.sleep(3.5)   # pauses of 0.1, 0.2, 0.4, 0.8, 1.6 s so far, then 3.2
-        await adopt(heir, room)
-
-    mover = asyncio.create_task(adopted_later())
-    reply = await asyncio.wait_for(c.request(lobby_msgs_pb2.AskReady(is_ready=True),
-                                             timeout=60), 6.5)
-    await mover
+    c, _, _, room = await seated_at_a_dead_table(world, 305, heir)
+    # adopted after pauses of 0.1, 0.2, 0.4, 0.8, 1.6 s, in the next of 3.2 s
+    reply = await ready_while_adopted(c, heir, room, after=3.5, within=6.5)
     assert code_of(reply) == E.OK
     assert heir.moving == 0   # asked twice: "being rebuilt", then answered
     assert len(heir.of_kind("ask_ready", 305)) == 2

@@ -206,6 +206,17 @@ async def commit(actor: RoomActor, seat: int) -> None:
     assert reply.code == 0, reply.message
 
 
+async def exchange_started(actor: RoomActor) -> float:
+    """Every seat ready: the hand starts with exchange three (换三张), all four seats to
+    answer on one timer; its deadline."""
+    await ready_all(actor)
+    await processed(actor)
+    assert actor.room.phase() == "exchange" and actor.room.to_act() == (0, 1, 2, 3)
+    deadline = actor.auto.deadlines.at(Timer.DECISION)
+    assert deadline is not None
+    return deadline
+
+
 async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the_others() -> None:
     turn = 3.0  # exchange three (换三张): every seat chooses at once, on the turn timer
     room, actor, log = await seated_room({"turn_seconds": turn, "window_seconds": 30,
@@ -219,11 +230,7 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
         return seq
 
     actor._append = timed_append
-    await ready_all(actor)
-    await processed(actor)
-    assert room.phase() == "exchange" and room.to_act() == (0, 1, 2, 3)
-    original = actor.auto.deadlines.at(Timer.DECISION)
-    assert original is not None
+    original = await exchange_started(actor)
     key = room.timer_key()
     committed = []
     for seat in (1, 2, 3):  # staggered answers: the engine steps after each one
@@ -440,11 +447,7 @@ async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answe
         return await append(room_id, index, rec, last_seq)
 
     actor._append = stalling_append
-    await ready_all(actor)
-    await processed(actor)
-    assert room.phase() == "exchange" and room.to_act() == (0, 1, 2, 3)
-    deadline = actor.auto.deadlines.at(Timer.DECISION)
-    assert deadline is not None
+    deadline = await exchange_started(actor)
     answer_1 = asyncio.create_task(commit(actor, 1))
     await stalled.wait()
     await asyncio.sleep(deadline - time.monotonic() + 0.3)   # seat 0's timer as first armed is over
