@@ -115,9 +115,11 @@ def player_sees(k: KindFigures) -> str:
         seen = (f"a pause of {p50(k.pause):.1f} s (at most {longest:.1f} s), then the game "
                 "goes on")
     if k.election:
+        beyond = peak(k.beyond)
         seen += (f"; the broker's own leader election took {p50(k.election):.1f} s (at most "
-                 f"{peak(k.election):.1f} s) and the rooms paused at most "
-                 f"{peak(k.beyond) or 0.0:.1f} s beyond their stream's")
+                 f"{peak(k.election):.1f} s), and "
+                 + ("no room paused longer than its stream's" if beyond is None or beyond <= 0
+                    else f"a room paused at most {beyond:.1f} s longer than its stream's"))
     problems = []
     if k.stuck:
         problems.append(f"{k.stuck} rooms never had an event again")
