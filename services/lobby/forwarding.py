@@ -68,9 +68,11 @@ class Forwarder:
         problem = ""
         moving = False   # a table answered ERR_ROOM_MOVING: the room exists, whatever we read
         tries = 0
+        asked: set[str] = set()   # the tables tried for this command
         while True:
             if address:
                 tries += 1
+                asked.add(address)
                 link = self.directory.link(address)
                 # the watch showing the room at another table ends the wait for this one (a
                 # table frozen or killed with the command: its adopter answers it at once)
@@ -115,14 +117,20 @@ class Forwarder:
                                             seat=-1)
             # the last try is at the deadline; the table the watch named meanwhile, else the
             # owner read ("": the directory is read again next time)
-            moved = await self._moved_or(room_id, tried, min(pause, left))
+            moved = await self._moved_or(room_id, tried, min(pause, left), asked)
             pause = MOVE_FIRST if moved else min(pause * 2, MOVE_LONGEST)
             address = moved or owner
 
-    async def _moved_or(self, room_id: int, tried: str, seconds: float) -> str:
+    async def _moved_or(self, room_id: int, tried: str, seconds: float, asked: set[str]) -> str:
         """Wait ``seconds``, or less: until the watch shows the room at another table than
         ``tried`` (its adopter has claimed it: the claim comes a lease after the death, not
-        on the pauses' beat); that table's address, "" when the wait ran out."""
+        on the pauses' beat); that table's address, "" when the wait ran out. A table the
+        watch names already (its claim came in while the owner was read, or the read was of
+        a replica behind) is not waited for, unless this command has tried it: two tables
+        each naming the other are asked at the pauses' beat, not in a tight loop."""
+        entry = self.cache.get(room_id)
+        if entry is not None and entry.address and entry.address not in asked:
+            return entry.address
         moved = self.cache.left(room_id, tried)
         try:
             await asyncio.wait((moved,), timeout=seconds)

@@ -12,6 +12,7 @@ from games import registry
 from paiju.contracts.directory import RoomEntry
 from paiju.frames import server_frame
 from paiju.v1 import common_pb2, lobby_msgs_pb2
+from services.lobby.forwarding import Forwarder
 from services.lobby.limits import RateLimiter
 from services.lobby.rooms import RoomCache, parse_room_value
 from services.lobby.sessions import Outbox, Session
@@ -163,3 +164,24 @@ def test_bad_room_values_are_ignored() -> None:
     assert len(cache) == 0
 
 
+
+
+async def test_a_moving_rooms_pause_ends_at_once_for_a_table_the_watch_names_already() -> None:
+    """Between tries of a command to a moving room: a table the watch already names and
+    this command has not tried is asked at once (its claim came in while the owner was
+    read, or the read was of a replica behind); one it has tried waits the pause out, or
+    the watch's next move."""
+    cache = RoomCache()
+    forwarder = Forwarder(None, cache)  # type: ignore[arg-type]   # no directory read here
+    cache.apply_kv("100001", room_value(100001, address="heir:1"), False)
+    assert await asyncio.wait_for(
+        forwarder._moved_or(100001, "dead:1", 60.0, {"dead:1"}), 1) == "heir:1"
+    # the heir was tried too (it answered "being rebuilt"): the pause, cut short by a move
+    waiting = asyncio.ensure_future(forwarder._moved_or(100001, "heir:1", 60.0,
+                                                        {"dead:1", "heir:1"}))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    cache.apply_kv("100001", room_value(100001, address="third:1"), False)
+    assert await asyncio.wait_for(waiting, 1) == "third:1"
+    assert not cache._leaving
+    assert await forwarder._moved_or(100001, "third:1", 0.05, {"third:1"}) == ""
