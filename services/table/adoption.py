@@ -20,7 +20,7 @@ from services.table import metrics as m
 from services.table.host import TableHost
 from services.table.lease import Lease
 from services.table.placement import drain_target, should_adopt
-from services.table.roomlog import APPEND_RETRY_SECONDS
+from services.table.roomlog import APPEND_RETRY_SECONDS, READ_TRY_SECONDS
 
 log = logging.getLogger("paiju.table.adoption")
 
@@ -96,11 +96,13 @@ class Adoption:
         An entry that cannot be read is not taken as another owner's."""
         core = self.core
         with contextlib.suppress(Exception):
-            entry = await core.directory.kv_rooms.get(str(room_id))
+            entry = await asyncio.wait_for(core.directory.kv_rooms.get(str(room_id)),
+                                           READ_TRY_SECONDS)
             owner = RoomEntry.decode(entry.value or b"").owner
             if owner not in ("", core.instance):
                 log.info("room not rebuilt: another table has it now",
                          extra={"room": room_id, "owner": owner})
+                core.rooms.fail(room_id)   # claimed above: the scans look again (rebuild_due)
                 return False
         return await core.rebuild_safely(room_id)
 
