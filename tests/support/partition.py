@@ -430,9 +430,12 @@ class PartitionRun(chaos.ChaosRun):
                         if any(x.home == home for x in getattr(self.run_of(r), "robots", ()))]
             records.append(chaos.FaultRecord("partition-lobby", f"{label} on n{n}", rec.at,
                                              affected, homes={home}))
-        took = await self.wait_recovered(rec)
-        rec.election = await elections
-        await majority.close()
+        try:
+            took = await self.wait_recovered(rec)
+            rec.election = await elections
+        finally:
+            elections.cancel()
+            await majority.close()
         if led:
             rec.notes.append("the majority elected a new leader of " + ", ".join(
                 f"{name} {rec.election[name]:.1f} s" if name in rec.election
