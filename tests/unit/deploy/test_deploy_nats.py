@@ -859,13 +859,44 @@ class ProdCluster:
 
 @pytest.fixture
 def prod_cluster(tmp_path: Path) -> Iterator[ProdCluster]:
+    # the ports are free when picked, but one of them can be taken before its server binds
+    # it (a route's outgoing connection from a server already started, another test's
+    # client): the cluster is then started again on new ports
+    for attempt in range(3):
+        cluster = start_prod_cluster(tmp_path / f"try{attempt}")
+        if cluster is not None:
+            break
+    else:
+        pytest.fail("the prod NATS cluster found a port taken three times")
+    try:
+        yield cluster
+    finally:
+        stop_servers(cluster.procs)
+
+
+def stop_servers(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def start_prod_cluster(tmp_path: Path) -> ProdCluster | None:
+    """The cluster, every server healthy; None when a server found its port taken."""
+    tmp_path.mkdir(parents=True)
     prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
     size = prod["config"]["cluster"]["replicas"]
     ports = [free_port() for _ in range(size)]
     routes = [free_port() for _ in range(size)]
     monitors = [free_port() for _ in range(size)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAIJU_NATS_")}
-    logs, procs = [], []
+    logs: list[Path] = []
+    procs: list[subprocess.Popen[bytes]] = []
+    ready = False
     try:
         for i in range(size):
             doc = {"port": ports[i], "http_port": monitors[i], "server_name": f"nats-{i}",
@@ -883,23 +914,22 @@ def prod_cluster(tmp_path: Path) -> Iterator[ProdCluster]:
         deadline = time.monotonic() + 30
         for i, proc in enumerate(procs):   # every server healthy: JetStream has its leader
             while True:
-                assert proc.poll() is None, logs[i].read_text() if logs[i].exists() else "died"
+                if proc.poll() is not None:
+                    text = logs[i].read_text() if logs[i].exists() else "died"
+                    if "address already in use" in text:
+                        return None
+                    raise AssertionError(text)
                 with contextlib.suppress(OSError), urllib.request.urlopen(
                         f"http://127.0.0.1:{monitors[i]}/healthz", timeout=1) as reply:
                     if reply.status == 200:
                         break
                 assert time.monotonic() < deadline, "the NATS cluster did not come up"
                 time.sleep(0.1)
-        yield ProdCluster(ports, logs, procs)
+        ready = True
+        return ProdCluster(ports, logs, procs)
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if not ready:
+            stop_servers(procs)
 
 
 async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
