@@ -872,12 +872,12 @@ class ChaosRun:
         async def ask(name: str) -> None:
             leader = None
             with contextlib.suppress(Exception):   # no leader yet, or the observer reconnecting
-                leader = await asyncio.wait_for(stream_leader(js, name), 0.5)
+                leader = await asyncio.wait_for(stream_leader(js, name), 0.25)
             if leader and leader != old:
                 out[name] = now() - since
 
         while len(out) < len(streams) and now() - since < within:
-            # each stream asked at once: an unanswered question costs its 0.5 s once a round
+            # each stream asked at once: an unanswered question costs its 0.25 s once a round
             await asyncio.gather(*(ask(name) for name in streams if name not in out))
             await asyncio.sleep(0.1)
         return out
