@@ -17,6 +17,7 @@ from typing import Any
 
 from paiju.contracts.directory import AdoptAnswer, AdoptRequest, RoomEntry
 from services.table import metrics as m
+from services.table.directory import entry_owner
 from services.table.host import TableHost
 from services.table.lease import Lease
 from services.table.placement import drain_target, should_adopt
@@ -98,8 +99,8 @@ class Adoption:
         with contextlib.suppress(Exception):
             entry = await asyncio.wait_for(core.directory.kv_rooms.get(str(room_id)),
                                            READ_TRY_SECONDS)
-            owner = RoomEntry.decode(entry.value or b"").owner
-            if owner not in ("", core.instance):
+            owner = entry_owner(entry.value)
+            if owner not in (None, "", core.instance):
                 log.info("room not rebuilt: another table has it now",
                          extra={"room": room_id, "owner": owner})
                 core.rooms.fail(room_id)   # claimed above: the scans look again (rebuild_due)

@@ -125,7 +125,7 @@ class DirectoryWriter:
             room_entry = await self.kv_rooms.get(str(op.room_id))
         except KeyNotFoundError:  # the room has closed
             room_entry = None
-        owner = _owner(room_entry.value) if room_entry else None
+        owner = entry_owner(room_entry.value) if room_entry else None
         if owner not in (None, "", self.instance):
             log.info("room belongs to another table now: directory write dropped",
                      extra={"room": op.room_id, "owner": owner, "key": key})
@@ -153,7 +153,7 @@ class DirectoryWriter:
             await self.kv_seats.delete(key, last=entry.revision)
 
 
-def _owner(value: bytes | None) -> str | None:
+def entry_owner(value: bytes | None) -> str | None:
     """The owner a ``rooms`` value names; None for an unreadable one (logged), which any
     table's write replaces."""
     try:
