@@ -640,6 +640,13 @@ class ChaosResult:
     tmp: Path | None = None
 
 
+def election_note(streams: list[str], election: dict[str, float], since: str) -> str:
+    """When each of ``streams`` had a new leader (``FaultRecord.election``), for the notes."""
+    return "new leader elected " + ", ".join(
+        f"{name} {election[name]:.1f} s" if name in election else f"{name} never"
+        for name in streams) + f" after {since}"
+
+
 def quantile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) of ``values``, interpolated between the nearest ranks."""
     ordered = sorted(values)
@@ -846,9 +853,7 @@ class ChaosRun:
         with contextlib.suppress(Exception):
             rec.notes.append("room-log leaders after: " + str({
                 name: await stream_leader(self.observer.js, name) for name in led}))
-        rec.notes.append("new leader elected " + ", ".join(
-            f"{name} {rec.election[name]:.1f} s" if name in rec.election else f"{name} never"
-            for name in led) + " after the kill")
+        rec.notes.append(election_note(led, rec.election, "the kill"))
         rec.notes.append(f"rooms moved again {took:.1f} s after the kill")
         await asyncio.sleep(self.plan.nats_down_seconds)
         started = now()

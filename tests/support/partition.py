@@ -437,9 +437,7 @@ class PartitionRun(chaos.ChaosRun):
             elections.cancel()
             await majority.close()
         if led:
-            rec.notes.append("the majority elected a new leader of " + ", ".join(
-                f"{name} {rec.election[name]:.1f} s" if name in rec.election
-                else f"{name} never" for name in led) + " after the cut")
+            rec.notes.append(chaos.election_note(led, rec.election, "the cut (the majority's view)"))
         rec.notes.append(f"its tables' rooms played again on the majority {took:.1f} s after "
                          "the cut")
         for other in records[1:]:
