@@ -49,8 +49,9 @@ async def test_a_frozen_table_loses_its_rooms_and_stays_silent_when_continued(
         # slow machine; the figures are bench/reports/failover.md)
         assert max(v for v in trial.resume.values() if v is not None) < 4 * ttl, trial.resume
         assert trial.breaches == [], trial.breaches
-        assert any("dropped" in note and "dropped 0 " not in note for note in trial.notes), \
-            trial.notes   # the continued table said it let the rooms go
+        # the continued table said it let the rooms go: dropped after its check, or let
+        # lapse when the check did not come within a lease (its reconnect was slow)
+        assert trial.let_go >= 1, trial.notes
 
         results = await bench.finish(240)
         assert [r.hands for r in results] == [HANDS] * 8, [r.errors for r in results]
