@@ -37,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_system import Samples, process_cpu, scrape, stack_pids, value
-from bench.common import REPORTS, LoadProcesses, write_report
+from bench.common import REPORTS, LoadProcesses, pin, write_report
 
 GAMES = ("xuezhan", "changsha", "dadun")
 P99_LIMIT = 0.100
 HEARTBEAT = 15.0
+STOP_SECONDS = 5.0    # a stopped worker waits this long for its robots to close their sessions
 
 
 def rss_mib(pid: int) -> float:
@@ -225,6 +226,11 @@ def worker_main(conn: Any, address: str, secret: str, think: float, hands: int) 
             elif cmd == "stop":
                 for task in w.tasks:
                     task.cancel()
+                # the robots close their sessions as they end (an HTTP client each on the
+                # WebSocket edge, reported unclosed otherwise)
+                if w.tasks:
+                    await asyncio.wait(w.tasks, timeout=STOP_SECONDS)
+                await w.drop_idle()
                 conn.send(0)
                 return
 
@@ -491,6 +497,11 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "clients that read `observation_json`).",
               "5. **The load generator shares the two cores**: its robots use about half a core "
               "at the knee (the generator column); on a box of its own the server has both."]
+# the last obstacle when the servers run on CPUs of their own (--server-cpus)
+PINNED = ("5. **Five server processes on few CPUs**: every hop of an action (lobby, nats-server, "
+          "table, nats-server, lobby) waits for the CPU to come to its process, so the p99 "
+          "passes 100 ms before the servers' CPUs are busy (the server cores column at the "
+          "first step over the limit).")
 
 
 def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Namespace,
@@ -504,13 +515,18 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
            + (f" --lobbies {args.lobbies}" if args.lobbies != 1 else "")
            + (f" --tables {args.tables}" if args.tables != 1 else "")
            + (f" --idle {args.idle}" if args.idle != 2000 else "")
-           + (f" --edge {args.edge}" if args.edge != "grpc" else "") + "`")
+           + (f" --edge {args.edge}" if args.edge != "grpc" else "")
+           + (f" --server-cpus {args.server_cpus}" if args.server_cpus else "") + "`")
+    where = (f"runs on CPUs of its own: the servers are pinned to {args.server_cpus} of the "
+             f"{os.cpu_count()} (sched_setaffinity, as taskset), the load generator and this "
+             "process to the others" if args.server_cpus else
+             "runs on the same cores as the server")
     lines = [
         "# Capacity at human pace",
         "",
         f"Command: {cmd}. Machine: {platform.python_implementation()} "
         f"{platform.python_version()}, {os.cpu_count()} cores; the load generator "
-        f"({procs} processes of robots) runs on the same cores as the server.",
+        f"({procs} processes of robots) {where}.",
         "",
         f"Each robot answers a prompt after {args.think:g} s (0.5x-1.5x). A step adds tables (the "
         "three games in turn), warms up, then measures. *round trip*: a player's action to the "
@@ -587,14 +603,16 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
                   "(the rest is the gRPC, asyncio and NATS client libraries):", "",
                   "| share | function |", "|---:|---|"]
         lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
-    lines += ["", *OBSTACLES]
+    lines += ["", *(OBSTACLES[:-1] + [PINNED] if args.server_cpus else OBSTACLES)]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
+        pinned = (f" ({args.server_cpus} given them: {knee.tables / args.server_cpus:.0f} "
+                  "tables per CPU the servers had)" if args.server_cpus else "")
         lines += ["", "## Sizing", "",
                   f"The last step within the limits: {knee.tables} tables ({knee.players} players), "
                   f"{knee.rate:.0f} actions/s, delivery p99 {ms(knee.delivery_p99)} ms, using "
-                  f"{knee.server_cores:.2f} server cores: about {per_core:.0f} tables per server "
-                  f"core at one answer per {args.think:g} s per table, "
+                  f"{knee.server_cores:.2f} server cores{pinned}: about {per_core:.0f} tables per "
+                  f"server core used at one answer per {args.think:g} s per table, "
                   f"{knee.cpu_per_action_ms():.2f} ms of server CPU per action."]
     return lines
 
@@ -651,8 +669,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
                         help="the players' transport to the lobby: its gRPC Connect stream or "
                              "its WebSocket")
+    parser.add_argument("--server-cpus", type=int, default=0,
+                        help="run the server processes on this many CPUs and the load "
+                             "generator on the others (0: all share every CPU)")
     parser.add_argument("--out", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.server_cpus and not 0 < args.server_cpus < len(cpus):
+        parser.error(f"--server-cpus must leave the load generator a CPU of the {len(cpus)}")
     if args.quick:
         args.steps, args.warm, args.window, args.idle = "10,20", 5.0, 8.0, 200
     steps_wanted = [int(x) for x in args.steps.split(",")]
@@ -681,6 +705,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             for proc in extra:
                 assert proc.proc is not None
                 pids[proc.name].append(proc.proc.pid)
+            if args.server_cpus:
+                servers, generator = cpus[:args.server_cpus], cpus[args.server_cpus:]
+                for pid in (p for group in pids.values() for p in group):
+                    pin(pid, set(servers))
+                for pid in (os.getpid(), *(p.pid for p in bench.procs)):
+                    pin(pid, set(generator))
             ports = {name: [svc.metrics_port, *(p.metrics_port for p in extra if p.name == name)]
                      for name, svc in (("lobby", stack.lobby), ("table", stack.table))}
             idle = idle_cost(bench, pids, args.idle, args.window / 2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -84,6 +85,16 @@ def write_report(path: Path, lines: Sequence[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(text, end="")
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Run every thread of process ``pid`` on ``cpus`` only (threads it starts later inherit
+    the set of the thread that starts them)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), cpus)
+        except ProcessLookupError:   # a thread that ended meanwhile
+            pass
 
 
 class LoadProcesses:
