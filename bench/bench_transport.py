@@ -173,9 +173,13 @@ class Transport:
 
         sub = await self.sub.subscribe("bench.latency", cb=on_msg)
         await self.sub.flush()
-        for _ in range(n):
+        for i in range(n):
             await self.pub.publish("bench.latency", RECORD)
-            await inbox.get()
+            try:
+                await asyncio.wait_for(inbox.get(), 10)
+            except TimeoutError:
+                raise RuntimeError(f"message {i + 1} of {n} published to a subscriber never "
+                                   "came back (a reconnect of either connection?)") from None
         await sub.unsubscribe()
 
     async def request_reply(self, n: int) -> None:
