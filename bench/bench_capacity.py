@@ -487,12 +487,14 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "reference cycle behind on every call (a recursive closure), and every full pass "
               "walked the rooms' whole long-lived heap; now the engines make no cycles "
               "(`tests/unit/games/test_no_reference_cycles.py`) and each service freezes its "
-              "heap out of the passes every 10 s, with one full collection every 5 minutes "
-              "(`services/common/runner.freeze_gc`). The GC table above still shows a few "
-              "pauses over 50 ms near the knee (the 5-minute full pass may be one: the "
-              "histogram does not tell it apart). Removing the rest: fewer container objects "
-              "per room (engine state in flat arrays), or more table processes with smaller "
-              "heaps, on more cores.",
+              "heap out of the passes every second, with one full collection every 5 minutes "
+              "(`services/common/runner.freeze_gc`). With a 10 s period a young collection "
+              "walked up to 10 s of survivors (a freeze zeroes the young count, which frees "
+              "of frozen objects keep low): 3-5 pauses of 50-70 ms per window at 800 tables, "
+              "the p99 outliers; every second, none comes in a window. What is left is the "
+              "full pass every 5 minutes (100-200 ms at 900 tables, when it falls in a "
+              "window): fewer container objects per room (engine state in flat arrays), or "
+              "more table processes with smaller heaps, on more cores.",
               "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
               "clients that read `observation_json`).",
               "5. **The load generator shares the two cores**: its robots use about half a core "
@@ -516,7 +518,8 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
            + (f" --tables {args.tables}" if args.tables != 1 else "")
            + (f" --idle {args.idle}" if args.idle != 2000 else "")
            + (f" --edge {args.edge}" if args.edge != "grpc" else "")
-           + (f" --server-cpus {args.server_cpus}" if args.server_cpus else "") + "`")
+           + (f" --server-cpus {args.server_cpus}" if args.server_cpus else "")
+           + "".join(f" --env {kv}" for kv in args.env) + "`")
     where = (f"runs on CPUs of its own: the servers are pinned to {args.server_cpus} of the "
              f"{os.cpu_count()} (sched_setaffinity, as taskset), the load generator and this "
              "process to the others" if args.server_cpus else
@@ -669,6 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
                         help="the players' transport to the lobby: its gRPC Connect stream or "
                              "its WebSocket")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every service (e.g. PAIJU_GC_FREEZE_SECONDS=1)")
     parser.add_argument("--server-cpus", type=int, default=0,
                         help="run the server processes on this many CPUs and the load "
                              "generator on the others (0: all share every CPU)")
@@ -685,6 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = stack_env()
     if args.gc_threshold:
         env["PAIJU_GC_THRESHOLD"] = args.gc_threshold
+    env.update(kv.split("=", 1) for kv in args.env)
     if args.edge == "ws":
         from services.common.natsd import free_port
         env["PAIJU_LOBBY__WS_PORT"] = str(free_port())

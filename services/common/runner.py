@@ -93,17 +93,21 @@ def tune_gc() -> None:
 
 
 # what survived this long leaves the collector's view (gc.freeze); everything is collected
-# once every FULL_SECONDS
-FREEZE_SECONDS = 10.0
+# once every FULL_SECONDS. Short, because a young collection walks everything tracked since
+# the last freeze: gc.freeze() zeroes the young count, and the count is net of the frozen
+# objects freed meanwhile, so with a 10 s period a young collection came only every 20 s or
+# so at 800 tables but walked up to 10 s of survivors, 50-70 ms with every room stopped
+# (bench/reports/capacity.md, "Garbage collection"); every second, none comes at all there.
+FREEZE_SECONDS = 1.0
 FULL_SECONDS = 300.0
 
 
 async def freeze_gc(every: float, full_every: float) -> None:
     """Keep the long-lived heap (rooms, sessions) out of the collector's automatic passes:
-    every ``every`` seconds what is tracked is frozen (gc.freeze), so a full collection
-    walks only what was made since, instead of every room of the process (at 900 tables a
-    full pass of the table's heap stopped every room for 100-200 ms, the p99 outliers of
-    bench/reports/capacity.md). Objects frozen are still freed by reference counting the
+    every ``every`` seconds what is tracked is frozen (gc.freeze), so an automatic
+    collection walks only what was made since, instead of every room of the process (at 900
+    tables a full pass of the table's heap stopped every room for 100-200 ms, the p99
+    outliers of bench/reports/capacity.md). Objects frozen are still freed by reference counting the
     moment they are dropped; only garbage in reference cycles waits, for the full
     collection every ``full_every`` seconds (unfreeze, collect, freeze again): the engines
     and rooms make none per action (tests/unit/games/test_no_reference_cycles.py), nor does
