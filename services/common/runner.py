@@ -96,8 +96,9 @@ def tune_gc() -> None:
 # once every FULL_SECONDS. Short, because a young collection walks everything tracked since
 # the last freeze: gc.freeze() zeroes the young count, and the count is net of the frozen
 # objects freed meanwhile, so with a 10 s period a young collection came only every 20 s or
-# so at 800 tables but walked up to 10 s of survivors, 50-70 ms with every room stopped
-# (bench/reports/capacity.md, "Garbage collection"); every second, none comes at all there.
+# so at 800 tables but walked up to 10 s of survivors, 50-70 ms with every room stopped;
+# every second, none comes at all there (bench/reports/capacity_freeze10.md against
+# capacity.md, "Garbage collection").
 FREEZE_SECONDS = 1.0
 FULL_SECONDS = 300.0
 
