@@ -24,15 +24,24 @@ async def test_a_room_whose_timer_plays_is_not_stuck_and_one_whose_timer_died_is
         assert not actor.stuck(now)
         assert not actor.stuck(now + 1 + STUCK_GRACE_SECONDS - 0.5)
         assert actor.stuck(now + 1 + STUCK_GRACE_SECONDS + 0.5)
-        # the timer plays for the late seats: records keep coming, never stuck
+        # the timer plays for the late seats (打独 is asked seat by seat, each late seat is
+        # entrusted): records keep coming, never stuck. Watched for two plays, not for a
+        # fixed time, which a stalled machine can stretch past all four seats' timers (the
+        # hand then goes on to phases with the table's 30-second timer)
+        def entrusted() -> int:
+            return sum(1 for s in room.seats if s is not None and s.entrusted)
+
         index = actor.next_index
-        for _ in range(25):
-            await asyncio.sleep(0.1)
+        watched = time.monotonic()
+        while entrusted() < 2 and time.monotonic() - watched < 10:
+            await asyncio.sleep(0.05)
             assert not actor.stuck(time.monotonic(), GRACE)
-        assert actor.next_index > index, "the timer played nothing"
-        # the timer task dies: nothing records any more, stuck after timer + grace
+        assert entrusted() >= 2 and actor.next_index > index, "the timer played nothing"
+        # the timer task dies while a seat is still to be asked (1-second decisions):
+        # nothing records any more, stuck after timer + grace
         assert actor._timer is not None
         actor._timer.cancel()
+        assert room.in_hand() and room.decision_seconds(TABLE_NOW) == 1.0
         stopped = time.monotonic()
         while not actor.stuck(time.monotonic(), GRACE) and time.monotonic() - stopped < 10:
             await asyncio.sleep(0.05)
