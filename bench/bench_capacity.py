@@ -519,7 +519,7 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
            + (f" --idle {args.idle}" if args.idle != 2000 else "")
            + (f" --edge {args.edge}" if args.edge != "grpc" else "")
            + (f" --server-cpus {args.server_cpus}" if args.server_cpus else "")
-           + "".join(f" --env {kv}" for kv in args.env) + "`")
+           + "".join(f" --env {k}={v}" for k, v in args.env) + "`")
     where = (f"runs on CPUs of its own: the servers are pinned to {args.server_cpus} of the "
              f"{os.cpu_count()} (sched_setaffinity, as taskset), the load generator and this "
              "process to the others" if args.server_cpus else
@@ -620,17 +620,30 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
     return lines
 
 
-def stack_env() -> dict[str, str]:
+def setting(text: str) -> tuple[str, str]:
+    """A ``--env KEY=VALUE`` option."""
+    key, sep, val = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, val
+
+
+def add_env_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", action="append", default=[], type=setting, metavar="KEY=VALUE",
+                        help="a setting of every service (e.g. PAIJU_GC_FREEZE_SECONDS=1)")
+
+
+def stack_env(settings: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
     """The services' settings for a load of robots: no per-IP limits (every robot comes from
     127.0.0.1), the production room-list interval, long decision timers (a robot answers
-    every prompt itself) and warnings only in the logs."""
+    every prompt itself) and warnings only in the logs; then ``settings`` (``--env``)."""
     from services.common.config import LobbyConfig
     limits = {f"PAIJU_LOBBY__{k}": "1000000" for k in (
         "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
         "MAX_CONNECTIONS")}
     return {**limits, "PAIJU_LOBBY__ROOM_CHANGE_SECONDS": str(LobbyConfig().room_change_seconds),
             "PAIJU_TABLE__TURN_SECONDS": "60", "PAIJU_TABLE__WINDOW_SECONDS": "60",
-            "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING"}
+            "PAIJU_TABLE__ALONE_SECONDS": "60", "PAIJU_LOG__LEVEL": "WARNING", **dict(settings)}
 
 
 def more_processes(stack: Any, tmp: Path, lobbies: int, tables: int) -> list[Any]:
@@ -665,15 +678,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warm", type=float, default=10.0)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--idle", type=int, default=2000, help="idle players for the idle cost")
-    parser.add_argument("--gc-threshold", default="",
-                        help="PAIJU_GC_THRESHOLD for the services (0: Python's defaults)")
     parser.add_argument("--lobbies", type=int, default=1, help="lobby processes")
     parser.add_argument("--tables", type=int, default=1, help="table processes")
     parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
                         help="the players' transport to the lobby: its gRPC Connect stream or "
                              "its WebSocket")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting of every service (e.g. PAIJU_GC_FREEZE_SECONDS=1)")
+    add_env_option(parser)
     parser.add_argument("--server-cpus", type=int, default=0,
                         help="run the server processes on this many CPUs and the load "
                              "generator on the others (0: all share every CPU)")
@@ -687,10 +697,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps_wanted = [int(x) for x in args.steps.split(",")]
     procs = args.procs or max(2, min(6, steps_wanted[-1] // 500))
     from tests.system.conftest import SECRET, start_stack, stop_stack
-    env = stack_env()
-    if args.gc_threshold:
-        env["PAIJU_GC_THRESHOLD"] = args.gc_threshold
-    env.update(kv.split("=", 1) for kv in args.env)
+    env = stack_env(args.env)
     if args.edge == "ws":
         from services.common.natsd import free_port
         env["PAIJU_LOBBY__WS_PORT"] = str(free_port())
