@@ -19,7 +19,10 @@ snapshot of a large heap stalls it long enough for its stall fencing to rebuild 
 or an overloaded box would: past its lease's stall bound (table.lease_ttl_seconds) the
 table's fencing drops its rooms and rebuilds them from their logs (services/table/lease.py),
 which is what a table of a loaded machine does now and then. ``--env KEY=VALUE`` (repeatable) sets a variable of every service, e.g.
-``PAIJU_GC_FREEZE_SECONDS=0``. Writes bench/reports/soak.md (``--out FILE`` elsewhere).
+``PAIJU_GC_FREEZE_SECONDS=0``. ``--nats-probe`` opens nats-server's monitoring and profiling
+ports and reports, at every step, its Go heap and each stream's messages and subjects, and
+the allocation sites whose live heap grew from the end of the warm-up to the end
+(bench/natsprobe.py). Writes bench/reports/soak.md (``--out FILE`` elsewhere).
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.bench_capacity import Bench, rss_mib, stack_env
+from bench.bench_capacity import Bench, add_env_option, rss_mib, stack_env
 from bench.bench_system import scrape, stack_pids, value
 from bench.common import REPORTS, write_report
+from bench.natsprobe import Ports, Sample, heap, sample
 
 PROBE = Path(__file__).resolve().parent / "memprobe"
 NAMES = ("lobby", "table", "arbiter", "records", "nats-server")
@@ -61,15 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="minutes of warm-up left out of the growth figure")
     parser.add_argument("--stall", type=float, default=0.0,
                         help="seconds the table is stopped after each step (0: never)")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    add_env_option(parser)
     parser.add_argument("--probe", choices=("gc", "trace"), default="",
                         help="bench/memprobe in the table")
     parser.add_argument("--probe-out", type=Path, default=Path("var/memprobe.txt"))
+    parser.add_argument("--nats-probe", action="store_true",
+                        help="nats-server's Go heap, streams and growing allocation sites")
     parser.add_argument("--out", type=Path, default=REPORTS / "soak.md")
     args = parser.parse_args(argv)
     from tests.system.conftest import SECRET, start_stack, stop_stack
-    env = stack_env()
-    env.update(kv.split("=", 1) for kv in args.env)
+    env = stack_env(args.env)
     if args.probe:
         args.probe_out.parent.mkdir(parents=True, exist_ok=True)
         args.probe_out.write_text("")
@@ -78,8 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                    PAIJU_MEMPROBE="table", PAIJU_MEMPROBE_OUT=str(args.probe_out.resolve()),
                    PAIJU_MEMPROBE_TRACE="1" if args.probe == "trace" else "0")
     rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]] = []
+    ports = Ports() if args.nats_probe else None
+    nats: list[tuple[float, Sample]] = []
+    sites: list[dict[str, float]] = []   # live heap by site: after the warm-up, at the end
     with tempfile.TemporaryDirectory() as tmp:
-        stack = start_stack(Path(tmp), **env)
+        stack = start_stack(Path(tmp), nats_args=ports.flags() if ports else (), **env)
         bench = Bench(stack.lobby_address, SECRET, args.procs, args.think, hands=64)
         try:
             pids = stack_pids(stack)
@@ -95,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = (time.monotonic() - start, rss, table_counts(stack.table.metrics_port),
                        sum(s.actions for s in stats), load)
                 rows.append(row)
+                if ports:
+                    nats.append((row[0], sample(ports)))
+                    if not sites and row[0] >= 60 * args.warm:
+                        sites.append(heap(ports))
                 if args.probe:
                     os.kill(pids["table"], signal.SIGUSR1)
                 if args.stall > 0:
@@ -106,14 +118,51 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{row[0] / 60:5.1f} min  " + "  ".join(f"{n} {v:.0f}" for n, v in rss.items())
                       + f"  hands {row[2][0]:.0f}  rebuilt {row[2][1]:.0f}  actions {row[3]}"
                       + f"  load {load}", flush=True)
+            if ports and sites:
+                sites.append(heap(ports))
             if args.probe:
                 os.kill(pids["table"], signal.SIGUSR2)
                 time.sleep(5)
         finally:
             bench.stop()
             stop_stack(stack)
-    write_report(args.out, report(rows, args, bench.tables, argv))
+    write_report(args.out, report(rows, args, bench.tables, argv) + nats_report(nats, sites))
     return 0
+
+
+def nats_report(nats: list[tuple[float, Sample]], sites: list[dict[str, float]]) -> list[str]:
+    """nats-server's memory by step (MiB: its RSS, the Go heap's live bytes, the spans in
+    use, what the heap holds but has not given back) and its streams; then the allocation
+    sites whose live bytes grew the most from the end of the warm-up to the end."""
+    if not nats:
+        return []
+    names = sorted(nats[-1][1].streams)
+    mib = 2 ** 20
+    lines = ["", "## nats-server", "",
+             "RSS as nats-server reports it; the Go heap from its runtime (live: HeapAlloc; in "
+             "use: HeapInuse; held: HeapIdle - HeapReleased, free but not returned to the OS); "
+             "each stream's messages / distinct subjects.", "",
+             "| minute | RSS | live | in use | held | GCs | " + " | ".join(names) + " |",
+             "|---|" + "---|" * (5 + len(names))]
+    for at, s in nats:
+        m = s.memstats
+        lines.append(
+            f"| {at / 60:.1f} | {s.rss_mib:.0f} | {m.get('HeapAlloc', 0) / mib:.1f} | "
+            f"{m.get('HeapInuse', 0) / mib:.1f} | "
+            f"{(m.get('HeapIdle', 0) - m.get('HeapReleased', 0)) / mib:.1f} | "
+            f"{m.get('NumGC', 0):.0f} | "
+            + " | ".join(f"{s.streams.get(n, {}).get('messages', 0):.0f} / "
+                         f"{s.streams.get(n, {}).get('subjects', 0):.0f}" for n in names) + " |")
+    if len(sites) == 2:
+        first, last = sites
+        grew = sorted(((last.get(k, 0.0) - first.get(k, 0.0), k) for k in first.keys() | last.keys()),
+                      reverse=True)
+        lines += ["", "Live heap by allocation site (the first frames outside Go's runtime, "
+                  "callee first), from the end of the warm-up to the end, MiB:", "",
+                  "| grew | at the end | site |", "|---|---|---|"]
+        lines += [f"| {d / mib:+.2f} | {last.get(k, 0.0) / mib:.2f} | `{k}` |"
+                  for d, k in grew[:15]]
+    return lines
 
 
 def report(rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]],

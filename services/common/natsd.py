@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,8 +63,9 @@ class EmbeddedNats:
     so tests can kill it and bring it back."""
 
     def __init__(self, port: int = 0, store_dir: str | None = None, host: str = "127.0.0.1",
-                 log_file: str | None = None) -> None:
+                 log_file: str | None = None, args: Sequence[str] = ()) -> None:
         self.host = host
+        self.args = list(args)   # more nats-server flags (e.g. a bench's monitoring ports)
         self.port = port or free_port(host)
         self._own_store = store_dir is None
         self.store_dir = store_dir or tempfile.mkdtemp(prefix="paiju-nats-")
@@ -77,7 +78,7 @@ class EmbeddedNats:
 
     def start(self, timeout: float = 10.0) -> EmbeddedNats:
         cmd = [nats_server_binary(), "-a", self.host, "-p", str(self.port), "-js",
-               "-sd", self.store_dir]
+               "-sd", self.store_dir, *self.args]
         out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
         if self.log_file:
             cmd += ["-l", self.log_file]

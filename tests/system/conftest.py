@@ -3,7 +3,7 @@ table and lobby, wired by environment variables exactly as ``make run`` wires th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +33,8 @@ class Stack:
         return self.tmp / "records.db"
 
 
-def start_stack(tmp: Path, **extra: str) -> Stack:
-    nats = EmbeddedNats().start()
+def start_stack(tmp: Path, nats_args: Sequence[str] = (), **extra: str) -> Stack:
+    nats = EmbeddedNats(args=nats_args).start()
     env = {"PAIJU_LOBBY__TOKEN_SECRET": SECRET, "PAIJU_TABLE__INSTANCE": "table-sys", **extra}
     records = make_service("records", nats.url, tmp, **env).start()
     arbiter = make_service("arbiter", nats.url, tmp, **env).start()
