@@ -496,10 +496,11 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "window): fewer container objects per room (engine state in flat arrays), or "
               "more table processes with smaller heaps, on more cores.",
               "4. **Prompts carry the seat's whole observation as JSON** (a protocol change for "
-              "clients that read `observation_json`).",
-              "5. **The load generator shares the two cores**: its robots use about half a core "
-              "at the knee (the generator column); on a box of its own the server has both."]
-# the last obstacle when the servers run on CPUs of their own (--server-cpus)
+              "clients that read `observation_json`)."]
+# the last obstacle: the load generator on the servers' cores, or the servers on CPUs of
+# their own (--server-cpus)
+SHARED = ("5. **The load generator shares the two cores**: its robots use about half a core "
+          "at the knee (the generator column); on a box of its own the server has both.")
 PINNED = ("5. **Five server processes on few CPUs**: every hop of an action (lobby, nats-server, "
           "table, nats-server, lobby) waits for the CPU to come to its process, so the p99 "
           "passes 100 ms before the servers' CPUs are busy (the server cores column at the "
@@ -606,7 +607,7 @@ def report(steps: list[Step], idle: tuple[float, float, int], args: argparse.Nam
                   "(the rest is the gRPC, asyncio and NATS client libraries):", "",
                   "| share | function |", "|---:|---|"]
         lines += [f"| {100 * share:.0f}% | `{fn}` |" for share, fn in rows]
-    lines += ["", *(OBSTACLES[:-1] + [PINNED] if args.server_cpus else OBSTACLES)]
+    lines += ["", *OBSTACLES, PINNED if args.server_cpus else SHARED]
     if knee is not None:
         per_core = knee.tables / max(knee.server_cores, 1e-9)
         pinned = (f" ({args.server_cpus} given them: {knee.tables / args.server_cpus:.0f} "

@@ -284,10 +284,11 @@ class FailoverBench:
                                           f"{at - continued:+.2f} s after SIGCONT, before the "
                                           f"new owner's first position {lost_at[1]}")
         said = proc.log_path.read_text(errors="replace")
-        trial.notes.append(f"{table} said it stalled {said.count(STALLED) - stalls} time(s) "
-                           f"and dropped {said.count(DROPPED) - dropped} room(s) taken meanwhile"
-                           f" ({said.count(LAPSED) - lapsed} more let lapse unchecked)")
-        trial.let_go = said.count(DROPPED) - dropped + said.count(LAPSED) - lapsed
+        stalls, dropped, lapsed = (said.count(line) - before for line, before in
+                                   ((STALLED, stalls), (DROPPED, dropped), (LAPSED, lapsed)))
+        trial.notes.append(f"{table} said it stalled {stalls} time(s) and dropped {dropped} "
+                           f"room(s) taken meanwhile ({lapsed} more let lapse unchecked)")
+        trial.let_go = dropped + lapsed
         if proc.proc.poll() is not None:
             trial.breaches.append(f"{table} exited after SIGCONT ({proc.proc.returncode})")
         return trial
