@@ -36,8 +36,10 @@ async def leader(game: str, *hosts: LobbyHost) -> LobbyHost:
 async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         fresh_nats: EmbeddedNats) -> None:
     async with stack(fresh_nats.url) as s:
-        a = await s.lobby(reconnect_grace_seconds=2)
-        b = await s.lobby(reconnect_grace_seconds=2)
+        # a grace that three more logins and tickets and a second of waiting fit in, on a
+        # slow machine too
+        a = await s.lobby(reconnect_grace_seconds=6)
+        b = await s.lobby(reconnect_grace_seconds=6)
         me = await s.player(a, 7901)
         ticket = await queued(me, game="dadun")
         await me.close()                          # the connection drops
@@ -62,7 +64,7 @@ async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         await gone.close()
         s.clients.remove(gone)
         await until(lambda: "t.7911" in view and view["t.7911"][1].away_at is not None)
-        await until(lambda: "t.7911" not in view, timeout=10)
+        await until(lambda: "t.7911" not in view, timeout=20)
         late = await s.player(b, 7911)
         assert code_of(await late.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
         assert not any(f.WhichOneof("payload") == "match_queued" for f in late.seen)

@@ -63,10 +63,17 @@ async def password_auth(pg: PrivatePostgres) -> None:
         "host all postgres 127.0.0.1/32 trust\n"
         "host all all 127.0.0.1/32 scram-sha-256\n", encoding="utf-8")
     pg._run(pg.pg_ctl, "-D", str(pg.data), "reload")
-    await asyncio.sleep(0.5)
-    with pytest.raises(asyncpg.InvalidPasswordError):   # the rule is in force
-        await asyncpg.connect(host="127.0.0.1", port=pg.port, user="paiju", database="paiju",
-                              password="wrong")
+    # the rule is in force once the postmaster has read the file again: a wrong password is
+    # refused (asked again until then, at most 10 s)
+    for _ in range(100):
+        try:
+            conn = await asyncpg.connect(host="127.0.0.1", port=pg.port, user="paiju",
+                                         database="paiju", password="wrong")
+        except asyncpg.InvalidPasswordError:
+            return
+        await conn.close()
+        await asyncio.sleep(0.1)
+    raise AssertionError("pg_hba.conf's password rule never came in force")
 
 
 def write_secret(path: Path, value: str | None) -> None:

@@ -89,9 +89,20 @@ class RotatingNats:
         _wait_port("127.0.0.1", self.port, 10, self.proc)
 
     def reload(self, **passwords: str) -> None:
+        """New passwords in the config file, then SIGHUP; returns once the server says it
+        loaded the file again (/varz config_load_time), at most 10 s later."""
         self.write(**passwords)
         assert self.proc is not None
+        loaded = self.config_load_time()
         self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while self.config_load_time() == loaded:
+            assert time.monotonic() < deadline, "nats-server did not reload its config"
+            time.sleep(0.05)
+
+    def config_load_time(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/varz", timeout=2) as r:
+            return str(json.load(r)["config_load_time"])
 
     def users_connected(self) -> list[str]:
         """The user of every client connection (monitoring endpoint /connz?auth=1)."""
@@ -280,7 +291,6 @@ async def test_a_service_that_missed_the_change_reconnects_from_its_files(
 async def test_the_old_password_is_refused_after_the_rotation(
         server: RotatingNats, tmp_path: Path) -> None:
     server.reload(table=UNUSED, table_b=NEW[1])
-    await asyncio.sleep(0.3)
     mounted = tmp_path / "nats"
     mounted.mkdir()
     mount(mounted, OLD[0], OLD)

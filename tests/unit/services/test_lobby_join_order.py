@@ -16,6 +16,7 @@ from services.lobby.seating import ask_join, reply_frames, seat
 from services.lobby.sessions import Session
 from services.lobby.streams import RoomStreams
 from tests.support import lobbykit
+from tests.support.waiting import until
 
 ROOM = 7
 
@@ -68,7 +69,10 @@ async def joined(code: int) -> list[Any]:
     await seat(app, session, ROOM, reply, reply_frames(frame, reply))  # type: ignore[arg-type]
     assert reply.code == code
     assert (ROOM in app.streams.rooms) == (code == 0)   # a refused join leaves no subscription
-    await asyncio.sleep(app.streams.gap_wait + 0.2)     # the early message's wait, a refill
+    if code == 0:   # the early message's wait, then the refill that brings it
+        await until(lambda: len(session.outbox._items) >= 2)
+    else:           # nothing comes: given the time it would take
+        await asyncio.sleep(app.streams.gap_wait + 0.2)
     out = [getattr(item, "frame", item) for item in session.outbox._items]
     await app.streams.stop()
     return out

@@ -17,6 +17,7 @@ from paiju.v1 import lobby_msgs_pb2, table_pb2
 from services.lobby.sessions import Session
 from services.lobby.streams import RoomStreams
 from tests.support.lobbykit import Nats
+from tests.support.waiting import until
 
 ROOM = 19
 
@@ -56,17 +57,17 @@ async def test_a_refill_on_its_way_at_a_reconnect_is_asked_again() -> None:
     await streams.open(ROOM)
     streams.join(session, ROOM, table_pb2.TableReply(room_id=ROOM, ordered=True, index=1), [])
     await streams.release(ROOM)
-    await asyncio.sleep(0.2)                 # its first refill: nothing new
+    assert await until(lambda: table.asked == 1)   # its first refill: nothing new
     follow = asyncio.create_task(streams.follow_reconnects())
     try:
         table.unanswered = True
         table.messages += [message(2), message(3)]
         await nats.deliver(f"room.{ROOM}.events", message(3).SerializeToString())
-        await asyncio.sleep(0.3)             # 2 is missing: a refill, which never answers
-        assert table.asked == 2 and not session.outbox._items
+        # 2 is missing: a refill, which never answers
+        assert await until(lambda: table.asked == 2) and not session.outbox._items
         table.unanswered = False
         nats.stats["reconnects"] = 1         # the lobby's connection moved
-        await asyncio.sleep(0.6)
+        await until(lambda: len(session.outbox._items) == 2 and table.asked == 3)
         items: list[Any] = list(session.outbox._items)
         counts = [getattr(i, "frame", i).in_entrust.count for i in items]
         assert counts == [2, 3] and table.asked == 3

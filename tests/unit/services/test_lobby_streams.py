@@ -8,7 +8,6 @@ its sessions out of it, each told to log in again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from paiju.frames import server_frame
@@ -17,6 +16,7 @@ from services.lobby import streams as streams_module
 from services.lobby.sessions import Session
 from services.lobby.streams import Member, RoomStreams
 from tests.support.lobbykit import Nats
+from tests.support.waiting import until
 
 ROOM = 9
 
@@ -82,14 +82,6 @@ async def joined(gap_wait: float = 0.05) -> tuple[Nats, Table, RoomStreams, Sess
     return nats, table, streams, session
 
 
-async def until(done: Callable[[], bool]) -> None:
-    """Wait for ``done()`` (polled, not timed: a loaded machine is slow), at most 10 s."""
-    for _ in range(1000):
-        if done():
-            return
-        await asyncio.sleep(0.01)
-
-
 async def publish(nats: Nats, index: int) -> None:
     await nats.deliver(f"room.{ROOM}.events", message(index).SerializeToString())
 
@@ -103,7 +95,7 @@ async def test_a_gap_is_refilled_after_a_short_wait() -> None:
     table.messages += [message(2), message(3)]
     await publish(nats, 3)                  # 2 is missing: wait for it a moment
     assert counts(session) == []
-    await asyncio.sleep(0.2)
+    await until(lambda: counts(session) == [2, 3])
     assert counts(session) == [2, 3] and table.asked == [(1, 0), (1, 0)]
     await streams.stop()
 
@@ -112,7 +104,7 @@ async def test_a_table_that_cannot_refill_gets_a_snapshot_request_per_member() -
     nats, table, streams, session = await joined()
     table.resync = True
     await publish(nats, 3)
-    await asyncio.sleep(0.2)
+    await until(lambda: counts(session) == [1001])
     assert table.snapshots == [1] and counts(session) == [1001]
     table.messages.append(message(11))
     await publish(nats, 11)                 # after the snapshot's position: in order
@@ -126,7 +118,7 @@ async def test_every_room_is_refilled_after_a_nats_reconnect() -> None:
     await asyncio.sleep(0.05)
     table.messages += [message(2), message(3)]
     nats.stats["reconnects"] = 1            # messages 2 and 3 went while it was away
-    await asyncio.sleep(0.5)
+    await until(lambda: counts(session) == [2, 3])
     assert counts(session) == [2, 3] and table.asked[-1] == (1, 0)
     follow.cancel()
     await asyncio.gather(follow, return_exceptions=True)

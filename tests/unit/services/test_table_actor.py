@@ -26,6 +26,7 @@ from services.table.core import bot_move
 from services.table.creation import create_record
 from services.table.room import Room
 from services.table.views import Effects
+from tests.support.waiting import until as eventually
 
 FAST = {"turn_seconds": 0.2, "window_seconds": 0.2, "alone_seconds": 0.2}
 SLOW = {"turn_seconds": 30, "window_seconds": 30, "alone_seconds": 30}
@@ -89,14 +90,6 @@ def rebuilt(log: MemoryLog, timers: dict[str, float], **kw: Any) -> tuple[Room, 
     actor = actor_for(room, MemoryLog(log.records), timers, **kw)
     actor.start()
     return room, actor
-
-
-async def eventually(test: Callable[[], bool], seconds: float = 10.0) -> bool:
-    for _ in range(int(seconds / 0.05)):
-        if test():
-            return True
-        await asyncio.sleep(0.05)
-    return test()
 
 
 async def ready_all(actor: RoomActor) -> None:
@@ -218,7 +211,10 @@ async def exchange_started(actor: RoomActor) -> float:
 
 
 async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the_others() -> None:
-    turn = 3.0  # exchange three (换三张): every seat chooses at once, on the turn timer
+    # exchange three (换三张): every seat chooses at once, on the turn timer; three answers
+    # a second apart, which a slow machine has 5 s to send and a restarted timer would show
+    # 3 s late
+    turn, stagger = 8.0, 1.0
     room, actor, log = await seated_room({"turn_seconds": turn, "window_seconds": 30,
                                           "alone_seconds": 30})
     appended_at: list[tuple[float, dict[str, Any]]] = []
@@ -234,7 +230,7 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
     key = room.timer_key()
     committed = []
     for seat in (1, 2, 3):  # staggered answers: the engine steps after each one
-        await asyncio.sleep(turn / 6)
+        await asyncio.sleep(stagger)
         decision = room.decision
         await commit(actor, seat)
         await processed(actor)
@@ -346,15 +342,26 @@ async def test_seats_not_ready_after_a_hand_are_readied_when_the_ready_timer_run
     # a player who missed the end of a hand (his lobby died, his room moved) never readies:
     # the room must not wait for him for ever; the next hand starts, entrust plays for him
     room, actor, log = await seated_room(FAST, entrust_delay=0.01, ready_seconds=0.3)
+    appended_at: list[float] = []    # when each record of log.records was appended
+    append = log.append
+
+    async def timed_append(room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        seq = await append(room_id, index, rec, last_seq)
+        appended_at.append(time.monotonic())
+        return seq
+
+    actor._append = timed_append
     await ready_all(actor)
     for seat in range(4):
         await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
     assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 30)
-    ended = time.monotonic()
     # nobody readies; the next hand starts by itself once the timer ran out
     assert await eventually(lambda: room.hand_no == 2, 10)
-    assert time.monotonic() - ended >= 0.25
+    timed = log.records[-len(appended_at):]
+    first = next(i for i, r in enumerate(timed) if r["t"] == "ready" and r.get("by") == "timeout")
+    # the timer is armed after the hand's last record (and the next hand's commitment)
+    assert appended_at[first] - appended_at[first - 1] >= 0.3
     readied = [r for r in log.records if r["t"] == "ready" and r.get("by") == "timeout"]
     assert sorted(r["seat"] for r in readied) == [0, 1, 2, 3]
     await actor.stop()
@@ -434,16 +441,19 @@ async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answe
     no time meanwhile, an answer that arrives during the wait (after the deadline as first
     armed) is applied as the player's, not overtaken by a timeout, and the waiting room
     holds one tick at most, so the answer is never refused as 'busy'."""
-    turn, stall = 1.0, 2.0   # exchange three (换三张): all four seats answer on one timer
+    turn = 3.0   # exchange three (换三张): all four seats answer on one timer
     room, actor, log = await seated_room({"turn_seconds": turn, "window_seconds": 30,
                                           "alone_seconds": 30})
     append = log.append
-    stalled = asyncio.Event()
+    stalled, release = asyncio.Event(), asyncio.Event()
+    held: list[float] = []   # how long the append waited
 
     async def stalling_append(room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
         if rec["t"] == "act" and rec["seat"] == 1 and not stalled.is_set():
             stalled.set()
-            await asyncio.sleep(stall)
+            began = time.monotonic()
+            await release.wait()
+            held.append(time.monotonic() - began)
         return await append(room_id, index, rec, last_seq)
 
     actor._append = stalling_append
@@ -452,12 +462,16 @@ async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answe
     await stalled.wait()
     await asyncio.sleep(deadline - time.monotonic() + 0.3)   # seat 0's timer as first armed is over
     assert actor.inbox.qsize() <= 1, "the timer floods the waiting room's inbox with ticks"
-    await commit(actor, 0)   # sent during the wait, after the first deadline: still in time
+    # sent during the wait, after the first deadline: still in time
+    answer_0 = asyncio.create_task(commit(actor, 0))
+    assert await eventually(lambda: any(kind == "command" for kind, _, _ in actor.inbox._queue))  # type: ignore[attr-defined]
+    release.set()
     await answer_1
+    await answer_0
     mine = {r["seat"]: r["by"] for r in log.records if r["t"] == "act"}
     assert mine == {1: "player", 0: "player"}
     # the clock of the seats still to answer stood still while the append waited
     moved = actor.auto.deadlines.at(Timer.DECISION)
-    assert moved is not None and moved >= deadline + stall - 0.1
+    assert moved is not None and moved >= deadline + held[0] - 0.1
     assert room.to_act() == (2, 3)
     await actor.stop()
