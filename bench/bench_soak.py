@@ -31,6 +31,7 @@ import argparse
 import os
 import platform
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -40,7 +41,7 @@ from pathlib import Path
 from bench.bench_capacity import Bench, add_env_option, rss_mib, stack_env
 from bench.bench_system import scrape, stack_pids, value
 from bench.common import REPORTS, write_report
-from bench.natsprobe import Ports, Sample, heap, sample
+from bench.natsprobe import Ports, Sample, sample
 
 PROBE = Path(__file__).resolve().parent / "memprobe"
 NAMES = ("lobby", "table", "arbiter", "records", "nats-server")
@@ -85,7 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]] = []
     ports = Ports() if args.nats_probe else None
     nats: list[tuple[float, Sample]] = []
-    sites: list[dict[str, float]] = []   # live heap by site: after the warm-up, at the end
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), nats_args=ports.flags() if ports else (), **env)
         bench = Bench(stack.lobby_address, SECRET, args.procs, args.think, hands=64)
@@ -105,8 +105,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(row)
                 if ports:
                     nats.append((row[0], sample(ports)))
-                    if not sites and row[0] >= 60 * args.warm:
-                        sites.append(heap(ports))
                 if args.probe:
                     os.kill(pids["table"], signal.SIGUSR1)
                 if args.stall > 0:
@@ -118,51 +116,61 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{row[0] / 60:5.1f} min  " + "  ".join(f"{n} {v:.0f}" for n, v in rss.items())
                       + f"  hands {row[2][0]:.0f}  rebuilt {row[2][1]:.0f}  actions {row[3]}"
                       + f"  load {load}", flush=True)
-            if ports and sites:
-                sites.append(heap(ports))
             if args.probe:
                 os.kill(pids["table"], signal.SIGUSR2)
                 time.sleep(5)
         finally:
             bench.stop()
             stop_stack(stack)
-    write_report(args.out, report(rows, args, bench.tables, argv) + nats_report(nats, sites))
+    write_report(args.out, report(rows, args, bench.tables, argv) + nats_report(nats, args.warm))
     return 0
 
 
-def nats_report(nats: list[tuple[float, Sample]], sites: list[dict[str, float]]) -> list[str]:
-    """nats-server's memory by step (MiB: its RSS, the Go heap's live bytes, the spans in
-    use, what the heap holds but has not given back) and its streams; then the allocation
-    sites whose live bytes grew the most from the end of the warm-up to the end."""
+def nats_report(nats: list[tuple[float, Sample]], warm: float) -> list[str]:
+    """nats-server's memory by step (MiB) and its streams; the trend of its heap live at
+    the last collection after the warm-up; the allocation sites whose live bytes grew the
+    most from the end of the warm-up to the end."""
     if not nats:
         return []
     names = sorted(nats[-1][1].streams)
     mib = 2 ** 20
     lines = ["", "## nats-server", "",
-             "RSS as nats-server reports it; the Go heap from its runtime (live: HeapAlloc; in "
-             "use: HeapInuse; held: HeapIdle - HeapReleased, free but not returned to the OS); "
-             "each stream's messages / distinct subjects.", "",
-             "| minute | RSS | live | in use | held | GCs | " + " | ".join(names) + " |",
-             "|---|" + "---|" * (5 + len(names))]
+             "RSS as nats-server reports it; the Go heap: *at GC*, what was live at its last "
+             "collection (the heap profile's in-use bytes), *alloc* (HeapAlloc: that and the "
+             "garbage made since), *in use* (HeapInuse), *held* (HeapIdle - HeapReleased: "
+             "free, not given back to the OS); each stream's messages / distinct subjects.",
+             "", "| minute | RSS | at GC | alloc | in use | held | GCs | " + " | ".join(names)
+             + " |", "|---|" + "---|" * (6 + len(names))]
     for at, s in nats:
         m = s.memstats
         lines.append(
-            f"| {at / 60:.1f} | {s.rss_mib:.0f} | {m.get('HeapAlloc', 0) / mib:.1f} | "
-            f"{m.get('HeapInuse', 0) / mib:.1f} | "
+            f"| {at / 60:.1f} | {s.rss_mib:.0f} | {s.live_at_gc / mib:.1f} | "
+            f"{m.get('HeapAlloc', 0) / mib:.1f} | {m.get('HeapInuse', 0) / mib:.1f} | "
             f"{(m.get('HeapIdle', 0) - m.get('HeapReleased', 0)) / mib:.1f} | "
             f"{m.get('NumGC', 0):.0f} | "
             + " | ".join(f"{s.streams.get(n, {}).get('messages', 0):.0f} / "
                          f"{s.streams.get(n, {}).get('subjects', 0):.0f}" for n in names) + " |")
-    if len(sites) == 2:
-        first, last = sites
-        grew = sorted(((last.get(k, 0.0) - first.get(k, 0.0), k) for k in first.keys() | last.keys()),
-                      reverse=True)
-        lines += ["", "Live heap by allocation site (the first frames outside Go's runtime, "
-                  "callee first), from the end of the warm-up to the end, MiB:", "",
-                  "| grew | at the end | site |", "|---|---|---|"]
+    after = [(at, s) for at, s in nats if at >= 60 * warm]
+    if len(after) >= 3:
+        trend = {"RSS": slope([(at / 60, s.rss_mib) for at, s in after]),
+                 "heap live at GC": slope([(at / 60, s.live_at_gc / mib) for at, s in after])}
+        lines += ["", "Least-squares trend after the warm-up (MiB per minute): "
+                  + ", ".join(f"{k} {v:+.2f}" for k, v in trend.items()) + "."]
+        first, last = after[0][1].sites, after[-1][1].sites
+        grew = sorted(((last.get(k, 0.0) - first.get(k, 0.0), k)
+                       for k in first.keys() | last.keys()), reverse=True)
+        lines += ["", "Live heap at the last collection by allocation site (the first frames "
+                  "outside Go's runtime, callee first), from the end of the warm-up to the "
+                  "end, MiB:", "", "| grew | at the end | site |", "|---|---|---|"]
         lines += [f"| {d / mib:+.2f} | {last.get(k, 0.0) / mib:.2f} | `{k}` |"
-                  for d, k in grew[:15]]
+                  for d, k in grew[:12]]
     return lines
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of y over x."""
+    xs, ys = zip(*points, strict=True)
+    return statistics.linear_regression(xs, ys).slope
 
 
 def report(rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]],

@@ -2,9 +2,10 @@
 
 ``flags()`` gives the nats-server flags that open them (``EmbeddedNats(args=...)``);
 ``sample`` reads, at one moment, the server's RSS as it reports it (``/varz``), the Go
-runtime's heap (the MemStats that ``/debug/pprof/heap?debug=1`` ends with), and each
-JetStream stream's messages, bytes and distinct subjects (``/jsz?streams=true``); ``heap``
-sums the live heap by allocation site. Go samples one allocation per 512 KiB on average
+runtime's heap (the MemStats that ``/debug/pprof/heap?debug=1`` ends with), the heap that
+was live at the last collection (the profile's in-use bytes: garbage made since is not in
+it, so it does not swing with the collector's cycle as HeapAlloc does) by allocation site,
+and each JetStream stream's messages, bytes and distinct subjects (``/jsz?streams=true``). Go samples one allocation per 512 KiB on average
 (the profile's ``heap/1048576`` header is twice that rate), so each record's bytes are scaled
 back by the chance that an allocation of its average size was sampled, as pprof does.
 """
@@ -40,6 +41,11 @@ class Sample:
     rss_mib: float
     memstats: dict[str, float]      # MEMSTATS, bytes (NumGC a count)
     streams: dict[str, dict[str, float]]   # name: messages, bytes, subjects, deleted
+    sites: dict[str, float]         # live bytes at the last collection, by allocation site
+
+    @property
+    def live_at_gc(self) -> float:
+        return sum(self.sites.values())
 
 
 def _get(url: str) -> bytes:
@@ -47,11 +53,8 @@ def _get(url: str) -> bytes:
         return bytes(reply.read())
 
 
-def _profile(ports: Ports) -> str:
-    return _get(f"http://127.0.0.1:{ports.profile}/debug/pprof/heap?debug=1").decode()
-
-
-def sample(ports: Ports) -> Sample:
+def sample(ports: Ports, depth: int = 6) -> Sample:
+    """Everything at one moment; allocation sites named by ``depth`` frames (``sites``)."""
     varz = json.loads(_get(f"http://127.0.0.1:{ports.monitor}/varz"))
     jsz = json.loads(_get(f"http://127.0.0.1:{ports.monitor}/jsz?streams=true"))
     streams: dict[str, dict[str, float]] = {}
@@ -62,16 +65,17 @@ def sample(ports: Ports) -> Sample:
                                        "bytes": state.get("bytes", 0),
                                        "subjects": state.get("num_subjects", 0),
                                        "deleted": state.get("num_deleted", 0)}
+    profile = _get(f"http://127.0.0.1:{ports.profile}/debug/pprof/heap?debug=1").decode()
     stats: dict[str, float] = {}
-    for line in _profile(ports).splitlines():
+    for line in profile.splitlines():
         if line.startswith("# ") and " = " in line:
             key, _, text = line[2:].partition(" = ")
             if key in MEMSTATS:
                 stats[key] = float(text)
-    return Sample(varz.get("mem", 0) / 2 ** 20, stats, streams)
+    return Sample(varz.get("mem", 0) / 2 ** 20, stats, streams, sites(profile, depth))
 
 
-def heap(ports: Ports, depth: int = 3) -> dict[str, float]:
+def sites(profile: str, depth: int) -> dict[str, float]:
     """Live heap bytes by allocation site: the first ``depth`` frames outside Go's runtime
     and standard containers, joined by " < " (callee first)."""
     out: dict[str, float] = {}
@@ -86,7 +90,7 @@ def heap(ports: Ports, depth: int = 3) -> dict[str, float]:
             key = " < ".join(f.rsplit("/", 1)[-1] for f in own)
             out[key] = out.get(key, 0.0) + scaled
 
-    for line in _profile(ports).splitlines():
+    for line in profile.splitlines():
         record = RECORD.match(line)
         if record:
             close()

@@ -522,6 +522,24 @@ def test_prod_nats_is_a_three_server_jetstream_cluster_one_server_per_zone() -> 
     assert policy["spec"]["podSelector"]["matchLabels"] == NATS_POD_LABELS
 
 
+def test_prod_nats_collects_its_heap_before_its_memory_limit() -> None:
+    """Each server has a memory limit and GOMEMLIMIT below it (with room for what Go does
+    not count: stacks, the OS's buffers), so the Go heap's swings end in a collection, not
+    in an OOM kill."""
+    prod = yaml.safe_load((K8S / "nats" / "values-prod.yaml").read_text(encoding="utf-8"))
+    resources = prod["container"]["merge"]["resources"]
+    units = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30}
+
+    def size(text: str) -> int:   # Kubernetes' "8Gi", Go's "7GiB"
+        number, unit = re.fullmatch(r"(\d+)(Ki|Mi|Gi)B?", text).groups()  # type: ignore[union-attr]
+        return int(number) * units[unit]
+
+    limit = size(resources["limits"]["memory"])
+    assert size(resources["requests"]["memory"]) == limit, "no overcommit of a server"
+    go = size(prod["container"]["env"]["GOMEMLIMIT"])
+    assert 0.8 * limit <= go <= 0.95 * limit
+
+
 def test_dev_and_test_nats_is_one_jetstream_server() -> None:
     dev = yaml.safe_load((K8S / "nats" / "values-dev.yaml").read_text(encoding="utf-8"))
     assert dev["config"]["cluster"]["enabled"] is False
