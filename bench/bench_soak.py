@@ -20,9 +20,9 @@ or an overloaded box would: past its lease's stall bound (table.lease_ttl_second
 table's fencing drops its rooms and rebuilds them from their logs (services/table/lease.py),
 which is what a table of a loaded machine does now and then. ``--env KEY=VALUE`` (repeatable) sets a variable of every service, e.g.
 ``PAIJU_GC_FREEZE_SECONDS=0``. ``--nats-probe`` opens nats-server's monitoring and profiling
-ports and reports, at every step, its Go heap and each stream's messages and subjects, and
-the allocation sites whose live heap grew from the end of the warm-up to the end
-(bench/natsprobe.py). Writes bench/reports/soak.md (``--out FILE`` elsewhere).
+ports and reports, at every step, its Go heap (with what was live at its last collection)
+and each stream's messages and subjects, the trend after the warm-up, and the allocation
+sites whose live bytes grew from the end of the warm-up to the end (bench/natsprobe.py). Writes bench/reports/soak.md (``--out FILE`` elsewhere).
 """
 
 from __future__ import annotations
