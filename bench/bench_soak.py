@@ -18,11 +18,13 @@ snapshot of a large heap stalls it long enough for its stall fencing to rebuild 
 ``--stall S`` stops the table process (SIGSTOP) for S seconds after each step, as a frozen VM
 or an overloaded box would: past its lease's stall bound (table.lease_ttl_seconds) the
 table's fencing drops its rooms and rebuilds them from their logs (services/table/lease.py),
-which is what a table of a loaded machine does now and then. ``--env KEY=VALUE`` (repeatable) sets a variable of every service, e.g.
-``PAIJU_GC_FREEZE_SECONDS=0``. ``--nats-probe`` opens nats-server's monitoring and profiling
-ports and reports, at every step, its Go heap (with what was live at its last collection)
-and each stream's messages and subjects, the trend after the warm-up, and the allocation
-sites whose live bytes grew from the end of the warm-up to the end (bench/natsprobe.py). Writes bench/reports/soak.md (``--out FILE`` elsewhere).
+which is what a table of a loaded machine does now and then. ``--env KEY=VALUE``
+(repeatable) sets a variable of every service, e.g. ``PAIJU_GC_FREEZE_SECONDS=0``.
+``--nats-probe`` opens nats-server's monitoring and profiling ports and reports, at every
+step, its Go heap (with what was live at its last collection) and each stream's messages
+and subjects, the trend after the warm-up, and the allocation sites whose live bytes grew
+from the end of the warm-up to the end (bench/natsprobe.py). Writes bench/reports/soak.md
+(``--out FILE`` elsewhere).
 """
 
 from __future__ import annotations
@@ -104,7 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                        sum(s.actions for s in stats), load)
                 rows.append(row)
                 if ports:
-                    nats.append((row[0], sample(ports)))
+                    try:
+                        nats.append((row[0], sample(ports)))
+                    except (OSError, ValueError) as exc:   # a gap in its table, not a lost run
+                        print(f"nats-server's probe failed: {exc!r}", flush=True)
                 if args.probe:
                     os.kill(pids["table"], signal.SIGUSR1)
                 if args.stall > 0:
@@ -163,7 +168,7 @@ def nats_report(nats: list[tuple[float, Sample]], warm: float) -> list[str]:
                   "outside Go's runtime, callee first), from the end of the warm-up to the "
                   "end, MiB:", "", "| grew | at the end | site |", "|---|---|---|"]
         lines += [f"| {d / mib:+.2f} | {last.get(k, 0.0) / mib:.2f} | `{k}` |"
-                  for d, k in grew[:12]]
+                  for d, k in grew[:12] if d > 0]
     return lines
 
 

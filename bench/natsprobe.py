@@ -5,9 +5,10 @@
 runtime's heap (the MemStats that ``/debug/pprof/heap?debug=1`` ends with), the heap that
 was live at the last collection (the profile's in-use bytes: garbage made since is not in
 it, so it does not swing with the collector's cycle as HeapAlloc does) by allocation site,
-and each JetStream stream's messages, bytes and distinct subjects (``/jsz?streams=true``). Go samples one allocation per 512 KiB on average
-(the profile's ``heap/1048576`` header is twice that rate), so each record's bytes are scaled
-back by the chance that an allocation of its average size was sampled, as pprof does.
+and each JetStream stream's messages, bytes and distinct subjects (``/jsz?streams=true``).
+Go samples one allocation per 512 KiB on average (the profile's ``heap/1048576`` header is
+twice that rate), so each record's bytes are scaled back by the chance that an allocation
+of its average size was sampled, as pprof does.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from services.common.natsd import free_port
 
 MEMSTATS = ("HeapAlloc", "HeapInuse", "HeapIdle", "HeapReleased", "Sys", "NumGC")
 RECORD = re.compile(r"^(\d+): (\d+) \[\d+: \d+\] @")
-FRAME = re.compile(r"^#\t0x[0-9a-f]+\t(\S+)\+0x")
-RUNTIME = ("runtime.", "sync.", "bytes.", "strings.", "encoding/", "reflect.", "fmt.")
+FRAME = re.compile(r"^#\t+0x[0-9a-f]+\t+(\S+)\+0x")
+RUNTIME = ("runtime.", "sync.", "bytes.", "strings.", "encoding/", "reflect.", "fmt.",
+           "internal/", "slices.", "maps.", "path/filepath.")
 
 
 @dataclass

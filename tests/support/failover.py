@@ -256,7 +256,7 @@ class FailoverBench:
         assert proc.proc is not None
         pid = proc.proc.pid
         said = proc.log_path.read_text(errors="replace")
-        stalls, dropped, lapsed = said.count(STALLED), said.count(DROPPED), said.count(LAPSED)
+        before = said.count(STALLED), said.count(DROPPED), said.count(LAPSED)
         await self._quiet(rooms)
         trial = Trial("stop", table, now(), rooms)
         os.kill(pid, signal.SIGSTOP)
@@ -284,8 +284,8 @@ class FailoverBench:
                                           f"{at - continued:+.2f} s after SIGCONT, before the "
                                           f"new owner's first position {lost_at[1]}")
         said = proc.log_path.read_text(errors="replace")
-        stalls, dropped, lapsed = (said.count(line) - before for line, before in
-                                   ((STALLED, stalls), (DROPPED, dropped), (LAPSED, lapsed)))
+        stalls, dropped, lapsed = (said.count(line) - was for line, was in
+                                   zip((STALLED, DROPPED, LAPSED), before, strict=True))
         trial.notes.append(f"{table} said it stalled {stalls} time(s) and dropped {dropped} "
                            f"room(s) taken meanwhile ({lapsed} more let lapse unchecked)")
         trial.let_go = dropped + lapsed

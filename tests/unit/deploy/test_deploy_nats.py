@@ -530,13 +530,15 @@ def test_prod_nats_collects_its_heap_before_its_memory_limit() -> None:
     resources = prod["container"]["merge"]["resources"]
     units = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30}
 
-    def size(text: str) -> int:   # Kubernetes' "8Gi", Go's "7GiB"
-        number, unit = re.fullmatch(r"(\d+)(Ki|Mi|Gi)B?", text).groups()  # type: ignore[union-attr]
-        return int(number) * units[unit]
+    def size(text: str, suffix: str) -> int:
+        """Kubernetes' "8Gi" (suffix ""), Go's "7GiB" (suffix "B"): each refuses the other's."""
+        found = re.fullmatch(rf"(\d+)(Ki|Mi|Gi){suffix}", text)
+        assert found, f"{text!r} is not a size in this field's units"
+        return int(found.group(1)) * units[found.group(2)]
 
-    limit = size(resources["limits"]["memory"])
-    assert size(resources["requests"]["memory"]) == limit, "no overcommit of a server"
-    go = size(prod["container"]["env"]["GOMEMLIMIT"])
+    limit = size(resources["limits"]["memory"], "")
+    assert size(resources["requests"]["memory"], "") == limit, "no overcommit of a server"
+    go = size(prod["container"]["env"]["GOMEMLIMIT"], "B")
     assert 0.8 * limit <= go <= 0.95 * limit
 
 

@@ -70,9 +70,9 @@ async def joined(code: int) -> list[Any]:
     assert reply.code == code
     assert (ROOM in app.streams.rooms) == (code == 0)   # a refused join leaves no subscription
     if code == 0:   # the early message's wait, then the refill that brings it
-        await until(lambda: len(session.outbox._items) >= 2)
-    else:           # nothing comes: given the time it would take
-        await asyncio.sleep(app.streams.gap_wait + 0.2)
+        assert await until(lambda: len(session.outbox._items) >= 2)
+    # and then the time anything more would take to come (nothing should)
+    await asyncio.sleep(app.streams.gap_wait + 0.2)
     out = [getattr(item, "frame", item) for item in session.outbox._items]
     await app.streams.stop()
     return out

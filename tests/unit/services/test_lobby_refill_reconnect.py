@@ -67,7 +67,7 @@ async def test_a_refill_on_its_way_at_a_reconnect_is_asked_again() -> None:
         assert await until(lambda: table.asked == 2) and not session.outbox._items
         table.unanswered = False
         nats.stats["reconnects"] = 1         # the lobby's connection moved
-        await until(lambda: len(session.outbox._items) == 2 and table.asked == 3)
+        assert await until(lambda: len(session.outbox._items) == 2 and table.asked == 3)
         items: list[Any] = list(session.outbox._items)
         counts = [getattr(i, "frame", i).in_entrust.count for i in items]
         assert counts == [2, 3] and table.asked == 3

@@ -95,8 +95,8 @@ async def test_a_gap_is_refilled_after_a_short_wait() -> None:
     table.messages += [message(2), message(3)]
     await publish(nats, 3)                  # 2 is missing: wait for it a moment
     assert counts(session) == []
-    await until(lambda: counts(session) == [2, 3])
-    assert counts(session) == [2, 3] and table.asked == [(1, 0), (1, 0)]
+    assert await until(lambda: counts(session) == [2, 3])
+    assert table.asked == [(1, 0), (1, 0)]
     await streams.stop()
 
 
@@ -104,8 +104,8 @@ async def test_a_table_that_cannot_refill_gets_a_snapshot_request_per_member() -
     nats, table, streams, session = await joined()
     table.resync = True
     await publish(nats, 3)
-    await until(lambda: counts(session) == [1001])
-    assert table.snapshots == [1] and counts(session) == [1001]
+    assert await until(lambda: counts(session) == [1001])
+    assert table.snapshots == [1]
     table.messages.append(message(11))
     await publish(nats, 11)                 # after the snapshot's position: in order
     assert counts(session) == [1001, 11]
@@ -118,7 +118,7 @@ async def test_every_room_is_refilled_after_a_nats_reconnect() -> None:
     await asyncio.sleep(0.05)
     table.messages += [message(2), message(3)]
     nats.stats["reconnects"] = 1            # messages 2 and 3 went while it was away
-    await until(lambda: counts(session) == [2, 3])
+    assert await until(lambda: counts(session) == [2, 3])
     assert counts(session) == [2, 3] and table.asked[-1] == (1, 0)
     follow.cancel()
     await asyncio.gather(follow, return_exceptions=True)
