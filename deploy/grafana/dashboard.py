@@ -94,8 +94,11 @@ PANELS: list = [
          "{{service}} {{method}} {{code}}")]),
     ("Lobby to table command round trip", "s",
      quantiles("paiju_lobby_table_forward_seconds", "kind", (0.5, 0.95))),
-    ("Lobby to table commands answered", "ops", [
-        (f"sum(rate(paiju_lobby_table_commands_total{RATE}))", "answered")]),
+    ("Lobby to table commands answered, sent again, and copies the table answered once", "ops", [
+        (f"sum(rate(paiju_lobby_table_commands_total{RATE}))", "answered"),
+        (f"sum(rate(paiju_lobby_table_commands_resent_total{RATE}))", "sent again"),
+        (f"sum by (outcome) (rate(paiju_table_command_copies_total{RATE}))",
+         "copies {{outcome}}")]),
     ("Table", None, None),
     ("Action round trip (received to logged and fanned out)", "s",
      quantiles("paiju_table_action_seconds", "game")),

@@ -11,10 +11,10 @@ A command or its reply can be lost without a word while a NATS connection moves 
 server (its server stopping in lame-duck mode or dying, of the lobby or of the table: a
 message routed by interest a moment old). A command unanswered for ``RESEND_SECONDS`` is
 sent again under the same request id (and again after waits doubling each time), and the
-first reply to any copy is the answer. A table answers in milliseconds; a copy that reaches
-it after the first did only meets a decision that is over and is refused as overtaken, a
-reply nobody waits for (docs/protocol.md §8). So a lost command costs a player half a
-second, not the room's turn timer. And a command waits no longer for a table the room has
+first reply to any copy is the answer. The table answers a command once whatever its
+copies: it drops a copy while the first is under way and sends the first's reply again to a
+later one (services/table/nats_commands.py). So a lost command costs a player half a second,
+not the room's turn timer, and a table busy for longer than that is not asked for more work. And a command waits no longer for a table the room has
 left (its directory entry names another: ``gone``)."""
 
 from __future__ import annotations

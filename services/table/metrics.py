@@ -29,6 +29,11 @@ for _reason in FALLBACK_REASONS:
     ARBITER_FALLBACK.labels(_reason)
 TIMEOUTS = Counter("paiju_table_timeouts_total", "Decisions that timed out (entrust)", ["game"])
 SETTLEMENTS = Counter("paiju_table_settlements_total", "Settlement messages published", ["final"])
+COMMAND_COPIES = Counter(
+    "paiju_table_command_copies_total",
+    "Copies of a lobby's command (sent again, unanswered after 0.5 s) not answered anew: "
+    "dropped while the first is under way, or given the first's reply again",
+    ["outcome"])
 REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log (at start, or taken over from another table)")
 PENDING = Gauge("paiju_table_pending_writes",
                 "Directory writes, settlements and log purges waiting for a retry", ["kind"])

@@ -10,12 +10,24 @@ reply leaves in the same write as the events it caused (bench/reports/capacity.m
 Each command is answered in a task of its own, so a room busy with a slow command never
 holds up another room's. A reply goes only to the asking lobby's inbox (NATS permissions:
 ``allow_responses``); a payload that is not a ``TableCommand`` is logged and dropped.
+
+A lobby sends a command again, under the same reply subject, while it has no reply
+(services/lobby/table_link.py: after 0.5 s, then after waits doubling), in case the command or its
+reply was lost while a NATS connection moved. A copy is answered once, by the first: a copy
+that comes while the first is under way is dropped (its reply answers the lobby), and one
+that comes after it gets the same reply bytes again for ``COPY_SECONDS``. So a copy never
+costs the table a second answer: a burst that keeps the table busy for more than half a
+second (every player of a dead lobby asking for their room's snapshot at once) does not
+turn into several answers per command, and a move whose reply was lost is answered with its
+own reply, not refused as overtaken.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -24,10 +36,15 @@ from nats.aio.msg import Msg
 
 from paiju.v1 import table_pb2
 from services.common import bus
+from services.table import metrics
 
 log = logging.getLogger("paiju.table.commands")
 
 STOP_SECONDS = 5.0
+# How long a reply is kept for the copies of its command: longer than a lobby waits for one
+# (table_link's timeout, 5 s, and forwarding.py never asks for longer).
+COPY_SECONDS = 10.0
+MAX_KEPT = 100_000   # replies kept at most (10 s of a busy table; the oldest go first)
 
 
 SendReply = Callable[[table_pb2.TableReply], Awaitable[None]]
@@ -48,6 +65,10 @@ class CommandSubscription:
         self.core = core
         self._sub: Any = None
         self._answering: set[asyncio.Task[None]] = set()
+        self._under_way: set[str] = set()     # reply subjects of commands being answered
+        self._sent: dict[str, bytes] = {}     # reply subject -> the reply sent to it
+        self._sent_order: deque[str] = deque()    # its keys, oldest first,
+        self._sent_times: deque[float] = deque()  # and when each was sent
 
     @property
     def subject(self) -> str:
@@ -69,15 +90,25 @@ class CommandSubscription:
             await asyncio.wait(set(self._answering), timeout=STOP_SECONDS)
 
     async def _on_command(self, msg: Msg) -> None:
-        if not msg.reply:
+        reply_to = msg.reply
+        if not reply_to:
             log.warning("command without a reply subject dropped")
+            return
+        if reply_to in self._under_way:
+            metrics.COMMAND_COPIES.labels("dropped").inc()
+            return
+        sent = self._sent.get(reply_to)
+        if sent is not None:
+            metrics.COMMAND_COPIES.labels("replied_again").inc()
+            await self._publish(reply_to, sent, 0)
             return
         try:
             cmd = table_pb2.TableCommand.FromString(msg.data)
         except DecodeError:
             log.warning("undecodable command dropped", extra={"bytes": len(msg.data)})
             return
-        task = asyncio.create_task(self._answer(cmd, msg.reply))
+        self._under_way.add(reply_to)
+        task = asyncio.create_task(self._answer(cmd, reply_to))
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
 
@@ -87,13 +118,33 @@ class CommandSubscription:
         async def send(reply: table_pb2.TableReply) -> None:
             nonlocal sent
             sent = True
-            try:
-                await self.core.nc.publish(reply_to, reply.SerializeToString())
-            except Exception as exc:  # NATS away: the lobby's request times out and retries
-                log.warning("command reply not sent",
-                            extra={"room": cmd.room_id, "error": repr(exc)})
+            data = reply.SerializeToString()
+            self._keep(reply_to, data)
+            await self._publish(reply_to, data, cmd.room_id)
 
-        # sent from the room's task where it can be (with the events it caused), else here
-        reply = await self.core.answer(cmd, send)
-        if not sent:
-            await send(reply)
+        try:
+            # sent from the room's task where it can be (with the events it caused), else here
+            reply = await self.core.answer(cmd, send)
+            if not sent:
+                await send(reply)
+        finally:
+            self._under_way.discard(reply_to)   # unsent (a bug): a copy is answered anew
+
+    def _keep(self, reply_to: str, data: bytes) -> None:
+        """The reply for the command's copies; replies older than COPY_SECONDS (or beyond
+        MAX_KEPT) are let go."""
+        self._under_way.discard(reply_to)
+        now = time.monotonic()
+        order, times = self._sent_order, self._sent_times
+        while times and (times[0] < now - COPY_SECONDS or len(times) >= MAX_KEPT):
+            times.popleft()
+            self._sent.pop(order.popleft(), None)
+        self._sent[reply_to] = data
+        order.append(reply_to)
+        times.append(now)
+
+    async def _publish(self, reply_to: str, data: bytes, room_id: int) -> None:
+        try:
+            await self.core.nc.publish(reply_to, data)
+        except Exception as exc:  # NATS away: the lobby sends the command again
+            log.warning("command reply not sent", extra={"room": room_id, "error": repr(exc)})

@@ -19,7 +19,9 @@ from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.lobby.errors import Unavailable, Unreachable
 from services.lobby.table_link import TableLink
+from services.table import nats_commands
 from services.table.nats_commands import CommandSubscription
+from tests.support.waiting import until
 
 ADDRESS = "127.0.0.1:50999"
 
@@ -183,6 +185,72 @@ async def test_a_lost_command_is_sent_again_and_the_first_reply_answers_it(
     assert resent() - before == 1 and list(copies.values()) == [2]
     assert link.idle
     await sub.unsubscribe()
+    await link.close()
+
+
+def copies(outcome: str) -> float:
+    return REGISTRY.get_sample_value("paiju_table_command_copies_total",
+                                     {"outcome": outcome}) or 0.0
+
+
+async def test_copies_of_a_command_are_answered_once_by_the_first(
+        ncs: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lobby sends a command again while it has no reply (a lost command or reply, or a
+    table busy for more than RESEND_SECONDS). A copy that comes while the first is under way
+    is dropped; one that comes after it gets the first's reply bytes again; the core answers
+    the command once. After COPY_SECONDS a copy is a new command."""
+    table_nc, lobby_nc = ncs
+    core = Core(table_nc)
+    commands = CommandSubscription(core)
+    await commands.start()
+    await bus.sync(table_nc)
+    subject = bus.table_commands(ADDRESS)
+    replies = await lobby_nc.subscribe("_INBOX.copies.*")
+    await bus.sync(lobby_nc)
+    dropped, again = copies("dropped"), copies("replied_again")
+    slow = table_pb2.TableCommand(request_id=1, room_id=2, kind="snapshot").SerializeToString()
+    for _ in range(3):   # the first and two copies while room 2 holds the answer
+        await lobby_nc.publish(subject, slow, reply="_INBOX.copies.1")
+        await bus.sync(lobby_nc)
+    await bus.sync(table_nc)
+    assert core.seen == [2] and copies("dropped") - dropped == 2
+    core.release.set()
+    first = await replies.next_msg(timeout=5)
+    await lobby_nc.publish(subject, slow, reply="_INBOX.copies.1")   # its reply was lost
+    second = await replies.next_msg(timeout=5)
+    assert second.data == first.data and core.seen == [2]
+    assert copies("replied_again") - again == 1
+    await bus.sync(table_nc)
+    await bus.sync(lobby_nc)
+    assert replies.pending_msgs == 0, "a copy was answered twice"
+
+    monkeypatch.setattr(nats_commands, "COPY_SECONDS", 0.0)   # kept no longer
+    other = table_pb2.TableCommand(request_id=2, room_id=5).SerializeToString()
+    await lobby_nc.publish(subject, other, reply="_INBOX.copies.2")
+    await replies.next_msg(timeout=5)
+    await lobby_nc.publish(subject, slow, reply="_INBOX.copies.1")
+    await replies.next_msg(timeout=5)
+    assert core.seen == [2, 5, 2], "a copy older than COPY_SECONDS is a new command"
+    await commands.stop()
+
+
+async def test_a_table_slower_than_the_resend_answers_each_command_once(
+        ncs: tuple[Any, Any]) -> None:
+    """A burst (a dead lobby's players all asking for their snapshots) keeps a table busy
+    past RESEND_SECONDS: the lobby's copies cost it no second answer."""
+    table_nc, lobby_nc = ncs
+    core = Core(table_nc)
+    commands = CommandSubscription(core)
+    await commands.start()
+    await bus.sync(table_nc)
+    link = TableLink(ADDRESS, 10.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
+    before = resent()
+    answer = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2)))
+    assert await until(lambda: resent() - before >= 2)   # sent at 0, 0.5 and 1.5 s
+    core.release.set()
+    assert (await asyncio.wait_for(answer, 5)).room_id == 2
+    assert core.seen == [2]
+    await commands.stop()
     await link.close()
 
 
