@@ -87,12 +87,13 @@ class SetupMixin(HandCore):
             raise IllegalAction("the three exchanged tiles must be of one suit")
 
     def _exchange_choices(self, seat: int) -> list[Action]:
-        tiles = [t for t in range(27) for _ in range(self.hands[seat][t])]
-        same_suit = self.options["exchange_three"] == "same_suit"
-        picks = {
-            combo for combo in combinations(tiles, 3)
-            if not same_suit or suit_of(combo[0]) == suit_of(combo[2])
-        }
+        hand = self.hands[seat]
+        if self.options["exchange_three"] == "same_suit":   # three of one suit: each apart
+            groups = [[t for t in range(9 * s, 9 * s + 9) for _ in range(hand[t])]
+                      for s in range(3)]
+        else:
+            groups = [[t for t in range(27) for _ in range(hand[t])]]
+        picks = {combo for tiles in groups for combo in combinations(tiles, 3)}
         return [Action("exchange_three", tuple(self.names(c))) for c in sorted(picks)]
 
     # ------------------------------------------------------------------ effects

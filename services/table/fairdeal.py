@@ -25,11 +25,21 @@ class Pending:
     client_seeds: list[bytes | None]
 
 
+@dataclass(frozen=True)
+class Started:
+    """The running hand's reveal and engine inputs: its :class:`FairRecord` but the layout,
+    laid out at the hand's end (``FairDeals.record``), when it is published. So a room
+    rebuilt mid-hand (one of a thousand a table adopts) shuffles its wall once, not twice."""
+
+    commitment: str
+    fields: dict[str, Any]   # FairRecord's, without wall, deck and actions
+
+
 @dataclass
 class FairDeals:
     seats: int
     next: Pending | None = None
-    current: FairRecord | None = None   # the running hand's record, its actions not yet in
+    current: Started | None = None   # the running hand's, its actions not yet in
     actions: list[dict[str, Any]] = field(default_factory=list)
 
     def commit(self, rec: lr.Commit) -> None:
@@ -54,15 +64,13 @@ class FairDeals:
         if p is None or p.hand_no != rec.hand_no:
             return   # no commitment for this hand: the table never starts one so (tests do)
         reveal = fair.reveal(room_id, rec.hand_no, p.server_seed, p.client_seeds)
-        layout = deal_layout(game, bytes.fromhex(rec.seed))
-        self.current = FairRecord(
+        self.current = Started(reveal["commitment"], dict(
             fair_version=reveal["fair_version"], room_id=room_id, hand_no=rec.hand_no,
             commitment=reveal["commitment"], server_seed=reveal["server_seed"],
             client_seeds=tuple(reveal["client_seeds"]), hand_seed=rec.seed, game=game,
             # every option, defaults filled in: a verifier never guesses one
             options=registry.get(game).parse_options(options), dealer=rec.dealer,
-            dealer_from_seed=rec.dealer_from_seed,
-            wall=_names(layout.get("wall")), deck=_names(layout.get("deck")), actions=())
+            dealer_from_seed=rec.dealer_from_seed))
 
     def acted(self, rec: lr.Act | lr.Resolve) -> None:
         if self.current is not None:
@@ -75,7 +83,10 @@ class FairDeals:
         """At the hand's end: everything games.tools.verify_deal checks (its replay form)."""
         if self.current is None:
             return None
-        return self.current.replace(actions=tuple(self.actions))
+        fields = self.current.fields
+        layout = deal_layout(fields["game"], bytes.fromhex(fields["hand_seed"]))
+        return FairRecord(**fields, wall=_names(layout.get("wall")),
+                          deck=_names(layout.get("deck")), actions=tuple(self.actions))
 
 
 def _names(names: list[str] | None) -> tuple[str, ...] | None:
