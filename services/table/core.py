@@ -156,8 +156,10 @@ class TableCore:
         await self.lease.register()
         await self.view.resync()
         self.view.start()
-        await self.recover()
+        # the lease runs before the rooms are taken back: a room writes only under a current
+        # lease (_held), and a thousand rebuilds outlast the entry put by register()
         self.lease.start()
+        await self.recover()
 
     async def _set_up_jetstream(self) -> tuple[Any, Any]:
         """The streams and buckets (created if missing). Tables starting together on a
