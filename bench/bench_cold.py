@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.bench_capacity import HEARTBEAT, lobby_urls, more_processes, profile
+from bench.bench_capacity import HEARTBEAT, add_env_option, lobby_urls, more_processes, profile
 from bench.bench_system import process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, LoadProcesses, write_report
 from tests.support.failover import quantile
@@ -59,6 +59,7 @@ from tests.support.failover import quantile
 LIMIT = 10.0                 # the issue's bound, seconds
 BOUND = 90.0                 # a player not back this long after a kill counts as lost
 BATCH = 10                   # rooms a load process seats at once
+SCRAPE_SECONDS = 0.5         # the adopter's metrics read this often (each read costs it CPU)
 SLOW = {   # nobody's turn runs out while the players sit at their prompts
     "PAIJU_TABLE__TURN_SECONDS": "600", "PAIJU_TABLE__WINDOW_SECONDS": "600",
     "PAIJU_TABLE__ALONE_SECONDS": "600", "PAIJU_LOG__LEVEL": "WARNING"}
@@ -320,12 +321,13 @@ class Phase:
     watched: float                   # seconds from the kill to the end of the watch
     restart: float | None = None     # seconds the killed process took to serve again
     # table: (seconds after the kill to the first room rebuilt, to the last, the taker's CPU
-    # seconds between the two; sampled at the polls, 0.1 s apart)
+    # seconds between the two; sampled every SCRAPE_SECONDS)
     rebuild: tuple[float, float, float] | None = None
     rebuilt: int = 0
     hot: list[tuple[float, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     others: dict[str, float] = field(default_factory=dict)   # CPU s of records, arbiter, NATS
+    resent: int | None = None        # lobby: commands the taker sent its table again
 
 
 BACKENDS = ("records", "arbiter", "nats-server")
@@ -419,10 +421,13 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
     all_: tuple[float, float] | None = None    # the same when every room is
     rebuilt = 0
 
-    def tick() -> None:
-        nonlocal first, all_, rebuilt
-        if all_ is not None:
+    scraped = 0.0
+
+    def tick(last: bool = False) -> None:
+        nonlocal first, all_, rebuilt, scraped
+        if all_ is not None or (now() - scraped < SCRAPE_SECONDS and not last):
             return
+        scraped = now()
         try:
             rebuilt = int(value(scrape(taker.metrics_port), "paiju_table_rooms_rebuilt_total"))
         except OSError:   # a restarted table not serving its metrics yet
@@ -434,6 +439,7 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
             all_ = mark
 
     backs, last, watched = wait_back(gen, at, "table", tick)
+    tick(last=True)   # every player back before the next scrape: the count at the end
     cpu = process_cpu(pid) - cpu0
     rebuild = None if first is None or all_ is None else (
         first[0], all_[0], all_[1] - first[1])
@@ -443,8 +449,10 @@ def table_phase(stack: Any, tmp: Path, gen: Generator, args: argparse.Namespace,
                  since_cpu(stack, others))
 
 
-def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespace,
-                rooms_before: int) -> Phase:
+def lobby_phase(stack: Any, lobby_b: Any, table: Any, gen: Generator,
+                args: argparse.Namespace, rooms_before: int) -> Phase:
+    """The lobby kill; ``table`` is the table running the rooms (it answers every returning
+    player's snapshot, so its CPU is counted with the other servers')."""
     more = max(0, (args.players - 4 * args.rooms) // 4)
     gen.add_rooms(more)
     players, prompted, rooms_at, errors = gen.at_prompt(rooms_before + more)
@@ -453,6 +461,7 @@ def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespa
     killed = stack.lobby
     taker = killed if args.lobby_restart else lobby_b
     gen_cpu, others = gen.cpu(), backends_cpu(stack)
+    table_cpu = process_cpu(table.proc.pid)
     at = now()
     gen.ask("mark", at)
     killed.proc.send_signal(signal.SIGKILL)
@@ -467,10 +476,13 @@ def lobby_phase(stack: Any, lobby_b: Any, gen: Generator, args: argparse.Namespa
 
     backs, last, watched = wait_back(gen, at, "lobby")
     cpu = process_cpu(pid) - cpu0
+    resent = int(value(scrape(taker.metrics_port), "paiju_lobby_table_commands_resent_total"))
     return Phase("lobby", players, rooms_at, at, backs,
                  "lobby A" if args.lobby_restart else "lobby B", cpu, gen.cpu() - gen_cpu,
                  last, watched, restart, hot=spy.join(), errors=gen.ask("errors")[0],
-                 others=since_cpu(stack, others))
+                 others={"table": process_cpu(table.proc.pid) - table_cpu,
+                         **since_cpu(stack, others)},
+                 resent=resent)
 
 
 # ---------------------------------------------------------------------- the report
@@ -495,7 +507,8 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
            + (" --lobby-restart" if args.lobby_restart else "")
            + (" --ensure-profiles" if args.ensure_profiles else "")
            + (" --edge grpc" if args.edge == "grpc" else "")
-           + (f" --profile {args.profile:g}" if args.profile else ""))
+           + (f" --profile {args.profile:g}" if args.profile else "")
+           + "".join(f" --env {k}={v}" for k, v in args.env))
     tb = table.backs
     prompt_t = [since(b.prompt, table.killed_at) for b in tb if b.prompted]
     first_by_room: dict[int, float | None] = {}
@@ -582,6 +595,9 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
          f"{lobby.server_cpu:.2f} s of CPU by the end of the watch (start-up included)"),
         f"- load generator CPU meanwhile: {lobby.generator_cpu:.2f} s "
         f"({lobby.generator_cpu / max(lobby.watched, 1e-9):.2f} cores); {cpu_line(lobby)}",
+        f"- commands `{lobby.server}` sent its table again, unanswered after "
+        f"`table_link.RESEND_SECONDS` (`paiju_lobby_table_commands_resent_total`): "
+        f"{lobby.resent}",
         f"- verdict (every player logged in again with its room's snapshot within {LIMIT:g} s): "
         f"{verdict([since(b.joined, lobby.killed_at) for b in lb])}",
     ]
@@ -620,7 +636,7 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
         if args.edge == "ws":
             from services.common.natsd import free_port
             edge = {"PAIJU_LOBBY__WS_PORT": str(free_port())}
-        stack = start_stack(tmp, **OPEN, **SLOW, **edge)
+        stack = start_stack(tmp, **OPEN, **SLOW, **edge, **dict(args.env))
         extra: list[Any] = []
         gen: Generator | None = None
         try:
@@ -636,7 +652,8 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
             gen = Generator(args.procs, addresses, SECRET, args.game)
             lobby_b = extra[0] if extra else None
             table = table_phase(stack, tmp, gen, args, extra)
-            lobby = lobby_phase(stack, lobby_b, gen, args, table.rooms)
+            running = stack.table if args.table_restart else extra[-1]
+            lobby = lobby_phase(stack, lobby_b, running, gen, args, table.rooms)
             return table, lobby
         finally:
             if gen is not None:
@@ -671,6 +688,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="py-spy the process taking over for this many seconds")
     parser.add_argument("--keep", action="store_true", help="keep the processes' logs")
     parser.add_argument("--out", type=Path, default=REPORTS)
+    add_env_option(parser)
     return parser.parse_args(argv)
 
 

@@ -26,3 +26,4 @@ def test_every_player_comes_back_after_a_table_and_a_lobby_kill(tmp_path: Path) 
     assert all(b.login is not None and b.joined is not None and b.login > lobby.killed_at
                for b in lobby.backs)
     assert all(b.prompt is not None for b in lobby.backs if b.prompted)
+    assert "table" in lobby.others and lobby.resent is not None   # the snapshots' side
