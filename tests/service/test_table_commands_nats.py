@@ -67,6 +67,15 @@ async def ncs(nats_server: EmbeddedNats) -> AsyncIterator[tuple[Any, Any]]:
     await lobby.close()
 
 
+async def answering(table_nc: Any) -> tuple[Core, CommandSubscription]:
+    """A table's command subscription on ``table_nc``, answering with a :class:`Core`."""
+    core = Core(table_nc)
+    commands = CommandSubscription(core)
+    await commands.start()
+    await bus.sync(table_nc)
+    return core, commands
+
+
 def sent() -> float:
     return REGISTRY.get_sample_value("paiju_lobby_table_commands_total") or 0.0
 
@@ -74,10 +83,7 @@ def sent() -> float:
 async def test_commands_go_over_nats_and_a_slow_room_holds_up_no_other(
         ncs: tuple[Any, Any]) -> None:
     table_nc, lobby_nc = ncs
-    core = Core(table_nc)
-    sub = CommandSubscription(core)
-    await sub.start()
-    await bus.sync(table_nc)
+    core, sub = await answering(table_nc)
     link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
     before = sent()
     slow = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2, kind="ready")))
@@ -131,10 +137,7 @@ async def test_silence_and_garbage_are_unavailable_and_garbage_is_not_answered(
     await silent.unsubscribe()
 
     # the table's side: a payload that is not a TableCommand gets no answer (and no crash)
-    core = Core(table_nc)
-    commands = CommandSubscription(core)
-    await commands.start()
-    await bus.sync(table_nc)
+    core, commands = await answering(table_nc)
     with pytest.raises(nats.errors.TimeoutError):
         await lobby_nc.request(subject, b"\xff\xff\xff", timeout=0.3)
     reply = table_pb2.TableReply.FromString(
@@ -200,10 +203,7 @@ async def test_copies_of_a_command_are_answered_once_by_the_first(
     is dropped; one that comes after it gets the first's reply bytes again; the core answers
     the command once. After COPY_SECONDS a copy is a new command."""
     table_nc, lobby_nc = ncs
-    core = Core(table_nc)
-    commands = CommandSubscription(core)
-    await commands.start()
-    await bus.sync(table_nc)
+    core, commands = await answering(table_nc)
     subject = bus.table_commands(ADDRESS)
     replies = await lobby_nc.subscribe("_INBOX.copies.*")
     await bus.sync(lobby_nc)
@@ -239,10 +239,7 @@ async def test_a_table_slower_than_the_resend_answers_each_command_once(
     """A burst (a dead lobby's players all asking for their snapshots) keeps a table busy
     past RESEND_SECONDS: the lobby's copies cost it no second answer."""
     table_nc, lobby_nc = ncs
-    core = Core(table_nc)
-    commands = CommandSubscription(core)
-    await commands.start()
-    await bus.sync(table_nc)
+    core, commands = await answering(table_nc)
     link = TableLink(ADDRESS, 10.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
     before = resent()
     answer = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=2)))
