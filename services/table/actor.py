@@ -72,6 +72,7 @@ class RoomActor:
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.Task[None] | None = None
         self._early: dict[asyncio.Future[Reply], Early] = {}   # see submit
+        self._in_hand: asyncio.Future[Reply] | None = None     # the item being handled
         self.progressed = time.monotonic()   # when the room last recorded something
 
     # ------------------------------------------------------------------ life cycle
@@ -90,6 +91,11 @@ class RoomActor:
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
         await cancel_and_wait(self._timer, self._task)
         self._task = self._timer = None   # see __init__: no cycle through their tracebacks
+        # the item the task was cancelled in (a lapsed room's append waiting for its check,
+        # a hand-over that did not wait for it) is answered too: its sender waits for it
+        fut, self._in_hand = self._in_hand, None
+        if fut is not None and not fut.done():
+            fut.set_result(self._gone())
 
     def _gone(self) -> Reply:
         if self.paused:  # handed to another table: the lobby retries there
@@ -138,6 +144,7 @@ class RoomActor:
                 if fut is not None and not fut.done():
                     fut.set_result(Reply() if kind == "pause" else self._gone())
                 continue
+            self._in_hand = fut
             try:
                 reply = await self._handle(kind, payload)
             except RoomError as err:
@@ -145,6 +152,7 @@ class RoomActor:
             except Exception:  # a bug or a NATS failure must not kill the room's task
                 log.exception("room command failed", extra={"room": self.room.room_id})
                 reply = Reply(common_pb2.ERR_INTERNAL, "internal error; please retry")
+            self._in_hand = None
             reply.position = self.stream.position
             if fut is not None and not fut.done():
                 fut.set_result(reply)

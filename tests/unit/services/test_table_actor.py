@@ -475,3 +475,25 @@ async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answe
     assert moved is not None and moved >= deadline + held[0] - 0.1
     assert room.to_act() == (2, 3)
     await actor.stop()
+
+
+async def test_a_room_stopped_in_the_middle_of_an_item_answers_it() -> None:
+    """A table stops a room while the room's task is inside an item (a lapsed room's append
+    waiting for its check, a hand-over that did not wait for the item): its sender gets a
+    reply all the same, as the items queued behind it do. Without one, the lobby's command
+    waits out its timeout, and the table drops the command's copies as under way."""
+    room, actor, log = await seated_room(SLOW)
+    entered = asyncio.Event()
+
+    async def never_appends(room_id: int, index: int, rec: dict[str, Any], last_seq: int) -> int:
+        entered.set()
+        await asyncio.Event().wait()   # cancelled by stop()
+        return 0
+
+    actor._append = never_appends
+    ready = asyncio.create_task(actor.submit("command", command(1, lm.AskReady(is_ready=True))))
+    queued = asyncio.create_task(actor.submit("command", command(2, lm.AskReady(is_ready=True))))
+    await asyncio.wait_for(entered.wait(), 10)
+    await actor.stop()
+    replies = await asyncio.wait_for(asyncio.gather(ready, queued), 10)
+    assert [r.code for r in replies] == [common_pb2.ERR_NO_SUCH_ROOM] * 2
