@@ -14,8 +14,9 @@ sent again under the same request id (and again after waits doubling each time),
 first reply to any copy is the answer. The table answers a command once whatever its
 copies: it drops a copy while the first is under way and sends the first's reply again to a
 later one (services/table/nats_commands.py). So a lost command costs a player half a second,
-not the room's turn timer, and a table busy for longer than that is not asked for more work. And a command waits no longer for a table the room has
-left (its directory entry names another: ``gone``)."""
+not the room's turn timer, and a copy to a table busy for longer than that costs it a
+lookup, not a second answer. And a command waits no longer for a table the room has left
+(its directory entry names another: ``gone``)."""
 
 from __future__ import annotations
 

@@ -34,6 +34,8 @@ COMMAND_COPIES = Counter(
     "Copies of a lobby's command (sent again, unanswered after 0.5 s) not answered anew: "
     "dropped while the first is under way, or given the first's reply again",
     ["outcome"])
+for _outcome in ("dropped", "replied_again"):
+    COMMAND_COPIES.labels(_outcome)
 REBUILT = Counter("paiju_table_rooms_rebuilt_total", "Rooms rebuilt from their log (at start, or taken over from another table)")
 PENDING = Gauge("paiju_table_pending_writes",
                 "Directory writes, settlements and log purges waiting for a retry", ["kind"])

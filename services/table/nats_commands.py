@@ -15,11 +15,12 @@ A lobby sends a command again, under the same reply subject, while it has no rep
 (services/lobby/table_link.py: after 0.5 s, then after waits doubling), in case the command or its
 reply was lost while a NATS connection moved. A copy is answered once, by the first: a copy
 that comes while the first is under way is dropped (its reply answers the lobby), and one
-that comes after it gets the same reply bytes again for ``COPY_SECONDS``. So a copy never
-costs the table a second answer: a burst that keeps the table busy for more than half a
-second (every player of a dead lobby asking for their room's snapshot at once) does not
-turn into several answers per command, and a move whose reply was lost is answered with its
-own reply, not refused as overtaken.
+that comes after it gets the same reply bytes again for ``COPY_SECONDS``. So a burst that
+keeps the table busy for more than half a second (every player of a dead lobby asking for
+their room's snapshot at once) costs one answer per command, not up to four, and a move
+whose reply was lost is answered with its own reply, not refused as overtaken. A reply that
+did nothing and asks to be tried again (``AGAIN``: the room moving, busy, not here, an
+internal error) is not kept: a later copy is answered anew.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any, Protocol
 from google.protobuf.message import DecodeError
 from nats.aio.msg import Msg
 
-from paiju.v1 import table_pb2
+from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.table import metrics
 
@@ -44,7 +45,11 @@ STOP_SECONDS = 5.0
 # How long a reply is kept for the copies of its command: longer than a lobby waits for one
 # (table_link's timeout, 5 s, and forwarding.py never asks for longer).
 COPY_SECONDS = 10.0
-MAX_KEPT = 100_000   # replies kept at most (10 s of a busy table; the oldest go first)
+MAX_KEPT = 100_000             # replies kept at most (the oldest go first),
+MAX_KEPT_BYTES = 64 * 2**20    # and bytes of them (snapshots are a few KiB each)
+# replies that changed nothing and ask the lobby to try again: a copy is answered anew
+AGAIN = frozenset({common_pb2.ERR_ROOM_MOVING, common_pb2.ERR_NO_SUCH_ROOM,
+                   common_pb2.ERR_UNAVAILABLE, common_pb2.ERR_INTERNAL})
 
 
 SendReply = Callable[[table_pb2.TableReply], Awaitable[None]]
@@ -68,7 +73,9 @@ class CommandSubscription:
         self._under_way: set[str] = set()     # reply subjects of commands being answered
         self._sent: dict[str, bytes] = {}     # reply subject -> the reply sent to it
         self._sent_order: deque[str] = deque()    # its keys, oldest first,
-        self._sent_times: deque[float] = deque()  # and when each was sent
+        self._sent_times: deque[float] = deque()  # when each was sent,
+        self._sent_sizes: deque[int] = deque()    # and its bytes
+        self._sent_bytes = 0
 
     @property
     def subject(self) -> str:
@@ -97,6 +104,7 @@ class CommandSubscription:
         if reply_to in self._under_way:
             metrics.COMMAND_COPIES.labels("dropped").inc()
             return
+        self._forget_old(time.monotonic())
         sent = self._sent.get(reply_to)
         if sent is not None:
             metrics.COMMAND_COPIES.labels("replied_again").inc()
@@ -119,7 +127,10 @@ class CommandSubscription:
             nonlocal sent
             sent = True
             data = reply.SerializeToString()
-            self._keep(reply_to, data)
+            if reply.code in AGAIN:
+                self._under_way.discard(reply_to)
+            else:
+                self._keep(reply_to, data)
             await self._publish(reply_to, data, cmd.room_id)
 
         try:
@@ -131,17 +142,25 @@ class CommandSubscription:
             self._under_way.discard(reply_to)   # unsent (a bug): a copy is answered anew
 
     def _keep(self, reply_to: str, data: bytes) -> None:
-        """The reply for the command's copies; replies older than COPY_SECONDS (or beyond
-        MAX_KEPT) are let go."""
+        """The reply for the command's copies."""
         self._under_way.discard(reply_to)
         now = time.monotonic()
-        order, times = self._sent_order, self._sent_times
-        while times and (times[0] < now - COPY_SECONDS or len(times) >= MAX_KEPT):
-            times.popleft()
-            self._sent.pop(order.popleft(), None)
+        self._forget_old(now, len(data))
         self._sent[reply_to] = data
-        order.append(reply_to)
-        times.append(now)
+        self._sent_order.append(reply_to)
+        self._sent_times.append(now)
+        self._sent_sizes.append(len(data))
+        self._sent_bytes += len(data)
+
+    def _forget_old(self, now: float, room: int = 0) -> None:
+        """Let go of the replies older than COPY_SECONDS, and of the oldest while more than
+        MAX_KEPT replies or MAX_KEPT_BYTES would be kept with ``room`` more bytes."""
+        times = self._sent_times
+        while times and (times[0] < now - COPY_SECONDS or len(times) >= MAX_KEPT
+                         or self._sent_bytes + room > MAX_KEPT_BYTES):
+            times.popleft()
+            self._sent_bytes -= self._sent_sizes.popleft()
+            self._sent.pop(self._sent_order.popleft(), None)
 
     async def _publish(self, reply_to: str, data: bytes, room_id: int) -> None:
         try:

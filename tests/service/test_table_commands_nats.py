@@ -28,7 +28,7 @@ ADDRESS = "127.0.0.1:50999"
 
 class Core:
     """What the subscription needs of a TableCore: a connection, an address, and answers
-    (room 2's wait until released; room 3's raise, as a bug would)."""
+    (room 2's wait until released; room 8's say the room is moving)."""
 
     def __init__(self, nc: Any) -> None:
         self.nc = nc
@@ -43,6 +43,8 @@ class Core:
             await self.release.wait()
         reply = table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id, seat=1,
                                      message=f"{cmd.kind} for {cmd.user_id}")
+        if cmd.room_id == 8:
+            reply.code = common_pb2.ERR_ROOM_MOVING
         if early is not None and cmd.room_id == 6:   # sent from the room's task
             await early(reply)
         return reply
@@ -224,13 +226,26 @@ async def test_copies_of_a_command_are_answered_once_by_the_first(
     await bus.sync(lobby_nc)
     assert replies.pending_msgs == 0, "a copy was answered twice"
 
-    monkeypatch.setattr(nats_commands, "COPY_SECONDS", 0.0)   # kept no longer
+    # a reply that did nothing and asks to be tried again is not kept: a copy is answered anew
+    moving = table_pb2.TableCommand(request_id=3, room_id=8).SerializeToString()
+    for _ in range(2):
+        await lobby_nc.publish(subject, moving, reply="_INBOX.copies.3")
+        assert table_pb2.TableReply.FromString(
+            (await replies.next_msg(timeout=5)).data).code == common_pb2.ERR_ROOM_MOVING
+    assert core.seen == [2, 8, 8]
+
+    monkeypatch.setattr(nats_commands, "MAX_KEPT_BYTES", len(first.data))   # one reply's room
     other = table_pb2.TableCommand(request_id=2, room_id=5).SerializeToString()
     await lobby_nc.publish(subject, other, reply="_INBOX.copies.2")
     await replies.next_msg(timeout=5)
     await lobby_nc.publish(subject, slow, reply="_INBOX.copies.1")
     await replies.next_msg(timeout=5)
-    assert core.seen == [2, 5, 2], "a copy older than COPY_SECONDS is a new command"
+    assert core.seen == [2, 8, 8, 5, 2], "a reply let go for room is answered anew"
+
+    monkeypatch.setattr(nats_commands, "COPY_SECONDS", 0.0)   # kept no longer
+    await lobby_nc.publish(subject, slow, reply="_INBOX.copies.1")
+    await replies.next_msg(timeout=5)
+    assert core.seen == [2, 8, 8, 5, 2, 2], "a copy older than COPY_SECONDS is a new command"
     await commands.stop()
 
 
