@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from services.common.natsd import EmbeddedNats
 from services.lobby.grpc_front import SERVICE
 from services.lobby.server import start as start_lobby
+from services.lobby.sessions import Session
 from tests.service.test_lobby_ws import WsClient
 from tests.support.lobbykit import lobby_config
 from tests.support.lobbyworld import SECRET, World, seated_client
@@ -89,15 +90,20 @@ async def test_nats_down_is_not_ready_then_not_live_and_both_come_back(
 
 async def test_a_stopping_lobby_sends_every_client_away_and_keeps_their_seats_online(
         world: World) -> None:
-    address = await world.lobby(ws_port=0, drain_seconds=3.0)
+    address = await world.lobby(ws_port=0, drain_seconds=10.0)
     host = world.lobbies[-1]
     seated, room = await seated_client(world, address, 401)
     idle = await world.client(address)
     await idle.login(402)
     sock = await WsClient.open(host.ws_port)
+    # a client whose stream has not ended yet: the drain lasts until it is gone (else it ends,
+    # and the ports close, as soon as the three below have left: the checks of the drain
+    # below would race with that)
+    held = Session(peer_ip="127.0.0.1")
     try:
         await sock.login(403)
         world.lobbies.remove(host)
+        host.app.hub.sessions.add(held)
         stopping = asyncio.create_task(host.stop(0.5))
 
         for client in (seated, idle, sock):
@@ -114,6 +120,7 @@ async def test_a_stopping_lobby_sends_every_client_away_and_keeps_their_seats_on
         first = await late.recv()
         assert first is not None and first.reconnect.reason == "draining"
         assert await late.closed()
+        host.app.hub.sessions.discard(held)   # the last client gone: the drain ends
         await asyncio.wait_for(stopping, 10)
         # players sent away are coming back: their seats do not go offline (entrust would
         # play their turns meanwhile; one who does not come back times out as any slow one)
