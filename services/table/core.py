@@ -60,9 +60,9 @@ log = logging.getLogger("paiju.table")
 ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
 START_RETRY_SECONDS = 30.0      # streams and buckets set up at start: retried this long
 # Rooms rebuilt at once (adoption, drain hand-over, restart), and rooms checked at once after
-# a stall. A rebuild is mostly waits on NATS (log read, append, directory writes): with 32 at
-# once their messages share the event loop's turns and writes, and an adoption of 1,000 rooms
-# took 3.6 ms of CPU a room instead of 4.2-5.9 with 8 (bench/reports/cold.md).
+# a stall. A rebuild is mostly waits on NATS (log read, append, directory writes), so several
+# share the event loop's turns and writes. 8 and 32 cost the same within the noise (adoption
+# of 1,000 rooms: 4.2-7.0 ms of CPU a room with 8, 3.6-7.1 with 32, bench/reports/cold.md).
 REBUILD_CONCURRENCY = 32
 
 
