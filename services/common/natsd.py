@@ -285,11 +285,14 @@ class EmbeddedNatsCluster:
         return self.nodes[i].running
 
     def start(self, timeout: float = 30.0) -> EmbeddedNatsCluster:
-        """Start every node and return once JetStream answers (a meta leader is elected)."""
+        """Start every node and return once JetStream answers (a meta leader is elected) and
+        every node is current with it: until then a replicated stream can find "no suitable
+        peers for placement"."""
         try:
             for node in self.nodes:
                 node.start(timeout)
             _run_sync(self.wait_jetstream(timeout))
+            _run_sync(self.wait_healthy(timeout=timeout))
         except BaseException:
             self.stop()
             raise
