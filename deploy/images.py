@@ -366,38 +366,59 @@ def build(targets: list[str], tag: str, no_cache: bool, allow_drift: bool) -> di
         text=True).stdout.strip() or "unknown"
     (ROOT / ".dockerignore").write_text(
         (DOCKER / "dockerignore.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    common = ["--isolation", "chroot", "--format", "oci", "--network", "host",
+              "--build-arg", f"BASE_IMAGE={refs['base']}",
+              "--build-arg", f"BUILDER_IMAGE={refs['builder']}", "-f", str(DOCKERFILE)]
+    bundle = os.environ.get("BUILD_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    if bundle and Path(bundle).is_file():
+        # the host's CA certificates for pip's downloads in RUN steps (a proxy's CA on
+        # sandboxed hosts); a bind mount, never part of an image
+        common += ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
+    # The build stage once, with the layer cache (buildah uses none with --timestamp, so
+    # each target would install every package and generate the code again: about 20 s
+    # each); the targets then take it as the stage named "build". Its files' dates do not
+    # matter: each target's layers are written with the commit's time.
+    stage = local_ref("build-stage", tag)
+    run(["buildah", "bud", "--quiet", *common, "--layers", *(["--no-cache"] if no_cache else []),
+         "--target", "build", "-t", stage, str(ROOT)],
+        capture=True, what="buildah bud (build stage)")
     built = {}
-    for target in targets:
-        # --layers: the build stage is built once for all five; --omit-history: the history
-        # would name the intermediate images, whose ids differ from build to build
-        cmd = ["buildah", "bud", "--quiet", "--isolation", "chroot", "--format", "oci",
-               "--network", "host", "--layers", "--omit-history", "--timestamp", epoch,
-               "--build-arg", f"BASE_IMAGE={refs['base']}",
-               "--build-arg", f"BUILDER_IMAGE={refs['builder']}",
-               "--label", f"org.opencontainers.image.revision={revision}",
-               "-f", str(DOCKERFILE), "-t", local_ref(target, tag)]
-        if no_cache:
-            cmd.append("--no-cache")
-        bundle = os.environ.get("BUILD_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
-        if bundle and Path(bundle).is_file():
-            # the host's CA certificates for pip's downloads in RUN steps (a proxy's CA on
-            # sandboxed hosts); a bind mount, never part of an image
-            cmd += ["--volume", f"{bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
-        if target == "nats":
-            cmd += ["--target", "nats"]
-        else:
-            cmd += ["--build-arg", f"SERVICE={target}", "--label",
-                    f"org.paiju.inputs={inputs_digest(target)}"]
-        cmd += ["--build-arg", f"PORTS={' '.join(map(str, PORTS[target]))}"]
-        cmd.append(str(ROOT))
-        run(cmd, capture=True, what=f"buildah bud ({target})")
-        ref = local_ref(target, tag)
-        built[target] = image_digest(ref)
-        out = DIST / target
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "image-id").write_text(image_id(ref) + "\n", encoding="utf-8")
-        print(f"{target:8s} {ref}@{built[target]}  {image_size(ref) / 1e6:.1f} MB", flush=True)
+    try:
+        for target in targets:
+            built[target] = build_target(target, tag, common, stage, epoch, revision)
+    finally:
+        # untagged, not removed: it stays the cache of the next build
+        run(["podman", "untag", stage], capture=True, check=False)
     return built
+
+
+def build_target(target: str, tag: str, common: list[str], stage: str, epoch: str,
+                 revision: str) -> str:
+    """One image on the built stage: its digest."""
+    # --layers: a layer per step (the packages every service imports are one layer that all
+    # four share); --no-cache: never a cached layer, which would keep the dates of the
+    # build that made it (the steps are copies: quick); --omit-history: the history would
+    # name the intermediate images, whose ids differ from build to build
+    cmd = ["buildah", "bud", "--quiet", *common, "--layers", "--no-cache", "--omit-history",
+           "--timestamp", epoch,
+           "--build-context", f"build=container-image://{stage}",
+           "--label", f"org.opencontainers.image.revision={revision}",
+           "-t", local_ref(target, tag)]
+    if target == "nats":
+        cmd += ["--target", "nats"]
+    else:
+        cmd += ["--build-arg", f"SERVICE={target}", "--label",
+                f"org.paiju.inputs={inputs_digest(target)}"]
+    cmd += ["--build-arg", f"PORTS={' '.join(map(str, PORTS[target]))}"]
+    cmd.append(str(ROOT))
+    run(cmd, capture=True, what=f"buildah bud ({target})")
+    ref = local_ref(target, tag)
+    digest = image_digest(ref)
+    out = DIST / target
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "image-id").write_text(image_id(ref) + "\n", encoding="utf-8")
+    print(f"{target:8s} {ref}@{digest}  {image_size(ref) / 1e6:.1f} MB", flush=True)
+    return digest
 
 
 def inputs_digest(service: str) -> str:
