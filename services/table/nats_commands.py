@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -71,10 +71,8 @@ class CommandSubscription:
         self._sub: Any = None
         self._answering: set[asyncio.Task[None]] = set()
         self._under_way: set[str] = set()     # reply subjects of commands being answered
-        self._sent: dict[str, bytes] = {}     # reply subject -> the reply sent to it
-        self._sent_order: deque[str] = deque()    # its keys, oldest first,
-        self._sent_times: deque[float] = deque()  # when each was sent,
-        self._sent_sizes: deque[int] = deque()    # and its bytes
+        # reply subject -> (when, the reply sent to it), oldest first; their bytes in all
+        self._sent: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
         self._sent_bytes = 0
 
     @property
@@ -105,10 +103,10 @@ class CommandSubscription:
             metrics.COMMAND_COPIES.labels("dropped").inc()
             return
         self._forget_old(time.monotonic())
-        sent = self._sent.get(reply_to)
-        if sent is not None:
+        kept = self._sent.get(reply_to)
+        if kept is not None:
             metrics.COMMAND_COPIES.labels("replied_again").inc()
-            await self._publish(reply_to, sent, 0)
+            await self._publish(reply_to, kept[1], 0)
             return
         try:
             cmd = table_pb2.TableCommand.FromString(msg.data)
@@ -145,22 +143,26 @@ class CommandSubscription:
         """The reply for the command's copies."""
         self._under_way.discard(reply_to)
         now = time.monotonic()
+        self._forget(reply_to)
         self._forget_old(now, len(data))
-        self._sent[reply_to] = data
-        self._sent_order.append(reply_to)
-        self._sent_times.append(now)
-        self._sent_sizes.append(len(data))
+        self._sent[reply_to] = (now, data)
         self._sent_bytes += len(data)
+
+    def _forget(self, reply_to: str) -> None:
+        kept = self._sent.pop(reply_to, None)
+        if kept is not None:
+            self._sent_bytes -= len(kept[1])
 
     def _forget_old(self, now: float, room: int = 0) -> None:
         """Let go of the replies older than COPY_SECONDS, and of the oldest while more than
         MAX_KEPT replies or MAX_KEPT_BYTES would be kept with ``room`` more bytes."""
-        times = self._sent_times
-        while times and (times[0] < now - COPY_SECONDS or len(times) >= MAX_KEPT
-                         or self._sent_bytes + room > MAX_KEPT_BYTES):
-            times.popleft()
-            self._sent_bytes -= self._sent_sizes.popleft()
-            self._sent.pop(self._sent_order.popleft(), None)
+        sent = self._sent
+        while sent:
+            oldest, (at, _) = next(iter(sent.items()))
+            if at >= now - COPY_SECONDS and len(sent) < MAX_KEPT \
+                    and self._sent_bytes + room <= MAX_KEPT_BYTES:
+                return
+            self._forget(oldest)
 
     async def _publish(self, reply_to: str, data: bytes, room_id: int) -> None:
         try:
