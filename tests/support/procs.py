@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,22 @@ class ServiceProc:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+
+def start_together(*procs: ServiceProc, timeout: float = 20.0) -> None:
+    """Start services that do not wait for each other at once (each one's start is mostly
+    its imports: about a second and a half); every one is SERVING, or the first failure is
+    raised."""
+    with ThreadPoolExecutor(len(procs)) as pool:
+        for started in [pool.submit(proc.start, timeout) for proc in procs]:
+            started.result()
+
+
+def stop_together(*procs: ServiceProc) -> None:
+    """SIGTERM to each at once, and wait for every one to end."""
+    with ThreadPoolExecutor(len(procs)) as pool:
+        for stopped in [pool.submit(proc.stop) for proc in procs]:
+            stopped.result()
 
 
 def service_env(nats_url: str, tmp: Path, **extra: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from services.common.natsd import EmbeddedNats
-from tests.support.procs import ServiceProc, make_service
+from tests.support.procs import ServiceProc, make_service, start_together, stop_together
 
 SECRET = "system-test-secret"
 
@@ -36,18 +36,29 @@ class Stack:
 def start_stack(tmp: Path, nats_args: Sequence[str] = (), **extra: str) -> Stack:
     nats = EmbeddedNats(args=nats_args).start()
     env = {"PAIJU_LOBBY__TOKEN_SECRET": SECRET, "PAIJU_TABLE__INSTANCE": "table-sys", **extra}
-    records = make_service("records", nats.url, tmp, **env).start()
-    arbiter = make_service("arbiter", nats.url, tmp, **env).start()
-    # the dialling services learn the ports the others really got (a start may re-pick them)
-    wired = {**env, "PAIJU_RECORDS__PORT": str(records.port), "PAIJU_ARBITER__PORT": str(arbiter.port)}
-    table = make_service("table", nats.url, tmp, **wired).start()
-    lobby = make_service("lobby", nats.url, tmp, **wired).start()
+    records = make_service("records", nats.url, tmp, **env)
+    arbiter = make_service("arbiter", nats.url, tmp, **env)
+    planned = (records.port, arbiter.port)
+
+    def dialling() -> tuple[ServiceProc, ServiceProc]:
+        wired = {**env, "PAIJU_RECORDS__PORT": str(records.port),
+                 "PAIJU_ARBITER__PORT": str(arbiter.port)}
+        return make_service("table", nats.url, tmp, **wired), \
+            make_service("lobby", nats.url, tmp, **wired)
+
+    table, lobby = dialling()
+    start_together(records, arbiter, table, lobby)     # none waits for another to start
+    if (records.port, arbiter.port) != planned:
+        # a port was taken meanwhile and re-picked: the dialling ones again, on the new ports
+        stop_together(lobby, table)
+        table, lobby = dialling()
+        start_together(table, lobby)
     return Stack(nats, records, arbiter, table, lobby, tmp)
 
 
 def stop_stack(stack: Stack) -> None:
-    for svc in (stack.lobby, stack.table, stack.arbiter, stack.records):
-        svc.stop()
+    stop_together(stack.lobby, stack.table)     # the dialling ones first
+    stop_together(stack.arbiter, stack.records)
     stack.nats.close()
 
 

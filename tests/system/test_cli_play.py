@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from games import registry
-from services.common.natsd import EmbeddedNats
 from services.table import variants
-from tests.support.procs import ROOT, ServiceProc, make_service, service_env
+from tests.support.procs import ROOT, service_env
+from tests.system.conftest import Stack, start_stack, stop_stack
 
 SECRET = "dev-secret-change-me"
 DELTAS = re.compile(r"^deltas: (.*)$", re.MULTILINE)
@@ -29,27 +29,16 @@ STALE = frozenset(g.error_code(reason) for g in variants.all_games()
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ServiceProc]]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A private nats-server (no other test's tables in its directory) and the four
-    services, started in dependency order, stopped in reverse."""
-    procs: dict[str, ServiceProc] = {}
-    tmp_path = tmp_path_factory.mktemp("cli-stack")
-    fresh_nats = EmbeddedNats().start()
+    services."""
+    s = start_stack(tmp_path_factory.mktemp("cli-stack"), PAIJU_TABLE__INSTANCE="table-cli",
+                    PAIJU_TABLE__TURN_SECONDS="10", PAIJU_TABLE__WINDOW_SECONDS="5",
+                    PAIJU_LOBBY__TOKEN_SECRET=SECRET)
     try:
-        procs["records"] = make_service("records", fresh_nats.url, tmp_path).start()
-        procs["arbiter"] = make_service("arbiter", fresh_nats.url, tmp_path).start()
-        procs["table"] = make_service(
-            "table", fresh_nats.url, tmp_path, PAIJU_ARBITER__PORT=str(procs["arbiter"].port),
-            PAIJU_TABLE__INSTANCE="table-cli", PAIJU_TABLE__TURN_SECONDS="10",
-            PAIJU_TABLE__WINDOW_SECONDS="5").start()
-        procs["lobby"] = make_service(
-            "lobby", fresh_nats.url, tmp_path, PAIJU_RECORDS__PORT=str(procs["records"].port),
-            PAIJU_LOBBY__TOKEN_SECRET=SECRET).start()
-        yield procs
+        yield s
     finally:
-        for proc in reversed(procs.values()):
-            proc.stop()
-        fresh_nats.stop()
+        stop_stack(s)
 
 
 def run_cli(lobby: str, tmp: Path, user: int, script: str, timeout: float = 120) -> str:
@@ -64,9 +53,9 @@ def run_cli(lobby: str, tmp: Path, user: int, script: str, timeout: float = 120)
 
 @pytest.mark.parametrize(("game", "user"), [(spec.name, 4201 + i)
                                            for i, spec in enumerate(registry.all())])
-def test_cli_plays_a_hand_to_its_settlement(stack: dict[str, ServiceProc], tmp_path: Path,
+def test_cli_plays_a_hand_to_its_settlement(stack: Stack, tmp_path: Path,
                                             game: str, user: int) -> None:
-    out = run_cli(stack["lobby"].address, tmp_path, user, f"create {game} 1; robots; ready")
+    out = run_cli(stack.lobby_address, tmp_path, user, f"create {game} 1; robots; ready")
     assert f"logged in as player{user} [{user}]" in out
     assert "you sit at seat 0" in out
     assert ">> your decision" in out, "the person's seat was prompted"
