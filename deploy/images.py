@@ -377,8 +377,10 @@ def build(targets: list[str], tag: str, no_cache: bool, allow_drift: bool) -> di
     # The build stage once, with the layer cache (buildah uses none with --timestamp, so
     # each target would install every package and generate the code again: about 20 s
     # each); the targets then take it as the stage named "build". Its files' dates do not
-    # matter: each target's layers are written with the commit's time.
-    stage = local_ref("build-stage", tag)
+    # matter: each target's layers are written with the commit's time. Its name is this
+    # build's own: two builds of one tag at once (two Jenkins jobs on one agent) never take
+    # or untag each other's stage.
+    stage = local_ref("build-stage", f"{tag}-{uuid.uuid4().hex[:12]}")
     run(["buildah", "bud", "--quiet", *common, "--layers", *(["--no-cache"] if no_cache else []),
          "--target", "build", "-t", stage, str(ROOT)],
         capture=True, what="buildah bud (build stage)")
@@ -387,7 +389,8 @@ def build(targets: list[str], tag: str, no_cache: bool, allow_drift: bool) -> di
         for target in targets:
             built[target] = build_target(target, tag, common, stage, epoch, revision)
     finally:
-        # untagged, not removed: it stays the cache of the next build
+        # untagged, not removed: it stays the cache of the next build (`podman image prune`
+        # removes the untagged stages; a build after it makes its stage again)
         run(["podman", "untag", stage], capture=True, check=False)
     return built
 
