@@ -49,9 +49,12 @@ class ServiceProc:
             try:
                 self.wait_serving(timeout)
                 return self
-            except RuntimeError as exc:
+            except RuntimeError as exc:   # it exited
                 if "Address already in use" not in str(exc) or attempt == port_retries:
                     raise
+            except BaseException:         # not serving in time: not left running
+                self.kill()
+                raise
             self.port, self.metrics_port = free_port(), free_port()
             key = self.name.upper()
             self.env[f"PAIJU_{key}__PORT"] = str(self.port)
@@ -99,15 +102,17 @@ def start_together(*procs: ServiceProc, timeout: float = 20.0) -> None:
     its imports: about a second and a half); every one is SERVING, or the first failure is
     raised."""
     with ThreadPoolExecutor(len(procs)) as pool:
-        for started in [pool.submit(proc.start, timeout) for proc in procs]:
-            started.result()
+        starts = [pool.submit(proc.start, timeout) for proc in procs]
+    for started in starts:
+        started.result()
 
 
 def stop_together(*procs: ServiceProc) -> None:
     """SIGTERM to each at once, and wait for every one to end."""
     with ThreadPoolExecutor(len(procs)) as pool:
-        for stopped in [pool.submit(proc.stop) for proc in procs]:
-            stopped.result()
+        stops = [pool.submit(proc.stop) for proc in procs]
+    for stopped in stops:
+        stopped.result()
 
 
 def service_env(nats_url: str, tmp: Path, **extra: str) -> dict[str, str]:

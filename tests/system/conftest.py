@@ -47,19 +47,26 @@ def start_stack(tmp: Path, nats_args: Sequence[str] = (), **extra: str) -> Stack
             make_service("lobby", nats.url, tmp, **wired)
 
     table, lobby = dialling()
-    start_together(records, arbiter, table, lobby)     # none waits for another to start
-    if (records.port, arbiter.port) != planned:
-        # a port was taken meanwhile and re-picked: the dialling ones again, on the new ports
-        stop_together(lobby, table)
-        table, lobby = dialling()
-        start_together(table, lobby)
+    try:
+        start_together(records, arbiter, table, lobby)     # none waits for another to start
+        if (records.port, arbiter.port) != planned:
+            # a port was taken meanwhile and re-picked: the dialling ones again, on the new
+            # ports
+            stop_together(lobby, table)
+            table, lobby = dialling()
+            start_together(table, lobby)
+    except BaseException:
+        stop_stack(Stack(nats, records, arbiter, table, lobby, tmp))   # what did start
+        raise
     return Stack(nats, records, arbiter, table, lobby, tmp)
 
 
 def stop_stack(stack: Stack) -> None:
-    stop_together(stack.lobby, stack.table)     # the dialling ones first
-    stop_together(stack.arbiter, stack.records)
-    stack.nats.close()
+    try:
+        stop_together(stack.lobby, stack.table)     # the dialling ones first
+        stop_together(stack.arbiter, stack.records)
+    finally:
+        stack.nats.close()
 
 
 @pytest.fixture
