@@ -483,8 +483,9 @@ OBSTACLES = ["## What stands in the way of the targets, and what would remove it
               "of the whole stream, not of the room's subject (one stream holds every room). A "
               "flush window across rooms (one write per millisecond instead of one per wake-up) "
               "would need a change in nats-py's flusher. perf since (`cpu_profile.md`): the "
-              "kernel is 4-8 % of the table's cycles and the interpreter 77-84 %, so fewer "
-              "writes would save little; the CPU is Python bytecode.",
+              "kernel is 4-8 % of the table's cycles and the interpreter 77-84 %, so the "
+              "syscalls themselves are not the cost; a write's Python path and nats-server's "
+              "wake-up are.",
               "3. **The table's garbage collector.** Dadun's candidate generation left a "
               "reference cycle behind on every call (a recursive closure), and every full pass "
               "walked the rooms' whole long-lived heap; now the engines make no cycles "
