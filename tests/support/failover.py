@@ -40,6 +40,8 @@ DROPPED = "room taken over by another table while this one stalled"
 # a room whose check after the stall did not come within a lease (a slow reconnect): it is let
 # go as well, and rebuilt only if the directory still names this table
 LAPSED = "room held through a stall not confirmed"
+# a room the new owner played to its end (and closed) while this table was stopped
+CLOSED = "room closed elsewhere while this table stalled"
 
 
 def now() -> float:
@@ -256,7 +258,7 @@ class FailoverBench:
         assert proc.proc is not None
         pid = proc.proc.pid
         said = proc.log_path.read_text(errors="replace")
-        before = said.count(STALLED), said.count(DROPPED), said.count(LAPSED)
+        before = said.count(STALLED), said.count(DROPPED), said.count(LAPSED), said.count(CLOSED)
         await self._quiet(rooms)
         trial = Trial("stop", table, now(), rooms)
         os.kill(pid, signal.SIGSTOP)
@@ -284,11 +286,13 @@ class FailoverBench:
                                           f"{at - continued:+.2f} s after SIGCONT, before the "
                                           f"new owner's first position {lost_at[1]}")
         said = proc.log_path.read_text(errors="replace")
-        stalls, dropped, lapsed = (said.count(line) - was for line, was in
-                                   zip((STALLED, DROPPED, LAPSED), before, strict=True))
+        stalls, dropped, lapsed, closed = (
+            said.count(line) - was
+            for line, was in zip((STALLED, DROPPED, LAPSED, CLOSED), before, strict=True))
         trial.notes.append(f"{table} said it stalled {stalls} time(s) and dropped {dropped} "
-                           f"room(s) taken meanwhile ({lapsed} more let lapse unchecked)")
-        trial.let_go = dropped + lapsed
+                           f"room(s) taken meanwhile ({lapsed} more let lapse unchecked, "
+                           f"{closed} found closed by their new owner)")
+        trial.let_go = dropped + lapsed + closed
         if proc.proc.poll() is not None:
             trial.breaches.append(f"{table} exited after SIGCONT ({proc.proc.returncode})")
         return trial

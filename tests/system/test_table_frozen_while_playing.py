@@ -49,8 +49,9 @@ async def test_a_frozen_table_loses_its_rooms_and_stays_silent_when_continued(
         # slow machine; the figures are bench/reports/failover.md)
         assert max(v for v in trial.resume.values() if v is not None) < 4 * ttl, trial.resume
         assert trial.breaches == [], trial.breaches
-        # the continued table said it let the rooms go: dropped after its check, or let
-        # lapse when the check did not come within a lease (its reconnect was slow)
+        # the continued table said it let the rooms go: dropped after its check, let lapse
+        # when the check did not come within a lease (its reconnect was slow), or found
+        # closed (the other table played the room's last hand while this one was stopped)
         assert trial.let_go >= 1, trial.notes
 
         results = await bench.finish(240)
