@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,18 +102,20 @@ def start_together(*procs: ServiceProc, timeout: float = 20.0) -> None:
     """Start services that do not wait for each other at once (each one's start is mostly
     its imports: about a second and a half); every one is SERVING, or the first failure is
     raised."""
-    with ThreadPoolExecutor(len(procs)) as pool:
-        starts = [pool.submit(proc.start, timeout) for proc in procs]
-    for started in starts:
-        started.result()
+    _at_once([lambda p=proc: p.start(timeout) for proc in procs])
 
 
 def stop_together(*procs: ServiceProc) -> None:
     """SIGTERM to each at once, and wait for every one to end."""
-    with ThreadPoolExecutor(len(procs)) as pool:
-        stops = [pool.submit(proc.stop) for proc in procs]
-    for stopped in stops:
-        stopped.result()
+    _at_once([proc.stop for proc in procs])
+
+
+def _at_once(calls: list[Callable[[], object]]) -> None:
+    """Every call in a thread of its own; once all have ended, the first failure is raised."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        running = [pool.submit(call) for call in calls]
+    for call in running:
+        call.result()
 
 
 def service_env(nats_url: str, tmp: Path, **extra: str) -> dict[str, str]:
