@@ -70,7 +70,9 @@ class CommandSubscription:
         self.core = core
         self._sub: Any = None
         self._answering: set[asyncio.Task[None]] = set()
-        self._under_way: set[str] = set()     # reply subjects of commands being answered
+        # reply subject of a command being answered -> the answer's token, so that an
+        # answer ending late never releases a later copy's answer
+        self._under_way: dict[str, object] = {}
         # reply subject -> (when, the reply sent to it), oldest first; their bytes in all
         self._sent: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
         self._sent_bytes = 0
@@ -113,22 +115,22 @@ class CommandSubscription:
         except DecodeError:
             log.warning("undecodable command dropped", extra={"bytes": len(msg.data)})
             return
-        self._under_way.add(reply_to)
-        task = asyncio.create_task(self._answer(cmd, reply_to))
+        token = self._under_way[reply_to] = object()
+        task = asyncio.create_task(self._answer(cmd, reply_to, token))
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
 
-    async def _answer(self, cmd: table_pb2.TableCommand, reply_to: str) -> None:
+    async def _answer(self, cmd: table_pb2.TableCommand, reply_to: str,
+                      token: object) -> None:
         sent = False
 
         async def send(reply: table_pb2.TableReply) -> None:
             nonlocal sent
             sent = True
             data = reply.SerializeToString()
-            if reply.code in AGAIN:
-                self._under_way.discard(reply_to)
-            else:
+            if reply.code not in AGAIN:
                 self._keep(reply_to, data)
+            self._release(reply_to, token)
             await self._publish(reply_to, data, cmd.room_id)
 
         try:
@@ -137,11 +139,16 @@ class CommandSubscription:
             if not sent:
                 await send(reply)
         finally:
-            self._under_way.discard(reply_to)   # unsent (a bug): a copy is answered anew
+            self._release(reply_to, token)   # unsent (a bug): a copy is answered anew
+
+    def _release(self, reply_to: str, token: object) -> None:
+        """The answer ``token`` is no longer under way (a no-op once a later copy's answer
+        holds the subject: an AGAIN reply lets a copy start one while this one ends)."""
+        if self._under_way.get(reply_to) is token:
+            del self._under_way[reply_to]
 
     def _keep(self, reply_to: str, data: bytes) -> None:
         """The reply for the command's copies."""
-        self._under_way.discard(reply_to)
         now = time.monotonic()
         self._forget(reply_to)
         self._forget_old(now, len(data))

@@ -249,6 +249,61 @@ async def test_copies_of_a_command_are_answered_once_by_the_first(
     await commands.stop()
 
 
+class MovingThenBusy(Core):
+    """Room 9's first answer sends ERR_ROOM_MOVING early and ends only when ``finish`` is
+    set; its later answers wait for ``release``."""
+
+    def __init__(self, nc: Any) -> None:
+        super().__init__(nc)
+        self.finish = asyncio.Event()
+        self.first_done = False
+
+    async def answer(self, cmd: table_pb2.TableCommand,
+                     early: Any = None) -> table_pb2.TableReply:
+        self.seen.append(cmd.room_id)
+        reply = table_pb2.TableReply(request_id=cmd.request_id, room_id=cmd.room_id)
+        if len(self.seen) > 1:
+            await self.release.wait()
+            return reply
+        reply.code = common_pb2.ERR_ROOM_MOVING
+        assert early is not None
+        await early(reply)
+        await self.finish.wait()
+        self.first_done = True
+        return reply
+
+
+async def test_an_answer_ending_after_its_again_reply_leaves_the_copy_under_way(
+        ncs: tuple[Any, Any]) -> None:
+    """An AGAIN reply lets a copy start a second answer while the first is still ending;
+    the first's end must not release the second: a third copy is dropped, not answered."""
+    table_nc, lobby_nc = ncs
+    core = MovingThenBusy(table_nc)
+    commands = CommandSubscription(core)
+    await commands.start()
+    await bus.sync(table_nc)
+    subject = bus.table_commands(ADDRESS)
+    replies = await lobby_nc.subscribe("_INBOX.again")
+    await bus.sync(lobby_nc)
+    cmd = table_pb2.TableCommand(request_id=4, room_id=9).SerializeToString()
+    await lobby_nc.publish(subject, cmd, reply="_INBOX.again")
+    moving = table_pb2.TableReply.FromString((await replies.next_msg(timeout=5)).data)
+    assert moving.code == common_pb2.ERR_ROOM_MOVING
+    await lobby_nc.publish(subject, cmd, reply="_INBOX.again")    # answered anew
+    assert await until(lambda: core.seen == [9, 9])
+    core.finish.set()                                             # the first answer ends
+    assert await until(lambda: core.first_done)
+    dropped = copies("dropped")
+    await lobby_nc.publish(subject, cmd, reply="_INBOX.again")    # the second is under way
+    await bus.sync(lobby_nc)
+    await bus.sync(table_nc)
+    assert core.seen == [9, 9] and copies("dropped") - dropped == 1
+    core.release.set()
+    assert table_pb2.TableReply.FromString(
+        (await replies.next_msg(timeout=5)).data).code == common_pb2.OK
+    await commands.stop()
+
+
 async def test_a_table_slower_than_the_resend_answers_each_command_once(
         ncs: tuple[Any, Any]) -> None:
     """A burst (a dead lobby's players all asking for their snapshots) keeps a table busy
