@@ -3,6 +3,7 @@ ways raw bytes (session_loop.py decodes the client's frames and encodes the serv
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -20,6 +21,10 @@ from services.lobby.session_loop import (
 from services.lobby.sessions import Session
 
 SERVICE: str = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
+# How long a refused stream stays open after its refusal, for the client's first message.
+# A stream ended at once fails the write a client makes on connecting (its login), and
+# grpc then reports INTERNAL on the call instead of the refusal frame it holds.
+REFUSED_LINGER_SECONDS = 1.0
 
 
 class LobbyService:
@@ -39,6 +44,10 @@ class LobbyService:
         refused = self.app.admission.admit(ip)
         if refused is not None:   # one error frame, and the stream ends
             yield encode_binary(refuse_connection(self.app, refused), 1)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(REFUSED_LINGER_SECONDS):
+                    async for _ in requests:   # the first message, or the client's end
+                        break
             return
         try:
             session = Session(peer_ip=ip)

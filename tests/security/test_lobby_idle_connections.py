@@ -177,6 +177,12 @@ async def test_connections_are_capped_per_address_and_in_total(world: World) -> 
     async with aiohttp.ClientSession() as http, http.get(
             f"http://127.0.0.1:{ws_port}/ws", headers={HEADER: "203.0.113.3"}) as resp:
         assert resp.status == 503
+    # a client writes at once on connecting (its login): every refusal still reaches it,
+    # never a bare INTERNAL from a stream that ended before the write (grpc_front.py)
+    refusals = [await stream("203.0.113.3") for _ in range(500)]
+    for c in refusals:
+        assert [f.ret.code for f in (await frames_until_closed(c.recv, 20))[0]] == [
+            E.ERR_UNAVAILABLE]
 
     # one goes away: its place is free again
     await first[0].close()
