@@ -90,7 +90,7 @@ async def test_an_append_waits_out_a_leaderless_stream_and_lands_once() -> None:
                 except Exception:
                     return None
 
-            led_task = asyncio.create_task(until(led, "no leader after the restarts", 60))
+            led_task = asyncio.create_task(until(led, "no leader after the restarts", seconds=60))
             seq1 = await append                       # lands: no LogUnavailable
             landed = time.monotonic()
             await led_task
@@ -108,7 +108,7 @@ async def test_an_append_waits_out_a_leaderless_stream_and_lands_once() -> None:
                 except Exception:
                     return None
 
-            records, last = await until(read, "the log was never read", 60)
+            records, last = await until(read, "the log was never read", seconds=60)
             assert [r["i"] for r in records] == [0, 1] and last == seq1   # one copy
             # the fence: a writer that knows only the first record is refused
             with pytest.raises(LogFenced):
@@ -154,7 +154,7 @@ async def test_leaders_are_spread_soon_after_they_gather_a_node_dies_and_comes_b
         bystander = LeaderWatch(other, other.jetstream(timeout=2), lambda: False)
         tasks = [asyncio.create_task(w.run()) for w in (balancer, bystander)]
         try:
-            await until(spread, "the gathered leaders were not spread", 20)
+            await until(spread, "the gathered leaders were not spread", seconds=20)
             assert balancer.moves == 2, balancer.moves   # one move per stream to move
             # the node leading ROOMLOG_0 dies: its stream elects on the two others
             victim = cluster.index_of(str(await stream_leader(js, bus.ROOM_LOG_STREAMS[0])))
@@ -171,7 +171,7 @@ async def test_leaders_are_spread_soon_after_they_gather_a_node_dies_and_comes_b
 
             # no advisory says the node is back: the looks while it catches up do
             await until(spread_with_victim, "the leaders were not spread again after the "
-                        "node came back", 30)
+                        "node came back", seconds=30)
             print(f"spread again {time.monotonic() - back:.1f} s after the node was healthy; "
                   f"moves {balancer.moves}")
             assert bystander.moves == 0

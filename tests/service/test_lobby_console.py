@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from services.records.server import start as start_records
 from services.table.server import start as start_table
 from tests.service.test_records_support import encode, hand_message
 from tests.support.lobbyworld import SECRET, Client
+from tests.support.waiting import eventually
 
 TOKEN = "console-test-token-0123456789"
 TABLE = "table-console"
@@ -79,15 +80,6 @@ class Stack:
         self.clients.append(client)
         await client.login(user_id, nickname=nickname)
         return client
-
-
-async def until(check: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> Any:
-    """Poll ``check()`` until it returns something truthy (a deadline for a broken stack,
-    not a measure of speed)."""
-    async with asyncio.timeout(timeout):
-        while not (result := await check()):
-            await asyncio.sleep(0.05)
-    return result
 
 
 @contextlib.asynccontextmanager
@@ -144,7 +136,7 @@ async def two_rooms(stack: Stack) -> tuple[int, int]:
         rooms = (await stack.ok("/api/rooms"))["rooms"]
         return sorted((r["room_id"], r["players"]) for r in rooms) == sorted([(vip, 1),
                                                                               (plain, 1)])
-    await until(both_seated)
+    await eventually(both_seated, seconds=15)
     return vip, plain
 
 
@@ -216,7 +208,8 @@ async def test_overview_tables_and_rooms_reflect_the_table_and_the_rooms(stack: 
     async def table_counts_both() -> Any:
         tables = (await stack.ok("/api/tables"))["tables"]
         return tables if tables and tables[0]["rooms"] == 2 else None
-    tables = await until(table_counts_both)   # the count comes with the next heartbeat
+    # the count comes with the next heartbeat
+    tables = await eventually(table_counts_both, seconds=15)
     assert [t["instance"] for t in tables] == [TABLE]
     table = tables[0]
     assert table["address"].startswith("127.0.0.1:") and table["players"] == 2
@@ -299,7 +292,7 @@ async def test_users_history_and_bad_or_unknown_ids(stack: Stack) -> None:
     async def history() -> Any:
         status, body, _ = await stack.get(f"/api/history/{vip}")
         return body if status == 200 else None
-    scores = await until(history)
+    scores = await eventually(history, seconds=15)
     assert scores["room_id"] == vip
     assert {p["user_id"]: (p["scores"], p["total"]) for p in scores["players"]} == {
         7001: ([3], 3), 7002: ([-1], -1), 7003: ([-1], -1), 7004: ([-1], -1)}
@@ -321,7 +314,7 @@ async def test_nats_down_is_a_503_and_the_console_recovers(stack: Stack) -> None
 
     async def disconnected() -> bool:
         return not app.nc.is_connected
-    await until(disconnected)
+    await eventually(disconnected, seconds=15)
     for path in ("/api/overview", "/api/tables", "/api/rooms", "/api/rooms/1",
                  "/api/users/7001"):
         status, body, text = await stack.get(path)
@@ -332,7 +325,7 @@ async def test_nats_down_is_a_503_and_the_console_recovers(stack: Stack) -> None
 
     async def answers() -> bool:
         return (await stack.get("/api/rooms"))[0] == 200
-    await until(answers)
+    await eventually(answers, seconds=15)
     assert len((await stack.ok("/api/rooms"))["rooms"]) == 2
 
 

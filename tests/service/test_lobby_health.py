@@ -17,7 +17,6 @@ import asyncio
 import signal
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import grpc
@@ -31,6 +30,7 @@ from tests.service.test_lobby_ws import WsClient
 from tests.support.lobbykit import lobby_config
 from tests.support.lobbyworld import SECRET, World, seated_client
 from tests.support.procs import make_service
+from tests.support.waiting import eventually
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -49,13 +49,8 @@ async def http_status(port: int, path: str) -> int:
         return r.status
 
 
-async def eventually(probe: Any, want: Any, timeout: float = 15.0) -> None:
-    """Poll ``await probe()`` until it returns ``want``; fail with the last value."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while (got := await probe()) != want:
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"still {got!r}, wanted {want!r} after {timeout} s")
-        await asyncio.sleep(0.1)
+async def status_is(port: int, path: str, want: int) -> bool:
+    return await http_status(port, path) == want
 
 
 async def test_nats_down_is_not_ready_then_not_live_and_both_come_back(
@@ -71,17 +66,21 @@ async def test_nats_down_is_not_ready_then_not_live_and_both_come_back(
         assert await http_status(ws, "/livez") == 200
 
         fresh_nats.stop()
-        await eventually(lambda: http_status(ws, "/healthz"), 503)
+        await eventually(lambda: status_is(ws, "/healthz", 503), "/healthz never 503", seconds=15,
+                         every=0.1)
         assert await grpc_health(address) == NOT_SERVING
         assert await grpc_health(address, SERVICE) == NOT_SERVING
         assert await http_status(ws, "/livez") == 200     # not down for long yet
         assert await grpc_health(address, "liveness") == SERVING
-        await eventually(lambda: http_status(ws, "/livez"), 503)
+        await eventually(lambda: status_is(ws, "/livez", 503), "/livez never 503", seconds=15,
+                         every=0.1)
         assert await grpc_health(address, "liveness") == NOT_SERVING
 
         fresh_nats.start()
-        await eventually(lambda: http_status(ws, "/healthz"), 200)
-        await eventually(lambda: http_status(ws, "/livez"), 200)
+        await eventually(lambda: status_is(ws, "/healthz", 200), "/healthz never 200", seconds=15,
+                         every=0.1)
+        await eventually(lambda: status_is(ws, "/livez", 200), "/livez never 200", seconds=15,
+                         every=0.1)
         for name in ("", SERVICE, "liveness"):
             assert await grpc_health(address, name) == SERVING
     finally:

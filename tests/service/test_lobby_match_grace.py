@@ -9,27 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from paiju.v1 import common_pb2, lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.server import LobbyHost
 from tests.service.test_lobby_matchmaking import found, has, queued, stack
 from tests.support.lobbyworld import code_of
+from tests.support.waiting import eventually
 
 E = common_pb2
 
 
-async def until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "never happened"
-        await asyncio.sleep(0.05)
-
-
 async def leader(game: str, *hosts: LobbyHost) -> LobbyHost:
     """The lobby holding the game's lease (once one does)."""
-    await until(lambda: any(game in h.app.matchmaking.leading for h in hosts))
+    await eventually(lambda: any(game in h.app.matchmaking.leading for h in hosts))
     return next(h for h in hosts if game in h.app.matchmaking.leading)
 
 
@@ -45,7 +38,7 @@ async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         await me.close()                          # the connection drops
         s.clients.remove(me)
         view = b.app.matchmaking.view
-        await until(lambda: "t.7901" in view and view["t.7901"][1].away_at is not None)
+        await eventually(lambda: "t.7901" in view and view["t.7901"][1].away_at is not None)
         others = [await s.player(b, 7902 + i) for i in range(3)]
         for p in others:
             await queued(p, game="dadun")
@@ -63,8 +56,8 @@ async def test_a_dropped_connection_keeps_the_ticket_until_the_grace_ends(
         await queued(gone, game="changsha")
         await gone.close()
         s.clients.remove(gone)
-        await until(lambda: "t.7911" in view and view["t.7911"][1].away_at is not None)
-        await until(lambda: "t.7911" not in view, timeout=20)
+        await eventually(lambda: "t.7911" in view and view["t.7911"][1].away_at is not None)
+        await eventually(lambda: "t.7911" not in view, seconds=20)
         late = await s.player(b, 7911)
         assert code_of(await late.request(lobby_msgs_pb2.CancelMatch())) == E.ERR_NOT_QUEUED
         assert not any(f.WhichOneof("payload") == "match_queued" for f in late.seen)
@@ -120,7 +113,7 @@ async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert a.app.matchmaking.matches == 1
         # A wrote the room's meetings into the bucket (b's view follows it)
-        await until(lambda: any(k.startswith("e.") for k in b.app.matchmaking.met))
+        await eventually(lambda: any(k.startswith("e.") for k in b.app.matchmaking.met))
         await a.stop(0.5)
         s.lobbies.remove(a)
         assert await leader("changsha", b) is b
@@ -131,7 +124,7 @@ async def test_the_encounters_of_strangers_survive_a_change_of_matcher(
             assert left.WhichOneof("payload") != "ret" or code_of(left) == E.OK, left
             await queued(p, game="changsha")
         passes = b.app.matchmaking.passes["changsha"]
-        await until(lambda: b.app.matchmaking.passes["changsha"] >= passes + 5)
+        await eventually(lambda: b.app.matchmaking.passes["changsha"] >= passes + 5)
         assert b.app.matchmaking.matches == 0
         view = b.app.matchmaking.view
         assert all(view[f"t.{u}"][1].state == "waiting" for u in uids)

@@ -26,10 +26,10 @@ from paiju.v1 import lobby_msgs_pb2
 from services.common.natsd import EmbeddedNats
 from services.lobby.matchmaker import BUCKET, LEASE_PREFIX
 from services.lobby.server import LobbyHost
-from tests.service.test_lobby_match_grace import until
 from tests.service.test_lobby_matchmaking import found, queued, stack
 from tests.support.lobbyworld import SECRET
 from tests.support.procs import make_service
+from tests.support.waiting import eventually
 
 LEASE = 1.0     # FAST's match_lease_seconds (test_lobby_matchmaking.py)
 
@@ -76,7 +76,7 @@ async def test_each_games_matcher_is_elected_once_and_the_leases_spread(
         assert games == {spec.name for spec in registry.all()}
         n = len(games)
         share2, share3 = math.ceil(n / 2), math.ceil(n / 3)   # the fair share (matchmaker)
-        await until(lambda: a.app.matchmaking.leading == games)      # alone: every game
+        await eventually(lambda: a.app.matchmaking.leading == games)      # alone: every game
         history: dict[str, list[str]] = {g: [] for g in games}
         overlaps: list[str] = []
         hosts = [a]
@@ -86,8 +86,8 @@ async def test_each_games_matcher_is_elected_once_and_the_leases_spread(
             hosts.append(b)
             # a lobby joined: A gives games up one by one down to its share (3 games over 2
             # lobbies: 2 at most), B takes them; every game keeps one holder
-            await until(lambda: all(len(holders(hosts, g)) == 1 for g in games)
-                        and len(b.app.matchmaking.leading) == n - share2, timeout=10 * n)
+            await eventually(lambda: all(len(holders(hosts, g)) == 1 for g in games)
+                        and len(b.app.matchmaking.leading) == n - share2, seconds=10 * n)
             settled = {g: holders(hosts, g)[0] for g in games}
             await asyncio.sleep(4 * LEASE)          # and it stays so: nobody moves again
             assert {g: holders(hosts, g) for g in games} == {g: [h] for g, h in settled.items()}
@@ -102,8 +102,8 @@ async def test_each_games_matcher_is_elected_once_and_the_leases_spread(
             # a third lobby: nobody over the share (3 games: one each; 4: two, two, none)
             c = await s.lobby()
             hosts.append(c)
-            await until(lambda: all(len(h.app.matchmaking.leading) <= share3 for h in hosts)
-                        and all(len(holders(hosts, g)) == 1 for g in games), timeout=10 * n)
+            await eventually(lambda: all(len(h.app.matchmaking.leading) <= share3 for h in hosts)
+                        and all(len(holders(hosts, g)) == 1 for g in games), seconds=10 * n)
             await asyncio.sleep(2 * LEASE)
             assert all(len(h.app.matchmaking.leading) <= share3 for h in hosts)
             assert set().union(*(h.app.matchmaking.leading for h in hosts)) == games
@@ -230,8 +230,8 @@ async def test_strangers_met_in_one_game_are_remembered_by_another_games_matcher
         a, b = await s.lobby(**once), await s.lobby(**once)
         hosts = [a, b]
         games = set(a.app.matchmaking.games)
-        await until(lambda: all(len(holders(hosts, g)) == 1 for g in games)
-                    and all(h.app.matchmaking.leading for h in hosts), timeout=10)
+        await eventually(lambda: all(len(holders(hosts, g)) == 1 for g in games)
+                    and all(h.app.matchmaking.leading for h in hosts), seconds=10)
         x = sorted(a.app.matchmaking.leading)[0]
         y = sorted(b.app.matchmaking.leading)[0]
         uids = [8201, 8202, 8203, 8204]
@@ -242,11 +242,11 @@ async def test_strangers_met_in_one_game_are_remembered_by_another_games_matcher
         assert len({m.match_found.room_id for m, _ in results}) == 1
         assert a.app.matchmaking.matches == 1
         matcher = b.app.matchmaking.matchers[y]
-        await until(lambda: matcher.encounters.count(8201, 8202) == 1)
+        await eventually(lambda: matcher.encounters.count(8201, 8202) == 1)
         for p in players:                           # out of the room, and asking for Y
             await p.request(lobby_msgs_pb2.AskExit())
             await queued(p, game=y)
         passes = b.app.matchmaking.passes[y]
-        await until(lambda: b.app.matchmaking.passes[y] >= passes + 5)
+        await eventually(lambda: b.app.matchmaking.passes[y] >= passes + 5)
         assert a.app.matchmaking.matches + b.app.matchmaking.matches == 1
         assert all(b.app.matchmaking.view[f"t.{u}"][1].state == "waiting" for u in uids)

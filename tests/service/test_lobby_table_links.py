@@ -6,7 +6,6 @@ and records of tests/support/lobbyworld.py stand in for the real ones."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -15,19 +14,7 @@ from paiju.v1 import lobby_msgs_pb2
 from services.lobby import directory as directory_module
 from tests.support.lobbykit import wait_cached
 from tests.support.lobbyworld import World, code_of, seated_client, tables_seen
-
-
-async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 5.0) -> None:
-    """Poll ``check`` until it holds (a background task's effect), at most ``timeout``."""
-    async def poll() -> None:
-        while True:
-            result = check()
-            if isinstance(result, Awaitable):
-                result = await result
-            if result:
-                return
-            await asyncio.sleep(0.02)
-    await asyncio.wait_for(poll(), timeout)
+from tests.support.waiting import eventually
 
 
 def lobby_app(world: World) -> Any:
@@ -85,7 +72,7 @@ async def test_a_short_listing_or_a_request_in_flight_keeps_the_link(
     link = app.directory.link(a.address)
     pending = asyncio.ensure_future(link.command(directory_module.table_pb2.TableCommand(
         room_id=1, user_id=231, kind="online")))
-    await eventually(lambda: not link.idle)
+    await eventually(lambda: not link.idle, seconds=5)
     assert await app.directory.prune() == []                      # busy: kept
     pending.cancel()
     await asyncio.gather(pending, return_exceptions=True)
@@ -103,4 +90,4 @@ async def test_the_lobby_prunes_on_its_own(world: World,
     await c.request(lobby_msgs_pb2.AskExit())
     assert b.address in app.directory.addresses
     await world.kv["tables"].delete("table-b")
-    await eventually(lambda: b.address not in app.directory.addresses)
+    await eventually(lambda: b.address not in app.directory.addresses, seconds=5)

@@ -4,7 +4,6 @@ malformed messages terminated, bad requests answered with precise status codes."
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -25,21 +24,13 @@ from services.records.consumer import DURABLE
 from services.records.server import start
 from services.records.store import START_COINS
 from tests.service.test_records_support import encode, event, final_message, hand_message
+from tests.support.waiting import eventually
 
 SEATS = [3001, 3002, 3003, 3004]
 
 
 def metric(name: str, labels: dict[str, str] | None = None) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    """Wait until ``check()`` holds (a wait with a generous deadline, not a speed test)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout}s")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -90,7 +81,7 @@ async def test_published_settlements_are_written_and_served(
     async def all_written() -> bool:
         return await total_hands(stub, 400001) == 4
 
-    await eventually(all_written)
+    await eventually(all_written, seconds=20)
     history = await stub.GetHistoryScores(records_pb2.HistoryRequest(room_id=400001))
     assert {i.user_id: list(i.scores) for i in history.items} == {
         uid: [hands[h][seat] for h in (1, 2, 3)] for seat, uid in enumerate(SEATS)}
@@ -118,7 +109,7 @@ async def test_a_fair_deals_record_is_served_with_the_replay(
     async def written() -> bool:
         return await total_hands(stub, 400055) == 1
 
-    await eventually(written)
+    await eventually(written, seconds=20)
     replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400055, hand_no=1,
                                                             user_id=SEATS[1]))
     assert json.loads(replay.fair_json) == fair
@@ -141,7 +132,7 @@ async def test_duplicates_are_acked_and_malformed_messages_terminated(
         info = await js.consumer_info(SETTLE_STREAM, DURABLE)
         return info.num_pending == 0 and info.num_ack_pending == 0
 
-    await eventually(settled)
+    await eventually(settled, seconds=20)
     hands = await stub.ListHands(records_pb2.ListHandsRequest(room_id=400002))
     assert [(h.hand_no, list(h.deltas)) for h in hands.hands] == [(1, [1, -1, 0, 0]),
                                                                   (3, [0, 0, -7, 7])]
@@ -170,7 +161,7 @@ async def test_a_prompt_copy_is_written_at_once_and_its_settle_message_is_a_dupl
     async def prompt_written() -> bool:
         return await total_hands(stub, 400003) == 1
 
-    await eventually(prompt_written)
+    await eventually(prompt_written, seconds=20)
     assert metric("paiju_records_settlements_written_total") == written   # no SETTLE yet
     await nc.publish(SETTLE_PROMPT, encode(message))   # a table's retry sends it again
     await nc.close()
@@ -182,7 +173,7 @@ async def test_a_prompt_copy_is_written_at_once_and_its_settle_message_is_a_dupl
             "paiju_records_prompt_settlements_total", {"result": "duplicate"}) > counts[
             "duplicate"]
 
-    await eventually(settled)
+    await eventually(settled, seconds=20)
     assert await total_hands(stub, 400003) == 1
     assert metric("paiju_records_duplicates_ignored_total") - duplicates == 1
     assert metric("paiju_records_settlements_written_total") == written
@@ -258,11 +249,11 @@ async def test_consumer_survives_a_nats_restart(
         return check
 
     await publish_one(1)
-    await eventually(hands_written(1))
+    await eventually(hands_written(1), seconds=20)
     fresh_nats.stop()
     fresh_nats.start()
     await publish_one(2)
-    await eventually(hands_written(2), timeout=30)
+    await eventually(hands_written(2), seconds=30)
     player = await stub.GetPlayer(records_pb2.GetPlayerRequest(user_id=3001))
     assert player.coins == START_COINS + 4
 
@@ -289,7 +280,7 @@ async def test_cancelled_calls_never_leave_a_transaction_open(
     async def written() -> bool:
         return await total_hands(stub, 400077) == 1
 
-    await eventually(written, timeout=15)
+    await eventually(written, seconds=15)
     created = await stub.EnsurePlayer(records_pb2.EnsurePlayerRequest(user_id=5999,
                                                                       nickname="after"),
                                       timeout=5)
@@ -305,7 +296,7 @@ async def test_players_see_only_rooms_they_sat_in(
     async def written() -> bool:
         return await total_hands(stub, 400088) == 1
 
-    await eventually(written)
+    await eventually(written, seconds=20)
     seated, stranger, operator = SEATS[1], 9999, 0
     replay = await stub.GetReplay(records_pb2.ReplayRequest(room_id=400088, hand_no=1,
                                                             user_id=seated))

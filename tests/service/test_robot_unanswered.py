@@ -22,16 +22,10 @@ from paiju.frames import server_frame
 from paiju.v1 import common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from tests.support.lobbyworld import SECRET, World
+from tests.support.waiting import eventually
 
 QUICK = Backoff(first=0.05, longest=0.2, give_up=20.0)
 UID = 641
-
-
-async def until(check, what: str, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, what
-        await asyncio.sleep(0.02)
 
 
 async def test_a_robot_whose_answer_is_never_replied_to_resumes_and_answers_again(
@@ -63,7 +57,7 @@ async def test_a_robot_whose_answer_is_never_replied_to_resumes_and_answers_agai
             return table.of_kind("mahjong_action", UID)
         table.hold = True                  # from now on the table answers nothing
         await world.emit(room, private=[(UID, prompt)])
-        await until(lambda: len(actions()) == 1, "the robot never answered the prompt")
+        await eventually(lambda: len(actions()) == 1, "the robot never answered the prompt")
         old = actions()[0].session_id
         # the first session's commands stay unanswered (its lobby sends the held answer again,
         # table_link.RESEND_SECONDS); the next session's are answered
@@ -73,8 +67,8 @@ async def test_a_robot_whose_answer_is_never_replied_to_resumes_and_answers_agai
 
         def resumed() -> list[table_pb2.TableCommand]:   # answers of the new session
             return [a for a in actions() if a.session_id != old]
-        await until(lambda: bool(resumed()),
-                    "the robot never answered the prompt again after resuming", 15)
+        await eventually(lambda: bool(resumed()),
+                         "the robot never answered the prompt again after resuming", 15)
         took = asyncio.get_running_loop().time() - started
         assert robot.session is not None and robot.session.reconnects == 1
         assert robot.session.address == second

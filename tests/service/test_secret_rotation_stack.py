@@ -36,6 +36,7 @@ import pytest
 
 from services.common.natsd import free_port, nats_server_binary
 from tests.support.secret_volume import update_secret_volume
+from tests.support.waiting import eventually
 from tests.unit.deploy.test_deploy_nats import (
     PASSWORDS,
     SERVICE_USERS,
@@ -161,13 +162,6 @@ async def stack(server: Server, tmp: Path) -> AsyncIterator[dict[str, Any]]:
         await records.stop(0)
 
 
-async def wait_until(check: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        await asyncio.sleep(0.05)
-
-
 async def test_every_service_moves_to_its_second_user_while_robots_play(
         server: Server, tmp_path: Path) -> None:
     from clients.robot.robot import run_tables
@@ -190,15 +184,15 @@ async def test_every_service_moves_to_its_second_user_while_robots_play(
             update_secret_volume(tmp_path / "secrets" / user, {f"{user}-password": PASSWORDS[user],
                                                 f"{user}-b-password": SECOND[user]})
         server.reload()
-        await wait_until(lambda: server.reloaded() > reloads, "the server reloaded")
+        await eventually(lambda: server.reloaded() > reloads, "the server reloaded", seconds=30)
         # 2. every service's user file names its second user
         started = time.monotonic()
         for user in SERVICE_USERS:
             update_secret_volume(tmp_path / "secrets" / user, {"user": f"{user}-b",
                                                 f"{user}-password": PASSWORDS[user],
                                                 f"{user}-b-password": SECOND[user]})
-        await wait_until(lambda: all(u.endswith("-b") for u in server.users_connected()),
-                         "every connection on a second user")
+        await eventually(lambda: all(u.endswith("-b") for u in server.users_connected()),
+                         "every connection on a second user", seconds=30)
         switched = time.monotonic() - started
         assert set(server.users_connected()) == {f"{u}-b" for u in olds}   # none on an old user
         # 3. the old passwords replaced by ones nobody knows
@@ -206,7 +200,7 @@ async def test_every_service_moves_to_its_second_user_while_robots_play(
         server.configure({**passwords, **{u: f"dead-{u}-{time.time_ns()}"
                                           for u in SERVICE_USERS}})
         server.reload()
-        await wait_until(lambda: server.reloaded() > reloads, "the server reloaded")
+        await eventually(lambda: server.reloaded() > reloads, "the server reloaded", seconds=30)
         stats = await asyncio.wait_for(play, 180)
         # every hand played to its end; a command in flight while a connection switched may
         # have been answered with an error frame (its reply lost across the reconnect, the

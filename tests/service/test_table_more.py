@@ -4,7 +4,6 @@ the heartbeat, and a late offline of a replaced lobby session leaves the seat on
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -24,6 +23,7 @@ from services.table.core import TableCore
 from services.table.lifecycle import RoomState
 from services.table.server import start as start_table
 from tests.support.tablekit import LobbyLink, Table
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -68,14 +68,6 @@ class Broken:
                 raise nats.errors.TimeoutError
             return await attr(*args, **kwargs)
         return call
-
-
-async def eventually(test: Callable[[], Any], seconds: float = 10.0) -> bool:
-    for _ in range(int(seconds / 0.05)):
-        if await test():
-            return True
-        await asyncio.sleep(0.05)
-    return bool(await test())
 
 
 async def log_count(js: Any, room_id: int) -> int:
@@ -133,7 +125,7 @@ async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
     async def purged() -> bool:
         return await log_count(js, t.room_id) == 0
 
-    assert await eventually(purged)
+    await eventually(purged)
     final = await js.get_last_msg(bus.SETTLE_STREAM, bus.settle_subject(t.room_id))
     msg = json.loads(final.data)
     assert msg["final"] and msg["room_id"] == t.room_id and msg["hands_played"] == 0
@@ -150,7 +142,7 @@ async def test_a_dismissed_room_leaves_no_log(stack: dict[str, Any]) -> None:
     async def purged() -> bool:
         return await log_count(js, t.room_id) == 0
 
-    assert await eventually(purged)
+    await eventually(purged)
     await t.close()
 
 
@@ -169,7 +161,7 @@ async def test_a_purge_that_fails_is_retried(stack: dict[str, Any]) -> None:
     async def purged() -> bool:
         return await log_count(js, t.room_id) == 0
 
-    assert await eventually(purged)
+    await eventually(purged)
     assert not core.rooms.in_state(RoomState.CLOSED)
     await t.close()
 
@@ -196,7 +188,7 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
         return (seat is not None and seat["room_id"] == t.room_id and seat["seat"] == 0
                 and room is not None and room["free_seats"] == 3)
 
-    assert await eventually(written)
+    await eventually(written)
     assert not core.directory.pending
     await t.close()
 

@@ -65,6 +65,7 @@ from paiju.v1 import client_pb2, records_pb2_grpc, table_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNatsCluster, stream_leader
 from tests.support.procs import ServiceProc, make_service
+from tests.support.waiting import eventually
 
 log = logging.getLogger("paiju.chaos")
 
@@ -98,21 +99,9 @@ def now() -> float:
 
 
 async def until(check: Any, what: str, seconds: float = 30.0) -> Any:
-    """Await ``check`` every 0.2 s until it returns something truthy, and return that; a
-    check that raises is tried again (an election, a node catching up). Fails after
-    ``seconds`` with ``what`` and the last error."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            value = await check()
-        except Exception as exc:
-            value, last = None, repr(exc)
-        else:
-            last = ""
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what} (last error {last})"
-        await asyncio.sleep(0.2)
+    """A cluster's wait (:func:`eventually`): every 0.2 s, a check that raises tried again
+    (an election, a node catching up)."""
+    return await eventually(check, what, seconds, every=0.2, retry=True)
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float | None:

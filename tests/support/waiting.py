@@ -4,15 +4,40 @@ since a loaded machine is slow (a fixed sleep that is enough here is not enough 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str = "never happened",
+                     seconds: float = 10.0, every: float = 0.05, retry: bool = False) -> Any:
+    """Call ``check()`` (a function or a coroutine function) every ``every`` seconds until it
+    gives something truthy, and return that. After ``seconds`` fail with ``what`` and the last
+    value. With ``retry`` a check that raises is tried again (an election, a node catching
+    up) and the failure names its last error; without it the error goes up at once."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = check()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            if not retry:
+                raise
+            value, last = None, f"last error {exc!r}"
+        else:
+            if value:
+                return value
+            last = f"last {value!r}"
+        assert time.monotonic() < deadline, f"{what} ({last}, {seconds:g} s)"
+        await asyncio.sleep(every)
 
 
 async def until(done: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """Poll ``done()`` every 10 ms until it holds or ``seconds`` pass; what it says last."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() >= deadline:
-            return done()
-        await asyncio.sleep(0.01)
-    return True
+    """Poll ``done()`` every 10 ms until it holds or ``seconds`` pass; what it says last (for
+    ``assert await until(...)``)."""
+    try:
+        return bool(await eventually(done, seconds=seconds, every=0.01))
+    except AssertionError:
+        return bool(done())

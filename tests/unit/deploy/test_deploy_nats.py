@@ -35,6 +35,7 @@ import pytest
 
 from services.common import bus
 from services.common.natsd import free_port, nats_server_binary
+from tests.support.waiting import eventually
 from tests.unit.deploy.test_deploy_k8s import (
     K8S,
     OVERLAYS,
@@ -1051,15 +1052,6 @@ async def services_as_their_users(server: AuthedNats, db: Path) -> AsyncIterator
         await records.stop(0)
 
 
-async def eventually(check: Any, what: str, timeout: float = 30) -> Any:
-    """Poll ``check()`` until it returns a truthy value; the deadline only stops a broken run."""
-    async with asyncio.timeout(timeout):
-        while not (result := await check()):
-            await asyncio.sleep(0.05)
-    assert result, what
-    return result
-
-
 async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
         authed_nats: AuthedNats, tmp_path: Path) -> None:
     from clients.robot.robot import run_tables
@@ -1082,7 +1074,7 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
                 hands = await stub.ListHands(records_pb2.ListHandsRequest(room_id=room_id))
                 return any(h.hand_no == 1 for h in hands.hands)
 
-            await eventually(written, "records wrote the hand")
+            await eventually(written, "records wrote the hand", seconds=30)
 
         # the closed room's log is purged by the table
         async def purged() -> bool:
@@ -1090,7 +1082,7 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
                 bus.room_log_stream(room_id), subjects_filter=bus.room_log(room_id))
             return not (info.state.subjects or {}).get(bus.room_log(room_id))
 
-        await eventually(purged, "the closed room's log is purged")
+        await eventually(purged, "the closed room's log is purged", seconds=30)
 
         # the console reads the directory (watches on tables and rooms) as the lobby
         console = lobby.console

@@ -26,7 +26,7 @@ from services.table.core import bot_move
 from services.table.creation import create_record
 from services.table.room import Room
 from services.table.views import Effects
-from tests.support.waiting import until as eventually
+from tests.support.waiting import until
 
 FAST = {"turn_seconds": 0.2, "window_seconds": 0.2, "alone_seconds": 0.2}
 SLOW = {"turn_seconds": 30, "window_seconds": 30, "alone_seconds": 30}
@@ -112,9 +112,9 @@ async def test_a_window_whose_resolve_append_failed_is_resolved_later_and_after_
     for seat in range(4):  # bots play every seat
         await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
-    assert await eventually(failed.is_set, 30)
+    assert await until(failed.is_set, 30)
     # live: the automation retries and the hand goes on
-    assert await eventually(lambda: any(r["t"] == "resolve" for r in log.records), 10)
+    assert await until(lambda: any(r["t"] == "resolve" for r in log.records), 10)
     await actor.stop()
     # a rebuild of a log that ends with a final set of answers but no decision decides it
     # too (the answers may be all of them, or fewer when the early final answer applies)
@@ -123,7 +123,7 @@ async def test_a_window_whose_resolve_append_failed_is_resolved_later_and_after_
     room2, actor2 = rebuilt(stuck, SLOW, entrust_delay=0.01)
     window = room2.pending_window()
     assert window is not None and resolve(window, room2.arbitration_rules()).final
-    assert await eventually(lambda: room2.pending_window() is None
+    assert await until(lambda: room2.pending_window() is None
                             or room2.pending_window().id != window.id, 10)
     await actor2.stop()
 
@@ -140,9 +140,9 @@ async def test_a_timeout_whose_append_failed_fires_again() -> None:
 
     log.fail = fail_once
     await ready_all(actor)
-    assert await eventually(lambda: bool(failures), 5)
+    assert await until(lambda: bool(failures), 5)
     # nobody answers: only the timer can move the hand on, so it must fire again
-    assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 20)
+    assert await until(lambda: room.hand_no == 1 and not room.in_hand(), 20)
     await actor.stop()
 
 
@@ -159,7 +159,7 @@ async def test_an_open_dismiss_vote_still_times_out_after_a_rebuild() -> None:
     assert not any(r["t"] == "dismiss_result" for r in log.records)
     room2, actor2 = rebuilt(log, SLOW, dismiss_seconds=0.3)
     assert room2.dismiss is not None
-    assert await eventually(lambda: room2.dismiss is None, 5)
+    assert await until(lambda: room2.dismiss is None, 5)
     assert room2.closed  # silent voters count as agreeing when the countdown ends
     await actor2.stop()
 
@@ -168,7 +168,7 @@ async def test_entrust_ends_with_the_hand_and_the_settlement_names_the_hand_deal
     room, actor, log = await seated_room({"turn_seconds": 0.05, "window_seconds": 0.05,
                                           "alone_seconds": 0.05}, game=common_pb2.DADUN)
     await ready_all(actor)
-    assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 60)
+    assert await until(lambda: room.hand_no == 1 and not room.in_hand(), 60)
     assert any(r["t"] == "entrust" for r in log.records), "timeouts entrusted the seats"
     assert not any(s.entrusted for _, s in room.seated()), "entrust lasts until the deal ends"
     start = next(r for r in log.records if r["t"] == "start")
@@ -241,7 +241,7 @@ async def test_answers_in_a_simultaneous_phase_do_not_extend_the_deadline_of_the
     assert room.to_act() == (0,)
     # seat 0 never answers: its timer fires at the phase's deadline, not a turn after the
     # last answer of the others (which is when a timer restarted by every answer would fire)
-    assert await eventually(lambda: any(r["t"] == "act" and r["seat"] == 0 for _, r in appended_at),
+    assert await until(lambda: any(r["t"] == "act" and r["seat"] == 0 for _, r in appended_at),
                             3 * turn)
     fired_at, timeout = next((t, r) for t, r in appended_at if r["t"] == "act" and r["seat"] == 0)
     assert timeout["by"] == "timeout"
@@ -355,9 +355,9 @@ async def test_seats_not_ready_after_a_hand_are_readied_when_the_ready_timer_run
     for seat in range(4):
         await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
-    assert await eventually(lambda: room.hand_no == 1 and not room.in_hand(), 30)
+    assert await until(lambda: room.hand_no == 1 and not room.in_hand(), 30)
     # nobody readies; the next hand starts by itself once the timer ran out
-    assert await eventually(lambda: room.hand_no == 2, 10)
+    assert await until(lambda: room.hand_no == 2, 10)
     timed = log.records[-len(appended_at):]
     first = next(i for i, r in enumerate(timed) if r["t"] == "ready" and r.get("by") == "timeout")
     # the timer is armed after the hand's last record (and the next hand's commitment)
@@ -393,7 +393,7 @@ async def test_an_early_reply_leaves_after_the_items_events_and_before_what_foll
     sent.clear()
     reply = await actor.submit("command", command(4, lm.AskReady(is_ready=True)), early)
     assert reply.code == 0
-    assert await eventually(lambda: room.in_hand())
+    assert await until(lambda: room.in_hand())
     kinds = [kind for kind, _ in sent]
     at = kinds.index("reply")
     assert kinds.count("reply") == 1 and at >= 1, sent
@@ -410,7 +410,7 @@ async def played_actor() -> RoomActor:
     for seat in range(4):
         await actor.record(lr.Entrust(seat, "exit"))
     actor.inbox.put_nowait(("tick", None, None))
-    assert await eventually(lambda: len(room.hand_events) >= 20, 30)
+    assert await until(lambda: len(room.hand_events) >= 20, 30)
     return actor
 
 
@@ -464,7 +464,7 @@ async def test_a_stalled_log_append_stops_the_clocks_of_the_seats_still_to_answe
     assert actor.inbox.qsize() <= 1, "the timer floods the waiting room's inbox with ticks"
     # sent during the wait, after the first deadline: still in time
     answer_0 = asyncio.create_task(commit(actor, 0))
-    assert await eventually(lambda: any(kind == "command" for kind, _, _ in actor.inbox._queue))  # type: ignore[attr-defined]
+    assert await until(lambda: any(kind == "command" for kind, _, _ in actor.inbox._queue))  # type: ignore[attr-defined]
     release.set()
     await answer_1
     await answer_0
