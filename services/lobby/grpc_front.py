@@ -23,14 +23,18 @@ from services.lobby.sessions import Session
 SERVICE: str = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
 # How long a refused stream stays open after its refusal, for the client's first message.
 # A stream ended at once fails the write a client makes on connecting (its login), and
-# grpc then reports INTERNAL on the call instead of the refusal frame it holds.
+# grpc then reports INTERNAL on the call instead of the refusal frame it holds. At most
+# REFUSED_LINGERING streams wait so at once (a flood is what the caps refuse): past that a
+# refused stream ends at once.
 REFUSED_LINGER_SECONDS = 1.0
+REFUSED_LINGERING = 1000
 
 
 class LobbyService:
     def __init__(self, app: LobbyApp) -> None:
         self.app = app
         self.trusted = parse_networks(app.lobby.trusted_proxies)
+        self.lingering = 0   # refused streams waiting for their client's first message
 
     def client_ip(self, context: grpc.aio.ServicerContext) -> str:
         """The peer's IP, or the client a trusted proxy names in ``x-forwarded-for``."""
@@ -44,10 +48,15 @@ class LobbyService:
         refused = self.app.admission.admit(ip)
         if refused is not None:   # one error frame, and the stream ends
             yield encode_binary(refuse_connection(self.app, refused), 1)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(REFUSED_LINGER_SECONDS):
-                    async for _ in requests:   # the first message, or the client's end
-                        break
+            if self.lingering < REFUSED_LINGERING:
+                self.lingering += 1
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(REFUSED_LINGER_SECONDS):
+                            async for _ in requests:   # the first message, or the end
+                                break
+                finally:
+                    self.lingering -= 1
             return
         try:
             session = Session(peer_ip=ip)
