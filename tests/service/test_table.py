@@ -29,7 +29,8 @@ from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table import variants
 from services.table.server import start as start_table
-from tests.support.tablekit import LobbyLink, Player, Table, hand_overs, notice, wait_until
+from tests.support.tablekit import LobbyLink, Player, Table, hand_overs, notice
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -96,8 +97,8 @@ async def test_four_players_finish_a_hand_and_it_is_settled(stack: dict[str, Any
     assert sorted(hand["seats"]) == [11, 12, 13, 14]
     assert final["final"] and final["totals"] == hand["deltas"]
     # the events travel on core NATS, apart from the settlement stream: wait for them
-    await wait_until(lambda: all(hand_overs(p) and notice(p) for p in t.players), 10,
-                     "every player sees the end of the hand and the room's close")
+    await eventually(lambda: all(hand_overs(p) and notice(p) for p in t.players),
+                     "every player sees the end of the hand and the room's close", seconds=10)
     for p in t.players:
         assert [n.reason for n in notice(p)] == [lm.NoticeDismiss.ALL_HANDS_PLAYED]
         # a prompt can be overtaken (a window decided early, the hand won meanwhile): only
@@ -279,13 +280,13 @@ async def test_dismiss_vote_passes_and_fails(stack: dict[str, Any]) -> None:
     assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=False)))).code == 0
     dup = await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))
     assert dup.code == common_pb2.ERR_NO_DISMISS_VOTE
-    await wait_until(lambda: notice(players[3]), 10, "the refused vote's notice")
+    await eventually(lambda: notice(players[3]), "the refused vote's notice", 10)
     assert [n.dismissed for n in notice(players[3])] == [False]
     # passed: applicant + two agree = 3 of 4
     assert (await link.send(t.room_id, 52, frames.client_frame(lm.AskDismiss()))).code == 0
     assert (await link.send(t.room_id, 53, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
     assert (await link.send(t.room_id, 54, frames.client_frame(lm.ReportDismiss(agree=True)))).code == 0
-    await wait_until(lambda: len(notice(players[0])) >= 2, 10, "the passed vote's notice")
+    await eventually(lambda: len(notice(players[0])) >= 2, "the passed vote's notice", 10)
     result = notice(players[0])
     assert [n.dismissed for n in result] == [False, True]
     assert result[-1].reason == lm.NoticeDismiss.PLAYER_VOTE
@@ -306,7 +307,7 @@ async def test_geo_distances_and_alert(stack: dict[str, Any]) -> None:
         alerts = a.of_kind("distance_alert")
         return (any(set(x.user_ids) == {61, 62} for x in alerts)
                 and any(set(x.user_ids) == {61, 63} and "IP" in x.alert for x in alerts))
-    await wait_until(alerted, 10, "a distance alert for 61-62 and a same-IP alert for 61-63")
+    await eventually(alerted, "a distance alert for 61-62 and a same-IP alert for 61-63", 10)
     reply = await stack["link"].send(t.room_id, 61, frames.client_frame(lm.AskGeo()))
     geo = reply.frames[0].use_geo
     far = next(i for i in geo.items if {i.src_uid, i.dest_uid} == {62, 63})
@@ -336,7 +337,7 @@ async def test_negative_coins_close_the_room_after_the_hand(stack: dict[str, Any
     await t.ready_all()
     msgs = await settlements(stack["nats"].url, 2, timeout=60)
     assert [m["hand_no"] for m in msgs] == [1, 0] and msgs[1]["final"]
-    result = await wait_until(lambda: notice(t.players[1]), 10, "the room's close notice")
+    result = await eventually(lambda: notice(t.players[1]), "the room's close notice", 10)
     assert [n.reason for n in result] == [lm.NoticeDismiss.NEGATIVE_COINS]
     await t.close()
 
@@ -361,7 +362,7 @@ async def test_a_room_nobody_starts_is_dismissed(fresh_nats: EmbeddedNats) -> No
         joined = await link.send(room_id, 95, frames.client_frame(lm.JoinRoom(room_id=room_id)),
                                  profile=table_pb2.PlayerProfile(user_id=95, coins=1000))
         assert joined.code == 0, joined.message
-        await wait_until(lambda: notice(player), 15, "the idle room's close notice")
+        await eventually(lambda: notice(player), "the idle room's close notice", 15)
         assert [n.reason for n in notice(player)] == [lm.NoticeDismiss.IDLE_TOO_LONG]
     finally:
         await nc.close()

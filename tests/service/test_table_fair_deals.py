@@ -16,7 +16,8 @@ from paiju.v1 import common_pb2
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common.natsd import EmbeddedNats
 from tests.service.test_table import new_table, running_stack, settlements
-from tests.support.tablekit import hand_overs, wait_until
+from tests.support.tablekit import hand_overs
+from tests.support.waiting import eventually
 
 
 @pytest.mark.parametrize("game", [common_pb2.XUEZHAN, common_pb2.CHANGSHA, common_pb2.DADUN])
@@ -55,7 +56,7 @@ async def test_a_hand_is_committed_seeded_by_the_players_and_verified(
         tampered[key][0], tampered[key][-1] = tampered[key][-1], tampered[key][0]
         if tampered[key] != record[key]:
             assert not verify(tampered).ok
-        await wait_until(lambda: all(hand_overs(p) for p in t.players), 10, "the hand's end")
+        await eventually(lambda: all(hand_overs(p) for p in t.players), "the hand's end", 10)
         server_seed = record["server_seed"]
         for p in t.players:
             reveals = p.of_kind("fair_reveal")

@@ -18,7 +18,8 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import reserved
 from services.common.natsd import EmbeddedNats
 from tests.service.test_table import running_stack, settlements
-from tests.support.tablekit import Table, hand_overs, wait_until
+from tests.support.tablekit import Table, hand_overs
+from tests.support.waiting import eventually
 
 
 async def robot_room(stack: dict[str, Any], game: int, creator: int) -> Table:
@@ -71,8 +72,8 @@ async def test_the_creator_fills_the_room_with_robots_and_plays_a_hand(
         hand, final = await settlements(stack["nats"].url, 2, timeout=60)
         assert hand["room_id"] == t.room_id and sum(hand["deltas"]) == 0
         assert sum(1 for uid in hand["seats"] if reserved.is_robot(uid)) == 2
-        await wait_until(lambda: hand_overs(owner) and hand_overs(guest), 10,
-                         "the people see the hand end")
+        await eventually(lambda: hand_overs(owner) and hand_overs(guest),
+                         "the people see the hand end", seconds=10)
         # nothing private was ever published for a robot (no hand, no prompt)
         assert published
         addressed = {p.user_id for m in published for p in m.private}
@@ -105,7 +106,7 @@ async def test_robots_only_between_hands_and_a_room_of_robots_alone_closes(
             p.auto = False
         assert (await link.send(t2.room_id, 61, add_robots(1))).code == 0
         await t2.ready_all()
-        await wait_until(lambda: t2.players[0].of_kind("prompt"), 10, "the hand started")
+        await eventually(lambda: t2.players[0].of_kind("prompt"), "the hand started", 10)
         late = await link.send(t2.room_id, 61, add_robots(0))
         assert late.code in (common_pb2.ERR_HAND_IN_PROGRESS, common_pb2.ERR_ROOM_FULL)
         await t.close()

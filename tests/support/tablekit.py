@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,7 @@ from paiju.v1 import client_pb2, common_pb2, table_pb2
 from paiju.v1 import game_msgs_pb2 as g
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
+from tests.support.waiting import eventually
 
 
 class LobbyLink:
@@ -144,25 +144,14 @@ class Table:
         already sent: from then on only the table's timers can move the room on."""
         for p in self.players:
             p.auto = False
-        await wait_until(lambda: not any(p.answering for p in self.players), timeout,
-                         "answers in flight were never replied to")
+        await eventually(lambda: not any(p.answering for p in self.players),
+                         "answers in flight were never replied to", timeout)
 
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
         if self.nc is not None:
             await self.nc.close()
-
-
-async def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``check`` until it returns something truthy (an effect delivered by NATS or a
-    background task) and return that; fail after ``timeout`` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (result := check()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what or check}")
-        await asyncio.sleep(0.02)
-    return result
 
 
 def hand_overs(player: Player) -> list[Any]:

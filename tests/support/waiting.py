@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,31 +12,36 @@ from typing import Any
 async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str = "never happened",
                      seconds: float = 10.0, every: float = 0.05, retry: bool = False) -> Any:
     """Call ``check()`` (a function or a coroutine function) every ``every`` seconds until it
-    gives something truthy, and return that. After ``seconds`` fail with ``what`` and the last
-    value. With ``retry`` a check that raises is tried again (an election, a node catching
-    up) and the failure names its last error; without it the error goes up at once."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            value = check()
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as exc:
-            if not retry:
-                raise
-            value, last = None, f"last error {exc!r}"
-        else:
-            if value:
-                return value
-            last = f"last {value!r}"
-        assert time.monotonic() < deadline, f"{what} ({last}, {seconds:g} s)"
-        await asyncio.sleep(every)
+    gives something truthy, and return that. After ``seconds`` (a check still running then
+    is cut off) fail with ``what`` and the last value. With ``retry`` a check that raises is
+    tried again (an election, a node catching up) and the failure names its last error;
+    without it the error goes up at once."""
+    last = "not checked yet"
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                try:
+                    value = check()
+                    if inspect.isawaitable(value):
+                        value = await value
+                except Exception as exc:
+                    if not retry:
+                        raise
+                    value, last = None, f"last error {exc!r}"
+                else:
+                    if value:
+                        return value
+                    last = f"last {value!r}"
+                await asyncio.sleep(every)
+    except TimeoutError:
+        raise AssertionError(f"{what} ({last}, {seconds:g} s)") from None
 
 
 async def until(done: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """Poll ``done()`` every 10 ms until it holds or ``seconds`` pass; what it says last (for
+    """Poll ``done()`` every 10 ms until it holds or ``seconds`` pass, and say which (for
     ``assert await until(...)``)."""
     try:
-        return bool(await eventually(done, seconds=seconds, every=0.01))
+        await eventually(done, seconds=seconds, every=0.01)
     except AssertionError:
-        return bool(done())
+        return False
+    return True

@@ -150,7 +150,7 @@ async def test_a_room_gone_while_refilling_sends_its_sessions_to_log_in_again() 
     nats, table, streams, session = await joined()
     table.gone = True
     await publish(nats, 3)
-    await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
+    assert await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
     assert session.room_id == 0 and ROOM not in streams.rooms
     assert table.lost_users == [1]
     await streams.stop()
@@ -160,7 +160,7 @@ async def test_a_member_no_longer_in_the_room_at_its_resync_is_told() -> None:
     nats, table, streams, session = await joined()
     table.resync, table.not_in_room = True, True
     await publish(nats, 3)
-    await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
+    assert await until(lambda: bool(table.lost_users) and ROOM not in streams.rooms)
     assert table.snapshots == [1] and table.lost_users == [1]
     assert session.room_id == 0 and ROOM not in streams.rooms
     await streams.stop()
