@@ -34,7 +34,8 @@ GC_PAUSES = Histogram("paiju_gc_pause_seconds", "Garbage collector pauses, by ge
 
 def main(name: str, start: Starter) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m services.{name}")
-    parser.add_argument("--env", default=None, help="dev, test or prod (default: $PAIJU_ENV or dev)")
+    parser.add_argument("--env", default=None,
+                        help="dev, test or prod (default: $PAIJU_ENV or dev)")
     args = parser.parse_args()
     cfg = load_config(args.env)
     setup_logging(name, cfg.log.level)

@@ -24,6 +24,7 @@ from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.common import tls
 from services.common.natsd import EmbeddedNats, free_port
 from tests.support.procs import make_service
+from tests.support.waiting import eventually
 
 pytest.importorskip("cryptography")
 
@@ -75,15 +76,6 @@ def reloads_metric(metrics_port: int, result: str) -> float:
     return 0.0
 
 
-async def wait_for(check, timeout: float = 10.0):  # noqa: ANN001, ANN201 - a predicate
-    deadline = time.monotonic() + timeout
-    while True:
-        got = await asyncio.to_thread(check)
-        if got or time.monotonic() > deadline:
-            return got
-        await asyncio.sleep(0.2)
-
-
 async def test_a_renewed_certificate_is_served_without_a_restart(
         fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
     ca = Authority(tmp_path / "ca")
@@ -120,14 +112,15 @@ async def test_a_renewed_certificate_is_served_without_a_restart(
             # renewal: the key first, then the certificate (a reader may see the new key
             # beside the old certificate for a moment: that pair is refused, not served)
             replace(second.key, key)
-            refused = await wait_for(lambda: reloads_metric(arbiter.metrics_port, "refused") >= 1)
-            assert refused, "a key that does not match its certificate was not refused"
+            await eventually(lambda: asyncio.to_thread(
+                lambda: reloads_metric(arbiter.metrics_port, "refused") >= 1),
+                "a key that does not match its certificate was not refused", every=0.2)
             assert served_certificate(arbiter.address, ca, caller).serial_number == first_serial
             replace(second.cert, cert)
 
-            swapped = await wait_for(lambda: served_certificate(
-                arbiter.address, ca, caller).serial_number == second_serial)
-            assert swapped, "the new certificate is not served"
+            await eventually(lambda: asyncio.to_thread(lambda: served_certificate(
+                arbiter.address, ca, caller).serial_number == second_serial),
+                "the new certificate is not served", every=0.2)
             assert 59 * DAY < expiry_metric(arbiter.metrics_port, "server") <= 60 * DAY
             assert reloads_metric(arbiter.metrics_port, "loaded") == 1
 

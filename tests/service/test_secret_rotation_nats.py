@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from prometheus_client import REGISTRY
 from services.common import bus
 from services.common.natsd import _wait_port, free_port, nats_server_binary
 from tests.support.secret_volume import update_secret_volume
+from tests.support.waiting import eventually
 
 OLD = ("table", "old-password-0123456789abcdef")
 NEW = ("table-b", "new-password-fedcba9876543210")   # the service's second user
@@ -88,17 +89,18 @@ class RotatingNats:
                                       "-l", str(self.log)])
         _wait_port("127.0.0.1", self.port, 10, self.proc)
 
-    def reload(self, **passwords: str) -> None:
+    async def reload(self, **passwords: str) -> None:
         """New passwords in the config file, then SIGHUP; returns once the server says it
-        loaded the file again (/varz config_load_time), at most 10 s later."""
+        loaded the file again (/varz config_load_time), at most 10 s later. The event loop
+        runs meanwhile (the traffic's clients with it)."""
         self.write(**passwords)
         assert self.proc is not None
-        loaded = self.config_load_time()
+        loaded = await asyncio.to_thread(self.config_load_time)
         self.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
-        while self.config_load_time() == loaded:
-            assert time.monotonic() < deadline, "nats-server did not reload its config"
-            time.sleep(0.05)
+
+        async def reloaded() -> bool:
+            return await asyncio.to_thread(self.config_load_time) != loaded
+        await eventually(reloaded, "nats-server did not reload its config")
 
     def config_load_time(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/varz", timeout=2) as r:
@@ -207,13 +209,6 @@ async def traffic(server: RotatingNats, mounted: Path, poll: float) -> AsyncIter
         await consumer.close()
 
 
-async def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 def reloads() -> float:
     return REGISTRY.get_sample_value("paiju_nats_credential_reloads_total") or 0.0
 
@@ -233,10 +228,10 @@ async def test_rotation_with_files_watched_disconnects_nobody(
     mount(mounted, OLD[0], OLD)
     before = reloads()
     async with traffic(server, mounted, poll=0.2) as t:
-        await wait_for(lambda: t.sent > 20)
+        await eventually(lambda: t.sent > 20, seconds=15)
         assert server.users_connected() == ["table", "table"]
         # 1. the second user's password renewed on the servers (a Secret change: reload)
-        server.reload(table=OLD[1], table_b=NEW[1])
+        await server.reload(table=OLD[1], table_b=NEW[1])
         await asyncio.sleep(0.5)
         # the Secret gains the second user's password: not in use yet, nothing moves
         mount(mounted, OLD[0], OLD, NEW)
@@ -245,15 +240,15 @@ async def test_rotation_with_files_watched_disconnects_nobody(
         # 2. the Secret names the second user: both connections reconnect with it
         started = time.monotonic()
         mount(mounted, NEW[0], OLD, NEW)
-        await wait_for(lambda: server.users_connected() == ["table-b", "table-b"])
+        await eventually(lambda: server.users_connected() == ["table-b", "table-b"], seconds=15)
         switched = time.monotonic() - started
         assert reloads() - before == 2
         reconnects = (t.producer.stats["reconnects"], t.consumer.stats["reconnects"])
         # 3. the old password is replaced by one nobody knows: nobody is using it, nobody is
         # disconnected
-        server.reload(table=UNUSED, table_b=NEW[1])
+        await server.reload(table=UNUSED, table_b=NEW[1])
         sent = t.sent
-        await wait_for(lambda: t.sent > sent + 50)
+        await eventually(lambda: t.sent > sent + 50, seconds=15)
         assert (t.producer.stats["reconnects"], t.consumer.stats["reconnects"]) == reconnects
         assert server.users_connected() == ["table-b", "table-b"]
         assert t.producer.is_connected and t.consumer.is_connected
@@ -272,25 +267,25 @@ async def test_a_service_that_missed_the_change_reconnects_from_its_files(
     mounted.mkdir()
     mount(mounted, OLD[0], OLD)
     async with traffic(server, mounted, poll=3600) as t:
-        await wait_for(lambda: t.sent > 20)
-        server.reload(table=OLD[1], table_b=NEW[1])
+        await eventually(lambda: t.sent > 20, seconds=15)
+        await server.reload(table=OLD[1], table_b=NEW[1])
         await asyncio.sleep(0.3)
         mount(mounted, NEW[0], OLD, NEW)
         await asyncio.sleep(0.3)
         assert server.users_connected() == ["table", "table"]   # nothing watched the files
         server.stop()
         server.start()                                      # the next reconnect
-        await wait_for(lambda: server.users_connected() == ["table-b", "table-b"])
+        await eventually(lambda: server.users_connected() == ["table-b", "table-b"], seconds=15)
         assert t.producer.stats["reconnects"] >= 1 and t.consumer.stats["reconnects"] >= 1
-        server.reload(table=UNUSED, table_b=NEW[1])
+        await server.reload(table=UNUSED, table_b=NEW[1])
         sent = t.sent
-        await wait_for(lambda: t.sent > sent + 50)
+        await eventually(lambda: t.sent > sent + 50, seconds=15)
     check_delivery(t)
 
 
 async def test_the_old_password_is_refused_after_the_rotation(
         server: RotatingNats, tmp_path: Path) -> None:
-    server.reload(table=UNUSED, table_b=NEW[1])
+    await server.reload(table=UNUSED, table_b=NEW[1])
     mounted = tmp_path / "nats"
     mounted.mkdir()
     mount(mounted, OLD[0], OLD)

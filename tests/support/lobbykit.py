@@ -13,6 +13,7 @@ import grpc
 from paiju.frames import client_frame
 from paiju.v1 import client_pb2
 from services.common.config import Config, load_config
+from tests.support.waiting import eventually
 
 
 def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any) -> Config:
@@ -30,14 +31,10 @@ def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any)
 async def wait_cached(app: Any, *room_ids: int, timeout: float = 10.0) -> None:
     """Wait until a lobby's room cache (``app.cache``, filled asynchronously by its watch
     of the ``rooms`` bucket) holds every room of ``room_ids``; fail after ``timeout``."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        missing = [r for r in room_ids if app.cache.get(r) is None]
-        if not missing:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"rooms {missing} never reached the lobby's room cache")
-        await asyncio.sleep(0.02)
+    def missing() -> list[int]:
+        return [r for r in room_ids if app.cache.get(r) is None]
+    await eventually(lambda: not missing(), f"rooms {room_ids} never all reached the lobby's "
+                     "room cache", timeout, every=0.02)
 
 
 class Nats:

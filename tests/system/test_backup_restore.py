@@ -30,6 +30,7 @@ from clients.robot.robot import RobotStats, hand_number, run_tables
 from paiju.v1 import records_pb2, records_pb2_grpc
 from services.common.bus import SETTLE_STREAM
 from tests.support.pgctl import PrivatePostgres, private_postgres
+from tests.support.waiting import eventually
 from tests.system.conftest import SECRET, start_stack, stop_stack
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
@@ -68,14 +69,9 @@ async def list_hands(address: str) -> list[records_pb2.HandRecord]:
 
 
 async def wait_stored(address: str, count: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    hands: list[records_pb2.HandRecord] = []
-    while time.monotonic() < deadline:
-        hands = await list_hands(address)
-        if len(hands) >= count:
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"records stored {len(hands)} of {count} settlements")
+    async def stored() -> bool:
+        return len(await list_hands(address)) >= count
+    await eventually(stored, f"records never stored {count} settlements", timeout, every=0.2)
 
 
 async def play(address: str, hands: int = HANDS) -> list[RobotStats]:
