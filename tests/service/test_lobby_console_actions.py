@@ -18,9 +18,9 @@ from tests.service.test_lobby_console import (
     Stack,
     console_stack,
     create_room,
-    until,
 )
 from tests.support.lobbyworld import code_of
+from tests.support.waiting import eventually
 
 ADMIN = "console-admin-token-9876543210"
 E = common_pb2
@@ -61,7 +61,7 @@ async def test_operators_add_robots_dismiss_mute_kick_and_it_is_audited(
         async def seated() -> Any:
             _, room, _ = await stack.get(f"/api/rooms/{room_id}")
             return room and len(room["seats"]) == 4
-        await until(seated)
+        await eventually(seated, seconds=15)
         assert code_of(await owner.request(lobby_msgs_pb2.AskReady(is_ready=True))) == E.OK
         await owner.until(lambda f: f.HasField("prompt"), 15)
         status, body = await post(stack, f"/api/rooms/{room_id}/dismiss",
@@ -166,6 +166,6 @@ async def test_an_operator_fills_and_dismisses_a_room_from_the_console_page(
             async def gone() -> bool:
                 rooms = (await stack.ok("/api/rooms"))["rooms"]
                 return all(r["room_id"] != room_id for r in rooms)
-            await until(gone)
+            await eventually(gone, seconds=15)
         finally:
             await page.close()

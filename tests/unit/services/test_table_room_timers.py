@@ -15,10 +15,10 @@ from services.table.core import bot_move
 from services.table.creation import create_record
 from services.table.room import Room
 from services.table.views import Effects
+from tests.support.waiting import until
 from tests.unit.services.test_table_actor import (
     MemoryLog,
     command,
-    eventually,
     local_arbiter,
     ready_all,
 )
@@ -48,7 +48,7 @@ async def started(game: int, name: str, options: dict[str, Any]
     for uid in (1, 2, 3, 4):
         assert (await actor.submit("command", command(uid, lm.JoinRoom(room_id=1234567)))).code == 0
     await ready_all(actor)
-    assert await eventually(room.in_hand, 5)
+    assert await until(room.in_hand, 5)
     return room, actor, frames
 
 
@@ -66,7 +66,7 @@ async def test_dadun_room_options_are_its_real_timers_and_its_countdowns() -> No
     assert room.phase() == "alone"
     # alone: not set by the room, so the table's timer at creation (9 s), not today's 30 s
     assert room.decision_seconds(TABLE_NOW) == 9.0
-    assert await eventually(lambda: bool(hint_alone(frames)), 5)
+    assert await until(lambda: bool(hint_alone(frames)), 5)
     assert {h.countdown for h in hint_alone(frames)} == {9}
     # play: the room's own play_timeout_s is both the engine's countdown and the timer
     assert room.engine_options["play_timeout_s"] == 7
