@@ -22,12 +22,12 @@ from services.lobby.server import start as start_lobby
 from tests.service.test_lobby_health import (
     NOT_SERVING,
     SERVING,
-    eventually,
     grpc_health,
     http_status,
 )
 from tests.support.lobbykit import lobby_config
 from tests.support.lobbyworld import SECRET, Client, E, code_of
+from tests.support.waiting import eventually
 
 pytest.importorskip("yaml")
 
@@ -59,7 +59,9 @@ async def test_a_lobby_starts_not_ready_without_its_buckets_and_is_ready_once_th
         tables = await bus.ensure_bucket(js, bus.TABLES_BUCKET, ttl=10)
         await bus.ensure_bucket(js, bus.ROOMS_BUCKET)
         await bus.ensure_bucket(js, bus.SEATS_BUCKET)
-        await eventually(lambda: grpc_health(address), SERVING, timeout=30)
+        async def serving() -> bool:
+            return await grpc_health(address) == SERVING
+        await eventually(serving, "the lobby never became ready", seconds=30, every=0.1)
         assert await http_status(ws, "/healthz") == 200
         # and it follows the directory as the lobby user may: a table entry reaches it
         await tables.put("table-x", TableEntry(instance="table-x", address="127.0.0.1:1",
@@ -69,7 +71,7 @@ async def test_a_lobby_starts_not_ready_without_its_buckets_and_is_ready_once_th
         async def seen() -> bool:
             return [t.instance for t in
                     host.app.directory.table_cache.live()] == ["table-x"]
-        await eventually(seen, True, timeout=10)
+        await eventually(seen, "the table entry never reached the lobby", seconds=10, every=0.1)
         # the only thing refused to the lobby: creating the buckets
         violations = authed_nats.violations()
         assert violations and all("$JS.API.STREAM.CREATE.KV_" in line for line in violations), \

@@ -12,7 +12,6 @@ import pytest
 from paiju.v1 import records_pb2, records_pb2_grpc
 from services.common.server import ServiceHost
 from tests.service.test_records import (  # noqa: F401  (fixtures)
-    eventually,
     js,
     publish,
     service,
@@ -20,6 +19,7 @@ from tests.service.test_records import (  # noqa: F401  (fixtures)
     total_hands,
 )
 from tests.service.test_records_support import hand_message
+from tests.support.waiting import eventually
 
 SEATS = [4001, 4002, 4003, 4004]
 ALL_TIME = records_pb2.RatingScope(game="xuezhan", season=0)
@@ -40,7 +40,7 @@ async def test_ratings_are_served_after_settlements(
 
     async def written() -> bool:
         return await total_hands(stub, 400002) == 1
-    await eventually(written)
+    await eventually(written, seconds=20)
     assert await total_hands(stub, 400001) == 2
 
     me = await stub.GetRating(records_pb2.RatingRequest(user_id=4001, scope=ALL_TIME))

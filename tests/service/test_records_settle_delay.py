@@ -14,12 +14,12 @@ from prometheus_client import REGISTRY
 from services.common.server import ServiceHost
 from tests.service.test_records import (  # noqa: F401 - js and service are fixtures
     SEATS,
-    eventually,
     js,
     publish,
     service,
 )
 from tests.service.test_records_support import hand_message
+from tests.support.waiting import eventually
 
 NAME = "paiju_records_settlement_delay_seconds"
 
@@ -43,12 +43,12 @@ async def test_settlement_delay_runs_from_the_end_of_the_hand(
 
     fresh = hand_message(410001, 1, SEATS, [1, -1, 0, 0]) | {"settled_at": stamp(0)}
     await publish(js, fresh, "410001:1")
-    await eventually(lambda: counted(1))
+    await eventually(lambda: counted(1), seconds=20)
     assert sample("_bucket", "1.0") - before["1.0"] == 1      # written within a second
 
     late = hand_message(410002, 1, SEATS, [1, -1, 0, 0]) | {"settled_at": stamp(20)}
     await publish(js, late, "410002:1")
-    await eventually(lambda: counted(2))
+    await eventually(lambda: counted(2), seconds=20)
     assert sample("_bucket", "5.0") - before["5.0"] == 1      # the late one is not within 5 s
     assert sample("_bucket", "30.0") - before["30.0"] == 2
     assert 19 <= sample("_sum") - total < 25
