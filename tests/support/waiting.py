@@ -9,6 +9,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 
+class NeverHappened(AssertionError):
+    """What a test waited for did not happen in time (not an error the check raised)."""
+
+
 async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str = "never happened",
                      seconds: float = 10.0, every: float = 0.05, retry: bool = False) -> Any:
     """Call ``check()`` (a function or a coroutine function) every ``every`` seconds until it
@@ -17,8 +21,9 @@ async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str = "nev
     tried again (an election, a node catching up) and the failure names its last error;
     without it the error goes up at once."""
     last = "not checked yet"
+    deadline = asyncio.timeout(seconds)
     try:
-        async with asyncio.timeout(seconds):
+        async with deadline:
             while True:
                 try:
                     value = check()
@@ -34,14 +39,16 @@ async def eventually(check: Callable[[], Any | Awaitable[Any]], what: str = "nev
                     last = f"last {value!r}"
                 await asyncio.sleep(every)
     except TimeoutError:
-        raise AssertionError(f"{what} ({last}, {seconds:g} s)") from None
+        if not deadline.expired():   # the check's own, raised without retry
+            raise
+        raise NeverHappened(f"{what} ({last}, {seconds:g} s)") from None
 
 
 async def until(done: Callable[[], bool], seconds: float = 10.0) -> bool:
     """Poll ``done()`` every 10 ms until it holds or ``seconds`` pass, and say which (for
-    ``assert await until(...)``)."""
+    ``assert await until(...)``); an error ``done()`` raises goes up."""
     try:
         await eventually(done, seconds=seconds, every=0.01)
-    except AssertionError:
+    except NeverHappened:
         return False
     return True

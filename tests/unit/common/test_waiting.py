@@ -40,3 +40,16 @@ async def test_errors_go_up_unless_retried() -> None:
         await eventually(broken)
     with pytest.raises(AssertionError, match="last error ConnectionError"):
         await eventually(broken, "elected", seconds=0.1, retry=True)
+
+
+async def test_a_checks_own_assertion_or_timeout_is_not_taken_for_the_deadline() -> None:
+    def asserts() -> bool:
+        assert 1 == 2, "the room's seat count"
+        return True
+    with pytest.raises(AssertionError, match="the room's seat count"):
+        await until(asserts, 5)
+
+    def times_out() -> bool:
+        raise TimeoutError("the table's own request")
+    with pytest.raises(TimeoutError, match="the table's own request"):
+        await eventually(times_out, seconds=5)
