@@ -135,37 +135,55 @@ class Worker:
                      on_frame=on_frame, on_send=lambda: clock.sent(time.monotonic()),
                      on_action=on_action, **kw)
 
-    async def _run(self, robot: Any) -> None:
+    async def _run(self, robot: Any) -> bool:
+        """Play ``robot`` to its end; True when its room closed (its hands were played)."""
         self.stats.robots += 1
         try:
             result = await robot.run()
         except Exception as exc:  # a robot that fails is an error of the step
             self.stats.failed_robots += 1
             self.stats.errors.append(repr(exc)[:200])
-            return
+            return False
         self.stats.errors += result.errors   # overtaken answers are counted apart
+        return result.closed_reason is not None
+
+    async def _seat(self, base: int, game: str, clock: TableClock) -> list[asyncio.Task[bool]]:
+        """A room of ``game`` made by user ``base`` and joined by the next three; their
+        tasks, or none when no room was made."""
+        from clients.robot.robot import room_of
+        creator = self._robot(base, game, clock,
+                              create={"base_score": 1, "total_hands": self.hands})
+        task = asyncio.create_task(self._run(creator))
+        self.tasks.append(task)
+        try:
+            await room_of(creator, task)  # type: ignore[arg-type]
+        except RuntimeError as exc:
+            self.stats.errors.append(f"no room: {exc}"[:200])
+            return []
+        seated = [task] + [asyncio.create_task(self._run(self._robot(
+            base + i, game, clock, room_id=creator.room_id))) for i in (1, 2, 3)]
+        self.tasks += seated[1:]
+        return seated
+
+    async def _again(self, base: int, game: str, clock: TableClock,
+                     seated: list[asyncio.Task[bool]]) -> None:
+        """When a room has played its ``hands`` and closed, the same four open the next one,
+        as players do between rooms (a soak's rooms come and go, their logs purged)."""
+        while seated and all(await asyncio.gather(*seated)):
+            self.tasks = [t for t in self.tasks if not t.done()]
+            seated = await self._seat(base, game, clock)
 
     async def add_tables(self, count: int, first_uid: int, first_game: int) -> int:
-        from clients.robot.robot import room_of
         made = 0
         for t in range(count):
             base = first_uid + 4 * t
             game = GAMES[(first_game + t) % len(GAMES)]
             clock = TableClock()
             self.clocks.append(clock)
-            creator = self._robot(base, game, clock,
-                                  create={"base_score": 1, "total_hands": self.hands})
-            task = asyncio.create_task(self._run(creator))
-            self.tasks.append(task)
-            try:
-                room = await room_of(creator, task)  # type: ignore[arg-type]
-            except RuntimeError as exc:
-                self.stats.errors.append(f"no room: {exc}"[:200])
-                continue
-            for i in (1, 2, 3):
-                joiner = self._robot(base + i, game, clock, room_id=room)
-                self.tasks.append(asyncio.create_task(self._run(joiner)))
-            made += 1
+            seated = await self._seat(base, game, clock)
+            if seated:
+                self.tasks.append(asyncio.create_task(self._again(base, game, clock, seated)))
+                made += 1
         return made
 
     async def add_idle(self, count: int, first_uid: int) -> int:

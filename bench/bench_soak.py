@@ -2,8 +2,10 @@
 
 Starts the stack as bench/bench_capacity.py does (its settings, one process of each service
 and an embedded nats-server), seats ``--tables`` tables of robots of the three games in turn
-(each answers a prompt after ``--think`` seconds, 0.5x..1.5x; rooms of 64 hands, so none
-closes during a run of the usual length: the same rooms play hand after hand), and every
+(each answers a prompt after ``--think`` seconds, 0.5x..1.5x) in rooms of ``--hands`` hands:
+64 by default, so that none closes during a run of the usual length and the same rooms play
+hand after hand; with a few, rooms close and their four open the next, so that closed rooms'
+logs are purged and their state dropped, as in a day of play. Every
 ``--step`` seconds for ``--minutes`` minutes writes the RSS of every server process, the
 hands the table finished and the actions played meanwhile, and the load average. Flat
 means: the growth of each process over the run after the warm-up (``--warm`` minutes) is
@@ -49,12 +51,14 @@ PROBE = Path(__file__).resolve().parent / "memprobe"
 NAMES = ("lobby", "table", "arbiter", "records", "nats-server")
 
 
-def table_counts(port: int) -> tuple[float, float]:
-    """Hands the table finished and rooms it rebuilt from their logs, since it started."""
+def table_counts(port: int) -> tuple[float, float, float]:
+    """Hands the table finished, rooms it rebuilt from their logs, and closed rooms whose
+    log it purged, since it started."""
     samples = scrape(port)
     return (sum(value(samples, "paiju_table_hands_total", game=g)
                 for g in ("xuezhan", "changsha", "dadun")),
-            value(samples, "paiju_table_rooms_rebuilt_total"))
+            value(samples, "paiju_table_rooms_rebuilt_total"),
+            value(samples, "paiju_table_logs_purged_total"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--think", type=float, default=2.0)
     parser.add_argument("--procs", type=int, default=2, help="load-generator processes")
     parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--hands", type=int, default=64,
+                        help="hands a room plays before it closes and its players open the next")
     parser.add_argument("--step", type=float, default=60.0, help="seconds between samples")
     parser.add_argument("--warm", type=float, default=10.0,
                         help="minutes of warm-up left out of the growth figure")
@@ -85,12 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             os.environ.get("PYTHONPATH")))),
                    PAIJU_MEMPROBE="table", PAIJU_MEMPROBE_OUT=str(args.probe_out.resolve()),
                    PAIJU_MEMPROBE_TRACE="1" if args.probe == "trace" else "0")
-    rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]] = []
+    rows: list[tuple[float, dict[str, float], tuple[float, float, float], int, str]] = []
     ports = Ports() if args.nats_probe else None
     nats: list[tuple[float, Sample]] = []
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), nats_args=ports.flags() if ports else (), **env)
-        bench = Bench(stack.lobby_address, SECRET, args.procs, args.think, hands=64)
+        bench = Bench(stack.lobby_address, SECRET, args.procs, args.think, hands=args.hands)
         try:
             pids = stack_pids(stack)
             bench.grow(args.tables)
@@ -119,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     finally:
                         os.kill(pids["table"], signal.SIGCONT)
                 print(f"{row[0] / 60:5.1f} min  " + "  ".join(f"{n} {v:.0f}" for n, v in rss.items())
-                      + f"  hands {row[2][0]:.0f}  rebuilt {row[2][1]:.0f}  actions {row[3]}"
+                      + f"  hands {row[2][0]:.0f}  rebuilt {row[2][1]:.0f}  purged {row[2][2]:.0f}"
+                      + f"  actions {row[3]}"
                       + f"  load {load}", flush=True)
             if args.probe:
                 os.kill(pids["table"], signal.SIGUSR2)
@@ -178,25 +185,30 @@ def slope(points: list[tuple[float, float]]) -> float:
     return statistics.linear_regression(xs, ys).slope
 
 
-def report(rows: list[tuple[float, dict[str, float], tuple[float, float], int, str]],
+def report(rows: list[tuple[float, dict[str, float], tuple[float, float, float], int, str]],
            args: argparse.Namespace, tables: int, argv: Sequence[str] | None) -> list[str]:
     given = " ".join(sys.argv[1:] if argv is None else argv)
     lines = ["# Memory over a long run", "",
              f"Command: `python -m bench.bench_soak {given}`. Machine: "
              f"{platform.python_implementation()} {platform.python_version()}, "
              f"{os.cpu_count()} cores, shared with the load generator ({args.procs} processes).",
-             "", f"{tables} tables ({4 * tables} robot players, think {args.think:g} s), the same "
-             "rooms all along (64 hands each: none closes in the run). RSS in MiB at the end of "
-             "each step; hands: finished by the table since the start; rebuilt: rooms the table "
-             "rebuilt from their logs since the start (after a stall); load: the machine's "
-             "1/5/15-minute load average."
+             "", f"{tables} tables ({4 * tables} robot players, think {args.think:g} s), "
+             + (f"rooms of {args.hands} hand{'s' if args.hands != 1 else ''}: when one closes, its "
+                "four open the next. "
+                if args.hands < 64 else "the same rooms all along (64 hands each: none closes "
+                "in the run). ")
+             + "RSS in MiB at the end of each step; hands: finished by the table since the "
+             "start; rebuilt: rooms the table rebuilt from their logs since the start (after a "
+             "stall); purged: closed rooms whose log the table purged since the start; load: "
+             "the machine's 1/5/15-minute load average."
              + (f" After each step the table was stopped for {args.stall:g} s (SIGSTOP)."
                 if args.stall > 0 else ""), "",
-             "| minute | " + " | ".join(NAMES) + " | hands | rebuilt | actions in step | load |",
-             "|---|" + "---|" * (len(NAMES) + 4)]
-    for at, rss, (played, rebuilt), actions, load in rows:
+             "| minute | " + " | ".join(NAMES) + " | hands | rebuilt | purged | actions in step "
+             "| load |",
+             "|---|" + "---|" * (len(NAMES) + 5)]
+    for at, rss, (played, rebuilt, purged), actions, load in rows:
         lines.append(f"| {at / 60:.1f} | " + " | ".join(f"{rss.get(n, 0):.0f}" for n in NAMES)
-                     + f" | {played:.0f} | {rebuilt:.0f} | {actions} | {load} |")
+                     + f" | {played:.0f} | {rebuilt:.0f} | {purged:.0f} | {actions} | {load} |")
     after = [r for r in rows if r[0] >= 60 * args.warm]
     if len(after) >= 2:
         lines += ["", f"Growth from minute {after[0][0] / 60:.1f} to {after[-1][0] / 60:.1f} "
