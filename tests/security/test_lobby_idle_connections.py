@@ -197,6 +197,36 @@ async def test_connections_are_capped_per_address_and_in_total(world: World) -> 
     assert world.lobbies[-1].app.admission.open == 5
 
 
+async def test_refused_streams_wait_for_their_client_only_up_to_the_bound(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused stream waits for its client's first message (grpc_front.py), but no more
+    than REFUSED_LINGERING at once: a flood of refused clients is not kept open."""
+    from services.lobby import grpc_front
+    monkeypatch.setattr(grpc_front, "REFUSED_LINGERING", 2)
+    monkeypatch.setattr(grpc_front, "REFUSED_LINGER_SECONDS", 60.0)
+    address = await world.lobby(login_deadline_seconds=0, max_connections=1,
+                                trusted_proxies=("127.0.0.1/32",))
+    admitted = ProxiedClient(address, "203.0.113.1")
+    world.clients.append(admitted)
+    await admitted.send(lobby_msgs_pb2.HeartBeat())
+    assert code_of(await admitted.recv()) == E.ERR_NOT_LOGGED_IN   # the lobby is full now
+
+    def refused() -> ProxiedClient:   # a client that reads and does not write
+        c = ProxiedClient(address, "203.0.113.2")
+        world.clients.append(c)
+        return c
+
+    waiting = [refused(), refused()]
+    for c in waiting:
+        assert code_of(await c.recv()) == E.ERR_UNAVAILABLE
+    # the third finds both places taken: its stream ends at once, not after 60 s
+    got, _ = await frames_until_closed(refused().recv, 20)
+    assert [f.ret.code for f in got] == [E.ERR_UNAVAILABLE]
+    # a waiting stream ends on its client's first message
+    await waiting[0].send(lobby_msgs_pb2.HeartBeat())
+    assert (await frames_until_closed(waiting[0].recv, 20))[0] == []
+
+
 def test_admission_counts_and_releases() -> None:
     from services.lobby.limits import Admission
 
