@@ -13,7 +13,7 @@ A policy sees only what a player sees: it calls ``state.legal_actions(seat)`` an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -28,6 +28,7 @@ from games.mahjong import (
     shanten,
     tile_index,
     tile_name,
+    useful_tiles,
 )
 from games.mahjong.shanten import FINAL_STATES, RANK_MOVES, reuse_by_state, suit_costs
 from games.mahjong.wincheck import MAX_SETS, suit_keys
@@ -256,34 +257,12 @@ def _pungs_need(counts: Sequence[int], sets: int) -> int:
 def _after_discard(view: _View, counts: list[int], tile: int) -> int:
     """Minus the unseen useful tiles (有效牌) once ``tile`` leaves ``counts``: lower is
     better. Useful = lowers the plain shanten (any pair), the cheap tie-break in both
-    variants. Only a tile within two ranks of a held one can be useful (the others make no
-    set, pair or partial set), unless a quad is held (a fifth copy is never counted)."""
+    variants; a tile seen four times is never counted."""
     counts[tile] -= 1
     try:
-        now = shanten(counts)
-        total = 0
-        for t in _near(counts):
-            seen = view.seen[t]
-            if seen < 4:
-                counts[t] += 1
-                if shanten(counts) < now:
-                    total += 4 - seen
-                counts[t] -= 1
-        return -total
+        return -sum(4 - view.seen[t] for t in useful_tiles(counts, view.seen))
     finally:
         counts[tile] += 1
-
-
-def _near(counts: Sequence[int]) -> Iterable[int]:
-    """The tile kinds within two ranks (same suit) of a held tile; every kind with a quad."""
-    if 4 in counts:
-        return range(27)
-    out: set[int] = set()
-    for t, c in enumerate(counts):
-        if c:
-            low = t - t % 9
-            out.update(range(max(low, t - 2), min(low + 8, t + 2) + 1))
-    return sorted(out)
 
 
 def _best_discard(view: _View, choices: list[int]) -> int:

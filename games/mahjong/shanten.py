@@ -114,9 +114,10 @@ def suit_costs(key: int) -> tuple[int, ...]:
     return tuple(cost)
 
 
-def _standard(k0: int, k1: int, k2: int, sets: int) -> int:
-    """Fewest tiles to add for ``sets`` sets + one pair over the three suits."""
-    c0, c1, c2 = suit_costs(k0), suit_costs(k1), suit_costs(k2)
+def _standard(rows: Sequence[Sequence[int]], sets: int) -> int:
+    """Fewest tiles to add for ``sets`` sets + one pair over the three suits' rows
+    (:func:`suit_costs`)."""
+    c0, c1, c2 = rows
     best = _INF
     for m0 in range(sets + 1):
         for m1 in range(sets - m0 + 1):
@@ -132,14 +133,17 @@ def _standard(k0: int, k1: int, k2: int, sets: int) -> int:
     return best
 
 
-def _seven_pairs(counts: Sequence[int]) -> int:
-    """Fewest tiles to add for seven pairs (a quad is two pairs)."""
-    pairs = sum(c // 2 for c in counts)
-    singles = sum(c & 1 for c in counts)
+def _seven_pairs(pairs: int, singles: int) -> int:
+    """Fewest tiles to add for seven pairs, from the pairs held (a quad is two) and the kinds
+    held an odd number of times."""
     missing = 7 - pairs
     if missing <= 0:
         return 0
     return missing if singles >= missing else singles + 2 * (missing - singles)
+
+
+def _pairs_singles(counts: Sequence[int]) -> tuple[int, int]:
+    return sum(c // 2 for c in counts), sum(c & 1 for c in counts)
 
 
 def shanten(counts: Sequence[int]) -> int:
@@ -147,29 +151,56 @@ def shanten(counts: Sequence[int]) -> int:
     total = sum(counts)
     if total % 3 == 0 or total > 14:
         raise ValueError(f"a concealed hand has 3n+1 or 3n+2 tiles (at most 14), not {total}")
-    k0, k1, k2 = suit_keys(counts)
-    need = _standard(k0, k1, k2, total // 3)
+    need = _standard([suit_costs(k) for k in suit_keys(counts)], total // 3)
     if total >= 13:
-        need = min(need, _seven_pairs(counts))
+        need = min(need, _seven_pairs(*_pairs_singles(counts)))
     return need - 1
 
 
 def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> list[int]:
     """Tiles (有效牌) whose draw lowers the shanten of a 3n+1-tile hand, skipping t when
-    ``held[t] >= 4`` (``held``: hand and melds, default ``counts``)."""
+    ``held[t] >= 4`` (``held``: hand and melds, default ``counts``).
+
+    A draw changes one suit: its row is looked up again and combined with the other two
+    (the hand keeps its n sets), and seven pairs follows from the pairs and singles. Only a
+    tile within two ranks of a held one can help (any other makes no set or partial set with
+    the hand), unless a quad is held: its fourth copy pairs with nothing, so a lone drawn
+    tile can become the pair ("1111m234p567p789p" takes any tile but 1m)."""
     total = sum(counts)
     if total % 3 != 1 or total > 13:
         raise ValueError(f"useful tiles need a 3n+1-tile hand (1, 4, ..., 13), not {total}")
     held = counts if held is None else held
-    now = shanten(counts)
-    work = list(counts)
+    sets = total // 3
+    keys = suit_keys(counts)
+    rows = [suit_costs(k) for k in keys]
+    now = _standard(rows, sets)
+    seven = total == 13
+    if seven:
+        pairs, singles = _pairs_singles(counts)
+        now = min(now, _seven_pairs(pairs, singles))
     out = []
-    for t in range(NUM_TILES):
+    for t in _near(counts):
         if held[t] >= COPIES:
             continue
-        work[t] += 1
-        if shanten(work) < now:
+        suit, rank = divmod(t, 9)
+        drawn = list(rows)
+        drawn[suit] = suit_costs(keys[suit] + (1 << (8 * rank)))   # a byte a rank (suit_keys)
+        need = _standard(drawn, sets)
+        if seven:
+            odd = counts[t] & 1   # a second or fourth copy makes a pair, else a single
+            need = min(need, _seven_pairs(pairs + odd, singles + 1 - 2 * odd))
+        if need < now:
             out.append(t)
-        work[t] -= 1
     return out
 
+
+def _near(counts: Sequence[int]) -> Sequence[int]:
+    """The tile kinds within two ranks (same suit) of a held tile; every kind with a quad."""
+    if COPIES in counts:
+        return range(NUM_TILES)
+    out: set[int] = set()
+    for t, c in enumerate(counts):
+        if c:
+            low = t - t % 9
+            out.update(range(max(low, t - 2), min(low + 8, t + 2) + 1))
+    return sorted(out)

@@ -162,3 +162,9 @@ def test_useful_tiles_respect_held() -> None:
 def test_rejects_impossible_totals(hand: str) -> None:
     with pytest.raises(ValueError):
         shanten(parse_tiles(hand))
+
+
+def test_with_a_quad_held_a_lone_tile_can_be_the_pair() -> None:
+    # 111m + three sets want a pair: the fourth 1m pairs with nothing, any other drawn tile
+    # (5s, far from every held tile, too) is half of one
+    assert useful_tiles(parse_tiles("1111m234p567p789p")) == list(range(1, 27))
