@@ -43,6 +43,7 @@ from services.common.tasks import cancel_and_wait
 from services.table import metrics as m
 from services.table.host import TableHost
 from services.table.leaders import LeaderWatch
+from services.table.markers import sweep_forever
 
 log = logging.getLogger("paiju.table.lease")
 
@@ -90,6 +91,7 @@ class Lease:
         self._resyncing: asyncio.Task[None] | None = None
         self._verifying: asyncio.Task[None] | None = None
         self._leaders: asyncio.Task[None] | None = None
+        self._markers: asyncio.Task[None] | None = None
 
     def entry(self) -> TableEntry:
         core = self.core
@@ -143,18 +145,21 @@ class Lease:
             # tables is in, so that one balancer acts
             watch = LeaderWatch(self.core.nc, self.core.js, self.balancer, first_look=self.ttl)
             self._leaders = asyncio.create_task(watch.run())
+        # the balancer also sweeps the directory's old delete markers (markers.py)
+        self._markers = asyncio.create_task(sweep_forever(self.core.js, self.balancer))
 
     async def stop(self) -> None:
         self._halt.set()
         await cancel_and_wait(self.heartbeat, self._scanner, self._retrying, self._scanning,
-                              self._resyncing, self._verifying, self._leaders)
+                              self._resyncing, self._verifying, self._leaders, self._markers)
         if self._renewer is not None:
             await asyncio.to_thread(self._renewer.join, STOP_SECONDS)
             self._renewer = None
 
     def balancer(self) -> bool:
-        """This table spreads the room log's leaders (leaders.py): it is not draining and
-        has the least instance name of the live tables that are not."""
+        """This table spreads the room log's leaders (leaders.py) and sweeps the directory's
+        old delete markers (markers.py): it is not draining and has the least instance name
+        of the live tables that are not."""
         core = self.core
         if core.rooms.draining:
             return False
