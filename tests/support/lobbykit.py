@@ -13,7 +13,7 @@ import grpc
 from paiju.frames import client_frame
 from paiju.v1 import client_pb2
 from services.common.config import Config, load_config
-from tests.support.waiting import eventually
+from tests.support.waiting import NeverHappened, eventually
 
 
 def lobby_config(nats_url: str, records_address: str, secret: str, **lobby: Any) -> Config:
@@ -33,8 +33,11 @@ async def wait_cached(app: Any, *room_ids: int, timeout: float = 10.0) -> None:
     of the ``rooms`` bucket) holds every room of ``room_ids``; fail after ``timeout``."""
     def missing() -> list[int]:
         return [r for r in room_ids if app.cache.get(r) is None]
-    await eventually(lambda: not missing(), f"rooms {room_ids} never all reached the lobby's "
-                     "room cache", timeout, every=0.02)
+    try:
+        await eventually(lambda: not missing(), seconds=timeout, every=0.02)
+    except NeverHappened:
+        raise NeverHappened(f"rooms {missing()} never reached the lobby's room cache "
+                            f"({timeout:g} s)") from None
 
 
 class Nats:
