@@ -56,6 +56,7 @@ class LobbyApp:
         self.directory = directory
         self.records = records
         self.cache = RoomCache()
+        self.rooms_watch: Any = None   # the rooms bucket's watch now open (_watch_rooms)
         self.hub = Hub(nc)
         self.mutes = Mutes(nc)   # operators' chat mutes (moderation.py)
         # match tickets and the matcher (matchmaker.py); seat_matched seats a matched session
@@ -297,25 +298,37 @@ class LobbyApp:
 
     async def _watch_rooms(self) -> None:
         """Follow the ``rooms`` bucket into the room cache, and its changes to the idle
-        sessions (room_changes.py); a watch that fails or ends is opened again."""
+        sessions (room_changes.py); a watch that fails or ends is opened again. A watch
+        starts with every key's last value: a cached room that is not among them closed
+        while no watch ran, and its delete marker may be gone (services/table/markers.py),
+        so it is dropped then."""
         assert self.directory.rooms is not None
         while True:
             try:
-                watcher = await self.directory.rooms.watchall()
+                self.rooms_watch = watcher = await self.directory.rooms.watchall()
+                snapshot: set[str] | None = set()   # its keys, until the first None
                 async for entry in watcher:
                     if entry is None:  # end of the initial snapshot
+                        for key in self.cache.absent(snapshot or set()):
+                            self._fold_room(key, None, deleted=True)
+                        snapshot = None
                         continue
-                    deleted = entry.operation in (KV_DEL, KV_PURGE)
-                    change = self.cache.apply_kv(entry.key, entry.value, deleted)
-                    if change is not None:
-                        self.room_changes.offer(change)
-                    if deleted and entry.key.isdigit():
-                        self.streams.entry_deleted(int(entry.key))
+                    if snapshot is not None:
+                        snapshot.add(entry.key)
+                    self._fold_room(entry.key, entry.value,
+                                    deleted=entry.operation in (KV_DEL, KV_PURGE))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
             await asyncio.sleep(1.0)
+
+    def _fold_room(self, key: str, value: bytes | None, deleted: bool) -> None:
+        change = self.cache.apply_kv(key, value, deleted)
+        if change is not None:
+            self.room_changes.offer(change)
+        if deleted and key.isdigit():
+            self.streams.entry_deleted(int(key))
 
     def _relay_room_change(self, changes: list[lobby_msgs_pb2.RoomChange]) -> None:
         # serialized once for all sessions; queued together, so a batching client gets them

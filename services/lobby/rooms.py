@@ -143,6 +143,10 @@ class RoomCache:
     def entries(self) -> list[RoomEntry]:
         return [e for _, e in sorted(self._rooms.items())]
 
+    def absent(self, keys: set[str]) -> list[str]:
+        """The keys of the cached rooms that are not in ``keys`` (a watch's first values)."""
+        return [str(room_id) for room_id in sorted(self._rooms) if str(room_id) not in keys]
+
     def apply_kv(self, key: str, value: bytes | None,
                  deleted: bool) -> lobby_msgs_pb2.RoomChange | None:
         """Fold one entry of the watch in; the change it makes to the room list (None: no

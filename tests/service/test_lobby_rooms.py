@@ -244,3 +244,25 @@ async def test_robot_tables_never_send_joiners_elsewhere_when_the_creator_has_no
         assert world.table.commands == [] and slow.commands == []
     finally:
         await server.stop(0)
+
+
+async def test_a_reopened_rooms_watch_drops_a_room_whose_marker_was_swept(
+        world: World) -> None:
+    """A room that closed while the lobby's watch was not running, and whose delete marker
+    the tables have swept since (services/table/markers.py), leaves no trace in the bucket:
+    the reopened watch's first values do not hold it, so the lobby drops it."""
+    address = await world.lobby()
+    app = world.lobbies[-1].app
+    kept = await world.table.add_room()
+    gone = await world.table.add_room()
+    await wait_cached(world, kept.room_id, gone.room_id)
+    idle = await world.client(address)
+    await idle.login(54)
+    # closed and swept: no message is left for the watch to hear
+    await world.nc.jetstream().purge_stream("KV_rooms", subject=f"$KV.rooms.{gone.room_id}")
+    await app.rooms_watch.stop()          # the watch ends; the lobby opens it again
+    await idle.until(lambda f: f.HasField("room_change")
+                     and f.room_change.room.room_id == gone.room_id
+                     and f.room_change.reason == lobby_msgs_pb2.RoomChange.DISMISSED)
+    assert app.cache.get(gone.room_id) is None
+    assert app.cache.get(kept.room_id) is not None
