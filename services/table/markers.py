@@ -10,10 +10,13 @@ stays).
 
 What the markers guard still holds without them: a late directory write reads no entry and
 makes none (directory.py), a compare-and-set on an old revision fails, and room ids are never
-reused (the ``room_ids`` bucket is not swept). A watcher that resumes after a break misses
-the deletes whose markers went meanwhile; no break lasts an hour: a process cut off from NATS
-fails its liveness after ``nats.liveness_seconds`` (60 s) and is restarted, and starts its
-watches afresh.
+reused (the ``room_ids`` bucket is not swept). A watch that resumes after a break misses the
+deletes whose markers went meanwhile: a table re-reads the whole directory every 30 s
+(lease.py), and a lobby drops the cached rooms that a reopened watch's first values do not
+hold (services/lobby/app.py).
+
+A sweep is bounded: SWEEP_TIMEOUT seconds, at most SWEEP_MOST purges (the rest wait for the
+next one, as after a long time without sweeps).
 
 One table sweeps, the balancer (the live, non-draining table with the least instance name,
 lease.py), every SWEEP_SECONDS.
@@ -34,6 +37,8 @@ from services.common import bus
 log = logging.getLogger("paiju.table.markers")
 
 SWEEP_SECONDS = 600.0
+SWEEP_TIMEOUT = 120.0
+SWEEP_MOST = 20_000
 MARKER_AGE_SECONDS = 3600.0
 BUCKETS = (bus.ROOMS_BUCKET, bus.SEATS_BUCKET)
 
@@ -59,6 +64,8 @@ async def old_markers(js: Any, bucket: str, older_than: float) -> list[tuple[str
             if entry.operation in (KV_DEL, KV_PURGE) and entry.created is not None \
                     and (now - entry.created).total_seconds() >= older_than:
                 old.append((entry.key, entry.revision))
+                if len(old) >= SWEEP_MOST:
+                    break
     finally:
         await watcher.stop()
     return old
@@ -82,8 +89,9 @@ async def sweep_forever(js: Any, sweeper: Callable[[], bool],
             continue
         for bucket in BUCKETS:
             try:
-                swept = await sweep(js, bucket, older_than)
-            except Exception as exc:
+                async with asyncio.timeout(SWEEP_TIMEOUT):
+                    swept = await sweep(js, bucket, older_than)
+            except Exception as exc:   # NATS away, or a watch that never ended (timeout)
                 log.warning("delete markers not swept", extra={"bucket": bucket,
                                                                "error": repr(exc)})
                 continue
