@@ -47,15 +47,18 @@ class LobbyService:
         ip = self.client_ip(context)
         refused = self.app.admission.admit(ip)
         if refused is not None:   # one error frame, and the stream ends
-            yield encode_binary(refuse_connection(self.app, refused), 1)
-            if self.lingering < REFUSED_LINGERING:
+            linger = self.lingering < REFUSED_LINGERING   # counted before the frame leaves
+            if linger:
                 self.lingering += 1
-                try:
+            try:
+                yield encode_binary(refuse_connection(self.app, refused), 1)
+                if linger:
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(REFUSED_LINGER_SECONDS):
                             async for _ in requests:   # the first message, or the end
                                 break
-                finally:
+            finally:
+                if linger:
                     self.lingering -= 1
             return
         try:
