@@ -136,7 +136,7 @@ class Worker:
                      on_action=on_action, **kw)
 
     async def _run(self, robot: Any) -> bool:
-        """Play ``robot`` to its end; True when its room closed (its hands were played)."""
+        """Play ``robot`` to its end; True when its room closed (played out or dismissed)."""
         self.stats.robots += 1
         try:
             result = await robot.run()
@@ -172,6 +172,8 @@ class Worker:
         while seated and all(await asyncio.gather(*seated)):
             self.tasks = [t for t in self.tasks if not t.done()]
             seated = await self._seat(base, game, clock)
+        if seated:   # a robot ended otherwise (its room ended while it was away): said
+            self.stats.errors.append(f"table of users {base}-{base + 3} not renewed")
 
     async def add_tables(self, count: int, first_uid: int, first_game: int) -> int:
         made = 0

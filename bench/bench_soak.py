@@ -193,10 +193,8 @@ def report(rows: list[tuple[float, dict[str, float], tuple[float, float, float],
              f"{platform.python_implementation()} {platform.python_version()}, "
              f"{os.cpu_count()} cores, shared with the load generator ({args.procs} processes).",
              "", f"{tables} tables ({4 * tables} robot players, think {args.think:g} s), "
-             + (f"rooms of {args.hands} hand{'s' if args.hands != 1 else ''}: when one closes, its "
-                "four open the next. "
-                if args.hands < 64 else "the same rooms all along (64 hands each: none closes "
-                "in the run). ")
+             + f"rooms of {args.hands} hand{'s' if args.hands != 1 else ''} (when one closes, "
+             "its four open the next). "
              + "RSS in MiB at the end of each step; hands: finished by the table since the "
              "start; rebuilt: rooms the table rebuilt from their logs since the start (after a "
              "stall); purged: closed rooms whose log the table purged since the start; load: "

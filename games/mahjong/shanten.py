@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from games.mahjong.tiles import COPIES, NUM_TILES
-from games.mahjong.wincheck import MAX_SETS, suit_keys
+from games.mahjong.wincheck import KEY_STEP, MAX_SETS, suit_keys
 
 _ROW = MAX_SETS + 1  # a suit row: cost[pair * _ROW + sets]
 _INF = 99
@@ -182,9 +182,9 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
     for t in _near(counts):
         if held[t] >= COPIES:
             continue
-        suit, rank = divmod(t, 9)
+        suit = t // 9
         drawn = list(rows)
-        drawn[suit] = suit_costs(keys[suit] + (1 << (8 * rank)))   # a byte a rank (suit_keys)
+        drawn[suit] = suit_costs(keys[suit] + KEY_STEP[t])
         need = _standard(drawn, sets)
         if seven:
             odd = counts[t] & 1   # a second or fourth copy makes a pair, else a single
