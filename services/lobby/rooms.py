@@ -102,7 +102,7 @@ def _game_of(game: str) -> int:
 
 
 class RoomCache:
-    """Rooms by id, kept current by ``apply_kv`` (bucket watch) and ``apply_change``."""
+    """Rooms by id, kept current by ``apply_kv`` (the bucket watch, the only writer)."""
 
     def __init__(self) -> None:
         self._rooms: dict[int, RoomEntry] = {}
