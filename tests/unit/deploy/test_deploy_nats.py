@@ -173,6 +173,12 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", f"$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.{LOG}"): True,
         ("subscribe", "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.KV_rooms"): True,
+        # the directory's old delete markers (services/table/markers.py); ids are kept
+        ("publish", "$JS.API.CONSUMER.CREATE.KV_seats"): True,
+        ("publish", "$JS.API.STREAM.PURGE.KV_rooms"): True,
+        ("publish", "$JS.API.STREAM.PURGE.KV_seats"): True,
+        ("publish", "$JS.API.STREAM.PURGE.KV_room_ids"): False,
+        ("publish", "$JS.API.STREAM.PURGE.KV_tables"): False,
         ("publish", ADOPT_B): True,                 # a draining table hands over a room
         ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it
         ("publish", COMMANDS): False,               # they speak for players: lobbies only
