@@ -783,6 +783,25 @@ async def test_the_lobby_gets_no_seed_the_table_writes_and_reads_the_log(
         await table.close()
 
 
+async def test_the_table_sweeps_the_directory_s_old_markers_as_its_own_user(
+        authed_nats: AuthedNats) -> None:
+    """The marker sweep (services/table/markers.py) works under the table's permissions:
+    the watch of ``rooms`` and ``seats`` and the purge of each key up to its marker."""
+    from services.table.markers import sweep
+    table = await connect_as(authed_nats, "table")
+    try:
+        js = table.jetstream()
+        for bucket in (bus.ROOMS_BUCKET, bus.SEATS_BUCKET):
+            kv = await bus.ensure_bucket(js, bucket)
+            await kv.put("12345678", b"{}")
+            await kv.delete("12345678")
+            assert await sweep(js, bucket, older_than=0) == 1
+            info = await js.stream_info(f"KV_{bucket}", subjects_filter=">")
+            assert not info.state.subjects
+    finally:
+        await table.close()
+
+
 async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: AuthedNats) -> None:
     table = await connect_as(authed_nats, "table")
     records = await connect_as(authed_nats, "records")
