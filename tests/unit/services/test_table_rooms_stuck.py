@@ -80,7 +80,7 @@ async def test_every_heartbeat_sets_the_gauge_from_the_table_s_rooms() -> None:
     core = SimpleNamespace(cfg=SimpleNamespace(table=SimpleNamespace(lease_ttl_seconds=1.0),
                                               nats=SimpleNamespace(replicas=1)),
                            rooms=rooms, has_pending=lambda: False, instance="table-t",
-                           nc=SimpleNamespace(is_connected=True, isolated=False))
+                           nc=SimpleNamespace(is_connected=True, isolated=False), js=None)
 
     async def nothing() -> None:
         return None
