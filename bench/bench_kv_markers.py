@@ -14,6 +14,7 @@ bench/reports/kv_markers.md.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import nats
 
@@ -28,7 +29,7 @@ SETTLE = 12.0   # seconds before a sample: nats-server drops a block's cache 10 
 VALUE = b"x" * 470   # a RoomEntry in the soak's bucket: 475 bytes a message on average
 
 
-async def in_batches(n: int, op) -> None:  # type: ignore[no-untyped-def]
+async def in_batches(n: int, op: Callable[[int], Awaitable[object]]) -> None:
     for start in range(0, n, BATCH):
         await asyncio.gather(*(op(i) for i in range(start, min(n, start + BATCH))))
 
