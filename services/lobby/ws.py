@@ -73,6 +73,11 @@ CLOSE_SECONDS = 2.0          # the closing handshake with a client that does not
 MAX_LINE = 8190              # request line (aiohttp's default, stated)
 MAX_FIELD = 8190             # one header field
 MAX_HEADERS = 64             # header fields of one request
+# The listen queue. aiohttp's default (128) overflows when thousands of players come back at
+# once (a restarted lobby): the kernel drops the connections beyond it, and their clients'
+# kernels retry only after 1, 3 and 7 s (bench/reports/cold.md). The kernel caps it at
+# net.core.somaxconn (4096 by default since Linux 5.4); gRPC's port asks for somaxconn itself.
+LISTEN_BACKLOG = 4096
 
 
 class _ClientFaults(logging.Filter):
@@ -221,7 +226,8 @@ class WsFront:
                                      max_field_size=MAX_FIELD, max_headers=MAX_HEADERS,
                                      logger=HTTP_LOG)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=context)
+        site = web.TCPSite(self._runner, host, port, ssl_context=context,
+                           backlog=LISTEN_BACKLOG)
         await site.start()
         bound = int(self._runner.addresses[0][1])
         log.info("websocket front door started", extra={"ws_port": bound,
@@ -269,7 +275,11 @@ class WsFront:
 
     async def _serve(self, request: web.Request, ip: str) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
-        await ws.prepare(request)
+        try:
+            await ws.prepare(request)
+        except ConnectionError:   # the client gave up before its upgrade was answered
+            log.debug("client gone before the upgrade", extra={"ip": ip})
+            return ws
         wire = Wire(json=request.query.get("format") == "json")
         session = Session(peer_ip=ip)
         self.sessions.add(session)

@@ -9,7 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
+import selectors
+import socket
+import struct
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -26,6 +31,7 @@ from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.lobby import tokens
 from services.lobby.server import start as start_lobby
+from services.lobby.ws import WsFront
 from services.table import variants
 from tests.support.lobbykit import FrameReader, wait_cached
 from tests.support.lobbyworld import SECRET, World, code_of, game_servers
@@ -295,6 +301,87 @@ async def test_stopping_the_lobby_closes_its_sockets(world: World) -> None:
         host = world.lobbies.pop()
         await host.stop(0.5)
         assert await closed
+
+
+def _connect_at_once(port: int, n: int, within: float) -> int:
+    """Open ``n`` TCP connections to ``port`` at once and wait ``within`` seconds without
+    yielding: how many the kernel established. Called from a test coroutine it holds the
+    event loop, so an in-process lobby accepts none of them meanwhile."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        with selectors.DefaultSelector() as sel:
+            for s in socks:
+                s.setblocking(False)
+                s.connect_ex(("127.0.0.1", port))
+                sel.register(s, selectors.EVENT_WRITE)
+            ready: list[socket.socket] = []
+            deadline = time.monotonic() + within
+            while len(ready) < n and (left := deadline - time.monotonic()) > 0:
+                for key, _ in sel.select(left):
+                    sel.unregister(key.fileobj)
+                    ready.append(key.fileobj)  # type: ignore[arg-type]
+        return sum(1 for s in ready if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+    finally:
+        for s in socks:
+            s.close()
+
+
+async def test_a_crowd_connecting_while_the_lobby_is_busy_waits_in_its_listen_queue(
+        world: World) -> None:
+    """A restarted lobby gets thousands of players at once, before its loop takes them: the
+    kernel queues them (``ws.LISTEN_BACKLOG``) instead of dropping connections that their
+    kernels would try again only after 1, 3 and 7 s."""
+    with open("/proc/sys/net/core/somaxconn", encoding="ascii") as f:
+        crowd = min(300, int(f.read()) - 1)   # the kernel's cap on any listen queue
+    assert crowd > 128, "net.core.somaxconn is too low for a crowd above aiohttp's default"
+    _, port = await ws_lobby(world)
+    established = _connect_at_once(port, crowd, within=0.5)
+    assert established == crowd, f"{crowd - established} of {crowd} connections not queued"
+    async with ws_clients() as clients:   # the lobby then takes them, and serves on
+        c = await WsClient.open(port)
+        clients.append(c)
+        await c.login(108)
+
+
+async def test_a_client_gone_before_its_upgrade_is_answered_logs_no_error(
+        world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    _, port = await ws_lobby(world)
+    arrived: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    release, served = asyncio.Event(), asyncio.Event()
+    serve = WsFront._serve
+
+    async def held(front: WsFront, request: Any, ip: str) -> Any:
+        arrived.set_result(request)
+        await release.wait()
+        try:
+            return await serve(front, request, ip)
+        finally:
+            served.set()
+
+    monkeypatch.setattr(WsFront, "_serve", held)
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /ws HTTP/1.1\r\nHost: lobby\r\nUpgrade: websocket\r\n"
+                 b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    request = await asyncio.wait_for(arrived, 10)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()                                   # a reset: the client gave up
+    for _ in range(200):
+        if request.transport is None or request.transport.is_closing():
+            break
+        await asyncio.sleep(0.01)
+    assert request.transport is None or request.transport.is_closing()
+    with caplog.at_level(logging.INFO):
+        release.set()
+        await asyncio.wait_for(served.wait(), 10)
+        await asyncio.sleep(0.1)                   # aiohttp's own handling of the return
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not errors, [r.getMessage() for r in errors]
+    monkeypatch.setattr(WsFront, "_serve", serve)
+    async with ws_clients() as clients:
+        c = await WsClient.open(port)
+        clients.append(c)
+        await c.login(109)
 
 
 # -- http ----------------------------------------------------------------------------------
