@@ -145,7 +145,7 @@ async def plain_fan_out(nc, url: str, sessions: int, events: int,  # type: ignor
 
     for sub in subscribers:
         await sub.subscribe("bench.plain", cb=on_msg)
-        await sub.flush()
+        await bus.sync(sub)
     best = float("inf")
     for _ in range(bursts):
         remaining[0] = sessions * events

@@ -35,6 +35,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from bench.common import parse_options, write_report
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
+from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.common.runner import run as run_on_loop
 from services.common.server import start_service
@@ -163,7 +164,7 @@ class Transport:
     async def publish(self, n: int) -> None:
         for _ in range(n):
             await self.pub.publish("bench.events", RECORD)
-        await self.pub.flush()
+        await bus.sync(self.pub)
 
     async def delivery_latency(self, n: int) -> None:
         inbox: asyncio.Queue[object] = asyncio.Queue()
@@ -172,7 +173,7 @@ class Transport:
             inbox.put_nowait(msg)
 
         sub = await self.sub.subscribe("bench.latency", cb=on_msg)
-        await self.sub.flush()
+        await bus.sync(self.sub)
         for i in range(n):
             await self.pub.publish("bench.latency", RECORD)
             try:
@@ -189,7 +190,7 @@ class Transport:
             await self.sub.publish(msg.reply, REPLY)
 
         sub = await self.sub.subscribe("bench.commands", cb=answer)
-        await self.sub.flush()
+        await bus.sync(self.sub)
         for _ in range(n):
             await self.pub.request("bench.commands", COMMAND, timeout=5)
         await sub.unsubscribe()
@@ -204,7 +205,7 @@ class Transport:
                 done.set()
 
         sub = await self.sub.subscribe("bench.burst", cb=on_msg, pending_msgs_limit=n + 1)
-        await self.sub.flush()
+        await bus.sync(self.sub)
         for _ in range(n):
             await self.pub.publish("bench.burst", RECORD)
         await asyncio.wait_for(done.wait(), 60)

@@ -20,7 +20,7 @@ async def test_a_subscription_is_live_after_sync(fresh_nats: EmbeddedNats) -> No
             sub = await listener.subscribe(f"sync.{i}")
             await bus.sync(listener)
             await sender.publish(f"sync.{i}", b"x")
-            await sender.flush()
+            await bus.sync(sender)
             msg = await sub.next_msg(timeout=5)  # raises if the SUB was not in place
             assert msg.data == b"x"
             await sub.unsubscribe()

@@ -12,7 +12,13 @@ import nats.errors
 from prometheus_client import REGISTRY
 
 from paiju.contracts import settle as sm
-from services.common.bus import SETTLE_PROMPT, SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import (
+    SETTLE_PROMPT,
+    SETTLE_STREAM,
+    ensure_streams,
+    settle_subject,
+    sync,
+)
 from services.common.natsd import EmbeddedNats
 from services.records.settlement import parse_settlement
 from services.table.settlements import SettlementOutbox
@@ -95,7 +101,7 @@ async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
         await outbox.publish([hand(777002)], prompt=False)   # the rebuilt room's hand, again
         assert counted() == (hands + 1, settlements + 1)
         assert (await js.stream_info(SETTLE_STREAM)).state.messages == 1
-        await nc.flush()
+        await sync(nc)
         for _ in range(50):   # delivered to the callback after the flush's answer
             if copies:
                 break

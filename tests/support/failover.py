@@ -81,7 +81,7 @@ class Observer:
         self.nc = await nats.connect(self.url)
         await self.nc.subscribe("room.*.events", cb=self._on_events)
         await self.nc.subscribe("room.*.log", cb=self._on_log)
-        await self.nc.flush()
+        await bus.sync(self.nc)
 
     async def close(self) -> None:
         await self.nc.close()

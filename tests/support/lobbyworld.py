@@ -223,12 +223,12 @@ class FakeTable(table_pb2_grpc.TableServicer):
         """Take the lobby's commands on ``table.<address>.commands``, as a table does."""
         self.subscription = await self.nc.subscribe(bus.table_commands(self.address),
                                                     cb=self._on_command)
-        await self.nc.flush()
+        await bus.sync(self.nc)
 
     async def deaf(self) -> None:
         """Stop taking commands (a dead table: nobody on its subject)."""
         await self.subscription.unsubscribe()
-        await self.nc.flush()
+        await bus.sync(self.nc)
 
     async def _on_command(self, msg: Any) -> None:
         cmd = table_pb2.TableCommand.FromString(msg.data)

@@ -17,6 +17,7 @@ import nats
 
 from clients.robot.robot import run_tables
 from paiju.v1 import common_pb2, lobby_msgs_pb2, records_pb2, records_pb2_grpc
+from services.common import bus
 from tests.support.procs import make_service
 from tests.support.tablekit import room_frames
 from tests.system.conftest import SECRET, start_stack, stop_stack
@@ -51,7 +52,7 @@ async def test_robots_finish_every_hand_when_their_lobby_drains(tmp_path: Path) 
                         discards.set()
 
         await nc.subscribe("room.*.events", cb=on_event)
-        await nc.flush()
+        await bus.sync(nc)
         robots = asyncio.create_task(run_tables(
             [stack.lobby_address, other.address], "xuezhan", 1, SECRET, hands=HANDS,
             first_uid=62_000))

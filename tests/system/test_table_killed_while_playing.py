@@ -53,7 +53,7 @@ async def test_robots_finish_every_hand_when_their_table_goes_away(tmp_path: Pat
                         discards.set()
 
         await nc.subscribe("room.*.events", cb=on_event)
-        await nc.flush()
+        await bus.sync(nc)
         robots = asyncio.create_task(run_tables(
             stack.lobby_address, "xuezhan", 1, SECRET, hands=HANDS,
             first_uid=63_000 if sig == signal.SIGKILL else 64_000))

@@ -99,3 +99,26 @@ def test_services_and_clients_find_games_in_the_registry(pkg: str) -> None:
                 named.update(f"{node.module}.{alias.name}" for alias in node.names)
         bad = {n for n in named if any(n == m or n.startswith(m + ".") for m in GAME_MODULES)}
         assert not bad, f"{path} imports {sorted(bad)}: look the game up in games.registry"
+
+
+# awaited ``.flush()`` calls that are not a NATS connection's
+NOT_NATS_FLUSHES = {"self.directory", "core.directory"}   # the table's directory writes (directory.py)
+
+
+def test_nats_connections_are_flushed_through_the_bus() -> None:
+    """nats-py's ``flush()`` is no barrier (its PING can overtake a SUB or a PUB still in the
+    client's buffer, so a message published by another connection right after it may find
+    no subscriber) and a cancelled one ends the connection's read loop: every flush goes
+    through ``bus.sync`` (a barrier) or ``bus.flush`` (one that may be abandoned)."""
+    bad = []
+    for pkg in ("services", "clients", "paiju", "bench", "tests", "scripts"):
+        for path in files(pkg):
+            if path == ROOT / "services/common/bus.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Await) and isinstance(node.value, ast.Call) \
+                        and isinstance(node.value.func, ast.Attribute) \
+                        and node.value.func.attr == "flush" \
+                        and ast.unparse(node.value.func.value) not in NOT_NATS_FLUSHES:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, f"a NATS flush outside services.common.bus: {bad}"
