@@ -81,7 +81,7 @@ class Back:
     uid: int
     room: int
     prompted: bool                  # held a prompt at the kill
-    frame: float | None = None      # its first frame from the lobby
+    frame: float | None = None      # its first frame from the lobby (beats' answers aside)
     login: float | None = None      # LoginOk of a new stream
     joined: float | None = None     # the room's snapshot
     prompt: float | None = None     # a prompt
@@ -123,7 +123,7 @@ class Player:
                 self.prompted = True
             return
         t, b = now(), self.back
-        if b.frame is None:
+        if b.frame is None and kind != "heartbeat":   # the answer to a beat is no room's
             b.frame = t
         if kind == "prompt" and b.prompt is None:
             b.prompt = t
