@@ -273,13 +273,15 @@ class WsFront:
         finally:
             self.app.admission.release(ip)
 
-    async def _serve(self, request: web.Request, ip: str) -> web.WebSocketResponse:
+    async def _serve(self, request: web.Request, ip: str) -> web.StreamResponse:
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
         try:
             await ws.prepare(request)
-        except ConnectionError:   # the client gave up before its upgrade was answered
+        except ConnectionError:
+            # the client gave up before its upgrade was answered: a plain response, whose
+            # own write fails quietly in aiohttp (a half-prepared socket would not)
             log.debug("client gone before the upgrade", extra={"ip": ip})
-            return ws
+            return web.Response(status=400)
         wire = Wire(json=request.query.get("format") == "json")
         session = Session(peer_ip=ip)
         self.sessions.add(session)
