@@ -62,7 +62,10 @@ BATCH = 10                   # rooms a load process seats at once
 SCRAPE_SECONDS = 0.5         # the adopter's metrics read this often (each read costs it CPU)
 SLOW = {   # nobody's turn runs out while the players sit at their prompts
     "PAIJU_TABLE__TURN_SECONDS": "600", "PAIJU_TABLE__WINDOW_SECONDS": "600",
-    "PAIJU_TABLE__ALONE_SECONDS": "600", "PAIJU_LOG__LEVEL": "WARNING"}
+    "PAIJU_TABLE__ALONE_SECONDS": "600", "PAIJU_LOG__LEVEL": "WARNING",
+    # as in config/prod.toml: a seat whose session ended plays one decision a second, not
+    # at once (test.toml's 0 plays a room of four such seats to its end in a second)
+    "PAIJU_TABLE__ENTRUST_DELAY_SECONDS": "1.0"}
 OPEN = {f"PAIJU_LOBBY__{k}": "1000000" for k in (   # one IP (loopback) for every player
     "LOGINS_PER_IP_PER_MINUTE", "CREATES_PER_IP_PER_MINUTE", "MAX_CONNECTIONS_PER_IP",
     "MAX_CONNECTIONS")}
@@ -388,6 +391,10 @@ def wait_back(gen: Generator, at: float, phase: str,
         time.sleep(0.1)
     watched = now() - at
     backs = gen.back()
+    missing = sorted(b.uid for b in backs if b.waiting(phase))
+    if missing:   # to look them up in the logs (--keep)
+        print(f"{phase} phase: {len(missing)} players not back, among them "
+              f"{', '.join(map(str, missing[:20]))}", flush=True)
     last = [t for b in backs for t in (b.prompt, b.login, b.joined) if t is not None]
     return backs, (max(last) - at if last else float("nan")), watched
 
@@ -636,7 +643,7 @@ def run(args: argparse.Namespace) -> tuple[Phase, Phase]:
         if args.edge == "ws":
             from services.common.natsd import free_port
             edge = {"PAIJU_LOBBY__WS_PORT": str(free_port())}
-        stack = start_stack(tmp, **OPEN, **SLOW, **edge, **dict(args.env))
+        stack = start_stack(tmp, **{**OPEN, **SLOW, **edge, **dict(args.env)})   # --env wins
         extra: list[Any] = []
         gen: Generator | None = None
         try:
