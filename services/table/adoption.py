@@ -10,10 +10,11 @@ the live ones (placement.should_adopt); a drain prefers the newest live tables
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
+
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
 
 from paiju.contracts.directory import AdoptAnswer, AdoptRequest, RoomEntry
 from services.table import metrics as m
@@ -96,15 +97,23 @@ class Adoption:
         ``owner`` append, and both tables would run the room until the fence stopped one.
         An entry that cannot be read is not taken as another owner's."""
         core = self.core
-        with contextlib.suppress(Exception):
+        try:
             entry = await asyncio.wait_for(core.directory.kv_rooms.get(str(room_id)),
                                            READ_TRY_SECONDS)
-            owner = entry_owner(entry.value)
-            if owner not in (None, "", core.instance):
-                log.info("room not rebuilt: another table has it now",
-                         extra={"room": room_id, "owner": owner})
-                core.rooms.fail(room_id)   # claimed above: the scans look again (rebuild_due)
-                return False
+        except (KeyNotFoundError, KeyDeletedError):
+            # closed (here or elsewhere) or let go since the view read it: its log is gone
+            # or going, and a rebuild would only find it missing
+            log.info("room not rebuilt: it has left the directory", extra={"room": room_id})
+            core.rooms.left(room_id)
+            return False
+        except Exception:   # not read: not taken as another owner's
+            entry = None
+        owner = entry_owner(entry.value) if entry is not None else None
+        if owner not in (None, "", core.instance):
+            log.info("room not rebuilt: another table has it now",
+                     extra={"room": room_id, "owner": owner})
+            core.rooms.fail(room_id)   # claimed above: the scans look again (rebuild_due)
+            return False
         return await core.rebuild_safely(room_id)
 
     async def _adopt(self, claims: asyncio.Semaphore, room_id: int, entry: RoomEntry,

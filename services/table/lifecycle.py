@@ -7,8 +7,7 @@ What each state means to the rest of the table:
 - commands for a room in a :data:`MOVING` state are answered ERR_ROOM_MOVING (the lobby
   retries); a LIVE or HANDING_OVER room has its actor, which answers them;
 - the adoption scan rebuilds a room the directory gives this table only when it is GONE
-  (and not purged here within :data:`PURGED_SECONDS`) or FAILED, or LOGLESS for less than
-  :data:`LOGLESS_RETRY_SECONDS` (:meth:`Rooms.rebuild_due`);
+  or FAILED, or LOGLESS for less than :data:`LOGLESS_RETRY_SECONDS` (:meth:`Rooms.rebuild_due`);
 - commands for a room LOGLESS for longer are answered ERR_NO_SUCH_ROOM (:meth:`Rooms.lost`)
   and the scan deletes its directory entry: its players leave it rather than wait for ever;
 - the heartbeat purges the logs of CLOSED rooms.
@@ -35,9 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("paiju.table.lifecycle")
 
 LOGLESS_RETRY_SECONDS = 60.0   # a room found without a log is read again this long
-# a room purged here is not rebuilt from a directory view this far behind its deletion (its
-# log is gone: the rebuild would only find it missing)
-PURGED_SECONDS = 60.0
 
 
 class RoomState(enum.Enum):
@@ -71,6 +67,8 @@ class Event(enum.Enum):
     NO_LOG = "no_log"        # its rebuild found no log
     CLOSE = "close"          # its last record closed it (or its rebuild found it closed)
     PURGE = "purge"          # its log is purged
+    LEFT = "left"            # its entry left the directory before its rebuild (the room
+    #                          closed, or was let go for lost): nothing to rebuild
 
 S = RoomState   # short, for the table below
 
@@ -123,6 +121,12 @@ TRANSITIONS: dict[Event, dict[RoomState, RoomState]] = {
         S.CLOSED: S.CLOSED,            # another rebuild found it closed too
     },
     Event.PURGE: {S.CLOSED: S.GONE},
+    Event.LEFT: {
+        S.REBUILDING: S.GONE, S.FAILED: S.GONE,
+        # another rebuild of the same room finished first: its outcome stands
+        S.LIVE: S.LIVE, S.HANDING_OVER: S.HANDING_OVER, S.HANDED_AWAY: S.HANDED_AWAY,
+        S.LOGLESS: S.LOGLESS, S.CLOSED: S.CLOSED, S.GONE: S.GONE,
+    },
 }
 
 # commands for these (without an actor of their own) are answered ERR_ROOM_MOVING
@@ -148,7 +152,6 @@ class Rooms(Mapping[int, "RoomActor"]):
         self._states: dict[int, RoomState] = {}     # GONE is not stored
         self._actors: dict[int, RoomActor] = {}     # the rooms in a RUNNING state
         self._logless_since: dict[int, float] = {}  # LOGLESS rooms: first found so
-        self._purged_at: dict[int, float] = {}      # rooms purged here lately, oldest first
         self._draining = False
 
     # -- the mapping: the rooms this table runs -----------------------------------------
@@ -179,17 +182,12 @@ class Rooms(Mapping[int, "RoomActor"]):
 
     def rebuild_due(self, room_id: int, now: float | None = None) -> bool:
         """The directory gives the room to this table: should a scan rebuild it? Not while
-        it runs, is made, rebuilt or handed away here, nor when it closed here, or was purged
-        here within :data:`PURGED_SECONDS` (a directory view that lags behind the deletion of
-        its entry); when its log was missing, again for :data:`LOGLESS_RETRY_SECONDS` (the
-        stream's count of the room's records read during an election or a heal can be wrong
-        for a moment)."""
+        it runs, is made, rebuilt or handed away here, nor when it closed here (a directory
+        view that lags behind the deletion of its entry); when its log was missing, again
+        for :data:`LOGLESS_RETRY_SECONDS` (the stream's count of the room's records read
+        during an election or a heal can be wrong for a moment)."""
         state = self.state(room_id)
-        now = time.monotonic() if now is None else now
-        if state is RoomState.GONE:
-            purged = self._purged_at.get(room_id)
-            return purged is None or now - purged >= PURGED_SECONDS
-        return state is RoomState.FAILED or (
+        return state in (RoomState.GONE, RoomState.FAILED) or (
             state is RoomState.LOGLESS and not self.lost(room_id, now))
 
     def lost(self, room_id: int, now: float | None = None) -> bool:
@@ -240,15 +238,11 @@ class Rooms(Mapping[int, "RoomActor"]):
         """Returns the actor that ran the room, if any (to be stopped)."""
         return self._move(room_id, Event.CLOSE)
 
-    def purged(self, room_id: int, now: float | None = None) -> None:
+    def purged(self, room_id: int) -> None:
         self._move(room_id, Event.PURGE)
-        now = time.monotonic() if now is None else now
-        self._purged_at[room_id] = now
-        while self._purged_at:   # remembered for PURGED_SECONDS, no longer
-            oldest, at = next(iter(self._purged_at.items()))
-            if now - at < PURGED_SECONDS:
-                break
-            del self._purged_at[oldest]
+
+    def left(self, room_id: int) -> None:
+        self._move(room_id, Event.LEFT)
 
     def drain(self) -> None:
         """The table drains, for good (a process stops once drained)."""

@@ -212,6 +212,33 @@ async def test_a_lapsed_room_is_not_rebuilt_on_a_view_that_still_names_this_tabl
         assert b.rooms[room_id].next_index == 3
 
 
+async def test_a_room_closed_here_is_not_rebuilt_on_a_view_that_still_names_it(
+        fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """table-a closed its room (its entry deleted, its log purged) while its directory view
+    still shows the entry (a watch behind, or a re-read of the bucket under way): its scan
+    reads the entry again before it rebuilds, finds it gone, and lets the room be (a rebuild
+    would find no log, warn "room log missing" and keep the room LOGLESS)."""
+    async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
+        stale = a.view.rooms[room_id]
+        reply = await a.command(table_pb2.TableCommand(room_id=room_id, kind="op_dismiss"))
+        assert reply.code == 0, reply
+        for _ in range(200):
+            if a.rooms.state(room_id) is RoomState.GONE:
+                break
+            await asyncio.sleep(0.02)
+        assert a.rooms.state(room_id) is RoomState.GONE   # closed, then purged
+        assert (await a.log.read(room_id))[0] == []
+        a.view.rooms[room_id] = stale
+        with caplog.at_level("INFO"):
+            await a.adoption.adopt_orphans()
+        assert room_id not in a.rooms
+        assert a.rooms.state(room_id) is RoomState.GONE
+        assert not [r for r in caplog.records if r.getMessage() == "room log missing"]
+        assert any(r.getMessage() == "room not rebuilt: it has left the directory"
+                   for r in caplog.records)
+
+
 async def test_commands_for_a_room_being_claimed_hear_room_moving(
         fresh_nats: EmbeddedNats, monkeypatch: pytest.MonkeyPatch) -> None:
     b = core(fresh_nats.url, "table-b", monkeypatch)

@@ -17,7 +17,6 @@ from services.table.actor import RoomActor
 from services.table.lifecycle import (
     LOGLESS_RETRY_SECONDS,
     MOVING,
-    PURGED_SECONDS,
     RUNNING,
     TRANSITIONS,
     Event,
@@ -151,27 +150,6 @@ def test_a_room_without_a_log_is_read_again_for_a_while_then_taken_for_lost() ->
     rooms.lapse(ROOM)
     rooms.claim(ROOM)
     assert rooms.no_log(ROOM, now=2e9)                   # missing again: a new window
-
-
-def test_a_room_purged_here_is_not_rebuilt_from_a_view_behind_its_deletion() -> None:
-    """A room that closed here leaves the directory, then its log is purged: a scan whose
-    view still shows its entry must not rebuild it (it would find no log and take the room
-    for LOGLESS) until that view has had PURGED_SECONDS to catch up."""
-    rooms = Rooms()
-    rooms.claim(ROOM)
-    rooms.run(ROOM, ACTOR)
-    rooms.close(ROOM)
-    assert not rooms.rebuild_due(ROOM, now=100.0)          # CLOSED
-    rooms.purged(ROOM, now=100.0)
-    assert rooms.state(ROOM) is S.GONE
-    assert not rooms.rebuild_due(ROOM, now=100.0 + PURGED_SECONDS - 0.1)
-    assert rooms.rebuild_due(ROOM, now=100.0 + PURGED_SECONDS)
-    assert rooms.rebuild_due(ROOM + 1, now=100.0)          # never here: as before
-    for other in range(ROOM + 1, ROOM + 4):                # remembered for a while only
-        rooms.claim(other)
-        rooms.close(other)
-        rooms.purged(other, now=200.0 + other - ROOM)
-    assert ROOM not in rooms._purged_at and len(rooms._purged_at) == 3
 
 
 def test_the_gauges_follow_the_rooms() -> None:
