@@ -75,9 +75,10 @@ MAX_FIELD = 8190             # one header field
 MAX_HEADERS = 64             # header fields of one request
 # The listen queue. aiohttp's default (128) overflows when thousands of players come back at
 # once (a restarted lobby): the kernel drops the connections beyond it, and their clients'
-# kernels retry only after 1, 3 and 7 s (bench/reports/cold.md). The kernel caps it at
-# net.core.somaxconn (4096 by default since Linux 5.4); gRPC's port asks for somaxconn itself.
-LISTEN_BACKLOG = 4096
+# kernels retry only after 1, 3 and 7 s (bench/reports/cold.md). Asked for as long as the
+# kernel allows: it cuts this to net.core.somaxconn (4096 by default since Linux 5.4), as it
+# does gRPC's port's.
+LISTEN_BACKLOG = 65535
 
 
 class _ClientFaults(logging.Filter):

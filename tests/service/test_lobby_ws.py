@@ -333,7 +333,8 @@ async def test_a_crowd_connecting_while_the_lobby_is_busy_waits_in_its_listen_qu
     kernels would try again only after 1, 3 and 7 s."""
     with open("/proc/sys/net/core/somaxconn", encoding="ascii") as f:
         crowd = min(300, int(f.read()) - 1)   # the kernel's cap on any listen queue
-    assert crowd > 128, "net.core.somaxconn is too low for a crowd above aiohttp's default"
+    if crowd <= 128:
+        pytest.skip("net.core.somaxconn leaves no queue above aiohttp's default to test")
     _, port = await ws_lobby(world)
     established = _connect_at_once(port, crowd, within=0.5)
     assert established == crowd, f"{crowd - established} of {crowd} connections not queued"
@@ -378,6 +379,7 @@ async def test_a_client_gone_before_its_upgrade_is_answered_logs_no_error(
                 break
             await asyncio.sleep(0.01)
         assert request.transport is None
+    caplog.clear()                                 # the lobby's start-up is not the subject
     with caplog.at_level(logging.INFO):
         release.set()
         await asyncio.wait_for(served.wait(), 10)
