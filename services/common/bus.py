@@ -494,3 +494,44 @@ async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = N
     except Exception as exc:  # reporting only: the bucket works either way
         log.warning("stream info unavailable", extra={"stream": stream, "error": repr(exc)})
     return kv
+
+
+class KeyWatch:
+    """A watch of every key of a bucket (``kv.watchall``) whose None, the end of the keys'
+    last values, comes once and after the last of them.
+
+    nats-py sends its None at once when the new consumer has nothing left to deliver and the
+    client has taken nothing yet: also the case when every value is already on its way, still
+    in the client's buffers (a loaded process), and the values then come after the None. So
+    its None is trusted only when the bucket held nothing when the watch opened (or holds
+    nothing now); otherwise the end is the first value that leaves the consumer nothing
+    pending (``delta`` 0), which is how a watch on a busy bucket ends it too."""
+
+    def __init__(self, kv: KeyValue, watcher: Any, held: int) -> None:
+        self.kv = kv
+        self.watcher = watcher
+        self.held = held          # messages in the bucket's stream as the watch opened
+
+    @classmethod
+    async def open(cls, kv: KeyValue, **options: Any) -> KeyWatch:
+        held = (await kv.status()).values
+        return cls(kv, await kv.watchall(**options), held)
+
+    async def stop(self) -> None:
+        await self.watcher.stop()
+
+    def __aiter__(self) -> Any:
+        return self._entries()
+
+    async def _entries(self) -> Any:
+        first = True   # the keys' last values are still coming
+        async for entry in self.watcher:
+            if entry is None:
+                if first and (self.held == 0 or (await self.kv.status()).values == 0):
+                    first = False
+                    yield None
+                continue   # early (values on their way), or after ours
+            yield entry
+            if first and entry.delta == 0:
+                first = False
+                yield None

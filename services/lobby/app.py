@@ -305,7 +305,7 @@ class LobbyApp:
         assert self.directory.rooms is not None
         while True:
             try:
-                self.rooms_watch = watcher = await self.directory.rooms.watchall()
+                self.rooms_watch = watcher = await bus.KeyWatch.open(self.directory.rooms)
                 snapshot: set[str] | None = set()   # its keys, until the first None
                 async for entry in watcher:
                     if entry is None:  # end of the initial snapshot

@@ -54,7 +54,7 @@ async def old_markers(js: Any, bucket: str, older_than: float) -> list[tuple[str
     """The keys of ``bucket`` whose last message is a delete marker older than
     ``older_than`` seconds, with its revision."""
     kv = await js.key_value(bucket)
-    watcher = await kv.watchall(meta_only=True)
+    watcher = await bus.KeyWatch.open(kv, meta_only=True)
     old: list[tuple[str, int]] = []
     now = datetime.datetime.now(datetime.UTC)
     try:
