@@ -582,7 +582,7 @@ class Matchmaking:
         assert self.kv is not None
         while True:
             try:
-                watcher = await self.kv.watchall()
+                watcher = await bus.KeyWatch.open(self.kv)
                 async for entry in watcher:
                     if entry is None:
                         self._synced = True

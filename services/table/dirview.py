@@ -14,6 +14,7 @@ from nats.js.kv import KV_DEL, KV_PURGE
 
 from paiju.contracts.directory import RoomEntry, TableEntry
 from paiju.contracts.typed import BadContract
+from services.common import bus
 
 log = logging.getLogger("paiju.table.directory")
 
@@ -78,19 +79,21 @@ class DirectoryView:
             log.warning("unreadable table entry", extra={"key": entry.key, "error": str(exc)})
 
     async def resync(self) -> None:
-        """Read the whole ``rooms`` bucket again."""
+        """Read the whole ``rooms`` bucket again: every key's last value, in one watch (a
+        failure raises and leaves the view as it was)."""
         rooms: dict[int, tuple[RoomEntry, int]] = {}
+        watch = await bus.KeyWatch.open(self.kv_rooms)
         try:
-            keys = await self.kv_rooms.keys()
-        except Exception:  # an empty bucket has no keys
-            keys = []
-        for key in keys:
-            try:
-                got = await self.kv_rooms.get(key)
-            except Exception:  # deleted meanwhile
-                continue
-            try:
-                rooms[int(key)] = (RoomEntry.decode(got.value or b""), got.revision)
-            except ValueError as exc:   # an unreadable entry (BadContract) or key
-                log.warning("unreadable room entry", extra={"key": key, "error": str(exc)})
+            async for entry in watch:
+                if entry is None:   # the last of the keys' values
+                    break
+                if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                    continue
+                try:
+                    rooms[int(entry.key)] = (RoomEntry.decode(entry.value), int(entry.revision))
+                except ValueError as exc:   # an unreadable entry (BadContract) or key
+                    log.warning("unreadable room entry",
+                                extra={"key": entry.key, "error": str(exc)})
+        finally:
+            await watch.stop()
         self.rooms = rooms
