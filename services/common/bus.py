@@ -502,10 +502,11 @@ class KeyWatch:
 
     nats-py sends its None at once when the new consumer has nothing left to deliver and the
     client has taken nothing yet: also the case when every value is already on its way, still
-    in the client's buffers (a loaded process), and the values then come after the None. So
-    its None is trusted only when the bucket held nothing when the watch opened (or holds
-    nothing now); otherwise the end is the first value that leaves the consumer nothing
-    pending (``delta`` 0), which is how a watch on a busy bucket ends it too."""
+    in the client's buffers (a loaded process), and the values then come after the None. That
+    early None is always the watch's first item, so a None is trusted after a value, or when
+    the bucket held nothing as the watch opened (or holds nothing now); otherwise the end is
+    the first value that leaves the consumer nothing pending (``delta`` 0), which is how a
+    watch on a busy bucket ends it too."""
 
     def __init__(self, kv: KeyValue, watcher: Any, held: int) -> None:
         self.kv = kv
@@ -524,13 +525,16 @@ class KeyWatch:
         return self._entries()
 
     async def _entries(self) -> Any:
-        first = True   # the keys' last values are still coming
+        first = True    # the keys' last values are still coming
+        valued = False  # one of them came
         async for entry in self.watcher:
             if entry is None:
-                if first and (self.held == 0 or (await self.kv.status()).values == 0):
+                if first and (valued or self.held == 0
+                              or (await self.kv.status()).values == 0):
                     first = False
                     yield None
                 continue   # early (values on their way), or after ours
+            valued = True
             yield entry
             if first and entry.delta == 0:
                 first = False

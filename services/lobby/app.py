@@ -5,6 +5,7 @@ and sending one command of a session to the owning table (forwarding.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -304,6 +305,7 @@ class LobbyApp:
         so it is dropped then."""
         assert self.directory.rooms is not None
         while True:
+            watcher = None
             try:
                 self.rooms_watch = watcher = await bus.KeyWatch.open(self.directory.rooms)
                 snapshot: set[str] | None = set()   # its keys, until the first None
@@ -321,6 +323,10 @@ class LobbyApp:
                 raise
             except Exception as exc:
                 log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
+            finally:   # its consumer goes with it, whatever ended it
+                if watcher is not None:
+                    with contextlib.suppress(Exception):
+                        await watcher.stop()
             await asyncio.sleep(1.0)
 
     def _fold_room(self, key: str, value: bytes | None, deleted: bool) -> None:

@@ -581,6 +581,7 @@ class Matchmaking:
     async def _watch(self) -> None:
         assert self.kv is not None
         while True:
+            watcher = None
             try:
                 watcher = await bus.KeyWatch.open(self.kv)
                 async for entry in watcher:
@@ -604,6 +605,10 @@ class Matchmaking:
             except Exception as exc:
                 log.warning("match bucket watch failed, opening it again",
                             extra={"error": repr(exc)})
+            finally:   # its consumer goes with it, whatever ended it
+                if watcher is not None:
+                    with contextlib.suppress(Exception):
+                        await watcher.stop()
             await asyncio.sleep(1.0)
 
     def _heard_entry(self, key: str, rev: int, raw: bytes) -> None:

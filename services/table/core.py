@@ -154,7 +154,10 @@ class TableCore:
         await self.adoption.subscribe()
         await self.commands.start()
         await self.lease.register()
-        await self.view.resync()
+        try:   # a view not read now is filled by its watch, and the scans take our rooms back
+            await self.view.resync()
+        except Exception as exc:
+            log.warning("directory not read at start-up", extra={"error": repr(exc)})
         self.view.start()
         # the lease runs before the rooms are taken back: a room writes only under a current
         # lease (_held), and a thousand rebuilds outlast the entry put by register()

@@ -18,6 +18,8 @@ from services.common import bus
 
 log = logging.getLogger("paiju.table.directory")
 
+RESYNC_TIMEOUT_SECONDS = 20.0   # a re-read of the rooms bucket not done by then is given up
+
 
 class DirectoryView:
     def __init__(self, kv_rooms: Any, kv_tables: Any, lease_ttl: float) -> None:
@@ -79,21 +81,29 @@ class DirectoryView:
             log.warning("unreadable table entry", extra={"key": entry.key, "error": str(exc)})
 
     async def resync(self) -> None:
-        """Read the whole ``rooms`` bucket again: every key's last value, in one watch (a
-        failure raises and leaves the view as it was)."""
+        """Read the whole ``rooms`` bucket again: every key's last value, in one watch. A
+        failure, or a re-read longer than RESYNC_TIMEOUT_SECONDS, raises and leaves the view
+        as it was."""
         rooms: dict[int, tuple[RoomEntry, int]] = {}
-        watch = await bus.KeyWatch.open(self.kv_rooms)
-        try:
-            async for entry in watch:
-                if entry is None:   # the last of the keys' values
-                    break
-                if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                    continue
-                try:
-                    rooms[int(entry.key)] = (RoomEntry.decode(entry.value), int(entry.revision))
-                except ValueError as exc:   # an unreadable entry (BadContract) or key
-                    log.warning("unreadable room entry",
-                                extra={"key": entry.key, "error": str(exc)})
-        finally:
-            await watch.stop()
+        async with asyncio.timeout(RESYNC_TIMEOUT_SECONDS):
+            watch = await bus.KeyWatch.open(self.kv_rooms)
+            try:
+                async for entry in watch:
+                    if entry is None:   # the last of the keys' values
+                        break
+                    # a key may come twice (a value written during the read): the last counts
+                    room_id = int(entry.key) if entry.key.isdigit() else None
+                    if room_id is not None:
+                        rooms.pop(room_id, None)
+                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                        continue
+                    try:
+                        if room_id is None:
+                            raise ValueError(f"not a room id: {entry.key!r}")
+                        rooms[room_id] = (RoomEntry.decode(entry.value), int(entry.revision))
+                    except ValueError as exc:   # an unreadable entry (BadContract) or key
+                        log.warning("unreadable room entry",
+                                    extra={"key": entry.key, "error": str(exc)})
+            finally:
+                await watch.stop()
         self.rooms = rooms

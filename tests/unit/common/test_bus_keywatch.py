@@ -73,3 +73,10 @@ async def test_an_empty_bucket_ends_its_first_values_at_once() -> None:
 async def test_a_bucket_emptied_as_the_watch_opened_ends_them_too() -> None:
     bucket = Bucket([3, 0], [None, Entry("new", 0)])
     assert await seen(bucket) == [None, "new"]
+
+
+async def test_a_none_after_a_value_is_trusted() -> None:
+    """nats-py's early None is the watch's first item; one after a value is its own end of
+    the first values (the last value dropped, say an unknown marker): taken, not waited past."""
+    bucket = Bucket([2], [Entry("a", 1), None, Entry("b", 0)])
+    assert await seen(bucket) == ["a", None, "b"]
