@@ -17,9 +17,11 @@ services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -517,6 +519,18 @@ class KeyWatch:
     async def open(cls, kv: KeyValue, **options: Any) -> KeyWatch:
         held = (await kv.status()).values
         return cls(kv, await kv.watchall(**options), held)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def opened(cls, kv: KeyValue, **options: Any) -> AsyncIterator[KeyWatch]:
+        """:meth:`open`, and :meth:`stop` whatever ends the block (its consumer goes too;
+        a stop that fails, the connection gone, is no error of the block's)."""
+        watch = await cls.open(kv, **options)
+        try:
+            yield watch
+        finally:
+            with contextlib.suppress(Exception):
+                await watch.stop()
 
     async def stop(self) -> None:
         await self.watcher.stop()

@@ -5,7 +5,6 @@ and sending one command of a session to the owning table (forwarding.py)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -305,28 +304,24 @@ class LobbyApp:
         so it is dropped then."""
         assert self.directory.rooms is not None
         while True:
-            watcher = None
             try:
-                self.rooms_watch = watcher = await bus.KeyWatch.open(self.directory.rooms)
-                snapshot: set[str] | None = set()   # its keys, until the first None
-                async for entry in watcher:
-                    if entry is None:  # end of the initial snapshot
-                        for key in self.cache.absent(snapshot or set()):
-                            self._fold_room(key, None, deleted=True)
-                        snapshot = None
-                        continue
-                    if snapshot is not None:
-                        snapshot.add(entry.key)
-                    self._fold_room(entry.key, entry.value,
-                                    deleted=entry.operation in (KV_DEL, KV_PURGE))
+                async with bus.KeyWatch.opened(self.directory.rooms) as watcher:
+                    self.rooms_watch = watcher
+                    snapshot: set[str] | None = set()   # its keys, until the first None
+                    async for entry in watcher:
+                        if entry is None:  # end of the initial snapshot
+                            for key in self.cache.absent(snapshot or set()):
+                                self._fold_room(key, None, deleted=True)
+                            snapshot = None
+                            continue
+                        if snapshot is not None:
+                            snapshot.add(entry.key)
+                        self._fold_room(entry.key, entry.value,
+                                        deleted=entry.operation in (KV_DEL, KV_PURGE))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("rooms watch failed, opening it again", extra={"error": repr(exc)})
-            finally:   # its consumer goes with it, whatever ended it
-                if watcher is not None:
-                    with contextlib.suppress(Exception):
-                        await watcher.stop()
             await asyncio.sleep(1.0)
 
     def _fold_room(self, key: str, value: bytes | None, deleted: bool) -> None:

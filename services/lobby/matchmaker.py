@@ -581,34 +581,29 @@ class Matchmaking:
     async def _watch(self) -> None:
         assert self.kv is not None
         while True:
-            watcher = None
             try:
-                watcher = await bus.KeyWatch.open(self.kv)
-                async for entry in watcher:
-                    if entry is None:
-                        self._synced = True
-                        continue
-                    if entry.key.startswith(LOBBY_PREFIX):
-                        instance = entry.key[len(LOBBY_PREFIX):]
+                async with bus.KeyWatch.opened(self.kv) as watcher:
+                    async for entry in watcher:
+                        if entry is None:
+                            self._synced = True
+                            continue
+                        if entry.key.startswith(LOBBY_PREFIX):
+                            instance = entry.key[len(LOBBY_PREFIX):]
+                            if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+                                self._heard.pop(instance, None)     # stopped: gone at once
+                            else:
+                                self._heard[instance] = time.monotonic()
+                            continue
                         if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                            self._heard.pop(instance, None)     # stopped: gone at once
-                        else:
-                            self._heard[instance] = time.monotonic()
-                        continue
-                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                        self.view.pop(entry.key, None)
-                        self.met.pop(entry.key, None)
-                        continue
-                    self._heard_entry(entry.key, entry.revision or 0, entry.value)
+                            self.view.pop(entry.key, None)
+                            self.met.pop(entry.key, None)
+                            continue
+                        self._heard_entry(entry.key, entry.revision or 0, entry.value)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("match bucket watch failed, opening it again",
                             extra={"error": repr(exc)})
-            finally:   # its consumer goes with it, whatever ended it
-                if watcher is not None:
-                    with contextlib.suppress(Exception):
-                        await watcher.stop()
             await asyncio.sleep(1.0)
 
     def _heard_entry(self, key: str, rev: int, raw: bytes) -> None:

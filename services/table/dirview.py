@@ -62,14 +62,7 @@ class DirectoryView:
             await asyncio.sleep(0.5)
 
     def on_room_entry(self, entry: Any) -> None:
-        room_id = int(entry.key)
-        if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-            self.rooms.pop(room_id, None)
-            return
-        try:
-            self.rooms[room_id] = (RoomEntry.decode(entry.value), int(entry.revision))
-        except BadContract as exc:
-            log.warning("unreadable room entry", extra={"room": room_id, "error": str(exc)})
+        fold_room(self.rooms, entry)
 
     def on_table_entry(self, entry: Any) -> None:
         if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
@@ -81,29 +74,30 @@ class DirectoryView:
             log.warning("unreadable table entry", extra={"key": entry.key, "error": str(exc)})
 
     async def resync(self) -> None:
-        """Read the whole ``rooms`` bucket again: every key's last value, in one watch. A
-        failure, or a re-read longer than RESYNC_TIMEOUT_SECONDS, raises and leaves the view
-        as it was."""
+        """Read the whole ``rooms`` bucket again: every key's last value, in one watch (a
+        value written meanwhile may come twice: the last counts). A failure, or a re-read
+        longer than RESYNC_TIMEOUT_SECONDS, raises and leaves the view as it was."""
         rooms: dict[int, tuple[RoomEntry, int]] = {}
-        async with asyncio.timeout(RESYNC_TIMEOUT_SECONDS):
-            watch = await bus.KeyWatch.open(self.kv_rooms)
-            try:
-                async for entry in watch:
-                    if entry is None:   # the last of the keys' values
-                        break
-                    # a key may come twice (a value written during the read): the last counts
-                    room_id = int(entry.key) if entry.key.isdigit() else None
-                    if room_id is not None:
-                        rooms.pop(room_id, None)
-                    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
-                        continue
-                    try:
-                        if room_id is None:
-                            raise ValueError(f"not a room id: {entry.key!r}")
-                        rooms[room_id] = (RoomEntry.decode(entry.value), int(entry.revision))
-                    except ValueError as exc:   # an unreadable entry (BadContract) or key
-                        log.warning("unreadable room entry",
-                                    extra={"key": entry.key, "error": str(exc)})
-            finally:
-                await watch.stop()
+        async with asyncio.timeout(RESYNC_TIMEOUT_SECONDS), \
+                bus.KeyWatch.opened(self.kv_rooms) as watch:
+            async for entry in watch:
+                if entry is None:   # the last of the keys' values
+                    break
+                fold_room(rooms, entry)
         self.rooms = rooms
+
+
+def fold_room(rooms: dict[int, tuple[RoomEntry, int]], entry: Any) -> None:
+    """One entry of a ``rooms`` watch into ``rooms``: its value and revision, or none (the
+    key deleted, or not readable as a room)."""
+    if not entry.key.isdigit():
+        log.warning("unreadable room entry", extra={"key": entry.key, "error": "not a room id"})
+        return
+    room_id = int(entry.key)
+    rooms.pop(room_id, None)
+    if entry.operation in (KV_DEL, KV_PURGE) or not entry.value:
+        return
+    try:
+        rooms[room_id] = (RoomEntry.decode(entry.value), int(entry.revision))
+    except BadContract as exc:
+        log.warning("unreadable room entry", extra={"room": room_id, "error": str(exc)})

@@ -54,11 +54,10 @@ async def old_markers(js: Any, bucket: str, older_than: float) -> list[tuple[str
     """The keys of ``bucket`` whose last message is a delete marker older than
     ``older_than`` seconds, with its revision."""
     kv = await js.key_value(bucket)
-    watcher = await bus.KeyWatch.open(kv, meta_only=True)
     old: list[tuple[str, int]] = []
     now = datetime.datetime.now(datetime.UTC)
-    try:
-        async for entry in watcher:
+    async with bus.KeyWatch.opened(kv, meta_only=True) as watch:
+        async for entry in watch:
             if entry is None:   # the end of the keys' last values
                 break
             if entry.operation in (KV_DEL, KV_PURGE) and entry.created is not None \
@@ -66,8 +65,6 @@ async def old_markers(js: Any, bucket: str, older_than: float) -> list[tuple[str
                 old.append((entry.key, entry.revision))
                 if len(old) >= SWEEP_MOST:
                     break
-    finally:
-        await watcher.stop()
     return old
 
 
