@@ -117,19 +117,36 @@ def suit_costs(key: int) -> tuple[int, ...]:
 def _standard(rows: Sequence[Sequence[int]], sets: int) -> int:
     """Fewest tiles to add for ``sets`` sets + one pair over the three suits' rows
     (:func:`suit_costs`)."""
-    c0, c1, c2 = rows
+    return _with_rest(rows[0], _combine(rows[1], rows[2], sets), sets)
+
+
+def _combine(a: Sequence[int], b: Sequence[int], sets: int) -> tuple[list[int], list[int]]:
+    """Two suits' rows as one: for m = 0..sets, the fewest tiles to add for m sets over both
+    without the pair, and with it (in either suit)."""
+    plain, paired = [_INF] * (sets + 1), [_INF] * (sets + 1)
+    for i in range(sets + 1):
+        for j in range(sets + 1 - i):
+            v = a[i] + b[j]
+            if v < plain[i + j]:
+                plain[i + j] = v
+            v = min(a[_ROW + i] + b[j], a[i] + b[_ROW + j])
+            if v < paired[i + j]:
+                paired[i + j] = v
+    return plain, paired
+
+
+def _with_rest(row: Sequence[int], rest: tuple[list[int], list[int]], sets: int) -> int:
+    """The fewest tiles to add for ``sets`` sets + a pair: one suit's ``row`` against the
+    other two combined (:func:`_combine`), the pair in this suit or in the rest."""
+    plain, paired = rest
     best = _INF
-    for m0 in range(sets + 1):
-        for m1 in range(sets - m0 + 1):
-            m2 = sets - m0 - m1
-            if c0[m0] + c1[m1] + c2[m2] >= best:
-                continue  # adding the pair never costs less than no pair
-            best = min(
-                best,
-                c0[_ROW + m0] + c1[m1] + c2[m2],
-                c0[m0] + c1[_ROW + m1] + c2[m2],
-                c0[m0] + c1[m1] + c2[_ROW + m2],
-            )
+    for m in range(sets + 1):
+        v = row[_ROW + m] + plain[sets - m]
+        if v < best:
+            best = v
+        v = row[m] + paired[sets - m]
+        if v < best:
+            best = v
     return best
 
 
@@ -178,14 +195,18 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
     if seven:
         pairs, singles = _pairs_singles(counts)
         now = min(now, _seven_pairs(pairs, singles))
+    # the other two suits' rows, combined once per suit a draw can change
+    rests: dict[int, tuple[list[int], list[int]]] = {}
     out = []
     for t in _near(counts):
         if held[t] >= COPIES:
             continue
         suit = t // 9
-        drawn = list(rows)
-        drawn[suit] = suit_costs(keys[suit] + KEY_STEP[t])
-        need = _standard(drawn, sets)
+        rest = rests.get(suit)
+        if rest is None:
+            a, b = (rows[s] for s in range(3) if s != suit)
+            rest = rests[suit] = _combine(a, b, sets)
+        need = _with_rest(suit_costs(keys[suit] + KEY_STEP[t]), rest, sets)
         if seven:
             odd = counts[t] & 1   # a second or fourth copy makes a pair, else a single
             need = min(need, _seven_pairs(pairs + odd, singles + 1 - 2 * odd))
