@@ -22,7 +22,7 @@ import platform
 import tempfile
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,7 +214,7 @@ def self_play(game: str, hands: int) -> tuple[float, int]:
     return time.perf_counter() - started, actions
 
 
-def run(rooms: int, hands: int, edge: str = "grpc",
+def run(rooms: int, hands: int, edge: str = "grpc", games: Sequence[str] = GAMES,
         ) -> tuple[list[SystemRun], dict[str, tuple[float, int]], float]:
     with tempfile.TemporaryDirectory(prefix="paiju-bench-") as tmp:
         started = time.perf_counter()
@@ -225,7 +225,7 @@ def run(rooms: int, hands: int, edge: str = "grpc",
         stack = start_stack(Path(tmp), **env)
         startup = time.perf_counter() - started
         try:
-            runs = [asyncio.run(play_system(stack, game, rooms, hands)) for game in GAMES]
+            runs = [asyncio.run(play_system(stack, game, rooms, hands)) for game in games]
         finally:
             stop_stack(stack)
     baseline = {r.game: play_inprocess(r.game, r.hands or r.expected) for r in runs}
@@ -362,15 +362,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--edge", choices=("grpc", "ws"), default="grpc",
                         help="the robots' transport to the lobby: its gRPC Connect stream or "
                              "its WebSocket (the floor's client hops stay gRPC's)")
+    parser.add_argument("--games", nargs="+", choices=GAMES, default=GAMES,
+                        help="the games to play, in this order (default: all)")
     parser.add_argument("--out", type=Path, default=REPORTS,
                         help="directory of the report (default: bench/reports)")
     args = parser.parse_args(argv)
     rooms, hands = (1, 2) if args.quick else (args.rooms, args.hands)
     command = "python -m bench.bench_system" + (" --quick" if args.quick else
                                                 f" --rooms {rooms} --hands {hands}") \
-        + (f" --edge {args.edge}" if args.edge != "grpc" else "")
+        + (f" --edge {args.edge}" if args.edge != "grpc" else "") \
+        + (f" --games {' '.join(args.games)}" if tuple(args.games) != GAMES else "")
     floor = measure_floor()
-    runs, baseline, startup = run(rooms, hands, args.edge)
+    runs, baseline, startup = run(rooms, hands, args.edge, args.games)
     edge = [] if args.edge == "grpc" else [
         "", "The robots reached the lobby over its WebSocket (`--edge ws`); the floor's client "
         "hops are still the gRPC stream's (bench_transport has no WebSocket primitive)."]
