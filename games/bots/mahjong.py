@@ -270,7 +270,7 @@ def _best_discard(view: _View, choices: list[int]) -> int:
     void_tiles = [t for t in choices if view.is_void(t)]
     choices = void_tiles or choices
     counts = list(view.hand)
-    level = {t: view.level([c - (i == t) for i, c in enumerate(counts)]) for t in choices}
+    level = {t: view.level(_without(counts, t, 1)) for t in choices}
     lowest = min(level.values())
     tied = [t for t in choices if level[t] == lowest]
     if len(tied) == 1:
