@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import grpc
-import nats.errors
 from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
@@ -117,39 +116,32 @@ class Directory:
         cache = self.table_cache
         silence = SILENT_LEASES * cache.ttl
         while True:
-            watcher = None
             try:
-                watcher = await self.tables.watchall(inactive_threshold=WATCH_INACTIVE)
-                first = True
-                while True:
-                    try:
-                        entry = await watcher.updates(timeout=silence)
-                    except nats.errors.TimeoutError:
-                        break   # silent: no table, or a dead watch; open a new one
-                    if entry is None:            # the end of the current entries
-                        first = False
-                        cache.heard = time.monotonic()
-                        cache.synced.set()
-                        continue
-                    if not hasattr(entry, "key"):  # the watcher was stopped
-                        break
-                    age = 0.0
-                    if first and entry.created is not None:   # an entry written before
-                        age = min(3 * cache.ttl, max(0.0, time.time()
-                                                     - entry.created.timestamp()))
-                    cache.apply(entry.key, entry.value,
-                                entry.operation in (KV_DEL, KV_PURGE), age)
+                async with bus.KeyWatch.opened(self.tables,
+                                               inactive_threshold=WATCH_INACTIVE) as watch:
+                    entries = aiter(watch)
+                    first = True
+                    while True:
+                        try:
+                            entry = await asyncio.wait_for(anext(entries), silence)
+                        except (TimeoutError, StopAsyncIteration):
+                            break   # silent (no table, or a dead watch), or stopped: reopen
+                        if entry is None:            # the end of the current entries
+                            first = False
+                            cache.heard = time.monotonic()
+                            cache.synced.set()
+                            continue
+                        age = 0.0
+                        if first and entry.created is not None:   # an entry written before
+                            age = min(3 * cache.ttl, max(0.0, time.time()
+                                                         - entry.created.timestamp()))
+                        cache.apply(entry.key, entry.value,
+                                    entry.operation in (KV_DEL, KV_PURGE), age)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("tables watch failed, opening it again", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
-            finally:
-                if watcher is not None:
-                    try:
-                        await watcher.stop()
-                    except Exception:  # the connection is gone: so is the subscription
-                        log.debug("tables watch stop failed", exc_info=True)
 
     async def live_tables(self) -> list[TableEntry]:
         """The tables whose entries were written within the lease (the watched cache)."""

@@ -48,13 +48,13 @@ class DirectoryView:
         return [entry for entry, seen in self.tables.values() if now - seen <= self.lease_ttl]
 
     async def _watch(self, kv: Any, apply: Callable[[Any], None]) -> None:
-        """Follow a bucket for ever; a watch that ends or fails is opened again."""
+        """Follow a bucket for ever; a watch that ends or fails is stopped and opened again."""
         while True:
             try:
-                watcher = await kv.watchall()
-                async for entry in watcher:
-                    if entry is not None:
-                        apply(entry)
+                async with bus.KeyWatch.opened(kv) as watch:
+                    async for entry in watch:
+                        if entry is not None:
+                            apply(entry)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -128,3 +128,18 @@ def test_nats_connections_are_flushed_through_the_bus() -> None:
                 bad.extend(f"{path.relative_to(ROOT)}:{f.lineno}" for f in flushes
                            if is_flush(f))
     assert not bad, f"a NATS flush outside services.common.bus: {bad}"
+
+
+def test_buckets_are_watched_through_the_bus() -> None:
+    """nats-py's watcher can end a bucket's first values (its None) before values already
+    on their way, and a watch left unstopped keeps its consumer on the server: every watch
+    of a bucket in the services and clients is a ``bus.KeyWatch``."""
+    bad = []
+    for pkg in ("services", "clients", "paiju"):
+        for path in files(pkg):
+            if path == ROOT / "services/common/bus.py":
+                continue
+            bad.extend(f"{path.relative_to(ROOT)}:{node.lineno}"
+                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.Attribute) and node.attr == "watchall")
+    assert not bad, f"a bucket watched outside services.common.bus.KeyWatch: {bad}"
