@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.records.db import insert_ignore, uncancellable, utcnow
@@ -78,7 +78,8 @@ class SettlementWriter:
             {"user_id": uid, "nickname": name, "head_url": "", "sex": 0,
              "coins": self.start_coins, "created_at": now, "updated_at": now}
             for uid, name, _ in seats])
-        for uid, _, delta in seats:
-            if delta:
-                await conn.execute(update(Player).where(Player.user_id == uid).values(
-                    coins=Player.coins + delta, updated_at=now))
+        moved = [{"k_user": uid, "k_delta": delta} for uid, _, delta in seats if delta]
+        if moved:   # one statement for all rows (executemany)
+            await conn.execute(update(Player).where(Player.user_id == bindparam("k_user"))
+                               .values(coins=Player.coins + bindparam("k_delta"),
+                                       updated_at=now), moved)
