@@ -311,7 +311,7 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
     the scans read the log again (a stream electing or healing can count none of a room's
     records for a moment), then ERR_NO_SUCH_ROOM and its directory entry goes: its players
     leave it instead of waiting for ever (a partition's heal left such a room in a chaos
-    run)."""
+    run); then the table forgets it."""
     monkeypatch.setattr(lifecycle, "LOGLESS_RETRY_SECONDS", 1.0)
     async with two_tables(fresh_nats.url, monkeypatch) as (a, b, room_id):
         await a.log.purge(room_id)
@@ -333,3 +333,10 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the lost room's directory entry stayed")
+        # and the table keeps nothing of it: still no such room
+        assert b.rooms.state(room_id) is RoomState.GONE and not b.rooms.lost(room_id)
+        for _ in range(50):   # its deletion reaches the table's own view of the directory
+            if b.view.owner(room_id) is None:
+                break
+            await asyncio.sleep(0.1)
+        assert (await b.command(cmd)).code == common_pb2.ERR_NO_SUCH_ROOM

@@ -150,6 +150,10 @@ def test_a_room_without_a_log_is_read_again_for_a_while_then_taken_for_lost() ->
     rooms.lapse(ROOM)
     rooms.claim(ROOM)
     assert rooms.no_log(ROOM, now=2e9)                   # missing again: a new window
+    # lost, and its directory entry deleted: nothing of it is kept
+    rooms.left(ROOM)
+    assert rooms.state(ROOM) is S.GONE and not rooms.lost(ROOM, now=3e9)
+    assert rooms.in_state(S.LOGLESS) == []
 
 
 def test_the_gauges_follow_the_rooms() -> None:
