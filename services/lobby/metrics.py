@@ -41,8 +41,9 @@ TABLE_COMMANDS = Counter("paiju_lobby_table_commands_total",
                          "Commands answered by a table (over its NATS command subject)")
 COMMANDS_RESENT = Counter("paiju_lobby_table_commands_resent_total",
                           "commands sent to their table once more, unanswered after "
-                          "table_link.RESEND_SECONDS (lost while a NATS connection moved, or a "
-                          "table slower than that)")
+                          "the link's resend wait (table_link.RESEND_SECONDS, longer while "
+                          "the table answers slowly): lost while a NATS connection moved, or "
+                          "a table slower than that")
 
 BATCHES = Counter("paiju_lobby_batches_total",
                   "Stream messages that carried several frames at once (ServerFrame.batch)")

@@ -11,8 +11,12 @@ A command or its reply can be lost without a word while a NATS connection moves 
 server (its server stopping in lame-duck mode or dying, of the lobby or of the table: a
 message routed by interest a moment old). A command unanswered for ``RESEND_SECONDS`` is
 sent again under the same request id (and again after waits doubling each time), and the
-first reply to any copy is the answer. The table answers a command once whatever its
-copies: it drops a copy while the first is under way and sends the first's reply again to a
+first reply to any copy is the answer. A table that answers slowly (a burst: a restarted
+lobby's players all asking for their snapshots) stretches that first wait: the link keeps a
+smoothed round trip and its variation, as TCP does for its retransmission timeout (RFC
+6298), and waits their sum with four variations when that is longer, up to
+``MAX_RESEND_SECONDS``: copies go to commands likely lost, not to every command of a busy
+table. The table answers a command once whatever its copies: it drops a copy while the first is under way and sends the first's reply again to a
 later one (services/table/nats_commands.py). So a lost command costs a player half a second,
 not the room's turn timer, and a copy to a table busy for longer than that costs it a
 lookup, not a second answer. And a command waits no longer for a table the room has left
@@ -42,6 +46,7 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
 
 MAX_IN_FLIGHT = 10_000   # commands of one link waiting for their replies
 RESEND_SECONDS = 0.5     # a command unanswered this long is sent again, then after 1, 2, 4 s
+MAX_RESEND_SECONDS = 4.0  # the longest first wait the link's round trips can stretch it to
 NO_RESPONDERS = "503"    # the server's status to the reply subject: nobody on the subject
 
 
@@ -63,6 +68,24 @@ class TableLink:
         self._replies: Any = None
         self._waiting: dict[int, asyncio.Future[Any]] = {}   # request id -> its reply
         self._resends: set[asyncio.Task[None]] = set()
+        self._srtt: float | None = None   # smoothed round trip of its commands, seconds
+        self._rttvar = 0.0                # and its mean deviation
+
+    @property
+    def resend_wait(self) -> float:
+        """How long a command waits for its reply before its first copy goes."""
+        if self._srtt is None:
+            return RESEND_SECONDS
+        return min(MAX_RESEND_SECONDS, max(RESEND_SECONDS, self._srtt + 4 * self._rttvar))
+
+    def _observe(self, seconds: float) -> None:
+        """One command's round trip (from its first copy sent to the first reply: never less
+        than the true one, so the wait errs long) into the smoothed figures (RFC 6298)."""
+        if self._srtt is None:
+            self._srtt, self._rttvar = seconds, seconds / 2
+        else:
+            self._rttvar += (abs(self._srtt - seconds) - self._rttvar) / 4
+            self._srtt += (seconds - self._srtt) / 8
 
     @property
     def idle(self) -> bool:
@@ -72,7 +95,7 @@ class TableLink:
     async def command(self, cmd: table_pb2.TableCommand, timeout: float | None = None,
                       gone: asyncio.Future[None] | None = None) -> table_pb2.TableReply:
         """Send one command as a NATS request and wait for its reply (``timeout`` seconds,
-        default the link's), sending it again after ``RESEND_SECONDS`` (then after waits
+        default the link's), sending it again after :attr:`resend_wait` (then after waits
         doubling each time) meanwhile.
         Unreachable when nobody takes the table's commands (a dead table: at once),
         Unavailable when no answer comes in time, the lobby's NATS is away, or ``gone`` is
@@ -102,8 +125,8 @@ class TableLink:
                     answer.set_exception(Unavailable(
                         f"room {cmd.room_id} left table {self.address} before it answered"))
             gone.add_done_callback(left)
-        resend = loop.call_later(RESEND_SECONDS, self._resend, request_id, data, reply_to,
-                                 RESEND_SECONDS)
+        wait = self.resend_wait
+        resend = loop.call_later(wait, self._resend, request_id, data, reply_to, wait)
         started = time.perf_counter()
         self._busy += 1
         try:
@@ -118,6 +141,7 @@ class TableLink:
             resend.cancel()
             self._waiting.pop(request_id, None)
             self._busy -= 1
+        self._observe(time.perf_counter() - started)
         if (msg.headers or {}).get("Status") == NO_RESPONDERS:
             raise Unreachable(f"table {self.address}: nobody takes its commands")
         try:

@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 from paiju.v1 import common_pb2, table_pb2
 from services.common import bus
 from services.common.natsd import EmbeddedNats
+from services.lobby import table_link
 from services.lobby.errors import Unavailable, Unreachable
 from services.lobby.table_link import TableLink
 from services.table import nats_commands
@@ -318,6 +319,43 @@ async def test_a_table_slower_than_the_resend_answers_each_command_once(
     assert (await asyncio.wait_for(answer, 5)).room_id == 2
     assert core.seen == [2]
     await commands.stop()
+    await link.close()
+
+
+async def test_a_slow_table_gets_copies_only_until_the_link_has_learned_its_round_trip(
+        ncs: tuple[Any, Any]) -> None:
+    """A table answering every command in 0.8 s (a burst) gets a copy of the first one, sent
+    after RESEND_SECONDS; the link then waits longer than the table's round trip before a
+    copy, so the next commands go once each. Fast answers bring the wait back to
+    RESEND_SECONDS."""
+    table_nc, lobby_nc = ncs
+    copies: Counter[int] = Counter()
+    delay = 0.8
+
+    async def slow(msg: Any) -> None:
+        cmd = table_pb2.TableCommand.FromString(msg.data)
+        copies[cmd.request_id] += 1
+        if copies[cmd.request_id] == 1:
+            await asyncio.sleep(delay)
+            await msg.respond(table_pb2.TableReply(request_id=cmd.request_id,
+                                                   room_id=cmd.room_id).SerializeToString())
+
+    sub = await table_nc.subscribe(bus.table_commands(ADDRESS), cb=slow)
+    await bus.sync(table_nc)
+    link = TableLink(ADDRESS, 60.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
+    assert link.resend_wait == table_link.RESEND_SECONDS
+    before = resent()
+    for room in range(5):
+        assert (await link.command(table_pb2.TableCommand(room_id=room))).room_id == room
+    assert [copies[i] for i in range(1, 6)] == [2, 1, 1, 1, 1]
+    assert resent() - before == 1
+    assert delay < link.resend_wait <= table_link.MAX_RESEND_SECONDS
+
+    delay = 0.0
+    for room in range(30):
+        await link.command(table_pb2.TableCommand(room_id=room))
+    assert link.resend_wait == table_link.RESEND_SECONDS
+    await sub.unsubscribe()
     await link.close()
 
 
