@@ -16,10 +16,12 @@ lobby's players all asking for their snapshots) stretches that first wait: the l
 smoothed round trip and its variation, as TCP does for its retransmission timeout (RFC
 6298), and waits their sum with four variations when that is longer, up to
 ``MAX_RESEND_SECONDS``: copies go to commands likely lost, not to every command of a busy
-table. The table answers a command once whatever its copies: it drops a copy while the first is under way and sends the first's reply again to a
-later one (services/table/nats_commands.py). So a lost command costs a player half a second,
-not the room's turn timer, and a copy to a table busy for longer than that costs it a
-lookup, not a second answer. And a command waits no longer for a table the room has left
+table; a copy sent doubles the wait of the commands after it until a reply comes. The table
+answers a command once whatever its copies: it drops a copy while the first is under way
+and sends the first's reply again to a later one (services/table/nats_commands.py). So a
+lost command costs a player half a second while its table answers promptly, not the room's
+turn timer, and a copy to a table busy for longer than that costs it a lookup, not a
+second answer. And a command waits no longer for a table the room has left
 (its directory entry names another: ``gone``)."""
 
 from __future__ import annotations
@@ -70,22 +72,20 @@ class TableLink:
         self._resends: set[asyncio.Task[None]] = set()
         self._srtt: float | None = None   # smoothed round trip of its commands, seconds
         self._rttvar = 0.0                # and its mean deviation
-
-    @property
-    def resend_wait(self) -> float:
-        """How long a command waits for its reply before its first copy goes."""
-        if self._srtt is None:
-            return RESEND_SECONDS
-        return min(MAX_RESEND_SECONDS, max(RESEND_SECONDS, self._srtt + 4 * self._rttvar))
+        # how long a command waits for its reply before its first copy goes
+        self.resend_wait = RESEND_SECONDS
 
     def _observe(self, seconds: float) -> None:
         """One command's round trip (from its first copy sent to the first reply: never less
-        than the true one, so the wait errs long) into the smoothed figures (RFC 6298)."""
+        than the true one, so the wait errs long) into the smoothed figures, and the wait
+        from them (RFC 6298)."""
         if self._srtt is None:
             self._srtt, self._rttvar = seconds, seconds / 2
         else:
             self._rttvar += (abs(self._srtt - seconds) - self._rttvar) / 4
             self._srtt += (seconds - self._srtt) / 8
+        self.resend_wait = min(MAX_RESEND_SECONDS,
+                               max(RESEND_SECONDS, self._srtt + 4 * self._rttvar))
 
     @property
     def idle(self) -> bool:
@@ -166,6 +166,10 @@ class TableLink:
         stream's election, gets a few copies, not one every half second)."""
         if request_id not in self._waiting:
             return
+        # a wait that proved too short: the next commands wait twice as long, until a reply
+        # gives a round trip again (RFC 6298's back-off; a burst's first commands all went
+        # out before any reply)
+        self.resend_wait = min(MAX_RESEND_SECONDS, max(self.resend_wait, waited * 2))
         metrics.COMMANDS_RESENT.inc()
         task = asyncio.ensure_future(self._publish_again(data, reply_to))
         self._resends.add(task)

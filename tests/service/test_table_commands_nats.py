@@ -325,8 +325,8 @@ async def test_a_table_slower_than_the_resend_answers_each_command_once(
 async def test_a_slow_table_gets_copies_only_until_the_link_has_learned_its_round_trip(
         ncs: tuple[Any, Any]) -> None:
     """A table answering every command in 0.8 s (a burst) gets a copy of the first one, sent
-    after RESEND_SECONDS; the link then waits longer than the table's round trip before a
-    copy, so the next commands go once each. Fast answers bring the wait back to
+    after RESEND_SECONDS, which doubles the wait until a reply comes; the link then waits
+    longer than the table's round trip before a copy, so the next commands go once each. Fast answers bring the wait back to
     RESEND_SECONDS."""
     table_nc, lobby_nc = ncs
     copies: Counter[int] = Counter()
@@ -345,7 +345,12 @@ async def test_a_slow_table_gets_copies_only_until_the_link_has_learned_its_roun
     link = TableLink(ADDRESS, 60.0, channel=Channel(), nc=lobby_nc)  # type: ignore[arg-type]
     assert link.resend_wait == table_link.RESEND_SECONDS
     before = resent()
-    for room in range(5):
+    first = asyncio.ensure_future(link.command(table_pb2.TableCommand(room_id=0)))
+    assert await until(lambda: resent() - before == 1)
+    # its copy went before any reply: the commands after it wait twice as long meanwhile
+    assert link.resend_wait == 2 * table_link.RESEND_SECONDS
+    assert (await first).room_id == 0
+    for room in range(1, 5):
         assert (await link.command(table_pb2.TableCommand(room_id=room))).room_id == room
     assert [copies[i] for i in range(1, 6)] == [2, 1, 1, 1, 1]
     assert resent() - before == 1
