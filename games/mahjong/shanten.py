@@ -125,11 +125,16 @@ def _combine(a: Sequence[int], b: Sequence[int], sets: int) -> tuple[list[int], 
     without the pair, and with it (in either suit)."""
     plain, paired = [_INF] * (sets + 1), [_INF] * (sets + 1)
     for i in range(sets + 1):
+        ai, ap = a[i], a[_ROW + i]
         for j in range(sets + 1 - i):
-            v = a[i] + b[j]
+            bj = b[j]
+            v = ai + bj
             if v < plain[i + j]:
                 plain[i + j] = v
-            v = min(a[_ROW + i] + b[j], a[i] + b[_ROW + j])
+            v = ap + bj
+            w = ai + b[_ROW + j]
+            if w < v:
+                v = w
             if v < paired[i + j]:
                 paired[i + j] = v
     return plain, paired
