@@ -602,8 +602,8 @@ def report(args: argparse.Namespace, table: Phase, lobby: Phase, took: float) ->
          f"{lobby.server_cpu:.2f} s of CPU by the end of the watch (start-up included)"),
         f"- load generator CPU meanwhile: {lobby.generator_cpu:.2f} s "
         f"({lobby.generator_cpu / max(lobby.watched, 1e-9):.2f} cores); {cpu_line(lobby)}",
-        f"- commands `{lobby.server}` sent its table again, unanswered after "
-        f"`table_link.RESEND_SECONDS` (`paiju_lobby_table_commands_resent_total`): "
+        f"- commands `{lobby.server}` sent its table again, unanswered after the link's "
+        f"resend wait (`paiju_lobby_table_commands_resent_total`): "
         f"{lobby.resent}",
         f"- verdict (every player logged in again with its room's snapshot within {LIMIT:g} s): "
         f"{verdict([since(b.joined, lobby.killed_at) for b in lb])}",

@@ -16,13 +16,13 @@ lobby's players all asking for their snapshots) stretches that first wait: the l
 smoothed round trip and its variation, as TCP does for its retransmission timeout (RFC
 6298), and waits their sum with four variations when that is longer, up to
 ``MAX_RESEND_SECONDS``: copies go to commands likely lost, not to every command of a busy
-table; a copy sent doubles the wait of the commands after it until a reply comes. The table
-answers a command once whatever its copies: it drops a copy while the first is under way
-and sends the first's reply again to a later one (services/table/nats_commands.py). So a
-lost command costs a player half a second while its table answers promptly, not the room's
-turn timer, and a copy to a table busy for longer than that costs it a lookup, not a
-second answer. And a command waits no longer for a table the room has left
-(its directory entry names another: ``gone``)."""
+table; a copy sent doubles the wait of the other commands until one sent once is answered.
+The table answers a command once whatever its copies: it drops a copy while the first is
+under way and sends the first's reply again to a later one
+(services/table/nats_commands.py). So a lost command costs a player half a second while its
+table answers promptly, not the room's turn timer, and a copy to a table busy for longer
+than that costs it a lookup, not a second answer. And a command waits no longer for a table
+the room has left (its directory entry names another: ``gone``)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ KEEPALIVE = (("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5
 
 
 MAX_IN_FLIGHT = 10_000   # commands of one link waiting for their replies
-RESEND_SECONDS = 0.5     # a command unanswered this long is sent again, then after 1, 2, 4 s
+RESEND_SECONDS = 0.5      # the least wait for a reply before a copy (then waits double)
 MAX_RESEND_SECONDS = 4.0  # the longest first wait the link's round trips can stretch it to
 NO_RESPONDERS = "503"    # the server's status to the reply subject: nobody on the subject
 
@@ -72,13 +72,14 @@ class TableLink:
         self._resends: set[asyncio.Task[None]] = set()
         self._srtt: float | None = None   # smoothed round trip of its commands, seconds
         self._rttvar = 0.0                # and its mean deviation
+        self._copied: set[int] = set()    # commands in flight with a copy sent
         # how long a command waits for its reply before its first copy goes
         self.resend_wait = RESEND_SECONDS
 
     def _observe(self, seconds: float) -> None:
-        """One command's round trip (from its first copy sent to the first reply: never less
-        than the true one, so the wait errs long) into the smoothed figures, and the wait
-        from them (RFC 6298)."""
+        """The round trip of a command sent once into the smoothed figures, and the wait
+        from them (RFC 6298; a command with copies says nothing: which copy was answered is
+        not known, Karn's rule)."""
         if self._srtt is None:
             self._srtt, self._rttvar = seconds, seconds / 2
         else:
@@ -140,10 +141,13 @@ class TableLink:
         finally:
             resend.cancel()
             self._waiting.pop(request_id, None)
+            copied = request_id in self._copied
+            self._copied.discard(request_id)
             self._busy -= 1
-        self._observe(time.perf_counter() - started)
-        if (msg.headers or {}).get("Status") == NO_RESPONDERS:
+        if (msg.headers or {}).get("Status") == NO_RESPONDERS:   # NATS's answer, not the table's
             raise Unreachable(f"table {self.address}: nobody takes its commands")
+        if not copied:
+            self._observe(time.perf_counter() - started)
         try:
             reply: table_pb2.TableReply = table_pb2.TableReply.FromString(msg.data)
         except DecodeError:
@@ -163,13 +167,20 @@ class TableLink:
 
     def _resend(self, request_id: int, data: bytes, reply_to: str, waited: float) -> None:
         """One more copy, and the next one after twice the wait (a room held up, say by its
-        stream's election, gets a few copies, not one every half second)."""
+        stream's election, gets a few copies, not one every half second). A command whose
+        wait is shorter than the link's now (it grew since the command went) waits the
+        difference first."""
         if request_id not in self._waiting:
             return
-        # a wait that proved too short: the next commands wait twice as long, until a reply
-        # gives a round trip again (RFC 6298's back-off; a burst's first commands all went
-        # out before any reply)
+        if waited < self.resend_wait:
+            asyncio.get_running_loop().call_later(self.resend_wait - waited, self._resend,
+                                                  request_id, data, reply_to, self.resend_wait)
+            return
+        # a wait that proved too short: the next commands wait twice as long, until a command
+        # sent once gives a round trip again (RFC 6298's back-off; a burst's first commands
+        # all went out before any reply)
         self.resend_wait = min(MAX_RESEND_SECONDS, max(self.resend_wait, waited * 2))
+        self._copied.add(request_id)
         metrics.COMMANDS_RESENT.inc()
         task = asyncio.ensure_future(self._publish_again(data, reply_to))
         self._resends.add(task)
