@@ -21,6 +21,7 @@ from services.table import metrics as m
 from services.table.directory import entry_owner
 from services.table.host import TableHost
 from services.table.lease import Lease
+from services.table.lifecycle import RoomState
 from services.table.placement import drain_target, should_adopt
 from services.table.roomlog import APPEND_RETRY_SECONDS, READ_TRY_SECONDS
 
@@ -59,6 +60,9 @@ class Adoption:
             live[core.instance] = self.lease.entry()
         for gone in set(self.orphaned_at) - set(core.view.rooms):
             del self.orphaned_at[gone]
+        for room_id in core.rooms.in_state(RoomState.LOGLESS):
+            if room_id not in core.view.rooms:   # its entry deleted (let go for lost, say)
+                core.rooms.left(room_id)
         todo: list[int] = []          # this table's rooms to rebuild
         orphans: list[tuple[int, RoomEntry, int]] = []   # others' rooms to claim, then rebuild
         alive: dict[str, bool] = {}   # owners asked directly during this scan

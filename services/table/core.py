@@ -508,15 +508,13 @@ class TableCore:
     async def let_go_lost(self, room_id: int) -> None:
         """A room that has had no log for ``lifecycle.LOGLESS_RETRY_SECONDS`` leaves the
         directory: the lobbies then tell its players it is gone (they log in again and
-        find no seat) instead of retrying "moving" for ever. Once its entry is deleted the
-        table forgets it too (GONE)."""
+        find no seat) instead of retrying "moving" for ever. Once the table's view no longer
+        holds the entry, the scan forgets the room (GONE)."""
         if self.directory.holds(room_id):
             return   # its deletion is on its way (the outbox retries it)
         log.warning("room without a log taken for lost: its directory entry goes",
                     extra={"room": room_id})
         await self.directory.delete_room(room_id)
-        if not self.directory.holds(room_id):   # gone from the directory: nothing names it
-            self.rooms.left(room_id)
 
     async def _purge(self, room_id: int) -> bool:
         """Purge a closed room's log, now if it may go: only after the room's settlements

@@ -10,7 +10,7 @@ What each state means to the rest of the table:
   or FAILED, or LOGLESS for less than :data:`LOGLESS_RETRY_SECONDS` (:meth:`Rooms.rebuild_due`);
 - commands for a room LOGLESS for longer are answered ERR_NO_SUCH_ROOM (:meth:`Rooms.lost`)
   and the scan deletes its directory entry: its players leave it rather than wait for ever;
-  once the entry is deleted the room is GONE here too (no state kept for it);
+  once the table's view no longer holds the entry the room is GONE here too;
 - the heartbeat purges the logs of CLOSED rooms.
 
 Rooms change tables under failures and races (two rebuilds of one room, a stall, an append
@@ -124,7 +124,7 @@ TRANSITIONS: dict[Event, dict[RoomState, RoomState]] = {
     Event.PURGE: {S.CLOSED: S.GONE},
     Event.LEFT: {
         S.REBUILDING: S.GONE, S.FAILED: S.GONE,
-        S.LOGLESS: S.GONE,             # lost, and its directory entry deleted
+        S.LOGLESS: S.GONE,             # its directory entry deleted (let go for lost, say)
         # another rebuild of the same room finished first: its outcome stands
         S.LIVE: S.LIVE, S.HANDING_OVER: S.HANDING_OVER, S.HANDED_AWAY: S.HANDED_AWAY,
         S.CLOSED: S.CLOSED, S.GONE: S.GONE,

@@ -333,10 +333,13 @@ async def test_a_room_whose_log_is_gone_is_read_again_then_refused_as_no_such_ro
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the lost room's directory entry stayed")
-        # and the table keeps nothing of it: still no such room
-        assert b.rooms.state(room_id) is RoomState.GONE and not b.rooms.lost(room_id)
-        for _ in range(50):   # its deletion reaches the table's own view of the directory
-            if b.view.owner(room_id) is None:
+        # still no such room while the table's view holds the entry, and after
+        assert (await b.command(cmd)).code == common_pb2.ERR_NO_SUCH_ROOM
+        for _ in range(50):   # then the table keeps nothing of it (the next scan)
+            if b.rooms.state(room_id) is RoomState.GONE:
                 break
             await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the lost room stayed LOGLESS")
+        assert b.view.owner(room_id) is None and not b.rooms.lost(room_id)
         assert (await b.command(cmd)).code == common_pb2.ERR_NO_SUCH_ROOM
