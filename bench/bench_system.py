@@ -368,12 +368,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="directory of the report (default: bench/reports)")
     args = parser.parse_args(argv)
     rooms, hands = (1, 2) if args.quick else (args.rooms, args.hands)
+    games = tuple(dict.fromkeys(args.games))
     command = "python -m bench.bench_system" + (" --quick" if args.quick else
                                                 f" --rooms {rooms} --hands {hands}") \
         + (f" --edge {args.edge}" if args.edge != "grpc" else "") \
-        + (f" --games {' '.join(args.games)}" if tuple(args.games) != GAMES else "")
+        + (f" --games {' '.join(games)}" if games != GAMES else "")
     floor = measure_floor()
-    runs, baseline, startup = run(rooms, hands, args.edge, args.games)
+    runs, baseline, startup = run(rooms, hands, args.edge, games)
     edge = [] if args.edge == "grpc" else [
         "", "The robots reached the lobby over its WebSocket (`--edge ws`); the floor's client "
         "hops are still the gRPC stream's (bench_transport has no WebSocket primitive)."]

@@ -116,16 +116,14 @@ class Directory:
         cache = self.table_cache
         silence = SILENT_LEASES * cache.ttl
         while True:
+            quiet = asyncio.timeout(silence)
             try:
                 async with bus.KeyWatch.opened(self.tables,
-                                               inactive_threshold=WATCH_INACTIVE) as watch:
-                    entries = aiter(watch)
+                                               inactive_threshold=WATCH_INACTIVE) as watch, \
+                        quiet:
                     first = True
-                    while True:
-                        try:
-                            entry = await asyncio.wait_for(anext(entries), silence)
-                        except (TimeoutError, StopAsyncIteration):
-                            break   # silent (no table, or a dead watch), or stopped: reopen
+                    async for entry in watch:
+                        quiet.reschedule(asyncio.get_running_loop().time() + silence)
                         if entry is None:            # the end of the current entries
                             first = False
                             cache.heard = time.monotonic()
@@ -140,6 +138,8 @@ class Directory:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, TimeoutError) and quiet.expired():
+                    continue   # silent: no table, or a dead watch; open a new one
                 log.warning("tables watch failed, opening it again", extra={"error": repr(exc)})
                 await asyncio.sleep(1.0)
 

@@ -132,8 +132,8 @@ def test_nats_connections_are_flushed_through_the_bus() -> None:
 
 def test_buckets_are_watched_through_the_bus() -> None:
     """nats-py's watcher can end a bucket's first values (its None) before values already
-    on their way, and a watch left unstopped keeps its consumer on the server: every watch
-    of a bucket in the services and clients is a ``bus.KeyWatch``."""
+    on their way, and a watch left unstopped keeps its consumer on the server: every
+    ``watchall`` of a bucket in the services and clients is a ``bus.KeyWatch``'s."""
     bad = []
     for pkg in ("services", "clients", "paiju"):
         for path in files(pkg):
