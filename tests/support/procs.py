@@ -72,7 +72,10 @@ class ServiceProc:
                     raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n"
                                        + self.log_path.read_text(errors="replace")[-4000:])
                 try:
-                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                    # its own service's health: another service that took a port picked for
+                    # this one (free_port) answers NOT_FOUND, not SERVING
+                    reply = stub.Check(health_pb2.HealthCheckRequest(
+                        service=f"paiju.v1.{self.name.capitalize()}"), timeout=1)
                     if reply.status == health_pb2.HealthCheckResponse.SERVING:
                         return
                 except grpc.RpcError as exc:
