@@ -38,6 +38,7 @@ from typing import Any
 
 from bench.bench_system import Samples, process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, LoadProcesses, pin, write_report
+from paiju.loop import run as run_on_loop
 
 GAMES = ("xuezhan", "changsha", "dadun")
 P99_LIMIT = 0.100
@@ -254,7 +255,7 @@ def worker_main(conn: Any, address: str, secret: str, think: float, hands: int) 
                 conn.send(0)
                 return
 
-    asyncio.run(serve())
+    run_on_loop(serve())
 
 
 # ---------------------------------------------------------------------- the run

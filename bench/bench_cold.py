@@ -54,6 +54,7 @@ from typing import Any
 from bench.bench_capacity import HEARTBEAT, add_env_option, lobby_urls, more_processes, profile
 from bench.bench_system import process_cpu, scrape, stack_pids, value
 from bench.common import REPORTS, LoadProcesses, write_report
+from paiju.loop import run as run_on_loop
 from tests.support.failover import quantile
 
 LIMIT = 10.0                 # the bound, seconds
@@ -267,7 +268,7 @@ def load_main(conn: Any, addresses: list[str], secret: str, game: str) -> None:
                 conn.send(0)
                 return
 
-    asyncio.run(serve())
+    run_on_loop(serve())
 
 
 class Generator(LoadProcesses):

@@ -30,6 +30,7 @@ import nats
 
 from bench.common import command, machine, parse_options, write_report
 from paiju.frames import client_frame, server_frame
+from paiju.loop import run as run_on_loop
 from paiju.v1 import (
     client_pb2,
     common_pb2,
@@ -40,7 +41,6 @@ from paiju.v1 import (
 )
 from services.common import bus
 from services.common.natsd import EmbeddedNats
-from services.common.runner import run as run_on_loop
 from services.lobby import tokens
 from services.lobby.server import start
 from tests.support.lobbykit import ConnectStream, lobby_config

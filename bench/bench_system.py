@@ -32,8 +32,8 @@ from bench.common import REPORTS, write_report
 from clients.robot.robot import run_tables
 from games import registry
 from games.rng import derive
+from paiju.loop import run as run_on_loop
 from services.common.natsd import free_port
-from services.common.runner import run as run_on_loop
 from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 
 GAMES = tuple(spec.name for spec in registry.all())
@@ -225,7 +225,7 @@ def run(rooms: int, hands: int, edge: str = "grpc", games: Sequence[str] = GAMES
         stack = start_stack(Path(tmp), **env)
         startup = time.perf_counter() - started
         try:
-            runs = [asyncio.run(play_system(stack, game, rooms, hands)) for game in games]
+            runs = [run_on_loop(play_system(stack, game, rooms, hands)) for game in games]
         finally:
             stop_stack(stack)
     baseline = {r.game: play_inprocess(r.game, r.hands or r.expected) for r in runs}

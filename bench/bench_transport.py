@@ -34,10 +34,10 @@ import nats
 from nats.js.api import StorageType, StreamConfig
 
 from bench.common import parse_options, write_report
+from paiju.loop import run as run_on_loop
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
 from services.common import bus
 from services.common.natsd import EmbeddedNats
-from services.common.runner import run as run_on_loop
 from services.common.server import start_service
 
 TICK = os.sysconf("SC_CLK_TCK")

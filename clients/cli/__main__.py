@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 
 from clients.cli.app import CliApp, Options
 from clients.cli.parse import GAMES
 from clients.session import DEFAULT_LOBBY
+from paiju.loop import run
 
 
 def parse_args(argv: list[str] | None = None) -> Options:
@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return asyncio.run(CliApp(parse_args(argv)).run())
+        return run(CliApp(parse_args(argv)).run())
     except KeyboardInterrupt:
         return 130
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 
 from clients.robot.robot import GAMES, run_matched, run_tables
 from clients.session import DEFAULT_LOBBY
+from paiju.loop import run
 
 
 def main() -> None:
@@ -58,7 +58,7 @@ def main() -> None:
             n += 1
 
     try:
-        asyncio.run(forever())
+        run(forever())
     except KeyboardInterrupt:
         pass
 

@@ -8,11 +8,12 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from prometheus_client import Histogram
 
+from paiju.loop import run, running_loop_name
 from services.common.config import Config, load_config
 from services.common.logs import setup_logging
 from services.common.server import ServiceHost, run_until_signalled
@@ -20,11 +21,6 @@ from services.common.server import ServiceHost, run_until_signalled
 Starter = Callable[[Config], Awaitable[ServiceHost]]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-# the event loop of every service process, PAIJU_EVENT_LOOP=uvloop|asyncio: uvloop takes 5-10 %
-# off the server CPU per move (bench/reports/event_loop.md)
-EVENT_LOOPS = ("uvloop", "asyncio")
-DEFAULT_EVENT_LOOP = "uvloop"
 
 # a collection stops the whole process (every room and session of it): its pauses are the
 # first suspect when a p99 grows before the CPU is used up
@@ -54,29 +50,6 @@ def main(name: str, start: Starter) -> None:
             freezing.cancel()
 
     run(serve())
-
-
-def loop_factory(name: str | None = None) -> Callable[[], asyncio.AbstractEventLoop]:
-    """The event loop ``name`` (default: ``$PAIJU_EVENT_LOOP``, else DEFAULT_EVENT_LOOP) as
-    a factory for ``asyncio.Runner``: uvloop (libuv, in C) or the standard library's."""
-    name = name or os.environ.get("PAIJU_EVENT_LOOP") or DEFAULT_EVENT_LOOP
-    if name == "asyncio":
-        return asyncio.new_event_loop
-    if name == "uvloop":
-        import uvloop
-        return uvloop.new_event_loop
-    raise ValueError(f"PAIJU_EVENT_LOOP={name!r}: one of {', '.join(EVENT_LOOPS)}")
-
-
-def running_loop_name() -> str:
-    """The package of the running event loop's class: "uvloop" or "asyncio"."""
-    return type(asyncio.get_running_loop()).__module__.split(".")[0]
-
-
-def run(main: Coroutine[Any, Any, T], loop: str | None = None) -> T:
-    """``asyncio.run(main)`` on the chosen event loop (``loop_factory``)."""
-    with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
-        return runner.run(main)
 
 
 def tune_gc() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.common.runner import DEFAULT_EVENT_LOOP
+from paiju.loop import DEFAULT_EVENT_LOOP
 from tests.support.procs import make_service
 
 
