@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from clients.robot.robot import GAMES, run_matched, run_tables
+from clients.robot.robot import GAMES, RobotStats, play_rounds, run_matched, run_tables
 from clients.session import DEFAULT_LOBBY
 from paiju.loop import run
 
@@ -39,26 +39,17 @@ def main() -> None:
                         format='{"ts":"%(asctime)s","level":"%(levelname)s","msg":"%(message)s"}')
     first = args.first_uid or 900000 + 1000 * sorted(GAMES).index(args.game)
 
-    async def forever() -> None:
-        n = 0
-        while args.rounds == 0 or n < args.rounds:
-            if args.match:
-                stats = await run_matched(args.lobby, args.game, 4 * args.tables, args.secret,
-                                          first_uid=first, policy=args.policy,
-                                          ca_file=args.ca or None, tls=args.tls)
-            else:
-                stats = await run_tables(args.lobby, args.game, args.tables, args.secret,
-                                         hands=args.hands, first_uid=first,
-                                         policy=args.policy, ca_file=args.ca or None,
-                                         tls=args.tls)
-            hands = sum(s.hands for s in stats) // 4
-            errors = sum(len(s.errors) for s in stats)
-            logging.info("%s: %d rooms played %d hands (%d refused actions)",
-                         args.game, args.tables, hands, errors)
-            n += 1
+    async def play() -> list[RobotStats]:
+        if args.match:
+            return await run_matched(args.lobby, args.game, 4 * args.tables, args.secret,
+                                     first_uid=first, policy=args.policy,
+                                     ca_file=args.ca or None, tls=args.tls)
+        return await run_tables(args.lobby, args.game, args.tables, args.secret,
+                                hands=args.hands, first_uid=first, policy=args.policy,
+                                ca_file=args.ca or None, tls=args.tls)
 
     try:
-        run(forever())
+        run(play_rounds(play, args.rounds, args.game))
     except KeyboardInterrupt:
         pass
 

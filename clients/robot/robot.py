@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -519,6 +519,34 @@ async def run_tables(address: str | Sequence[str], game: str, tables: int, secre
         else:
             results.append(result)
     return results + failed
+
+
+# a round that played no hand (every table refused: the lobby's limit on rooms created a
+# minute, a lobby away) waits before the next: 1 s, doubling up to a minute
+ROUND_BACKOFF = Backoff(first=1.0, longest=60.0)
+
+
+async def play_rounds(play: Callable[[], Awaitable[list[RobotStats]]], rounds: int, game: str,
+                      *, backoff: Backoff = ROUND_BACKOFF,
+                      sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> int:
+    """``play`` a round of ``game`` tables ``rounds`` times (0: for ever), one after another;
+    the number of hands played. Robots never hammer a lobby that refuses them: after a round
+    with no hand the next waits (``backoff``), and a round with hands resets the wait."""
+    seats = registry.get(game).seats
+    played = idle = n = 0
+    while rounds == 0 or n < rounds:
+        stats = await play()
+        hands = sum(s.hands for s in stats) // seats
+        errors = sum(len(s.errors) for s in stats)
+        log.info("%s: %d robots played %d hands (%d errors)", game, len(stats), hands, errors)
+        played += hands
+        n += 1
+        idle = 0 if hands else idle + 1
+        if idle and (rounds == 0 or n < rounds):
+            pause = backoff.pause(idle)
+            log.warning("%s: a round played no hand; the next in %.1f s", game, pause)
+            await sleep(pause)
+    return played
 
 
 async def run_matched(address: str | Sequence[str], game: str, players: int, secret: str, *,
