@@ -113,10 +113,9 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
                                     heartbeat_seconds=app.lobby.heartbeat_seconds,
                                     session_id=session.session_id)
-        if room_id:
-            room = await _room_info(app, room_id)
-            if room is not None:
-                ok.room.CopyFrom(room)
+        room = await _room_info(app, room_id) if room_id else None
+        if room is not None:
+            ok.room.CopyFrom(room)
         session.batches = req.accept_batches   # from here on frames may leave batched
         session.send(server_frame(ok, reply_to=frame.seq))
     finally:
@@ -124,7 +123,7 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         # that this causes (an older token, a newer session elsewhere) comes after it
         await app.hub.announce(session)
     if seat is not None and room_id:
-        await _resume(app, session, frame, room_id, seat)
+        await _resume(app, session, frame, room_id, seat, named=room is not None)
     else:
         await app.matchmaking.resume(session)   # a match ticket follows the new session
 
@@ -154,12 +153,15 @@ GONE = frozenset({common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM})
 
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
-                  room_id: int, seat: SeatEntry) -> None:
+                  room_id: int, seat: SeatEntry, *, named: bool) -> None:
     """Reconnect into a seat: the room's stream from the snapshot's position on, then online
     at the table. A seat that is there but cannot be resumed now (its room moving, a table or
     NATS not answering, any refusal but "gone") never leaves the session logged in outside
     its room, waiting for prompts that go elsewhere: the client is told to log in again in a
-    moment, and the resume is tried again then."""
+    moment, and the resume is tried again then. A room gone meanwhile that LoginOk
+    ``named`` (it closed while the client reconnected, its entries not yet deleted) sends
+    the client to log in again too: the next LoginOk has no room, which says the room
+    ended while it was away (the directory had no such room for "gone" to be answered)."""
     address = seat.address
     try:
         await app.streams.open(room_id)
@@ -183,7 +185,9 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     if snapshot.code in GONE or (snapshot.code == 0 and snapshot.room_id == 0):
         await app.streams.release(room_id)   # the room closed meanwhile: nothing to resume
         log.info("seat not resumed: gone", extra={"user": session.user_id, "room": room_id,
-                                                  "code": snapshot.code})
+                                                  "code": snapshot.code, "named": named})
+        if named:
+            app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
         return
     if snapshot.code:
         # still moving after the lobby's bound, or refused for now: the seat is there

@@ -16,6 +16,7 @@ as a table does for a room it closed: ERR_NO_SUCH_ROOM."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from paiju.frames import server_frame
 from paiju.v1 import client_pb2, lobby_msgs_pb2, table_pb2
@@ -89,3 +90,32 @@ async def test_a_silent_room_whose_entry_goes_sends_its_clients_to_log_in_again(
     frames = await frames_until_end(client, timeout=8.0)
     kinds = [f.WhichOneof("payload") for f in frames]
     assert "reconnect" in kinds, kinds
+
+
+async def test_a_room_that_closed_while_its_player_reconnected_sends_it_to_log_in_again(
+        world: World) -> None:
+    """The room closes at its table while its player reconnects, before its entries are
+    deleted: LoginOk still names the room, and the snapshot finds it gone. Nothing else would
+    tell the client (it would wait for a room that says nothing more): it is told to log in
+    again, and that LoginOk has no room. The seat's entry, never deleted here, does not
+    send it round again."""
+    address = await world.lobby()
+    _, room = await seated_client(world, address, 4103)
+    del world.table.rooms[room.room_id]          # closed; its directory entries still there
+    back = await world.client(address)
+    ok = (await back.login(4103)).login_ok
+    assert ok.room.room_id == room.room_id
+    await world.kv["rooms"].delete(str(room.room_id))   # the room's entry goes, not the seat's
+    frames = await frames_until_end(back, timeout=20.0)
+    kinds = [f.WhichOneof("payload") for f in frames]
+    assert "reconnect" in kinds, kinds
+    assert await world.kv["seats"].get("4103")
+    last = await world.client(address)
+    ok = (await last.login(4103)).login_ok
+    assert not ok.HasField("room"), ok
+    later: list[str | None] = []
+    with contextlib.suppress(TimeoutError):
+        while (frame := await last.recv(2.0)) is not None:
+            later.append(frame.WhichOneof("payload"))
+        later.append("the stream ended")
+    assert "reconnect" not in later and "the stream ended" not in later, later
