@@ -99,6 +99,8 @@ PANELS: list = [
         (f"sum(rate(paiju_lobby_table_commands_resent_total{RATE}))", "sent again"),
         (f"sum by (outcome) (rate(paiju_table_command_copies_total{RATE}))",
          "copies {{outcome}}")]),
+    ("Lobby's wait before a copy of a command, by table (0.5 s: the table answers in time)",
+     "s", [("max by (table) (paiju_lobby_table_resend_wait_seconds)", "{{table}}")]),
     ("Table", None, None),
     ("Action round trip (received to logged and fanned out)", "s",
      quantiles("paiju_table_action_seconds", "game")),

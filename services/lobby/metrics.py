@@ -45,6 +45,11 @@ COMMANDS_RESENT = Counter("paiju_lobby_table_commands_resent_total",
                           "the table answers slowly): lost while a NATS connection moved, or "
                           "a table slower than that")
 
+RESEND_WAIT = Gauge("paiju_lobby_table_resend_wait_seconds",
+                    "How long a command to this table waits for its reply before a copy goes: "
+                    "table_link.RESEND_SECONDS while the table answers in time, longer (up to "
+                    "MAX_RESEND_SECONDS) after slow answers or a copy", ["table"])
+
 BATCHES = Counter("paiju_lobby_batches_total",
                   "Stream messages that carried several frames at once (ServerFrame.batch)")
 BATCHED_FRAMES = Counter("paiju_lobby_batched_frames_total",

@@ -27,6 +27,7 @@ the room has left (its directory entry names another: ``gone``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -75,6 +76,14 @@ class TableLink:
         self._copied: set[int] = set()    # commands in flight with a copy sent
         # how long a command waits for its reply before its first copy goes
         self.resend_wait = RESEND_SECONDS
+        metrics.RESEND_WAIT.labels(address).set(RESEND_SECONDS)
+
+    def _wait(self, seconds: float) -> None:
+        """The link's resend wait from now on (its gauge too, when it changes)."""
+        seconds = min(MAX_RESEND_SECONDS, seconds)
+        if seconds != self.resend_wait:
+            self.resend_wait = seconds
+            metrics.RESEND_WAIT.labels(self.address).set(seconds)
 
     def _observe(self, seconds: float) -> None:
         """The round trip of a command sent once into the smoothed figures, and the wait
@@ -85,8 +94,7 @@ class TableLink:
         else:
             self._rttvar += (abs(self._srtt - seconds) - self._rttvar) / 4
             self._srtt += (seconds - self._srtt) / 8
-        self.resend_wait = min(MAX_RESEND_SECONDS,
-                               max(RESEND_SECONDS, self._srtt + 4 * self._rttvar))
+        self._wait(max(RESEND_SECONDS, self._srtt + 4 * self._rttvar))
 
     @property
     def idle(self) -> bool:
@@ -179,7 +187,7 @@ class TableLink:
         # a wait that proved too short: the next commands wait twice as long, until a command
         # sent once gives a round trip again (RFC 6298's back-off; a burst's first commands
         # all went out before any reply)
-        self.resend_wait = min(MAX_RESEND_SECONDS, max(self.resend_wait, waited * 2))
+        self._wait(max(self.resend_wait, waited * 2))
         self._copied.add(request_id)
         metrics.COMMANDS_RESENT.inc()
         task = asyncio.ensure_future(self._publish_again(data, reply_to))
@@ -211,6 +219,8 @@ class TableLink:
             self._busy -= 1
 
     async def close(self) -> None:
+        with contextlib.suppress(KeyError):   # another link to the table removed it first
+            metrics.RESEND_WAIT.remove(self.address)
         if self._replies is not None:
             try:
                 await self._replies.unsubscribe()

@@ -403,21 +403,32 @@ async def test_a_burst_to_a_slow_table_gets_a_copy_or_two_not_one_per_command(
     await link.close()
 
 
-def test_the_resend_wait_follows_the_round_trips_between_its_floor_and_its_cap() -> None:
+def wait_gauge(address: str) -> float | None:
+    return REGISTRY.get_sample_value("paiju_lobby_table_resend_wait_seconds",
+                                     {"table": address})
+
+
+async def test_the_resend_wait_follows_the_round_trips_between_its_floor_and_its_cap() -> None:
     """RFC 6298's arithmetic on its own: a table answering in milliseconds keeps the floor,
     round trips of seconds stretch the wait up to MAX_RESEND_SECONDS and no further, and
-    prompt answers bring it back to the floor."""
-    link = TableLink(ADDRESS, 5.0, channel=Channel(), nc=None)  # type: ignore[arg-type]
+    prompt answers bring it back to the floor. The link's gauge says the same, and goes
+    with the link."""
+    address = "10.9.9.9:50052"
+    link = TableLink(address, 5.0, channel=Channel(), nc=None)  # type: ignore[arg-type]
+    assert wait_gauge(address) == table_link.RESEND_SECONDS
     link._observe(0.01)
     assert link.resend_wait == table_link.RESEND_SECONDS
     link._observe(1.0)
     assert table_link.RESEND_SECONDS < link.resend_wait < table_link.MAX_RESEND_SECONDS
+    assert wait_gauge(address) == link.resend_wait
     for _ in range(3):
         link._observe(10.0)
-    assert link.resend_wait == table_link.MAX_RESEND_SECONDS
+    assert link.resend_wait == wait_gauge(address) == table_link.MAX_RESEND_SECONDS
     for _ in range(60):
         link._observe(0.01)
-    assert link.resend_wait == table_link.RESEND_SECONDS
+    assert link.resend_wait == wait_gauge(address) == table_link.RESEND_SECONDS
+    await link.close()
+    assert wait_gauge(address) is None
 
 
 def test_the_subject_is_one_token_per_address() -> None:
