@@ -113,7 +113,8 @@ async def login(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame) 
         ok = lobby_msgs_pb2.LoginOk(player=_own_info(session, seat),
                                     heartbeat_seconds=app.lobby.heartbeat_seconds,
                                     session_id=session.session_id)
-        room = await _room_info(app, room_id) if room_id else None
+        room = await _room_info(app, room_id) if room_id and not _found_gone(
+            app, user_id, room_id) else None
         if room is not None:
             ok.room.CopyFrom(room)
         session.batches = req.accept_batches   # from here on frames may leave batched
@@ -150,6 +151,23 @@ async def _room_info(app: LobbyApp, room_id: int) -> common_pb2.RoomInfo | None:
 # the snapshot's answers that say there is no seat to resume (the room closed, or the user
 # left it meanwhile): the session simply stays outside any room
 GONE = frozenset({common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM})
+# how long a room found gone at a login is left out of the user's next LoginOk
+GONE_SEAT_SECONDS = 60.0
+
+
+def _found_gone(app: LobbyApp, user_id: int, room_id: int) -> bool:
+    """Whether this lobby found ``room_id`` gone at a login of ``user_id`` a moment ago (its
+    room cache, or a replica of the directory, may still have it)."""
+    gone = app.gone_seats.get(user_id)
+    return gone is not None and gone[0] == room_id and \
+        time.monotonic() - gone[1] < GONE_SEAT_SECONDS
+
+
+def _remember_gone(app: LobbyApp, user_id: int, room_id: int) -> None:
+    now = time.monotonic()
+    for uid in [u for u, (_, at) in app.gone_seats.items() if now - at >= GONE_SEAT_SECONDS]:
+        del app.gone_seats[uid]
+    app.gone_seats[user_id] = (room_id, now)
 
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
@@ -158,10 +176,13 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     at the table. A seat that is there but cannot be resumed now (its room moving, a table or
     NATS not answering, any refusal but "gone") never leaves the session logged in outside
     its room, waiting for prompts that go elsewhere: the client is told to log in again in a
-    moment, and the resume is tried again then. A room gone meanwhile that LoginOk
-    ``named`` (it closed while the client reconnected, its entries not yet deleted) sends
-    the client to log in again too: the next LoginOk has no room, which says the room
-    ended while it was away (the directory had no such room for "gone" to be answered)."""
+    moment, and the resume is tried again then. A room that LoginOk ``named`` and that no
+    longer exists (it closed while the client reconnected, its entries not yet deleted: the
+    forwarder answers "no such room" only once the directory has none) sends the client to
+    log in again too, once: the next LoginOk leaves the room out, which says the room ended
+    while it was away. A room that is there without the user (left, its seat entry not yet
+    cleared) sends nobody round: the table keeps it, and the next login would find it
+    again."""
     address = seat.address
     try:
         await app.streams.open(room_id)
@@ -186,7 +207,8 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         await app.streams.release(room_id)   # the room closed meanwhile: nothing to resume
         log.info("seat not resumed: gone", extra={"user": session.user_id, "room": room_id,
                                                   "code": snapshot.code, "named": named})
-        if named:
+        if named and snapshot.code == common_pb2.ERR_NO_SUCH_ROOM:
+            _remember_gone(app, session.user_id, room_id)
             app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
         return
     if snapshot.code:

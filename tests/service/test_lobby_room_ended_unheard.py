@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 
 from paiju.frames import server_frame
-from paiju.v1 import client_pb2, lobby_msgs_pb2, table_pb2
+from paiju.v1 import client_pb2, common_pb2, lobby_msgs_pb2, table_pb2
 from tests.support.lobbyworld import World, seated_client
 
 
@@ -116,6 +116,32 @@ async def test_a_room_that_closed_while_its_player_reconnected_sends_it_to_log_i
     later: list[str | None] = []
     with contextlib.suppress(TimeoutError):
         while (frame := await last.recv(2.0)) is not None:
+            later.append(frame.WhichOneof("payload"))
+        later.append("the stream ended")
+    assert "reconnect" not in later and "the stream ended" not in later, later
+
+
+async def test_a_room_still_there_without_the_player_sends_nobody_round(world: World) -> None:
+    """The player left the room (his seat entry not yet cleared) and logs in: the table
+    answers the snapshot "not in this room". The room is still there, so the next login would
+    name it again: no Reconnect (it would send the client round and round)."""
+    address = await world.lobby()
+    _, room = await seated_client(world, address, 4104)
+    answer = world.table.answer
+
+    async def not_in_room(cmd: table_pb2.TableCommand) -> table_pb2.TableReply:
+        if cmd.kind == "snapshot":
+            return table_pb2.TableReply(request_id=cmd.request_id,
+                                        code=common_pb2.ERR_NOT_IN_ROOM,
+                                        message="not in this room", seat=-1)
+        return await answer(cmd)
+    world.table.answer = not_in_room   # type: ignore[method-assign]
+    back = await world.client(address)
+    ok = (await back.login(4104)).login_ok
+    assert ok.room.room_id == room.room_id       # the directory names it, as the seat does
+    later: list[str | None] = []
+    with contextlib.suppress(TimeoutError):
+        while (frame := await back.recv(2.0)) is not None:
             later.append(frame.WhichOneof("payload"))
         later.append("the stream ended")
     assert "reconnect" not in later and "the stream ended" not in later, later
