@@ -9,13 +9,14 @@ import sys
 
 from clients.robot.robot import GAMES, RobotStats, play_rounds, run_matched, run_tables
 from clients.session import DEFAULT_LOBBY
+from games import registry
 from paiju.loop import run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m clients.robot")
     parser.add_argument("--game", choices=sorted(GAMES), default="xuezhan")
-    parser.add_argument("--tables", type=int, default=1, help="rooms of four robots")
+    parser.add_argument("--tables", type=int, default=1, help="rooms of robots, one a seat")
     parser.add_argument("--hands", type=int, default=4, help="hands per room")
     parser.add_argument("--rounds", type=int, default=0,
                         help="rooms to play one after another per table (0 = forever)")
@@ -31,7 +32,7 @@ def main() -> None:
     parser.add_argument("--policy", choices=("greedy", "random"), default="greedy")
     parser.add_argument("--first-uid", type=int, default=0)
     parser.add_argument("--match", action="store_true",
-                        help="seated by matchmaking (AskMatch), four robots a table, instead "
+                        help="seated by matchmaking (AskMatch), a table's seats of robots, instead "
                              "of creating and joining rooms; the hands are the lobby's "
                              "lobby.match_total_hands")
     args = parser.parse_args()
@@ -41,7 +42,8 @@ def main() -> None:
 
     async def play() -> list[RobotStats]:
         if args.match:
-            return await run_matched(args.lobby, args.game, 4 * args.tables, args.secret,
+            return await run_matched(args.lobby, args.game,
+                                     registry.get(args.game).seats * args.tables, args.secret,
                                      first_uid=first, policy=args.policy,
                                      ca_file=args.ca or None, tls=args.tls)
         return await run_tables(args.lobby, args.game, args.tables, args.secret,

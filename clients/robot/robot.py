@@ -529,19 +529,22 @@ ROUND_BACKOFF = Backoff(first=1.0, longest=60.0)
 async def play_rounds(play: Callable[[], Awaitable[list[RobotStats]]], rounds: int, game: str,
                       *, backoff: Backoff = ROUND_BACKOFF,
                       sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> int:
-    """``play`` a round of ``game`` tables ``rounds`` times (0: for ever), one after another;
-    the number of hands played. Robots never hammer a lobby that refuses them: after a round
-    with no hand the next waits (``backoff``), and a round with hands resets the wait."""
-    seats = registry.get(game).seats
+    """``play`` a round of ``game`` robots ``rounds`` times (0: for ever), one after another;
+    the number of rounds in which a robot saw a hand end. Robots never hammer a lobby that
+    refuses them: after a round with no hand the next waits (``backoff``), and a round with
+    hands resets the wait."""
     played = idle = n = 0
     while rounds == 0 or n < rounds:
         stats = await play()
-        hands = sum(s.hands for s in stats) // seats
+        rooms = {room for s in stats for room in s.rooms}
         errors = sum(len(s.errors) for s in stats)
-        log.info("%s: %d robots played %d hands (%d errors)", game, len(stats), hands, errors)
-        played += hands
+        log.info("%s: %d robots in %d rooms saw %d hand ends (%d errors)", game, len(stats),
+                 len(rooms), sum(s.hands for s in stats), errors)
         n += 1
-        idle = 0 if hands else idle + 1
+        if any(s.hands for s in stats):
+            played, idle = played + 1, 0
+        else:
+            idle += 1
         if idle and (rounds == 0 or n < rounds):
             pause = backoff.pause(idle)
             log.warning("%s: a round played no hand; the next in %.1f s", game, pause)

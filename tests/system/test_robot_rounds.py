@@ -40,9 +40,11 @@ async def test_refused_rounds_wait_longer_each_time(one_room_a_minute: Stack) ->
     played = await asyncio.wait_for(
         play_rounds(play, 4, "dadun", backoff=Backoff(first=1.0, longest=60.0), sleep=sleep),
         timeout=120)
-    assert played == 1
+    assert played == 1                       # rounds in which a hand was played
     assert [sum(s.hands for s in r) // 4 for r in rounds] == [1, 0, 0, 0]
-    refused = [e for r in rounds[1:] for s in r for e in s.errors]
+    # (the second round's creator may still find the first room in its seat entry, closed
+    # a moment before: the later ones are refused by the limit)
+    refused = [e for r in rounds[2:] for s in r for e in s.errors]
     assert refused and all("rooms created" in e for e in refused), refused
     # after rounds 2 and 3 (none after the last): 1 s then 2 s, each jittered down to half
     assert len(pauses) == 2, pauses
