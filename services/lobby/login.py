@@ -176,13 +176,12 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     at the table. A seat that is there but cannot be resumed now (its room moving, a table or
     NATS not answering, any refusal but "gone") never leaves the session logged in outside
     its room, waiting for prompts that go elsewhere: the client is told to log in again in a
-    moment, and the resume is tried again then. A room that LoginOk ``named`` and that no
-    longer exists (it closed while the client reconnected, its entries not yet deleted: the
-    forwarder answers "no such room" only once the directory has none) sends the client to
-    log in again too, once: the next LoginOk leaves the room out, which says the room ended
-    while it was away. A room that is there without the user (left, its seat entry not yet
-    cleared) sends nobody round: the table keeps it, and the next login would find it
-    again."""
+    moment, and the resume is tried again then. A seat gone from a room that LoginOk
+    ``named`` sends the client to log in again too, once: this lobby leaves the room out of
+    the user's next LoginOk for a minute, which says the room ended while it was away. The
+    room closed while the client reconnected, before its entries were deleted (the forwarder
+    answers "no such room" only once the directory has none); or the user had left it, and
+    the table clears his stale seat entry as it answers "not in this room"."""
     address = seat.address
     try:
         await app.streams.open(room_id)
@@ -207,7 +206,7 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         await app.streams.release(room_id)   # the room closed meanwhile: nothing to resume
         log.info("seat not resumed: gone", extra={"user": session.user_id, "room": room_id,
                                                   "code": snapshot.code, "named": named})
-        if named and snapshot.code == common_pb2.ERR_NO_SUCH_ROOM:
+        if named and snapshot.code in GONE:
             _remember_gone(app, session.user_id, room_id)
             app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
         return

@@ -593,4 +593,11 @@ class TableCore:
             await early(made[0])
 
         reply: Reply = await actor.submit("command", cmd, send_early if early else None)
+        if cmd.kind == seated.LobbyKind.SNAPSHOT and reply.code == common_pb2.ERR_NOT_IN_ROOM \
+                and actor.room.seat_of(cmd.user_id) is None:
+            # a login's seat entry names this room, which the user has left: its clear was
+            # lost (dropped with a room handed away, or with a table that died before its
+            # retry), and the entry would keep him out of every other room. Cleared now, only
+            # while it still names this room (a join after this writes after it).
+            await self.directory.put_seat(cmd.room_id, cmd.user_id, None)
         return made[0] if made else table_reply(actor.room, cmd, reply)

@@ -14,6 +14,7 @@ import nats.errors
 import pytest
 
 from paiju import frames
+from paiju.contracts.directory import SeatEntry
 from paiju.v1 import common_pb2, table_pb2, table_pb2_grpc
 from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
@@ -190,6 +191,36 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
 
     await eventually(written)
     assert not core.directory.pending
+    await t.close()
+
+
+async def test_a_snapshot_for_a_user_who_left_clears_his_stale_seat_entry(
+        stack: dict[str, Any]) -> None:
+    """A login resumes the seat its entry names, but the user had left the room and the clear
+    of his entry was lost (dropped with a room handed away, or with a table that died before
+    its retry): the table answers "not in this room" and clears the entry, which would keep
+    him out of every other room (the lobby refuses a create or a join while it names a
+    room). An entry naming another room is not touched."""
+    core, js = stack["core"], stack["js"]
+    seats_kv = await js.key_value(bus.SEATS_BUCKET)
+    t = await seated(stack, uids=(21, 22))
+    left = await t.link.send(t.room_id, 21, frames.client_frame(lm.AskExit()))
+    assert left.code == 0, left.message
+
+    async def cleared() -> bool:
+        return await entry(seats_kv, "21") is None
+
+    await eventually(cleared)
+    stale = SeatEntry(room_id=t.room_id, owner=core.instance, address=stack["address"], seat=0)
+    await seats_kv.put("21", stale.encode())                   # the lost clear, undone
+    elsewhere = SeatEntry(room_id=t.room_id + 1, owner="table-x", address="10.0.0.9:1", seat=2)
+    await seats_kv.put("23", elsewhere.encode())               # a user seated in another room
+    for uid in (21, 23):
+        answer = await t.link.send(t.room_id, uid, kind="snapshot")
+        assert answer.code == common_pb2.ERR_NOT_IN_ROOM, answer
+    await eventually(cleared)
+    assert (await entry(seats_kv, "23") or {}).get("room_id") == t.room_id + 1
+    assert (await entry(seats_kv, "22") or {}).get("room_id") == t.room_id   # still seated
     await t.close()
 
 
