@@ -8,6 +8,7 @@ import asyncio
 import logging
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -70,9 +71,9 @@ class LobbyApp:
         self.admission = Admission(cfg.lobby.max_connections_per_ip, cfg.lobby.max_connections)
         self.directory_open = asyncio.Event()   # the buckets are open and followed
         self.draining = False      # stopping: no new session, every client told to reconnect
-        # user -> (room, when): a seat's room its snapshot found gone after LoginOk had named
-        # it; the user's next LoginOk leaves it out (login.py)
-        self.gone_seats: dict[int, tuple[int, float]] = {}
+        # user -> (room, when), oldest first: a seat's room its snapshot found closed after
+        # LoginOk had named it; the user's next LoginOk leaves it out (login.py)
+        self.gone_seats: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.watch: Any = None     # services.common.health.DependencyWatch, once serving
         self.on_ready_change: Callable[[], Awaitable[None]] | None = None   # health, once serving
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -164,10 +164,13 @@ def _found_gone(app: LobbyApp, user_id: int, room_id: int) -> bool:
 
 
 def _remember_gone(app: LobbyApp, user_id: int, room_id: int) -> None:
+    """Record it (oldest first: the expired ones are dropped from the front)."""
     now = time.monotonic()
-    for uid in [u for u, (_, at) in app.gone_seats.items() if now - at >= GONE_SEAT_SECONDS]:
-        del app.gone_seats[uid]
-    app.gone_seats[user_id] = (room_id, now)
+    gone = app.gone_seats
+    while gone and now - next(iter(gone.values()))[1] >= GONE_SEAT_SECONDS:
+        gone.popitem(last=False)
+    gone[user_id] = (room_id, now)
+    gone.move_to_end(user_id)
 
 
 async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame,
@@ -177,11 +180,12 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
     NATS not answering, any refusal but "gone") never leaves the session logged in outside
     its room, waiting for prompts that go elsewhere: the client is told to log in again in a
     moment, and the resume is tried again then. A seat gone from a room that LoginOk
-    ``named`` sends the client to log in again too, once: this lobby leaves the room out of
-    the user's next LoginOk for a minute, which says the room ended while it was away. The
-    room closed while the client reconnected, before its entries were deleted (the forwarder
-    answers "no such room" only once the directory has none); or the user had left it, and
-    the table clears his stale seat entry as it answers "not in this room"."""
+    ``named`` sends the client to log in again too. The room closed while the client
+    reconnected, before its entries were deleted (the forwarder answers "no such room" only
+    once the directory has none): this lobby leaves the room out of the user's LoginOk for
+    a minute, whatever its room cache still holds, which says the room ended while he was
+    away. Or the user had left the room, which is still there: the table clears his stale
+    seat entry as it answers "not in this room", and the next login finds no seat."""
     address = seat.address
     try:
         await app.streams.open(room_id)
@@ -207,7 +211,8 @@ async def _resume(app: LobbyApp, session: Session, frame: client_pb2.ClientFrame
         log.info("seat not resumed: gone", extra={"user": session.user_id, "room": room_id,
                                                   "code": snapshot.code, "named": named})
         if named and snapshot.code in GONE:
-            _remember_gone(app, session.user_id, room_id)
+            if snapshot.code == common_pb2.ERR_NO_SUCH_ROOM:   # for good: no room id comes back
+                _remember_gone(app, session.user_id, room_id)
             app.tell_reconnect(session, "room_moving", least_ms=RESUME_AGAIN_MS)
         return
     if snapshot.code:

@@ -594,10 +594,13 @@ class TableCore:
 
         reply: Reply = await actor.submit("command", cmd, send_early if early else None)
         if cmd.kind == seated.LobbyKind.SNAPSHOT and reply.code == common_pb2.ERR_NOT_IN_ROOM \
-                and actor.room.seat_of(cmd.user_id) is None:
+                and actor.room.seat_of(cmd.user_id) is None \
+                and self.writers.get(cmd.room_id) is actor \
+                and self.lease.current(self.tenure.get(cmd.room_id)):
             # a login's seat entry names this room, which the user has left: its clear was
             # lost (dropped with a room handed away, or with a table that died before its
-            # retry), and the entry would keep him out of every other room. Cleared now, only
-            # while it still names this room (a join after this writes after it).
-            await self.directory.put_seat(cmd.room_id, cmd.user_id, None)
+            # retry), and the entry would keep him out of every other room. Cleared now
+            # while this table still runs the room, only while the entry names it (a join
+            # after this writes after it), and not over a newer write of it still to be made
+            await self.directory.clear_stale_seat(cmd.room_id, cmd.user_id)
         return made[0] if made else table_reply(actor.room, cmd, reply)

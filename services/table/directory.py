@@ -60,6 +60,15 @@ class DirectoryWriter:
         entry = SeatEntry(room_id=room_id, owner=self.instance, address=self.address, seat=seat)
         await self.write(bus.SEATS_BUCKET, str(user_id), KvWrite("put", room_id, entry.encode()))
 
+    async def clear_stale_seat(self, room_id: int, user_id: int) -> None:
+        """A repair, not a change of the room: clear the user's seat entry while it names
+        ``room_id``, unless a write of that entry is waiting or under way (it is newer than
+        what this repair saw, and must not be replaced by it)."""
+        key = (bus.SEATS_BUCKET, str(user_id))
+        if key in self.pending or key in self._busy:
+            return
+        await self.write(bus.SEATS_BUCKET, str(user_id), KvWrite("clear", room_id))
+
     async def delete_room(self, room_id: int) -> None:
         """A closed room leaves the directory (its last record is ours)."""
         await self.write(bus.ROOMS_BUCKET, str(room_id), KvWrite("delete", room_id))

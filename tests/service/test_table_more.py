@@ -21,6 +21,7 @@ from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.core import TableCore
+from services.table.directory import KvWrite
 from services.table.lifecycle import RoomState
 from services.table.server import start as start_table
 from tests.support.tablekit import LobbyLink, Table
@@ -218,9 +219,24 @@ async def test_a_snapshot_for_a_user_who_left_clears_his_stale_seat_entry(
     for uid in (21, 23):
         answer = await t.link.send(t.room_id, uid, kind="snapshot")
         assert answer.code == common_pb2.ERR_NOT_IN_ROOM, answer
+    seated_one = await t.link.send(t.room_id, 22, kind="snapshot")
+    assert seated_one.code == 0 and seated_one.seat == 1, seated_one
     await eventually(cleared)
+
+    async def written() -> bool:
+        return not core.directory.pending and not core.directory._busy
+
+    await eventually(written)    # the clears asked are done: 23's entry was read, and kept
     assert (await entry(seats_kv, "23") or {}).get("room_id") == t.room_id + 1
     assert (await entry(seats_kv, "22") or {}).get("room_id") == t.room_id   # still seated
+    # a write of the entry still to be made (a join elsewhere whose put failed, say) is newer
+    # than what the repair saw: the repair leaves it in place
+    newer = KvWrite("put", t.room_id + 5, SeatEntry(room_id=t.room_id + 5, owner=core.instance,
+                                                    address=stack["address"], seat=0).encode())
+    core.directory.pending[(bus.SEATS_BUCKET, "24")] = newer
+    await core.directory.clear_stale_seat(t.room_id, 24)
+    assert core.directory.pending[(bus.SEATS_BUCKET, "24")] is newer
+    del core.directory.pending[(bus.SEATS_BUCKET, "24")]
     await t.close()
 
 

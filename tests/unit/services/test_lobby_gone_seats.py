@@ -1,9 +1,10 @@
-"""services/lobby/login: a room its snapshot found gone after LoginOk named it is left out of
+"""services/lobby/login: a room its snapshot found closed after LoginOk named it is left out of
 the user's next LoginOk for a while, whatever the lobby's room cache still holds, so a client
 is sent round at most once; the record is the user's own, of that room, and expires."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,7 +14,7 @@ from services.lobby import login
 
 
 def app() -> Any:
-    return SimpleNamespace(gone_seats={})
+    return SimpleNamespace(gone_seats=OrderedDict())
 
 
 def test_found_gone_for_that_user_and_room_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,5 +36,6 @@ def test_the_record_expires_and_old_ones_are_dropped(monkeypatch: pytest.MonkeyP
     assert login._found_gone(a, 7, 100)
     now[0] += 1
     assert not login._found_gone(a, 7, 100)
+    login._remember_gone(a, 9, 300)
     login._remember_gone(a, 8, 200)               # a later record prunes the expired one
-    assert set(a.gone_seats) == {8}
+    assert list(a.gone_seats) == [9, 8]
