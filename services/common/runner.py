@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from prometheus_client import Histogram
 
@@ -20,7 +20,6 @@ from services.common.server import ServiceHost, run_until_signalled
 
 Starter = Callable[[Config], Awaitable[ServiceHost]]
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # a collection stops the whole process (every room and session of it): its pauses are the
 # first suspect when a p99 grows before the CPU is used up
