@@ -38,6 +38,19 @@ async def frames_until_end(client: object, timeout: float) -> list[client_pb2.Se
         seen.append(frame)
 
 
+async def logged_in_outside_any_room(world: World, address: str, uid: int) -> None:
+    """``uid`` logs in again: LoginOk has no room, and nothing sends him round again (2 s)."""
+    last = await world.client(address)
+    ok = (await last.login(uid)).login_ok
+    assert not ok.HasField("room"), ok
+    later: list[str | None] = []
+    with contextlib.suppress(TimeoutError):
+        while (frame := await last.recv(2.0)) is not None:
+            later.append(frame.WhichOneof("payload"))
+        later.append("the stream ended")
+    assert "reconnect" not in later and "the stream ended" not in later, later
+
+
 async def test_a_room_that_ended_unheard_sends_its_clients_to_log_in_again(
         world: World) -> None:
     address = await world.lobby()
@@ -110,15 +123,7 @@ async def test_a_room_that_closed_while_its_player_reconnected_sends_it_to_log_i
     kinds = [f.WhichOneof("payload") for f in frames]
     assert "reconnect" in kinds, kinds
     assert await world.kv["seats"].get("4103")
-    last = await world.client(address)
-    ok = (await last.login(4103)).login_ok
-    assert not ok.HasField("room"), ok
-    later: list[str | None] = []
-    with contextlib.suppress(TimeoutError):
-        while (frame := await last.recv(2.0)) is not None:
-            later.append(frame.WhichOneof("payload"))
-        later.append("the stream ended")
-    assert "reconnect" not in later and "the stream ended" not in later, later
+    await logged_in_outside_any_room(world, address, 4103)
 
 
 async def test_a_room_still_there_without_the_player_sends_it_round_once(
@@ -144,12 +149,4 @@ async def test_a_room_still_there_without_the_player_sends_it_round_once(
     assert ok.room.room_id == room.room_id       # the directory names it, as the seat does
     kinds = [f.WhichOneof("payload") for f in await frames_until_end(back, timeout=10.0)]
     assert "reconnect" in kinds, kinds
-    last = await world.client(address)
-    ok = (await last.login(4104)).login_ok
-    assert not ok.HasField("room"), ok
-    later: list[str | None] = []
-    with contextlib.suppress(TimeoutError):
-        while (frame := await last.recv(2.0)) is not None:
-            later.append(frame.WhichOneof("payload"))
-        later.append("the stream ended")
-    assert "reconnect" not in later and "the stream ended" not in later, later
+    await logged_in_outside_any_room(world, address, 4104)
