@@ -155,17 +155,17 @@ GONE = frozenset({common_pb2.ERR_NO_SUCH_ROOM, common_pb2.ERR_NOT_IN_ROOM})
 GONE_SEAT_SECONDS = 60.0
 
 
-def _found_gone(app: LobbyApp, user_id: int, room_id: int) -> bool:
+def _found_gone(app: LobbyApp, user_id: int, room_id: int, now: float | None = None) -> bool:
     """Whether this lobby found ``room_id`` gone at a login of ``user_id`` a moment ago (its
     room cache, or a replica of the directory, may still have it)."""
+    now = time.monotonic() if now is None else now
     gone = app.gone_seats.get(user_id)
-    return gone is not None and gone[0] == room_id and \
-        time.monotonic() - gone[1] < GONE_SEAT_SECONDS
+    return gone is not None and gone[0] == room_id and now - gone[1] < GONE_SEAT_SECONDS
 
 
-def _remember_gone(app: LobbyApp, user_id: int, room_id: int) -> None:
+def _remember_gone(app: LobbyApp, user_id: int, room_id: int, now: float | None = None) -> None:
     """Record it (oldest first: the expired ones are dropped from the front)."""
-    now = time.monotonic()
+    now = time.monotonic() if now is None else now
     gone = app.gone_seats
     while gone and now - next(iter(gone.values()))[1] >= GONE_SEAT_SECONDS:
         gone.popitem(last=False)
