@@ -4,8 +4,9 @@ tests/system/test_table_frozen_while_playing.py and bench/bench_failover.py.
 
 The stack is tests/system/conftest.py's (one nats-server, records, arbiter, lobby, a table)
 plus a second table; an :class:`Observer` timestamps every room's events and every log
-append (core NATS subscriptions on ``room.*.events`` and ``room.*.log``: the latter sees
-refused appends as well as stored ones)."""
+append (core NATS subscriptions on ``room.*.events`` and ``room.*.log.*``: the latter sees
+refused appends as well as stored ones) with the log's answer to it (stored or refused, read
+on the appender's reply subject)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from tests.system.conftest import SECRET, Stack, start_stack, stop_stack
 EPSILON = 0.1          # events already in flight when the fault struck (as bench_chaos)
 QUIET = 0.25           # a SIGSTOP waits for this long a silence of the table's rooms
 RESUME_BOUND = 30.0    # a room with no event this long after the fault counts as stuck
+IN_FLIGHT = 1.0        # seconds after SIGCONT within which an append made before the stop
+                       # reaches the log
 # what a continued table logs (services/table/lease.py, core.py)
 STALLED = "the table did not run for a lease"
 DROPPED = "room taken over by another table while this one stalled"
@@ -42,6 +45,10 @@ DROPPED = "room taken over by another table while this one stalled"
 LAPSED = "room held through a stall not confirmed"
 # a room the new owner played to its end (and closed) while this table was stopped
 CLOSED = "room closed elsewhere while this table stalled"
+# an append the table had made before it was stopped, sent only once it was continued (the
+# client's socket write comes a turn of the loop later): the log's fence refuses it and the
+# table lets the room go (the quotes: the whole message, not DROPPED, which begins alike)
+FENCED = '"room taken over by another table"'
 
 
 def now() -> float:
@@ -74,13 +81,17 @@ class Observer:
         self.url = url
         self.nc: Any = None
         self.events: dict[int, list[tuple[float, int, int]]] = {}   # room -> (t, index, part)
-        self.appends: dict[int, list[tuple[float, str, int]]] = {}  # room -> (t, boot, index)
+        # room -> (t, boot, index, reply subject)
+        self.appends: dict[int, list[tuple[float, str, int, str]]] = {}
+        self.answers: dict[str, dict[str, Any]] = {}   # reply subject -> the log's answer
         self.closed: dict[int, float] = {}      # room -> when its last message came
 
     async def start(self) -> None:
         self.nc = await nats.connect(self.url)
         await self.nc.subscribe("room.*.events", cb=self._on_events)
-        await self.nc.subscribe("room.*.log", cb=self._on_log)
+        await self.nc.subscribe("room.*.log.*", cb=self._on_log)
+        # the tables' reply inboxes: the log's answers to their appends
+        await self.nc.subscribe(f"{bus.inbox_prefix('table')}.>", cb=self._on_answer)
         await bus.sync(self.nc)
 
     async def close(self) -> None:
@@ -94,11 +105,24 @@ class Observer:
 
     async def _on_log(self, msg: Any) -> None:
         room = int(msg.subject.split(".")[1])
-        msg_id = (msg.headers or {}).get("Nats-Msg-Id", "")
-        parts = msg_id.split(":")
-        boot = parts[2] if len(parts) == 3 else ""
+        # services/table/roomlog.py: "<room>:<index>:<boot>:<digest>"
+        parts = (msg.headers or {}).get("Nats-Msg-Id", "").split(":")
+        boot = parts[2] if len(parts) == 4 else ""
         index = int(json.loads(msg.data).get("i", -1))
-        self.appends.setdefault(room, []).append((now(), boot, index))
+        self.appends.setdefault(room, []).append((now(), boot, index, msg.reply or ""))
+
+    async def _on_answer(self, msg: Any) -> None:
+        """A reply to a table: kept when it is a JetStream publish's answer."""
+        with contextlib.suppress(ValueError):
+            answer = json.loads(msg.data)
+            if isinstance(answer, dict) and ("seq" in answer or "error" in answer):
+                self.answers[msg.subject] = answer
+
+    def landed(self, reply: str) -> bool:
+        """The log stored the append (a duplicate of an earlier try is not a new record);
+        an append without an answer counts as stored."""
+        answer = self.answers.get(reply)
+        return answer is None or ("error" not in answer and not answer.get("duplicate"))
 
     def first_after(self, room: int, t: float) -> tuple[float, int] | None:
         for at, index, _ in self.events.get(room, []):
@@ -112,7 +136,7 @@ class Observer:
 
     def boot_before(self, room: int, t: float) -> str:
         """The boot of the last writer of ``room`` seen before ``t``."""
-        boots = [boot for at, boot, _ in self.appends.get(room, []) if at < t]
+        boots = [boot for at, boot, _, _ in self.appends.get(room, []) if at < t]
         return boots[-1] if boots else ""
 
     async def owners(self, rooms: list[int]) -> dict[int, str]:
@@ -258,7 +282,8 @@ class FailoverBench:
         assert proc.proc is not None
         pid = proc.proc.pid
         said = proc.log_path.read_text(errors="replace")
-        before = said.count(STALLED), said.count(DROPPED), said.count(LAPSED), said.count(CLOSED)
+        lines = (STALLED, DROPPED, LAPSED, CLOSED, FENCED)
+        before = [said.count(line) for line in lines]
         await self._quiet(rooms)
         trial = Trial("stop", table, now(), rooms)
         os.kill(pid, signal.SIGSTOP)
@@ -276,23 +301,32 @@ class FailoverBench:
             lost_at = first[room]
             if lost_at is None:
                 continue
-            for at, boot, index in obs.appends.get(room, []):
-                if at > lost_at[0] and boot == boots[room]:
-                    trial.breaches.append(f"room {room}: the continued table appended record "
-                                          f"{index} {at - continued:+.2f} s after SIGCONT")
+            late = [(at, index, reply) for at, boot, index, reply in obs.appends.get(room, [])
+                    if at > lost_at[0] and boot == boots[room]]
+            for n, (at, index, reply) in enumerate(late):
+                # one append the table had in flight when it was stopped may reach the log
+                # after SIGCONT: its fence refuses it; any other append is a breach
+                if n == 0 and not obs.landed(reply) and at - continued < IN_FLIGHT:
+                    trial.notes.append(f"room {room}: the append of record {index} in flight "
+                                       f"at the stop reached the log {at - continued:+.2f} s "
+                                       f"after SIGCONT and was refused")
+                    continue
+                trial.breaches.append(f"room {room}: the continued table appended record "
+                                      f"{index} {at - continued:+.2f} s after SIGCONT"
+                                      f" ({'stored' if obs.landed(reply) else 'refused'})")
             for at, index, part in obs.events.get(room, []):
                 if at > continued and index < lost_at[1]:
                     trial.breaches.append(f"room {room}: a message at ({index}, {part}) "
                                           f"{at - continued:+.2f} s after SIGCONT, before the "
                                           f"new owner's first position {lost_at[1]}")
         said = proc.log_path.read_text(errors="replace")
-        stalls, dropped, lapsed, closed = (
-            said.count(line) - was
-            for line, was in zip((STALLED, DROPPED, LAPSED, CLOSED), before, strict=True))
+        stalls, dropped, lapsed, closed, fenced = (
+            said.count(line) - was for line, was in zip(lines, before, strict=True))
         trial.notes.append(f"{table} said it stalled {stalls} time(s) and dropped {dropped} "
                            f"room(s) taken meanwhile ({lapsed} more let lapse unchecked, "
-                           f"{closed} found closed by their new owner)")
-        trial.let_go = dropped + lapsed + closed
+                           f"{closed} found closed by their new owner, {fenced} let go when "
+                           f"the log refused an append in flight at the stop)")
+        trial.let_go = dropped + lapsed + closed + fenced
         if proc.proc.poll() is not None:
             trial.breaches.append(f"{table} exited after SIGCONT ({proc.proc.returncode})")
         return trial

@@ -1,6 +1,7 @@
 """A table frozen mid-hand (SIGSTOP) for longer than its lease loses its rooms to the other
 table, which plays them on; continued (SIGCONT), it appends nothing to the rooms it lost
-(not even an append the log's fence would refuse) and sends nothing to their players; the
+(refused or not) but the one append a room may have had on its way to the socket when the
+table was stopped, which the log's fence refuses, and sends nothing to their players; the
 robots finish every hand and each hand is settled exactly once (so no action was applied
 twice: a doubled action would deal or settle a hand of its own).
 
@@ -49,9 +50,17 @@ async def test_a_frozen_table_loses_its_rooms_and_stays_silent_when_continued(
         # slow machine; the figures are bench/reports/failover.md)
         assert max(v for v in trial.resume.values() if v is not None) < 4 * ttl, trial.resume
         assert trial.breaches == [], trial.breaches
+        # the watch behind "no breach" sees the appends of both writers and the log's answers
+        for room in trial.rooms:
+            writers = {boot for _, boot, _, _ in bench.observer.appends.get(room, [])}
+            assert len(writers - {""}) >= 2, (room, writers)
+        assert any(bench.observer.landed(reply) and reply in bench.observer.answers
+                   for appends in bench.observer.appends.values()
+                   for _, _, _, reply in appends)
         # the continued table said it let the rooms go: dropped after its check, let lapse
-        # when the check did not come within a lease (its reconnect was slow), or found
-        # closed (the other table played the room's last hand while this one was stopped)
+        # when the check did not come within a lease (its reconnect was slow), found closed
+        # (the other table played the room's last hand while this one was stopped), or
+        # dropped when the log refused the append it had in flight at the stop
         assert trial.let_go >= 1, trial.notes
 
         results = await bench.finish(240)
