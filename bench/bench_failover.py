@@ -18,7 +18,8 @@ log, which an adopter reads whole, grows with its hands). Then N times each, alt
   1`` seconds: any log append of the continued process for a room it lost (seen on the room's
   log subject, refused or not, with the log's answer) and any message on the room's event
   subject at a position before its new owner's first one is counted as a fence breach, but
-  for one append per room made before the stop and sent after it, which the log refused.
+  for the first append of a room within a second of SIGCONT, with its retries, if the log
+  stored none of them (one begun before the stop and sent after it).
 
 At the end every hand is checked in records: none settled twice. Writes
 bench/reports/failover.md (``--out DIR`` elsewhere): pause p50 / p99 / max per fault over all
@@ -84,9 +85,9 @@ def report(trials: list[Trial], ttl: float, args: argparse.Namespace, took: floa
         row("stop", f"SIGSTOP {args.freeze:g} s"),
         "",
         "After SIGCONT, watched for 2 x lease + 1 s: log appends of the continued table for "
-        "the rooms it lost (refused or not; one append per room in flight at the stop and "
-        "refused by the log excepted, named in the runs) and messages at positions before the "
-        "new owner's: "
+        "the rooms it lost (refused or not; a room's first append within 1 s of SIGCONT, with "
+        "its retries, not stored, excepted: one begun before the stop, named in the runs) and "
+        "messages at positions before the new owner's: "
         f"**{len(breaches)}**. Hands settled: {settled}, settled twice: **{len(double)}**.",
     ]
     if breaches or double:

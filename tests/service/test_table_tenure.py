@@ -52,19 +52,22 @@ async def stack(fresh_nats: EmbeddedNats,
     monkeypatch.setattr(core.lease, "linked", lambda: not link_state["cut"] and linked())
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{table.port}")
     link = LobbyLink(f"127.0.0.1:{table.port}", fresh_nats.url)
-    stub = table_pb2_grpc.TableStub(channel)
-    reply = await stub.CreateRoom(table_pb2.CreateRoomRequest(
-        game=common_pb2.XUEZHAN, base_score=1, total_hands=4))
-    t = Table(fresh_nats.url, link, reply.room.room_id, "xuezhan")
-    await t.connect()
-    for uid in (51, 52, 53, 54):
-        _, joined = await t.seat(uid)
-        assert joined.code == 0, joined.message
-    yield {"core": core, "table": t, "link": link_state, "js": core.js}
-    await t.close()
-    await link.close()
-    await channel.close()
-    await table.stop(0)
+    t: Table | None = None
+    try:
+        reply = await table_pb2_grpc.TableStub(channel).CreateRoom(table_pb2.CreateRoomRequest(
+            game=common_pb2.XUEZHAN, base_score=1, total_hands=4))
+        t = Table(fresh_nats.url, link, reply.room.room_id, "xuezhan")
+        await t.connect()
+        for uid in (51, 52, 53, 54):
+            _, joined = await t.seat(uid)
+            assert joined.code == 0, joined.message
+        yield {"core": core, "table": t, "link": link_state, "js": core.js}
+    finally:
+        if t is not None:
+            await t.close()
+        await link.close()
+        await channel.close()
+        await table.stop(0)
 
 
 async def stalled(core: TableCore, room: int, link: dict[str, bool]) -> int:
@@ -100,7 +103,7 @@ async def test_a_command_after_a_stall_is_taken_only_once_the_room_is_checked(
 
 
 async def test_what_the_timers_do_after_a_stall_is_held_and_dropped_unchecked(
-        stack: dict[str, Any]) -> None:
+        stack: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
     core, t, js = stack["core"], stack["table"], stack["js"]
     room = t.room_id
     await t.ready_all()   # a hand: nobody acts, so the turn timer plays it, after the stall
@@ -113,6 +116,7 @@ async def test_what_the_timers_do_after_a_stall_is_held_and_dropped_unchecked(
     # lease the room is let go
     await eventually(lambda: core.writers.get(room) is not actor, "never let go", TURN + 2 * TTL)
     assert await log_count(js, room) == before, "a room held through a stall appended"
+    assert "room held through a stall not confirmed" in caplog.text   # by the tenure's wait
     stack["link"]["cut"] = False
     # the scan rebuilds it from its log (the directory still names this table), and its
     # timers play on

@@ -1,7 +1,7 @@
 """A table frozen mid-hand (SIGSTOP) for longer than its lease loses its rooms to the other
 table, which plays them on; continued (SIGCONT), it appends nothing to the rooms it lost
-(refused or not) but the one append a room may have had on its way to the socket when the
-table was stopped, which the log's fence refuses, and sends nothing to their players; the
+(refused or not) but an append a room may have begun before the stop and sent after it (with
+its retries), which the log's fence refuses, and sends nothing to their players; the
 robots finish every hand and each hand is settled exactly once (so no action was applied
 twice: a doubled action would deal or settle a hand of its own).
 
@@ -52,15 +52,15 @@ async def test_a_frozen_table_loses_its_rooms_and_stays_silent_when_continued(
         assert trial.breaches == [], trial.breaches
         # the watch behind "no breach" sees the appends of both writers and the log's answers
         for room in trial.rooms:
-            writers = {boot for _, boot, _, _ in bench.observer.appends.get(room, [])}
+            writers = {boot for _, _, boot, _, _ in bench.observer.appends.get(room, [])}
             assert len(writers - {""}) >= 2, (room, writers)
         assert any(bench.observer.landed(reply) and reply in bench.observer.answers
                    for appends in bench.observer.appends.values()
-                   for _, _, _, reply in appends)
+                   for _, _, _, _, reply in appends)
         # the continued table said it let the rooms go: dropped after its check, let lapse
         # when the check did not come within a lease (its reconnect was slow), found closed
         # (the other table played the room's last hand while this one was stopped), or
-        # dropped when the log refused the append it had in flight at the stop
+        # dropped when the log refused an append begun before the stop
         assert trial.let_go >= 1, trial.notes
 
         results = await bench.finish(240)
