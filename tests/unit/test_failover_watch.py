@@ -29,6 +29,8 @@ def test_an_append_stored_or_late_excuses_nothing() -> None:
     late: list[Append] = [(CONTINUED + 0.01, "7:40:b:x", 40, "r1"),
                           (CONTINUED + 0.07, "7:40:b:x", 40, "r2")]
     assert begun_before_stop(late, CONTINUED, lambda reply: reply == "r2") == ([], late)
+    # the first try stored, its retry answered as a duplicate (not stored again)
+    assert begun_before_stop(late, CONTINUED, lambda reply: reply == "r1") == ([], late)
     slow: list[Append] = [(CONTINUED + IN_FLIGHT + 0.1, "7:40:b:x", 40, "r1")]
     assert begun_before_stop(slow, CONTINUED, refused) == ([], slow)
 
