@@ -10,6 +10,7 @@ in another room now.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -20,8 +21,15 @@ from paiju.contracts.directory import RoomEntry, SeatEntry
 from paiju.contracts.typed import BadContract
 from services.common import bus
 from services.table import metrics as m
+from services.table.roomlog import APPEND_TRY_SECONDS
 
 log = logging.getLogger("paiju.table.directory")
+
+# One attempt of a write, bounded as an append's try: the room waits for it, and an answer
+# lost to a connection moving (a lame-duck server) would hold the room for the client's 5 s.
+# What did not land (or may have) waits for the heartbeat's retry, which reads the entry
+# first.
+WRITE_TRY_SECONDS = APPEND_TRY_SECONDS
 
 
 class KvWrite:
@@ -102,7 +110,8 @@ class DirectoryWriter:
         try:
             while (op := self.pending.get(item)) is not None:
                 try:
-                    await self._write(item[0], item[1], op)
+                    async with asyncio.timeout(WRITE_TRY_SECONDS):
+                        await self._write(item[0], item[1], op)
                 except Exception as exc:
                     op.fresh = False  # a retry checks the room's owner first
                     log.warning("directory write failed, will retry",

@@ -21,6 +21,7 @@ from typing import Any
 from paiju.contracts import settle
 from services.common import bus
 from services.table import metrics as m
+from services.table.roomlog import APPEND_TRY_SECONDS
 
 log = logging.getLogger("paiju.table.settle")
 
@@ -52,8 +53,10 @@ class SettlementOutbox:
                     log.debug("settlement's prompt copy not sent", extra={"id": key,
                                                                           "error": repr(exc)})
             try:
+                # bounded as an append's try: an answer lost to a connection moving must
+                # not hold the room for the client's 5 s; the heartbeat publishes it again
                 ack = await self.js.publish(bus.settle_subject(msg.room_id), data,
-                                            headers=headers)
+                                            headers=headers, timeout=APPEND_TRY_SECONDS)
             except Exception as exc:
                 log.warning("settlement not published yet", extra={"id": key, "error": repr(exc)})
                 if not any(w.key == key for w in self.unsent):

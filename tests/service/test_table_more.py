@@ -4,6 +4,7 @@ the heartbeat, and a late offline of a replaced lobby session leaves the seat on
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,6 +21,7 @@ from paiju.v1 import lobby_msgs_pb2 as lm
 from services.common import bus
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
+from services.table import directory
 from services.table.core import TableCore
 from services.table.directory import KvWrite
 from services.table.lifecycle import RoomState
@@ -51,11 +53,13 @@ async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
 
 class Broken:
     """Wraps a NATS object (JetStream context, KV bucket): the named methods fail with a
-    timeout while ``broken`` is set (a NATS hiccup); everything else passes through."""
+    timeout while ``broken`` is set (a NATS hiccup), or with ``hang`` never answer (an
+    answer lost as a connection moves); everything else passes through."""
 
     def __init__(self, inner: Any, methods: tuple[str, ...],
-                 only: Callable[[tuple[Any, ...]], bool] = lambda args: True) -> None:
-        self.inner, self.methods, self.only = inner, methods, only
+                 only: Callable[[tuple[Any, ...]], bool] = lambda args: True,
+                 hang: bool = False) -> None:
+        self.inner, self.methods, self.only, self.hang = inner, methods, only, hang
         self.broken = True
         self.failures = 0
 
@@ -67,6 +71,8 @@ class Broken:
         async def call(*args: Any, **kwargs: Any) -> Any:
             if self.broken and self.only(args):
                 self.failures += 1
+                if self.hang:
+                    await asyncio.Event().wait()
                 raise nats.errors.TimeoutError
             return await attr(*args, **kwargs)
         return call
@@ -192,6 +198,30 @@ async def test_directory_writes_that_fail_are_retried(stack: dict[str, Any]) -> 
 
     await eventually(written)
     assert not core.directory.pending
+    await t.close()
+
+
+async def test_a_directory_write_never_answered_holds_the_room_for_one_try(
+        stack: dict[str, Any]) -> None:
+    """A write of the room's entry whose answer never comes (lost as the table's connection
+    moves off a lame-duck server) holds the room's next command for one try at most, not
+    the client's 5 s; the heartbeat writes the entry once NATS answers again."""
+    core = stack["core"]
+    t = await seated(stack, uids=(61, 62))
+    kv_rooms = core.directory.kv_rooms
+    hung = Broken(kv_rooms, ("update", "get"), hang=True)
+    core.directory.kv_rooms = hung
+    try:
+        _, joined = await t.seat(63)       # a third player: the room's entry changes
+        assert joined.code == 0, joined.message
+        # the room's task is not stuck behind that write: the next command is answered
+        ready = await t.link.send(t.room_id, 61, frames.client_frame(lm.AskReady(is_ready=True)),
+                                  timeout=3 * directory.WRITE_TRY_SECONDS + 1)
+        assert ready.code == 0, ready.message
+        assert hung.failures >= 1 and core.directory.holds(t.room_id)
+    finally:
+        core.directory.kv_rooms = kv_rooms
+    await eventually(lambda: not core.directory.holds(t.room_id), "the entry never written")
     await t.close()
 
 
