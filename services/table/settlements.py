@@ -62,8 +62,11 @@ class SettlementOutbox:
                 if not any(w.key == key for w in self.unsent):
                     self.unsent.append(msg)
                 continue
+            waited = any(w.key == key for w in self.unsent)
             self.unsent = [w for w in self.unsent if w.key != key]
-            if ack.duplicate:   # a rebuilt room publishes its settled hands again: counted once
+            # a duplicate was counted already (a rebuilt room publishes its settled hands
+            # again), unless this hand's earlier try failed: stored, its answer lost
+            if ack.duplicate and not waited:
                 continue
             if not msg.final:
                 m.HANDS.labels(msg.game).inc()

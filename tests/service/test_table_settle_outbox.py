@@ -37,6 +37,25 @@ class FailingFirst:
         return await self.inner.publish(*args, **kwargs)   # type: ignore[attr-defined]
 
 
+class StoredUnanswered:
+    """A JetStream context whose ``publish`` is stored but its answer lost (a connection
+    moving off a lame-duck server) while ``broken`` is set."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.broken = inner, True
+
+    async def publish(self, *args: object, **kwargs: object) -> object:
+        ack = await self.inner.publish(*args, **kwargs)   # type: ignore[attr-defined]
+        if self.broken:
+            raise nats.errors.TimeoutError
+        return ack
+
+
+def counted() -> tuple[float, float]:
+    return (REGISTRY.get_sample_value("paiju_table_hands_total", {"game": "xuezhan"}) or 0,
+            REGISTRY.get_sample_value("paiju_table_settlements_total", {"final": "false"}) or 0)
+
+
 def hand(room_id: int) -> sm.HandSettlement:
     return sm.HandSettlement(
         room_id=room_id, hand_no=1, game="xuezhan", base_score=1, seats=(11, 12, 13, 14),
@@ -79,11 +98,6 @@ async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
     """A rebuild publishes the room's settled hands again, without prompt copies (records
     has them); JetStream drops them by their dedupe id, and the table's hand and settlement
     counters count each hand once."""
-    def counted() -> tuple[float, float]:
-        return (REGISTRY.get_sample_value("paiju_table_hands_total", {"game": "xuezhan"}) or 0,
-                REGISTRY.get_sample_value("paiju_table_settlements_total", {"final": "false"})
-                or 0)
-
     nc = await nats.connect(fresh_nats.url)
     try:
         js = nc.jetstream()
@@ -108,5 +122,27 @@ async def test_a_rebuilt_rooms_hands_published_again_are_counted_once(
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.1)
         assert len(copies) == 1
+    finally:
+        await nc.close()
+
+
+async def test_a_settlement_stored_with_its_answer_lost_is_counted_once_by_its_retry(
+        fresh_nats: EmbeddedNats) -> None:
+    """The first try lands but its answer never comes: the hand waits in the outbox, and
+    the retry, answered "duplicate", counts it (once)."""
+    nc = await nats.connect(fresh_nats.url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        lossy = StoredUnanswered(js)
+        outbox = SettlementOutbox(nc, lossy)
+        hands, settlements = counted()
+        await outbox.publish([hand(777003)])
+        assert outbox.holds(777003) and counted() == (hands, settlements)
+        lossy.broken = False
+        await outbox.retry()
+        await outbox.retry()
+        assert not outbox.holds(777003) and counted() == (hands + 1, settlements + 1)
+        assert (await js.stream_info(SETTLE_STREAM)).state.messages == 1
     finally:
         await nc.close()
