@@ -3,8 +3,8 @@
 A write is made right after the room's log append; one that fails waits (the latest value
 per key) for the heartbeat's retry, one write per key at a time so an older value never
 lands after a newer one (an attempt cut off by its bound may still be on its way: the one
-connection keeps it ahead of the next). Every write is checked against the room's entry in ``rooms``
-(compare-and-set): a late write never takes a room back from the table that adopted it,
+connection keeps it ahead of the next). Every write is checked against the room's entry in
+``rooms`` (compare-and-set): a late write never takes a room back from the table that adopted it,
 never brings back the entry of a closed room, and never clears the seat of a user who sits
 in another room now.
 """

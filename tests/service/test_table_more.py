@@ -26,7 +26,7 @@ from services.table.core import TableCore
 from services.table.directory import KvWrite
 from services.table.lifecycle import RoomState
 from services.table.server import start as start_table
-from tests.support.tablekit import LobbyLink, Table
+from tests.support.tablekit import LobbyLink, Table, log_count
 from tests.support.waiting import eventually
 
 
@@ -76,12 +76,6 @@ class Broken:
                 raise nats.errors.TimeoutError
             return await attr(*args, **kwargs)
         return call
-
-
-async def log_count(js: Any, room_id: int) -> int:
-    subject = bus.room_log(room_id)
-    info = await js.stream_info(bus.room_log_stream(room_id), subjects_filter=subject)
-    return int((info.state.subjects or {}).get(subject, 0))
 
 
 async def entry(kv: Any, key: str) -> dict[str, Any] | None:

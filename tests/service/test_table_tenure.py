@@ -26,8 +26,7 @@ from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.core import TableCore
 from services.table.server import start as start_table
-from tests.service.test_table_more import log_count
-from tests.support.tablekit import LobbyLink, Table
+from tests.support.tablekit import LobbyLink, Table, log_count
 from tests.support.waiting import eventually
 
 TTL = 3    # seconds: renewals every 0.75 s, a stall after 2.25 s, a held append waits 3 s

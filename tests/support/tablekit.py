@@ -164,3 +164,10 @@ def notice(player: Player) -> list[lm.NoticeDismiss]:
 
 
 OK = common_pb2.OK
+
+
+async def log_count(js: Any, room_id: int) -> int:
+    """The records in the room's log."""
+    subject = bus.room_log(room_id)
+    info = await js.stream_info(bus.room_log_stream(room_id), subjects_filter=subject)
+    return int((info.state.subjects or {}).get(subject, 0))
