@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from games.mahjong.tiles import COPIES, NUM_TILES
+from games.mahjong.tiles import COPIES
 from games.mahjong.wincheck import KEY_STEP, MAX_SETS, suit_keys
 
 _ROW = MAX_SETS + 1  # a suit row: cost[pair * _ROW + sets]
@@ -183,11 +183,12 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
     """Tiles (有效牌) whose draw lowers the shanten of a 3n+1-tile hand, skipping t when
     ``held[t] >= 4`` (``held``: hand and melds, default ``counts``).
 
-    A draw changes one suit: its row is looked up again and combined with the other two
-    (the hand keeps its n sets), and seven pairs follows from the pairs and singles. Only a
-    tile within two ranks of a held one can help (any other makes no set or partial set with
-    the hand), unless a quad is held: its fourth copy pairs with nothing, so a lone drawn
-    tile can become the pair ("1111m234p567p789p" takes any tile but 1m)."""
+    A draw lowers the shanten by one at most, and changes one suit. So it lowers the
+    standard shape's need exactly when it lowers, in its suit, a term of the best split that
+    is tight (this suit's cost for m sets, with or without the pair, plus the other two
+    suits' for the rest equals the hand's need now): which draws do that depends on the
+    suit's key and its tight terms only, and is cached (:func:`_lowering`). Seven pairs
+    gains from a draw that pairs a single."""
     total = sum(counts)
     if total % 3 != 1 or total > 13:
         raise ValueError(f"useful tiles need a 3n+1-tile hand (1, 4, ..., 13), not {total}")
@@ -195,38 +196,39 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
     sets = total // 3
     keys = suit_keys(counts)
     rows = [suit_costs(k) for k in keys]
-    now = _standard(rows, sets)
+    standard = now = _standard(rows, sets)
     seven = total == 13
     if seven:
         pairs, singles = _pairs_singles(counts)
         now = min(now, _seven_pairs(pairs, singles))
-    # the other two suits' rows, combined once per suit a draw can change
-    rests: dict[int, tuple[list[int], list[int]]] = {}
-    out = []
-    for t in _near(counts):
-        if held[t] >= COPIES:
-            continue
-        suit = t // 9
-        rest = rests.get(suit)
-        if rest is None:
+    found: set[int] = set()
+    if standard == now:   # else the standard shape stays behind seven pairs after any draw
+        for suit, row in enumerate(rows):
             a, b = (rows[s] for s in range(3) if s != suit)
-            rest = rests[suit] = _combine(a, b, sets)
-        need = _with_rest(suit_costs(keys[suit] + KEY_STEP[t]), rest, sets)
-        if seven:
-            odd = counts[t] & 1   # a second or fourth copy makes a pair, else a single
-            need = min(need, _seven_pairs(pairs + odd, singles + 1 - 2 * odd))
-        if need < now:
-            out.append(t)
-    return out
+            plain, paired = _combine(a, b, sets)
+            tight = 0
+            for m in range(sets + 1):
+                if row[_ROW + m] + plain[sets - m] == now:
+                    tight |= 1 << (_ROW + m)
+                if row[m] + paired[sets - m] == now:
+                    tight |= 1 << m
+            if tight:
+                found.update(9 * suit + r for r in _lowering(keys[suit], tight))
+    if seven and _seven_pairs(pairs + 1, singles - 1) < now:
+        found.update(t for t, c in enumerate(counts) if c & 1)
+    return sorted(t for t in found if held[t] < COPIES)
 
 
-def _near(counts: Sequence[int]) -> Sequence[int]:
-    """The tile kinds within two ranks (same suit) of a held tile; every kind with a quad."""
-    if COPIES in counts:
-        return range(NUM_TILES)
-    out: set[int] = set()
-    for t, c in enumerate(counts):
-        if c:
-            low = t - t % 9
-            out.update(range(max(low, t - 2), min(low + 8, t + 2) + 1))
-    return sorted(out)
+@lru_cache(maxsize=1 << 16)
+def _lowering(key: int, tight: int) -> tuple[int, ...]:
+    """The ranks whose draw lowers one of the ``tight`` entries (bit i: ``cost[i]``) of the
+    suit's :func:`suit_costs` row; never a fifth copy."""
+    row, ranks = suit_costs(key), key.to_bytes(9, "little")
+    terms = [i for i in range(2 * _ROW) if tight >> i & 1]
+    out = []
+    for r in range(9):
+        if ranks[r] < COPIES:
+            drawn = suit_costs(key + KEY_STEP[r])
+            if any(drawn[i] < row[i] for i in terms):
+                out.append(r)
+    return tuple(out)
