@@ -24,23 +24,23 @@ def rank_of(i: int) -> int:
     return i % 9 + 1
 
 
+_NAMES = tuple(f"{i % 9 + 1}{SUITS[i // 9]}" for i in range(NUM_TILES))
+_INDEX = {name: i for i, name in enumerate(_NAMES)}
+
+
 def tile_name(i: int) -> str:
     """``tile_name(4) == "5m"``."""
     if not 0 <= i < NUM_TILES:
         raise ValueError(f"tile index {i!r} is outside 0..26")
-    return f"{i % 9 + 1}{SUITS[i // 9]}"
+    return _NAMES[i]
 
 
 def tile_index(name: str) -> int:
     """``tile_index("5m") == 4``."""
-    if (
-        not isinstance(name, str)
-        or len(name) != 2
-        or name[0] not in "123456789"
-        or name[1] not in SUITS
-    ):
+    i = _INDEX.get(name) if isinstance(name, str) else None
+    if i is None:
         raise ValueError(f"bad tile name {name!r}: expected a rank 1-9 and a suit m, p or s")
-    return SUITS.index(name[1]) * 9 + int(name[0]) - 1
+    return i
 
 
 def parse_tile_list(text: str) -> list[int]:
