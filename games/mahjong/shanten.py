@@ -183,12 +183,13 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
     """Tiles (有效牌) whose draw lowers the shanten of a 3n+1-tile hand, skipping t when
     ``held[t] >= 4`` (``held``: hand and melds, default ``counts``).
 
-    A draw lowers the shanten by one at most, and changes one suit. So it lowers the
-    standard shape's need exactly when it lowers, in its suit, a term of the best split that
-    is tight (this suit's cost for m sets, with or without the pair, plus the other two
-    suits' for the rest equals the hand's need now): which draws do that depends on the
-    suit's key and its tight terms only, and is cached (:func:`_lowering`). Seven pairs
-    gains from a draw that pairs a single."""
+    Adding a tile lowers each entry of its suit's :func:`suit_costs` row by one at most
+    and leaves the other suits as they are. So a draw lowers the standard shape's need
+    exactly when it lowers an entry whose split is tight: that suit's cost for m sets (with
+    or without the pair) plus the other two suits' best for the rest equals the need now.
+    Which ranks do that depends only on the suit key and its tight entries, and is cached
+    (:func:`_lowering`). Seven pairs gains from a draw of a kind held once or three times
+    (a pair, or a quad counting as two)."""
     total = sum(counts)
     if total % 3 != 1 or total > 13:
         raise ValueError(f"useful tiles need a 3n+1-tile hand (1, 4, ..., 13), not {total}")
@@ -222,7 +223,7 @@ def useful_tiles(counts: Sequence[int], held: Sequence[int] | None = None) -> li
 @lru_cache(maxsize=1 << 16)
 def _lowering(key: int, tight: int) -> tuple[int, ...]:
     """The ranks whose draw lowers one of the ``tight`` entries (bit i: ``cost[i]``) of the
-    suit's :func:`suit_costs` row; never a fifth copy."""
+    suit's :func:`suit_costs` row; ranks already held four times are skipped."""
     row, ranks = suit_costs(key), key.to_bytes(9, "little")
     terms = [i for i in range(2 * _ROW) if tight >> i & 1]
     out = []
