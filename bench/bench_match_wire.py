@@ -144,10 +144,9 @@ async def run(players: int, rate: float) -> list[str]:
         records_pb2_grpc.add_RecordsServicer_to_server(Profiles(), records)
         records_port = records.add_insecure_port("127.0.0.1:0")
         await records.start()
-        arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
-        cfg = load_config("test", environ={
-            "NATS_URL": natsd.url, "PAIJU_ARBITER__PORT": str(arbiter.port),
-            "PAIJU_TABLE__INSTANCE": "table-bench"})
+        cfg = load_config("test", environ={"NATS_URL": natsd.url,
+                                           "PAIJU_TABLE__INSTANCE": "table-bench"})
+        arbiter = await start_arbiter(cfg, port=0, metrics_port=-1)
         table = await start_table(cfg, port=0, metrics_port=-1)
         cfg = replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET, ws_port=-1,
                                          match_tick_seconds=1.0, match_lease_seconds=5.0),

@@ -184,7 +184,9 @@ class ArbiterConfig(_Dialled):
     host: str = "127.0.0.1"
     port: int = 50053
     metrics_port: int = 9103
-    address: str = ""          # dial address for tables, e.g. "arbiter:50053" (empty: host:port)
+    # where the previous release's tables dial its Decide stream, e.g. "arbiter:50053"
+    # (empty: host:port); this release's tables ask over NATS and never dial it
+    address: str = ""
 
 
 @dataclass(frozen=True)

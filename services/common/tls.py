@@ -1,6 +1,7 @@
 """TLS outside, mutual TLS inside: credentials and the check of who may call whom.
 
-Internal calls (lobby -> table, lobby -> records, table -> arbiter) carry an identity: each
+Internal calls (lobby -> table, lobby -> records, and the previous release's table -> arbiter;
+this release's tables ask the arbiters over NATS) carry an identity: each
 service has a certificate signed by the deployment's internal CA, whose subject common name
 or a DNS name (first label) is the service's name (``table``, ``lobby``, ...). A server
 whose ``tls.ca_file`` is set requires a client certificate from that CA and

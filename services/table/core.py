@@ -150,7 +150,7 @@ class TableCore:
         self.directory = DirectoryWriter(kv_rooms, kv_seats, self.instance, self.address)
         self.view = DirectoryView(kv_rooms, self.kv_tables, self.cfg.table.lease_ttl_seconds)
         self.settlements = SettlementOutbox(self.nc, self.js)
-        self.arbiter = ArbiterClient(self.cfg)
+        self.arbiter = ArbiterClient(self.nc, self.cfg.table.arbiter_timeout_seconds)
         await self.adoption.subscribe()
         await self.commands.start()
         await self.lease.register()
@@ -218,8 +218,6 @@ class TableCore:
             await self.kv_tables.delete(self.instance)
         except Exception:
             pass
-        if self.arbiter is not None:
-            await self.arbiter.close()
         if self.nc is not None:
             await self.nc.drain()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -40,12 +39,14 @@ async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def running_stack(fresh_nats: EmbeddedNats, **environ: str
+async def running_stack(fresh_nats: EmbeddedNats, arbiter: bool = True, **environ: str
                         ) -> AsyncIterator[dict[str, Any]]:
-    """An arbiter and a table on loopback; ``environ`` adds PAIJU_* overrides."""
-    arb = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
+    """An arbiter (unless not ``arbiter``) and a table on loopback; ``environ`` adds PAIJU_*
+    overrides."""
+    arb = await start_arbiter(load_config("test", environ={"NATS_URL": fresh_nats.url}),
+                              port=0, metrics_port=-1) if arbiter else None
     cfg = load_config("test", environ={
-        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": str(arb.port),
+        "NATS_URL": fresh_nats.url,
         "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
         "PAIJU_TABLE__INSTANCE": "table-test", **environ})
     table = await start_table(cfg, port=0, metrics_port=-1)
@@ -56,7 +57,8 @@ async def running_stack(fresh_nats: EmbeddedNats, **environ: str
     await link.close()
     await channel.close()
     await table.stop(0)
-    await arb.stop(0)
+    if arb is not None:
+        await arb.stop(0)
 
 
 async def new_table(stack: dict[str, Any], game: int, hands: int = 1, **opts: Any) -> Table:
@@ -152,19 +154,15 @@ async def test_an_answer_delivered_twice_counts_once(stack: dict[str, Any], game
 
 
 async def test_with_no_arbiter_hands_go_on_in_local_arbitration(fresh_nats: EmbeddedNats) -> None:
-    """The one degraded mode of the arbiter path: no arbiter reachable, the table decides
-    the windows itself (services/table/arbiter_client.py) and counts each one."""
-    with socket.socket() as probe:   # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = str(probe.getsockname()[1])
-
+    """The one degraded mode of the arbiter path: no arbiter answers, the table decides the
+    windows itself (services/table/arbiter_client.py) and counts each one."""
     def local() -> float:
         return sum(REGISTRY.get_sample_value("paiju_table_arbiter_fallback_total",
                                              {"reason": r}) or 0.0
                    for r in ("timeout", "unavailable"))
 
     before = local()
-    async with running_stack(fresh_nats, PAIJU_ARBITER__PORT=closed) as stack:
+    async with running_stack(fresh_nats, arbiter=False) as stack:
         t = await new_table(stack, common_pb2.XUEZHAN, hands=1)
         for uid in (15, 16, 17, 18):
             await t.seat(uid)

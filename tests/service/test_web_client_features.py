@@ -191,8 +191,7 @@ async def full_stack(nats_url: str, db: Path) -> AsyncIterator[tuple[str, int, s
     records = await start_records(replace(cfg, records=replace(
         cfg.records, database_url=f"sqlite+aiosqlite:///{db}")), port=0, metrics_port=-1)
     arbiter = await start_arbiter(cfg, port=0, metrics_port=-1)
-    cfg = replace(cfg, arbiter=replace(cfg.arbiter, port=arbiter.port),
-                  records=replace(cfg.records, address=f"127.0.0.1:{records.port}"))
+    cfg = replace(cfg, records=replace(cfg.records, address=f"127.0.0.1:{records.port}"))
     table = await start_table(cfg, port=0, metrics_port=-1)
     lobby = await start_lobby(replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET,
                                                          ws_port=0)), port=0, metrics_port=-1)

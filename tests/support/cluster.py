@@ -9,8 +9,9 @@ The stack: a three-node nats-server JetStream cluster (services.common.natsd
 .EmbeddedNatsCluster), two records on a fresh PostgreSQL database, two arbiters, three
 tables (distinct instances, a short lease) and two lobbies, wired by environment variables
 as an operator would wire them: every service gets every NATS URL, ``PAIJU_NATS__REPLICAS=3``,
-and the tables and lobbies dial the arbiters and records through one gRPC multi-address
-target (``ipv4:127.0.0.1:p1,127.0.0.1:p2``).
+the tables and lobbies dial records through one gRPC multi-address target
+(``ipv4:127.0.0.1:p1,127.0.0.1:p2``), and the tables ask the arbiters over NATS (their queue
+group).
 
 Robots (clients.robot) play rooms of every game back to back in lanes, the four seats of a
 room spread over both lobbies, until the fault schedule is over; then every room plays to its
@@ -241,10 +242,6 @@ class ClusterStack:
     def records_target(self) -> str:
         return multi_target([self.procs[label] for label in self.of("records")])
 
-    @property
-    def arbiter_target(self) -> str:
-        return multi_target([self.procs[label] for label in self.of("arbiter")])
-
     def table_label(self, instance: str) -> str | None:
         """The label of the table whose instance name is ``instance`` (they are equal)."""
         return instance if instance in self.procs else None
@@ -280,8 +277,7 @@ class ClusterStack:
         await self._start_all(records[:1], timeout)
         arbiters = [self._make(f"arbiter-{i + 1}", "arbiter") for i in range(s.arbiters)]
         await self._start_all(records[1:] + arbiters, timeout)
-        dial = {"PAIJU_RECORDS__ADDRESS": self.records_target,
-                "PAIJU_ARBITER__ADDRESS": self.arbiter_target}
+        dial = {"PAIJU_RECORDS__ADDRESS": self.records_target}
         tables = [self._make(f"table-{chr(ord('a') + i)}", "table", home=i,
                              PAIJU_TABLE__INSTANCE=f"table-{chr(ord('a') + i)}", **dial)
                   for i in range(s.tables)]

@@ -157,10 +157,9 @@ async def game_servers(nats_url: str, instance: str) -> AsyncIterator[Config]:
     records_pb2_grpc.add_RecordsServicer_to_server(FakeRecords(), records)
     records_port = records.add_insecure_port("127.0.0.1:0")
     await records.start()
-    arbiter = await start_arbiter(load_config("test", environ={}), port=0, metrics_port=-1)
-    cfg = load_config("test", environ={
-        "NATS_URL": nats_url, "PAIJU_ARBITER__PORT": str(arbiter.port),
-        "PAIJU_TABLE__INSTANCE": instance})
+    arbiter = await start_arbiter(load_config("test", environ={"NATS_URL": nats_url}),
+                                  port=0, metrics_port=-1)
+    cfg = load_config("test", environ={"NATS_URL": nats_url, "PAIJU_TABLE__INSTANCE": instance})
     table = await start_table(cfg, port=0, metrics_port=-1)
     try:
         yield replace(cfg, lobby=replace(cfg.lobby, token_secret=SECRET),

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from paiju.loop import DEFAULT_EVENT_LOOP
+from services.common.natsd import EmbeddedNats
 from tests.support.procs import make_service
 
 
-def loop_of_arbiter(tmp: Path, **env: str) -> str:
-    # the arbiter needs neither NATS nor a database: nothing listens at the NATS address
-    svc = make_service("arbiter", "nats://127.0.0.1:1", tmp, **env).start()
+def loop_of_arbiter(nats_url: str, tmp: Path, **env: str) -> str:
+    svc = make_service("arbiter", nats_url, tmp, **env).start()
     try:
         svc.stop()
     finally:
@@ -25,9 +25,10 @@ def loop_of_arbiter(tmp: Path, **env: str) -> str:
 
 
 @pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
-def test_the_service_runs_on_the_chosen_loop(tmp_path: Path, loop: str) -> None:
-    assert loop_of_arbiter(tmp_path, PAIJU_EVENT_LOOP=loop) == loop
+def test_the_service_runs_on_the_chosen_loop(nats_server: EmbeddedNats, tmp_path: Path,
+                                             loop: str) -> None:
+    assert loop_of_arbiter(nats_server.url, tmp_path, PAIJU_EVENT_LOOP=loop) == loop
 
 
-def test_the_default_loop(tmp_path: Path) -> None:
-    assert loop_of_arbiter(tmp_path) == DEFAULT_EVENT_LOOP
+def test_the_default_loop(nats_server: EmbeddedNats, tmp_path: Path) -> None:
+    assert loop_of_arbiter(nats_server.url, tmp_path) == DEFAULT_EVENT_LOOP
