@@ -4,7 +4,8 @@ Three NATS servers (the paiju-nats image, configured from deploy/k8s/nats/values
 and values-auth.yaml as the chart renders them), the records migration (the Job of
 deploy/k8s/migrate, in the records image, on a fresh PostgreSQL database of this machine),
 then two replicas of every service from the prod overlay's Deployments (their environment,
-Secrets as mounted files, TLS between the services and on the lobby, user, read-only root),
+Secrets as mounted files, each service's own NATS user, the tables asking the arbiters over
+NATS, TLS between the services and on the lobby, user, read-only root),
 each container started with ``podman run`` from what the rendered manifest says
 (tests/support/containers.py). Robots play every game through both lobbies from outside the
 containers over TLS; one container of each service is killed with SIGKILL mid-hand and started
@@ -108,8 +109,9 @@ class Cluster:
 def secrets_for(db_url: str, ca: Authority, public: Any, docs: list[dict]) -> dict[str, dict]:
     """The Secrets the prod overlay names and leaves to the operator, filled for this run;
     each service's certificate carries the DNS names of its Certificate resource."""
-    passwords = {u: f"pw-{u}-image-test" for u in ("lobby", "table", "records", "admin",
-                                                   "lobby-b", "table-b", "records-b")}
+    passwords = {u: f"pw-{u}-image-test" for u in ("lobby", "table", "records", "arbiter",
+                                                   "admin", "lobby-b", "table-b", "records-b",
+                                                   "arbiter-b")}
     secrets: dict[str, dict[str, str]] = {
         "paiju-secrets": {"token-secret": TOKEN_SECRET, "database-url": db_url},
         "paiju-migrate": {"database-url": db_url},

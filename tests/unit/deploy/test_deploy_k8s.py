@@ -42,8 +42,8 @@ FAKE_SECRETS = {
                       "database-url": "postgresql+asyncpg://u@db/paiju",
                       "database-password": "prod-database-password"},
     "paiju-nats": {f"{user}-password": f"prod-{user}-nats"
-                   for user in ("lobby", "table", "records", "admin", "lobby-b", "table-b",
-                                "records-b")},
+                   for user in ("lobby", "table", "records", "arbiter", "admin", "lobby-b",
+                                "table-b", "records-b", "arbiter-b")},
     "paiju-migrate": {"database-url": "postgresql+asyncpg://m@db/paiju",
                       "database-password": "prod-migrator-password"},
 }
@@ -54,8 +54,9 @@ ROTATION_KEYS = {"token-key-id", "token-previous-secret", "token-previous-key-id
 # service's user name while it changes: docs/runbooks.md).
 DATABASE_OPTIONAL = {"database-password", "database-previous-password"}
 SECRETS_DIR = "/etc/paiju/secrets"
-# The services that speak NATS, each with its own NATS user (deploy/k8s/nats/values-auth.yaml).
-NATS_CLIENTS = ("lobby", "table", "records")
+# The services that speak NATS, each with its own NATS user (deploy/k8s/nats/values-auth.yaml):
+# all four (the arbiter answers the tables' requests on arbiter.decide).
+NATS_CLIENTS = ("lobby", "table", "arbiter", "records")
 # The Helm values of the NATS release "nats" installed beside each overlay (deploy/README.md).
 NATS_VALUES = {"dev": "values-dev.yaml", "test": "values-dev.yaml", "prod": "values-prod.yaml"}
 # The gRPC server's grace for open calls once a service has drained (run_until_signalled).
@@ -438,6 +439,8 @@ def test_table_identity_comes_from_the_pod_and_dials_the_arbiter_service(overlay
     cfg = load_config(environ=pod_environment(objs, c))
     assert cfg.table.instance == FAKE_POD["metadata.name"]
     assert cfg.table.advertise == f"{FAKE_POD['status.podIP']}:{PROD['table']['port']}"
+    # the arbiter's address is for the previous release's tables (Arbiter.Decide) while a
+    # release mixes them with this one's, which ask over NATS (arbiter.decide)
     assert_dials_service(objs, cfg, "arbiter")
 
 
@@ -473,7 +476,7 @@ def test_each_pod_sees_only_the_secret_keys_it_reads(overlay) -> None:
         "table": nats["table"],
         "records": nats["records"] | {("paiju-secrets", "database-url")}
         | {("paiju-secrets", k) for k in DATABASE_OPTIONAL},
-        "arbiter": set(),
+        "arbiter": nats["arbiter"],
     }
 
 

@@ -2,11 +2,12 @@
 
 The permission matrix is read from the Helm values and checked against what each service
 may and may not do: above all, only the table reads or writes the room logs (JetStream
-ROOMLOG: the shuffle seed of every hand in play) and the lobby sees no settlement. Then a
-real nats-server runs the configuration the chart renders from these values: it must enforce
-the same matrix, refuse anonymous clients, and let the real services (their own code, each
-as its own user) play a hand, settle it, rebuild a room from its log and serve the console,
-without a single permission violation.
+ROOMLOG: the shuffle seed of every hand in play), the lobby sees no settlement, and the
+arbiter hears the tables' requests on arbiter.decide and may publish nothing but its answers.
+Then a real nats-server runs the configuration the chart renders from these values: it must
+enforce the same matrix, refuse anonymous clients, and let the real services (their own code,
+each as its own user) play a hand, settle it, ask the arbiter, rebuild a room from its log
+and serve the console, without a single permission violation.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ SECRET = "paiju-nats"
 SERVER_SECRET = "paiju-nats-server"     # passwords.conf, included by the servers
 INCLUDE_KEY = "00$include"
 INCLUDE = "../paiju-nats-auth/passwords.conf"
-SERVICE_USERS = ("lobby", "table", "records")   # the services that speak NATS
+SERVICE_USERS = ("lobby", "table", "records", "arbiter")   # the services that speak NATS
 SECOND_USERS = tuple(f"{u}-b" for u in SERVICE_USERS)   # each one's second, for rotations
 PLACEHOLDER = re.compile(r"^<<\s+\$(\w+)\s+>>$")
 BOX_SECRET = "paiju-nats-box"     # nats-box's context file: admin's user and password
@@ -137,7 +138,8 @@ def may(user: str, action: str, subject: str) -> bool:
 # What each service user may (True) and may not (False) do. Subjects come from the code
 # (services/common/bus.py and the services) and from what nats-py sends for each call.
 # The answer to a table's adopt request is no row here: the table may publish it as a reply
-# only (allow_responses), which test_a_table_answers_an_adopt_request_once checks.
+# only (allow_responses), which test_a_table_answers_an_adopt_request_once checks; the same for
+# an arbiter's answer to a table (test_a_table_asks_an_arbiter_which_may_only_answer).
 ROOM = 12345678
 LOG, SHARD = bus.room_log_stream(ROOM), bus.room_log_shard(ROOM)   # its room-log stream
 # Subjects spelled out (bus.py loses user_inbox and LOBBY_ROOMS with the ordered room events,
@@ -146,6 +148,9 @@ LOG, SHARD = bus.room_log_stream(ROOM), bus.room_log_shard(ROOM)   # its room-lo
 USER_INBOX, LOBBY_ROOMS, ROOM_CHAT = "user.7.inbox", "lobby.rooms", f"room.{ROOM}.chat"
 ADOPT_A, ADOPT_B = "table.table-a.adopt", "table.table-b.adopt"   # table.<instance>.adopt
 COMMANDS = bus.table_commands("10.0.0.7:50052")    # table.<address>.commands
+# A table's request for an arbiter's decision (services/table/arbiter_client.py), answered by
+# the arbiters' queue group "arbiter" (services/arbiter/server.py).
+ARBITER_DECIDE = "arbiter.decide"
 MATRIX: dict[str, dict[tuple[str, str], bool]] = {
     "table": {
         ("publish", bus.room_log(ROOM)): True,
@@ -183,6 +188,9 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", ADOPT_A): True,               # and takes the rooms handed to it
         ("publish", COMMANDS): False,               # they speak for players: lobbies only
         ("subscribe", COMMANDS): True,              # players' commands (answered as replies)
+        ("publish", ARBITER_DECIDE): True,          # a window for an arbiter (a request)
+        ("subscribe", ARBITER_DECIDE): False,       # the arbiters' to answer
+        ("subscribe", "_INBOX_arbiter.abc.def"): False,
         # start-up never changes a stream (an operator's replicas stand)
         ("publish", f"$JS.API.STREAM.UPDATE.{LOG}"): False,
         ("publish", "$JS.API.STREAM.UPDATE.SETTLE"): False,
@@ -265,6 +273,9 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", COMMANDS): True,                # players' commands to the room's table
         ("subscribe", COMMANDS): False,             # nor reads another lobby's
         ("publish", "$JS.API.STREAM.UPDATE.KV_rooms"): False,
+        # arbitration is between tables and arbiters
+        ("publish", ARBITER_DECIDE): False,
+        ("subscribe", ARBITER_DECIDE): False,
     },
     "records": {
         ("publish", "$JS.API.STREAM.INFO.SETTLE"): True,
@@ -301,6 +312,48 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", COMMANDS): False,
         ("publish", "$JS.API.STREAM.DELETE.SETTLE"): False,
         ("publish", "$JS.API.STREAM.PURGE.SETTLE"): False,
+        ("publish", ARBITER_DECIDE): False,
+        ("subscribe", ARBITER_DECIDE): False,
+    },
+    # the arbiter: the tables' requests in, its answers out (replies, allow_responses), and
+    # nothing else. Publish rows first: a subscribe row makes admin publish on the subject,
+    # which admin's spy would later count as the user's.
+    "arbiter": {
+        ("publish", ARBITER_DECIDE): False,         # never a request of its own
+        ("publish", "arbiter.other"): False,
+        ("publish", "_INBOX_table.abc.def"): False,   # an answer only, never unasked
+        ("publish", "_INBOX_arbiter.abc.def"): False,
+        ("publish", bus.room_log(ROOM)): False,
+        ("publish", bus.room_events(ROOM)): False,
+        ("publish", ROOM_CHAT): False,
+        ("publish", bus.settle_subject(ROOM)): False,
+        ("publish", bus.SETTLE_PROMPT): False,
+        ("publish", "$KV.rooms.12345678"): False,
+        ("publish", "$JS.API.STREAM.INFO.SETTLE"): False,
+        ("publish", f"$JS.API.STREAM.CREATE.{LOG}"): False,
+        ("publish", f"$JS.API.STREAM.MSG.GET.{LOG}"): False,
+        ("publish", f"$JS.API.CONSUMER.CREATE.{LOG}.c1.room.{ROOM}.log.{SHARD}"): False,
+        ("publish", "$JS.API.DIRECT.GET.KV_rooms.$KV.rooms.12345678"): False,
+        ("publish", COMMANDS): False,
+        ("publish", ADOPT_A): False,
+        ("publish", bus.session_kick(7)): False,
+        ("subscribe", ARBITER_DECIDE): True,        # the tables' requests (queue group)
+        ("subscribe", "arbiter.*"): False,
+        ("subscribe", "arbiter.>"): False,
+        # it asks nothing, so it has no inbox; nor does it read anyone else's
+        ("subscribe", "_INBOX_arbiter.abc.def"): False,
+        ("subscribe", "_INBOX_table.abc.def"): False,
+        ("subscribe", "_INBOX.>"): False,
+        ("subscribe", bus.room_log(ROOM)): False,
+        ("subscribe", "room.*.log.*"): False,
+        ("subscribe", bus.room_events(ROOM)): False,
+        ("subscribe", ROOM_CHAT): False,
+        ("subscribe", bus.settle_subject(ROOM)): False,
+        ("subscribe", bus.SETTLE_PROMPT): False,
+        ("subscribe", COMMANDS): False,
+        ("subscribe", ADOPT_A): False,
+        ("subscribe", "$KV.rooms.12345678"): False,
+        ("subscribe", ">"): False,
     },
 }
 CASES = [(user, action, subject, ok) for user, rows in MATRIX.items()
@@ -364,15 +417,22 @@ def test_no_service_user_may_change_or_delete_a_stream() -> None:
                 assert subject.replace(".CREATE.", ".INFO.") in allow, (user, subject)
 
 
-def test_only_tables_answer_adopt_requests() -> None:
-    """A room is handed over between tables by a core NATS request; the answer goes back as a
-    reply (allow_responses), so no user gets a blanket right to publish to inboxes."""
+def test_only_tables_and_arbiters_answer_requests() -> None:
+    """A room is handed over between tables, and a player's command reaches its table, by a
+    core NATS request; so does a table's request for an arbiter's decision. The answers go
+    back as replies (allow_responses, one each), so no user gets a blanket right to publish to
+    inboxes. The arbiter publishes nothing else at all (an empty allow list)."""
+    answering = ("table", "arbiter")
     for user in SERVICE_USERS:
         perms = users()[user]["permissions"]
-        assert ("allow_responses" in perms) is (user == "table"), user
+        assert ("allow_responses" in perms) is (user in answering), user
         for other in SERVICE_USERS:
             assert not may(user, "publish", f"{bus.inbox_prefix(other)}.x.y"), (user, other)
-    assert users()["table"]["permissions"]["allow_responses"]["max"] == 1
+    for user in answering:
+        assert users()[user]["permissions"]["allow_responses"]["max"] == 1, user
+    arbiter = users()["arbiter"]["permissions"]
+    assert arbiter["publish"]["allow"] == []
+    assert arbiter["subscribe"]["allow"] == [ARBITER_DECIDE]
 
 
 def test_no_service_user_has_blanket_rights_and_nobody_is_anonymous() -> None:
@@ -441,8 +501,6 @@ def test_every_user_has_a_password_from_the_secret_its_deployment_uses() -> None
                 assert files[items["PAIJU_NATS__PASSWORD_FILE"].replace("{user}", user)] == \
                     (SECRET, f"{user}-password")
             assert files[items["PAIJU_NATS__USER_FILE"]] == (SECRET, f"{svc}-user")
-        arbiter = {e["name"] for e in container(objs, "arbiter").get("env", [])}
-        assert not arbiter & {"NATS_URL", "NATS_PASSWORD"}, "arbiter does not use NATS"
         assert "NATS_URL" not in find(objs, "ConfigMap", "paiju-config")["data"]
 
 
@@ -489,6 +547,16 @@ def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
     assert names == {*bus.ROOM_LOG_STREAMS, bus.SETTLE_STREAM} | {f"KV_{b}" for b in buckets}
     assert may("records", "publish", f"$JS.API.CONSUMER.CREATE.SETTLE.{DURABLE}.{SUBJECTS}")
     assert may("lobby", "subscribe", KICK_ALL)
+
+
+def test_the_values_name_the_arbiter_subject_of_the_code() -> None:
+    """The subject the tables ask on and the one the arbiters answer are the values' one."""
+    from services.arbiter.server import QUEUE, SUBJECT
+    from services.table.arbiter_client import SUBJECT as ASKED
+
+    assert SUBJECT == ASKED == ARBITER_DECIDE and QUEUE == "arbiter"
+    assert may("table", "publish", ASKED) and may("arbiter", "subscribe", SUBJECT)
+    assert bus.inbox_prefix("arbiter") == "_INBOX_arbiter"   # bus.connect(..., "arbiter")
 
 
 def test_the_prod_cluster_advertises_no_server_addresses() -> None:
@@ -730,13 +798,79 @@ class Probe:
         sub = await self.subscribed(subject)
         await self.admin.publish(subject.replace("*", "x").replace(">", "x"), b"{}")
         await self.admin_fence()
-        got = [(await sub.next_msg()).subject for _ in range(sub.pending_msgs)]
+        got = [await sub.next_msg() for _ in range(sub.pending_msgs)]
         await sub.unsubscribe()
-        return any(not m.startswith(f"{bus.inbox_prefix(self.user)}.fence.") for m in got)
+        return any(m.data != b"fence" for m in got)   # admin's message, not a fence
 
     async def close(self) -> None:
         await self.nc.close()
         await self.admin.close()
+
+
+@dataclass
+class AnsweringProbe(Probe):
+    """The probe of a user that may publish nothing but answers to the requests it receives,
+    and subscribe to nothing but its request subject (the arbiter). Its fences are requests
+    from admin on that subject, taken by a subscription of the user: the user's answer to one
+    is its fence (allow_responses lets it through), and its arrival at the user is admin's."""
+
+    subject: str = ARBITER_DECIDE
+    requests: Any = None       # the user's own subscription to ``subject``
+
+    @classmethod
+    async def connect(cls, server: AuthedNats, user: str) -> AnsweringProbe:
+        probe = cls(user, await connect_as(server, user),
+                    await nats.connect(server.url("admin"), allow_reconnect=False))
+        probe.spy = await probe.admin.subscribe(">")
+        probe.requests = await probe.nc.subscribe(probe.subject)
+        async with asyncio.timeout(10):    # until the user's subscription is in place
+            while True:
+                await probe.admin.publish(probe.subject, b"fence", reply="fence.ready")
+                with contextlib.suppress(nats.errors.TimeoutError):
+                    await probe.requests.next_msg(timeout=0.05)
+                    break
+        return probe
+
+    async def _request(self, marker: str) -> Any:
+        """Admin's request whose reply subject is ``marker``, as the user receives it (every
+        message the user's subscription got before it is passed over)."""
+        await self.admin.publish(self.subject, b"fence", reply=marker)
+        async with asyncio.timeout(10):
+            while (msg := await self.requests.next_msg(timeout=10)).reply != marker:
+                pass
+        return msg
+
+    async def user_fence(self) -> list[str]:
+        marker = f"fence.{self.user}.{self._next()}"
+        await (await self._request(marker)).respond(b"fence")
+        seen = []
+        async with asyncio.timeout(10):
+            while (msg := await self.spy.next_msg(timeout=10)).subject != marker:
+                if not (msg.subject == self.subject and msg.reply.startswith("fence.")):
+                    seen.append(msg.subject)   # not one of admin's fence requests
+        return seen
+
+    async def admin_fence(self) -> None:
+        await self._request(f"fence.admin.{self._next()}")   # left unanswered
+
+    async def receives(self, subject: str) -> bool:
+        if subject != self.subject:
+            return await super().receives(subject)
+        # A second subscription on the request subject would get each fence request twice,
+        # and nats-server refuses the answer to a request its connection got twice: the
+        # user's own subscription is watched instead.
+        await self.admin.publish(subject, b"{}")
+        marker = f"fence.admin.{self._next()}"
+        await self.admin.publish(self.subject, b"fence", reply=marker)
+        got = []
+        async with asyncio.timeout(10):
+            while (msg := await self.requests.next_msg(timeout=10)).reply != marker:
+                got.append(msg)
+        return any(m.data == b"{}" for m in got)
+
+
+# The probe of each user (Probe: one that may publish its FENCE subject).
+PROBES: dict[str, type[Probe]] = {"arbiter": AnsweringProbe}
 
 
 async def test_nats_server_enforces_the_matrix_and_refuses_anonymous_clients(
@@ -745,7 +879,7 @@ async def test_nats_server_enforces_the_matrix_and_refuses_anonymous_clients(
         with pytest.raises(Exception, match="(?i)authoriz"):
             await nats.connect(url, allow_reconnect=False, max_reconnect_attempts=0)
     for user in SERVICE_USERS:
-        probe = await Probe.connect(authed_nats, user)
+        probe = await PROBES.get(user, Probe).connect(authed_nats, user)
         try:
             for action, subject, ok in [(a, s, o) for u, a, s, o in CASES if u == user]:
                 assert await probe.may(action, subject) is ok, \
@@ -881,6 +1015,55 @@ async def test_a_lobby_command_reaches_its_table_which_may_only_answer_it(
     finally:
         await lobby.close()
         await table.close()
+
+
+async def test_a_table_asks_an_arbiter_which_may_only_answer(authed_nats: AuthedNats) -> None:
+    """A table asks for a window's decision with a core NATS request on ``arbiter.decide``
+    (services/table/arbiter_client.py); the arbiters take it in their queue group and answer
+    once, as a reply to the table's inbox (services/arbiter/server.py). With no arbiter
+    subscribed, NATS says "no responders" at once (the table then decides itself). The
+    arbiter may publish nothing else, not even a request of its own; the lobby and records
+    may not ask."""
+    table = await connect_as(authed_nats, "table")
+    arbiter = await connect_as(authed_nats, "arbiter")
+    lobby = await connect_as(authed_nats, "lobby")
+    records = await connect_as(authed_nats, "records")
+    try:
+        started = time.monotonic()
+        with pytest.raises(nats.errors.NoRespondersError):
+            await table.request(ARBITER_DECIDE, b"window", timeout=5)
+        assert time.monotonic() - started < 2, "no responders comes at once, not at the timeout"
+
+        forgeries: list[str] = []
+
+        async def answer(msg: Any) -> None:
+            if not forgeries:   # the first request only: each of these is refused
+                forgeries.extend(["_INBOX_table.unasked", ARBITER_DECIDE])
+                await arbiter.publish("_INBOX_table.unasked", b"forged")   # not a reply
+                await arbiter.publish(ARBITER_DECIDE, b"own request")      # not its to ask
+            await msg.respond(b"decision:" + msg.data)
+            if forgeries[-1] != "twice":
+                forgeries.append("twice")
+                await msg.respond(b"twice")                                # a second answer
+
+        await arbiter.subscribe(ARBITER_DECIDE, queue="arbiter", cb=answer)
+        await bus.sync(arbiter)
+        forged = await table.subscribe("_INBOX_table.unasked")
+        await bus.sync(table)
+        reply = await table.request(ARBITER_DECIDE, b"window", timeout=10)
+        assert reply.data == b"decision:window"
+        await lobby.publish(ARBITER_DECIDE, b"from a lobby")      # refused
+        await records.publish(ARBITER_DECIDE, b"from records")    # refused
+        for nc in (arbiter, lobby, records, table):   # the refusals handled by the server
+            await bus.sync(nc)
+        assert forged.pending_msgs == 0
+        refused = authed_nats.violations()
+        assert len(refused) == 5, refused
+        assert sum(ARBITER_DECIDE in line for line in refused) == 3, refused
+        assert sum("_INBOX_table" in line for line in refused) == 2, refused
+    finally:
+        for nc in (records, lobby, arbiter, table):
+            await nc.close()
 
 
 # ------------------------------------------------------------------ the prod cluster
@@ -1057,9 +1240,8 @@ async def services_as_their_users(server: AuthedNats, db: Path) -> AsyncIterator
     cfg = cfg_for("records")
     records = await start_records(replace(cfg, records=replace(
         cfg.records, database_url=f"sqlite+aiosqlite:///{db}")), port=0, metrics_port=-1)
-    arbiter = await start_arbiter(cfg_for(None), port=0, metrics_port=-1)
-    cfg = cfg_for("table")
-    table_cfg = replace(cfg, arbiter=replace(cfg.arbiter, port=arbiter.port))
+    arbiter = await start_arbiter(cfg_for("arbiter"), port=0, metrics_port=-1)
+    table_cfg = cfg_for("table")   # it asks the arbiter over NATS: no address
     table = await start_table(table_cfg, port=0, metrics_port=-1)
     cfg = cfg_for("lobby")
     lobby = await start_lobby(replace(
@@ -1079,13 +1261,35 @@ async def services_as_their_users(server: AuthedNats, db: Path) -> AsyncIterator
 
 async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
         authed_nats: AuthedNats, tmp_path: Path) -> None:
+    from prometheus_client import REGISTRY
+
     from clients.robot.robot import run_tables
-    from paiju.v1 import common_pb2, records_pb2, records_pb2_grpc, table_pb2, table_pb2_grpc
+    from paiju.v1 import (
+        arbiter_pb2,
+        common_pb2,
+        records_pb2,
+        records_pb2_grpc,
+        table_pb2,
+        table_pb2_grpc,
+    )
     from services.table.server import start as start_table
 
+    def no_arbiter() -> float:   # windows the table decided itself: no arbiter to take them
+        return REGISTRY.get_sample_value("paiju_table_arbiter_fallback_total",
+                                         {"reason": "unavailable"}) or 0.0
+
     admin = await nats.connect(authed_nats.url("admin"))
+    unavailable = no_arbiter()
     async with services_as_their_users(authed_nats, tmp_path / "records.db") as running:
         lobby, records = running["lobby"], running["records"]
+        # the arbiter answers a request on arbiter.decide as the arbiter user, to a table
+        table_nc = await connect_as(authed_nats, "table")
+        try:
+            msg = await table_nc.request(
+                ARBITER_DECIDE, arbiter_pb2.ResolveRequest().SerializeToString(), timeout=10)
+            assert arbiter_pb2.ResolveReply.FromString(msg.data).error, "an empty window"
+        finally:
+            await table_nc.close()
         # a room of four robots through the lobby: login, kick fan-out, create, join, events,
         # private prompts, the table's log and settlements, records' consumer
         stats = await run_tables(f"127.0.0.1:{lobby.port}", "xuezhan", 1, SECRET_TOKEN,
@@ -1147,3 +1351,4 @@ async def test_the_services_play_settle_rebuild_and_serve_as_their_own_users(
         assert room.room_id == open_room and room.total_hands == 2
     await admin.close()
     assert authed_nats.violations() == [], "a service hit a NATS permission it lacks"
+    assert no_arbiter() == unavailable, "a window found no arbiter subscribed"

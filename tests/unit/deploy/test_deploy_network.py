@@ -142,9 +142,10 @@ def expected(namespace: str) -> dict[tuple[str, int], set[str]]:
         ("table", table["metrics_port"]): {"prometheus"},
         ("records", records["port"]): {"lobby"},
         ("records", records["metrics_port"]): {"prometheus"},
+        # the previous release's tables (Arbiter.Decide); this release's ask over NATS
         ("arbiter", arbiter["port"]): {"table"},
         ("arbiter", arbiter["metrics_port"]): {"prometheus"},
-        ("nats", NATS_CLIENT): {"lobby", "table", "records", "nats-box"},
+        ("nats", NATS_CLIENT): {"lobby", "table", "arbiter", "records", "nats-box"},
         ("nats", NATS_ROUTES): {"nats"},
         ("nats", NATS_MONITOR): {"prometheus"},
         ("nats", NATS_EXPORTER): {"prometheus"},
@@ -350,8 +351,10 @@ def expected_egress() -> dict[str, set[tuple[str, int, str]]]:
     return {
         "lobby": dns | {("table", table["port"], "TCP"), ("records", records["port"], "TCP"),
                         ("nats", NATS_CLIENT, "TCP")},
+        # the arbiter's port for the previous release's tables (Arbiter.Decide); this
+        # release's ask the arbiters over NATS, which the arbiters answer
         "table": dns | {("arbiter", arbiter["port"], "TCP"), ("nats", NATS_CLIENT, "TCP")},
-        "arbiter": dns,
+        "arbiter": dns | {("nats", NATS_CLIENT, "TCP")},
         "records": dns | postgres | {("nats", NATS_CLIENT, "TCP")},
         "records-migrate": dns | postgres,
     }
