@@ -3,9 +3,9 @@
 Measures, in one process on loopback, the per-operation cost of every hop the services use:
 
 a. a unary grpc.aio call (``paiju.v1.Table/GetRoom`` with a trivial servicer),
-b. one message round trip on an open bidi stream (``paiju.v1.Arbiter/Decide`` answering a
-   ResolveReply per ResolveRequest), with ``call.write``/``call.read`` and, as the table's
-   arbiter client does, with a request iterator fed by a queue;
+b. one message round trip on an open bidi stream (``paiju.v1.Lobby/Connect`` answering a
+   ServerFrame per ClientFrame), with ``call.write``/``call.read`` and with a request
+   iterator fed by a queue;
 c. NATS core: a fire-and-forget publish, the publish-to-delivery latency (one in flight),
    and a burst of publishes delivered to a subscriber on another connection;
 d. a JetStream acknowledged publish, one in flight (a table appending its log);
@@ -25,7 +25,7 @@ import asyncio
 import os
 import platform
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 
@@ -35,7 +35,14 @@ from nats.js.api import StorageType, StreamConfig
 
 from bench.common import parse_options, write_report
 from paiju.loop import run as run_on_loop
-from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc, common_pb2, table_pb2, table_pb2_grpc
+from paiju.v1 import (
+    client_pb2,
+    common_pb2,
+    lobby_msgs_pb2,
+    lobby_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
 from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.common.server import start_service
@@ -55,16 +62,17 @@ class Table(table_pb2_grpc.TableServicer):
         return common_pb2.RoomInfo(room_id=request.room_id)
 
 
-class Arbiter(arbiter_pb2_grpc.ArbiterServicer):
-    async def Decide(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
+class Lobby(lobby_pb2_grpc.LobbyServicer):
+    """A stream that answers every frame with one frame (a heartbeat's answer)."""
+
+    async def Connect(self, requests, context):  # type: ignore[no-untyped-def]  # noqa: N802
         async for request in requests:
-            yield arbiter_pb2.ResolveReply(request_id=request.request_id,
-                                           window_id=request.window.id, final=True,
-                                           action="pass")
+            yield client_pb2.ServerFrame(seq=request.seq, reply_to=request.seq,
+                                         heartbeat=lobby_msgs_pb2.HeartBeat())
 
 
-def request(i: int) -> arbiter_pb2.ResolveRequest:
-    return arbiter_pb2.ResolveRequest(request_id=i, window=arbiter_pb2.ArbWindow(id=7, num_seats=4))
+def request(i: int) -> client_pb2.ClientFrame:
+    return client_pb2.ClientFrame(seq=i, heartbeat=lobby_msgs_pb2.HeartBeat())
 
 
 def server_cpu(pid: int) -> float:
@@ -101,7 +109,7 @@ class Transport:
 
     async def open(self) -> None:
         self.server = grpc.aio.server()
-        arbiter_pb2_grpc.add_ArbiterServicer_to_server(Arbiter(), self.server)
+        lobby_pb2_grpc.add_LobbyServicer_to_server(Lobby(), self.server)
         table_pb2_grpc.add_TableServicer_to_server(Table(), self.server)
         port = self.server.add_insecure_port("127.0.0.1:0")
         await self.server.start()
@@ -110,10 +118,10 @@ class Transport:
         self.service = await start_service("bench", "127.0.0.1", 0, -1, self._register)
         self.service_channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.service.port}")
         self.service_table = table_pb2_grpc.TableStub(self.service_channel)
-        arbiter = arbiter_pb2_grpc.ArbiterStub(self.channel)
-        self.call = arbiter.Decide()
-        self.queue: asyncio.Queue[arbiter_pb2.ResolveRequest] = asyncio.Queue()
-        self.iter_call = arbiter.Decide(self._requests())
+        lobby = lobby_pb2_grpc.LobbyStub(self.channel)
+        self.call = lobby.Connect()
+        self.queue: asyncio.Queue[client_pb2.ClientFrame] = asyncio.Queue()
+        self.iter_call = lobby.Connect(self._requests())
         self.pub = await nats.connect(self.natsd.url, name="bench-pub")
         self.sub = await nats.connect(self.natsd.url, name="bench-sub")
         self.js = self.pub.jetstream()
@@ -137,7 +145,7 @@ class Transport:
         table_pb2_grpc.add_TableServicer_to_server(Table(), server)
         return [table_pb2.DESCRIPTOR.services_by_name["Table"].full_name]
 
-    async def _requests(self):  # type: ignore[no-untyped-def]
+    async def _requests(self) -> AsyncIterator[client_pb2.ClientFrame]:
         while True:
             yield await self.queue.get()
 
@@ -153,13 +161,13 @@ class Transport:
         for i in range(n):
             await self.call.write(request(i + 1))
             reply = await self.call.read()
-            assert reply.request_id == i + 1
+            assert reply.reply_to == i + 1
 
     async def bidi_iter(self, n: int) -> None:
         for i in range(n):
             self.queue.put_nowait(request(i + 1))
             reply = await self.iter_call.read()
-            assert reply.request_id == i + 1
+            assert reply.reply_to == i + 1
 
     async def publish(self, n: int) -> None:
         for _ in range(n):
@@ -231,7 +239,7 @@ def operations(t: Transport, scale: int) -> list[Op]:
            0.9, "cpu"),
         Op("a'", "unary call, server from start_service (metrics interceptor)", 300 * scale,
            t.unary_service, 0.9, "cpu"),
-        Op("b", "bidi message round trip (Arbiter.Decide, write/read)", 500 * scale, t.bidi,
+        Op("b", "bidi message round trip (Lobby.Connect, write/read)", 500 * scale, t.bidi,
            0.3, "cpu"),
         Op("b'", "bidi message round trip (request iterator + queue)", 500 * scale,
            t.bidi_iter, 0.3, "cpu"),
