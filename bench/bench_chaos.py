@@ -67,8 +67,8 @@ CONTEXT = {
                     "the continued table writes nothing for them",
     "lobby-kill": "the player's lobby dies: the client reconnects to the other lobby and "
                   "resumes from the snapshot",
-    "arbiter-kill": "one arbiter dies: the tables' channel uses the other (or the table "
-                    "decides in-process)",
+    "arbiter-kill": "one arbiter dies: NATS hands the tables' requests to the other (a "
+                    "window it had taken is decided in-process)",
     "records-kill": "one records dies: settlements wait in JetStream for the other",
     "postgres-restart": "the database stops and starts again (a restart, a failover): "
                         "settlements wait in JetStream until it is back",

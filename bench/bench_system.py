@@ -4,7 +4,7 @@ Starts the stack as processes (embedded nats-server, records, arbiter, table, lo
 ``tests.system.conftest.start_stack`` wires them), then for each game in turn runs N rooms
 of four greedy robots through the lobby (``clients.robot.robot.run_tables``) for H hands
 each, and reports hands and player actions per second, the table's own latencies (action,
-log append, fan-out, arbiter Decide: quantiles interpolated in the Prometheus histogram
+log append, fan-out, arbiter round trip: quantiles interpolated in the Prometheus histogram
 buckets scraped from the table's /metrics before and after each game), arbiter fallbacks,
 timeouts, and the CPU each process spent per hand.
 
@@ -133,7 +133,7 @@ def latencies(before: Samples, after: Samples, game: str) -> dict[str, Latency]:
     for label, name, tags in (("action", "paiju_table_action_seconds", {"game": game}),
                               ("log append", "paiju_table_log_append_seconds", {}),
                               ("fan-out", "paiju_table_fanout_seconds", {}),
-                              ("arbiter Decide", "paiju_table_arbiter_seconds", {})):
+                              ("arbiter", "paiju_table_arbiter_seconds", {})):
         cumulative = buckets(before, after, name, **tags)
         count = int(cumulative[-1][1]) if cumulative else 0
         total = value(after, f"{name}_sum", **tags) - value(before, f"{name}_sum", **tags)
@@ -270,7 +270,7 @@ def report(runs: list[SystemRun], baseline: Mapping[str, tuple[float, int]], sta
               "|---|" + "---:|" * 13]
     for r in runs:
         act, app = r.latency["action"], r.latency["log append"]
-        fan, arb = r.latency["fan-out"], r.latency["arbiter Decide"]
+        fan, arb = r.latency["fan-out"], r.latency["arbiter"]
         lines.append(f"| {r.game} | {ms(act.p50)} | {ms(act.p95)} | {ms(act.mean)} "
                      f"| {ms(app.p50)} | {ms(app.mean)} | {ms(fan.p50)} | {ms(fan.mean)} "
                      f"| {ms(arb.p50)} | {ms(arb.mean)} | {arb.count} | {r.fallbacks} "

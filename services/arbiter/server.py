@@ -28,9 +28,6 @@ from services.common.server import ServiceHost, start_service
 
 log = logging.getLogger("paiju.arbiter")
 
-SUBJECT = "arbiter.decide"
-QUEUE = "arbiter"
-
 DECISIONS = Counter("paiju_arbiter_decisions_total", "Decisions by outcome",
                     ["action", "final"])
 
@@ -61,10 +58,15 @@ async def serve(nc: Client) -> None:
         except DecodeError:
             reply = arbiter_pb2.ResolveReply(error="undecodable ResolveRequest")
         else:
-            reply = decide(request)
+            try:
+                reply = decide(request)
+            except Exception:   # a bug: the table decides this window itself after its wait
+                log.exception("arbiter failed on a window")
+                return
         await nc.publish(msg.reply, reply.SerializeToString())
 
-    await nc.subscribe(SUBJECT, queue=QUEUE, cb=on_request)
+    await nc.subscribe(bus.ARBITER_DECIDE, queue=bus.ARBITER_QUEUE, cb=on_request)
+    await bus.sync(nc)   # in the queue group (the server has the subscription) before ready
 
 
 class ArbiterService(arbiter_pb2_grpc.ArbiterServicer):
@@ -94,7 +96,13 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
         await nc.close()
         raise
     # SIGTERM: unready first, then the subscription drains (requests already taken are
-    # answered; new ones go to the other replicas) and the connection closes
+    # answered; new ones go to the other replicas); the connection is closed in any case
+    # (a drain fails on a connection that is reconnecting or closed)
     svc.on_drain.append(nc.drain)
-    await watch_service(svc, {"nats": nats_connected(nc)}, cfg.nats.liveness_seconds)
+    svc.on_stop.append(nc.close)
+    try:
+        await watch_service(svc, {"nats": nats_connected(nc)}, cfg.nats.liveness_seconds)
+    except BaseException:
+        await svc.stop(0)
+        raise
     return svc

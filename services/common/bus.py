@@ -7,8 +7,9 @@ per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobb
 ``table.<instance>.adopt`` (a draining table asks another to take a room now:
 services/table/adoption.py), ``lobby.mute`` (operators' chat mutes), JetStream
 ``room.<id>.log.<shard>`` (the room's action log, in one of the ``ROOMLOG_<shard>``
-streams), ``settle.<room>`` (settlements, stream SETTLE) and ``records.settle`` (their
-prompt copy, core NATS). KV buckets: the tables' ``tables``
+streams), ``settle.<room>`` (settlements, stream SETTLE), ``records.settle`` (their
+prompt copy, core NATS) and ``arbiter.decide`` (a table asks the arbiters to decide a
+response window, request/reply). KV buckets: the tables' ``tables``
 (instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
 and ``room_ids`` (every id given out); the lobbies' ``match_tickets`` (matchmaking:
 services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
@@ -110,6 +111,11 @@ def settle_subject(room_id: int) -> str:
 # (docs/services.md, "Records"). Not under ``settle.*``: SETTLE must not capture it.
 SETTLE_PROMPT = "records.settle"
 SETTLE_PROMPT_QUEUE = "records"
+
+# A response window for an arbiter to decide: the table's request (a ResolveRequest), the
+# arbiters' queue group, so one of them answers it (protos/paiju/v1/arbiter.proto).
+ARBITER_DECIDE = "arbiter.decide"
+ARBITER_QUEUE = "arbiter"
 
 
 def inbox_prefix(name: str) -> str:

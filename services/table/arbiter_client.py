@@ -33,13 +33,11 @@ from nats.errors import TimeoutError as NatsTimeout
 from games.arbitration import Decision, InvalidWindow, Rules, Window, resolve
 from games.engine import RuleError
 from paiju.v1 import arbiter_pb2
+from services.common import bus
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.table import metrics as m
 
 log = logging.getLogger("paiju.table.arbiter")
-
-SUBJECT = "arbiter.decide"   # the arbiters' queue group answers it (services/arbiter/server.py)
-
 
 class ArbiterClient:
     def __init__(self, nc: Client, timeout: float) -> None:
@@ -81,11 +79,11 @@ class ArbiterClient:
         """The arbiter's reply, or None and why there is none (one of m.FALLBACK_REASONS)."""
         request = window_to_pb(window, rules)
         try:
-            msg = await self.nc.request(SUBJECT, request.SerializeToString(),
+            msg = await self.nc.request(bus.ARBITER_DECIDE, request.SerializeToString(),
                                         timeout=self.timeout)
-        except NatsTimeout:
+        except NatsTimeout:   # also while the connection reconnects: the request waits
             return None, "timeout"
-        except nats.errors.Error:   # no arbiter subscribed ("no responders"), or no connection
+        except nats.errors.Error:   # no arbiter subscribed ("no responders"); closed, draining
             return None, "unavailable"
         try:
             return arbiter_pb2.ResolveReply.FromString(msg.data), ""

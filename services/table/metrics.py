@@ -17,13 +17,14 @@ LOG_APPEND = Histogram("paiju_table_log_append_seconds", "JetStream append (ackn
                        buckets=LATENCY_BUCKETS)
 FANOUT = Histogram("paiju_table_fanout_seconds", "Publishing one record's events to NATS",
                    buckets=LATENCY_BUCKETS)
-ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter decision round trip (Decide stream)",
+ARBITER = Histogram("paiju_table_arbiter_seconds", "Arbiter decision round trip (NATS request on arbiter.decide)",
                     buckets=LATENCY_BUCKETS)
 ARBITER_FALLBACK = Counter("paiju_table_arbiter_fallback_total",
                            "Windows decided by local arbitration (the degraded mode): no "
                            "arbiter answered, or the engine refused its decision, by reason",
                            ["reason"])
-# no answer in time; the stream broke; the engine refused the arbiter's decision
+# no answer in time (also while the connection reconnects); no arbiter subscribed ("no
+# responders") or the connection closed; the engine refused the arbiter's decision
 FALLBACK_REASONS = ("timeout", "unavailable", "refused")
 for _reason in FALLBACK_REASONS:
     ARBITER_FALLBACK.labels(_reason)

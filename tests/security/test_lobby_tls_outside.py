@@ -34,7 +34,7 @@ async def test_a_tls_lobby_serves_robots_browsers_and_refuses_plaintext(
     ca = Authority(tmp_path / "ca")
     pem = ca.issue("lobby", "lobby.example.test")
     records = make_service("records", fresh_nats.url, tmp_path).start()
-    table = make_service("table", fresh_nats.url, tmp_path, PAIJU_ARBITER__PORT="1").start()
+    table = make_service("table", fresh_nats.url, tmp_path).start()
     cfg = lobby_config(fresh_nats.url, records.address, SECRET, ws_port=0,
                        public_cert_file=str(pem.cert), public_key_file=str(pem.key))
     host = await start_lobby(cfg, port=0, metrics_port=0)

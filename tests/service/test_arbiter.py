@@ -10,13 +10,16 @@ import grpc
 import nats
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from prometheus_client import REGISTRY
 
 from games.arbitration import Decision, InvalidWindow, Response, Rules, Window, resolve
 from games.engine import IllegalAction
 from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
-from services.arbiter.server import SUBJECT, start
+from services.arbiter.server import start
 from services.common.arbwire import decision_from_pb, window_to_pb
+from services.common.bus import ARBITER_DECIDE as SUBJECT
+from services.common.bus import ARBITER_QUEUE
 from services.common.config import Config, load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
@@ -109,12 +112,21 @@ async def test_windows_asked_at_once_get_their_own_answers_from_the_replicas(
     try:
         asked = [window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")}),
                  window({2: Response("hu")}), window({1: Response("peng")})] * 20
+        before = decisions()
         got = await asyncio.gather(*(ask(nc, w) for w in asked))
         assert got == [resolve(w) for w in asked]
+        assert decisions() == before + len(asked)   # each decided once, by one replica
     finally:
         await nc.close()
         for svc in replicas:
             await svc.stop(0)
+
+
+def decisions() -> float:
+    """Every decision made in this process, by any arbiter replica of it."""
+    return sum(sample.value for metric in REGISTRY.collect()
+               if metric.name == "paiju_arbiter_decisions"
+               for sample in metric.samples if sample.name == "paiju_arbiter_decisions_total")
 
 
 def fallbacks(reason: str) -> float:
@@ -122,7 +134,7 @@ def fallbacks(reason: str) -> float:
                                      {"reason": reason}) or 0.0
 
 
-async def test_the_table_s_client_arbitrates_locally_while_no_arbiter_answers_and_reopens(
+async def test_the_table_s_client_arbitrates_locally_while_no_arbiter_is_there_and_after(
         fresh_nats: EmbeddedNats) -> None:
     """Local arbitration, the degraded mode: named (ArbiterClient.local, logged), measured
     (paiju_table_arbiter_fallback_total by reason) and over once an arbiter answers again.
@@ -180,7 +192,7 @@ async def test_a_decision_the_engine_refuses_is_never_taken_the_window_is_decide
 async def test_a_hung_arbiter_is_a_timeout_and_the_window_is_decided_locally(
         fresh_nats: EmbeddedNats) -> None:
     hung = await nats.connect(fresh_nats.url)
-    await hung.subscribe(SUBJECT, queue="arbiter")   # takes every request, answers none
+    await hung.subscribe(SUBJECT, queue=ARBITER_QUEUE)   # takes every request, answers none
     nc = await nats.connect(fresh_nats.url)
     client = ArbiterClient(nc, timeout=0.3)
     try:
@@ -191,6 +203,27 @@ async def test_a_hung_arbiter_is_a_timeout_and_the_window_is_decided_locally(
     finally:
         await nc.close()
         await hung.close()
+
+
+async def test_an_undecodable_answer_is_refused_and_the_window_is_decided_locally(
+        fresh_nats: EmbeddedNats) -> None:
+    wrong = await nats.connect(fresh_nats.url)
+
+    async def junk(msg: Msg) -> None:
+        await wrong.publish(msg.reply, b"\xff\xff not a reply")
+
+    await wrong.subscribe(SUBJECT, queue=ARBITER_QUEUE, cb=junk)
+    await wrong.flush()
+    nc = await nats.connect(fresh_nats.url)
+    client = ArbiterClient(nc, timeout=2)
+    try:
+        w = window({2: Response("hu")})
+        before = fallbacks("refused")
+        assert await client.resolve(w, Rules()) == resolve(w)
+        assert client.local and fallbacks("refused") == before + 1
+    finally:
+        await nc.close()
+        await wrong.close()
 
 
 async def test_the_arbiter_is_ready_only_while_its_nats_connection_is_up(

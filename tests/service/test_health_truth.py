@@ -34,7 +34,7 @@ def wait_status(svc: ServiceProc, name: str, want_serving: bool, timeout: float 
 
 def test_table_and_records_health_follow_their_nats_connection(
         fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
-    env = {"PAIJU_NATS__LIVENESS_SECONDS": "3", "PAIJU_ARBITER__PORT": "1"}
+    env = {"PAIJU_NATS__LIVENESS_SECONDS": "3"}
     table = make_service("table", fresh_nats.url, tmp_path, **env).start()
     records = make_service("records", fresh_nats.url, tmp_path, **env).start()
     try:

@@ -35,7 +35,7 @@ async def test_the_lobby_reaches_records_and_tables_over_mutual_tls(
         fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
     ca = Authority(tmp_path / "ca")
     records = start("records", fresh_nats, tmp_path, ca)
-    table = start("table", fresh_nats, tmp_path, ca, PAIJU_ARBITER__PORT="1")
+    table = start("table", fresh_nats, tmp_path, ca)
     pem = ca.issue("lobby")
     base = lobby_config(fresh_nats.url, records.address, SECRET)
     with_cert = replace(base, tls=replace(base.tls, ca_file=str(ca.ca_file),

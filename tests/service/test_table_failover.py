@@ -30,13 +30,12 @@ from tests.support.procs import make_service
 from tests.support.tablekit import LobbyLink, Table
 
 LONG_TIMERS = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
-               "PAIJU_TABLE__ALONE_SECONDS": "30", "PAIJU_ARBITER__PORT": "1"}
+               "PAIJU_TABLE__ALONE_SECONDS": "30"}
 
 
 def core(url: str, instance: str, monkeypatch: pytest.MonkeyPatch, lease: int = 2) -> TableCore:
     monkeypatch.setenv("NATS_URL", url)
     monkeypatch.setenv("PAIJU_TABLE__LEASE_TTL_SECONDS", str(lease))
-    monkeypatch.setenv("PAIJU_ARBITER__PORT", "1")
     return TableCore(load_config("test"), instance, f"127.0.0.1:{hash(instance) % 1000 + 1}")
 
 

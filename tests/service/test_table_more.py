@@ -33,7 +33,7 @@ from tests.support.waiting import eventually
 @pytest.fixture
 async def stack(fresh_nats: EmbeddedNats) -> AsyncIterator[dict[str, Any]]:
     cfg = load_config("test", environ={
-        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": "1",  # local arbitration
+        "NATS_URL": fresh_nats.url,  # no arbiter on it: local arbitration
         "PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
         "PAIJU_TABLE__LEASE_TTL_SECONDS": "1",                   # a heartbeat every 0.2 s
         "PAIJU_TABLE__INSTANCE": "table-more"})

@@ -31,8 +31,8 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
     # taken before the kill must equal those after the restart
     table = make_service("table", fresh_nats.url, tmp_path,
                          PAIJU_TABLE__INSTANCE="table-restart", PAIJU_TABLE__TURN_SECONDS="30",
-                         PAIJU_TABLE__WINDOW_SECONDS="30", PAIJU_TABLE__ALONE_SECONDS="30",
-                         PAIJU_ARBITER__PORT="1")  # no arbiter: local arbitration decides
+                         # no arbiter on this NATS: local arbitration decides
+                         PAIJU_TABLE__WINDOW_SECONDS="30", PAIJU_TABLE__ALONE_SECONDS="30")
     table.start()
     try:
         async with grpc.aio.insecure_channel(table.address) as channel:
@@ -101,7 +101,7 @@ async def test_killed_table_resumes_the_hand_from_its_log(fresh_nats: EmbeddedNa
 
 async def test_a_live_table_adopts_the_rooms_of_a_dead_one(fresh_nats: EmbeddedNats, tmp_path: Path) -> None:
     common = {"PAIJU_TABLE__TURN_SECONDS": "30", "PAIJU_TABLE__WINDOW_SECONDS": "30",
-              "PAIJU_TABLE__ALONE_SECONDS": "30", "PAIJU_ARBITER__PORT": "1",
+              "PAIJU_TABLE__ALONE_SECONDS": "30",
               "PAIJU_TABLE__LEASE_TTL_SECONDS": "2"}
     a = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-a", **common)
     b = make_service("table", fresh_nats.url, tmp_path, PAIJU_TABLE__INSTANCE="table-b", **common)

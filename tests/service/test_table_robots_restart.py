@@ -29,7 +29,7 @@ async def room_info(address: str, room_id: int) -> common_pb2.RoomInfo:
 async def test_a_restarted_table_keeps_the_robots(fresh_nats: EmbeddedNats,
                                                   tmp_path: Path) -> None:
     table = make_service("table", fresh_nats.url, tmp_path,
-                         PAIJU_TABLE__INSTANCE="table-robots", PAIJU_ARBITER__PORT="1")
+                         PAIJU_TABLE__INSTANCE="table-robots")
     table.start()
     try:
         async with grpc.aio.insecure_channel(table.address) as channel:

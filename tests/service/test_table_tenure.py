@@ -37,7 +37,7 @@ TURN = 2 * TTL   # seconds: a seat that does not act is played by its timer, aft
 async def stack(fresh_nats: EmbeddedNats,
                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[dict[str, Any]]:
     cfg = load_config("test", environ={
-        "NATS_URL": fresh_nats.url, "PAIJU_ARBITER__PORT": "1",
+        "NATS_URL": fresh_nats.url,
         "PAIJU_TABLE__LEASE_TTL_SECONDS": str(TTL), "PAIJU_TABLE__INSTANCE": "table-tenure",
         "PAIJU_TABLE__TURN_SECONDS": str(TURN), "PAIJU_TABLE__WINDOW_SECONDS": str(TURN)})
     table = await start_table(cfg, port=0, metrics_port=-1)

@@ -550,12 +550,11 @@ def test_the_values_name_the_streams_buckets_and_consumer_of_the_code() -> None:
 
 
 def test_the_values_name_the_arbiter_subject_of_the_code() -> None:
-    """The subject the tables ask on and the one the arbiters answer are the values' one."""
-    from services.arbiter.server import QUEUE, SUBJECT
-    from services.table.arbiter_client import SUBJECT as ASKED
-
-    assert SUBJECT == ASKED == ARBITER_DECIDE and QUEUE == "arbiter"
-    assert may("table", "publish", ASKED) and may("arbiter", "subscribe", SUBJECT)
+    """The subject the tables ask on and the arbiters answer (services.common.bus) is the
+    values' one."""
+    assert bus.ARBITER_DECIDE == ARBITER_DECIDE and bus.ARBITER_QUEUE == "arbiter"
+    assert may("table", "publish", bus.ARBITER_DECIDE)
+    assert may("arbiter", "subscribe", bus.ARBITER_DECIDE)
     assert bus.inbox_prefix("arbiter") == "_INBOX_arbiter"   # bus.connect(..., "arbiter")
 
 
