@@ -19,7 +19,7 @@ from paiju.v1 import arbiter_pb2, arbiter_pb2_grpc
 from services.arbiter.server import start
 from services.common.arbwire import decision_from_pb, window_to_pb
 from services.common.bus import ARBITER_DECIDE as SUBJECT
-from services.common.bus import ARBITER_QUEUE
+from services.common.bus import ARBITER_QUEUE, sync
 from services.common.config import Config, load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
@@ -213,7 +213,7 @@ async def test_an_undecodable_answer_is_refused_and_the_window_is_decided_locall
         await wrong.publish(msg.reply, b"\xff\xff not a reply")
 
     await wrong.subscribe(SUBJECT, queue=ARBITER_QUEUE, cb=junk)
-    await wrong.flush()
+    await sync(wrong)   # subscribed before the table asks
     nc = await nats.connect(fresh_nats.url)
     client = ArbiterClient(nc, timeout=2)
     try:
