@@ -194,11 +194,16 @@ def resolve(window: Window, rules: Rules = Rules()) -> Decision:  # noqa: B008 (
     return Decision(window.id, final, action, winners, claim, passed_win, pending)
 
 
+# The most seats a mahjong table has: a window's seats are bounded, so a malformed request
+# (the arbiter takes windows off the wire) cannot make the turn order ask for unbounded memory.
+MAX_SEATS = 4
+
+
 def validate(window: Window) -> None:
     """Raise :class:`InvalidWindow` unless the window and its responses are consistent."""
     n = window.num_seats
-    if not isinstance(n, int) or n < 2:
-        raise InvalidWindow(f"num_seats must be an integer >= 2, got {n!r}")
+    if not isinstance(n, int) or not 2 <= n <= MAX_SEATS:
+        raise InvalidWindow(f"num_seats must be an integer in 2..{MAX_SEATS}, got {n!r}")
     if not isinstance(window.id, int) or window.id < 0:
         raise InvalidWindow(f"window id must be a non-negative integer, got {window.id!r}")
     if not isinstance(window.source_seat, int) or not 0 <= window.source_seat < n:

@@ -221,6 +221,7 @@ def test_every_seat_answered_is_final():
         lambda: window({1: {"chi"}}, {1: "chi"}),  # chi without its two tiles
         lambda: window({1: {"peng"}}, wid=-1),
         lambda: window({1: {"peng"}}, num_seats=1),
+        lambda: window({1: {"peng"}}, num_seats=2**31 - 1),  # no turn order of 2**31 seats
     ],
 )
 def test_bad_windows_raise_value_error(make):
