@@ -193,6 +193,7 @@ async def test_a_hung_arbiter_is_a_timeout_and_the_window_is_decided_locally(
         fresh_nats: EmbeddedNats) -> None:
     hung = await nats.connect(fresh_nats.url)
     await hung.subscribe(SUBJECT, queue=ARBITER_QUEUE)   # takes every request, answers none
+    await sync(hung)   # subscribed before the table asks (else: "no responders")
     nc = await nats.connect(fresh_nats.url)
     client = ArbiterClient(nc, timeout=0.3)
     try:
