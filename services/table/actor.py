@@ -70,7 +70,6 @@ class RoomActor:
                                entrust_delay=entrust_delay, ready_seconds=ready_seconds)
         self.commands = Commands(me, self.auto, robots_allowed=robots_allowed)
         self._task: asyncio.Task[None] | None = None
-        self._timer: asyncio.Task[None] | None = None
         self._early: dict[asyncio.Future[Reply], Early] = {}   # see submit
         self._in_hand: asyncio.Future[Reply] | None = None     # the item being handled
         self.progressed = time.monotonic()   # when the room last recorded something
@@ -78,19 +77,19 @@ class RoomActor:
     # ------------------------------------------------------------------ life cycle
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"room-{self.room.room_id}")
-        self._timer = asyncio.create_task(self.auto.timer_loop(), name=f"timer-{self.room.room_id}")
+        self.auto.start_timer()
 
     async def stop(self) -> None:
-        for task in (self._timer, self._task):
-            if task is not None:
-                task.cancel()
+        self.auto.stop_timer()
+        if self._task is not None:
+            self._task.cancel()
         while not self.inbox.empty():  # every command gets exactly one reply
             _, _, fut = self.inbox.get_nowait()
             if fut is not None and not fut.done():
                 fut.set_result(self._gone())
         # a cancel lost inside a NATS request would leave the loop reading its inbox forever
-        await cancel_and_wait(self._timer, self._task)
-        self._task = self._timer = None   # see __init__: no cycle through their tracebacks
+        await cancel_and_wait(self._task)
+        self._task = None   # see __init__: no cycle through its traceback
         # the item the task was cancelled in (a lapsed room's append waiting for its check,
         # a hand-over that did not wait for it) is answered too: its sender waits for it
         fut, self._in_hand = self._in_hand, None
@@ -108,7 +107,7 @@ class RoomActor:
         """Stop applying anything, between two inbox items (a drain hands the room over:
         its log must not grow meanwhile). The timers stop; commands queued behind are
         answered ERR_ROOM_MOVING. False if the item in hand did not finish in ``timeout``."""
-        await cancel_and_wait(self._timer)
+        self.auto.stop_timer()
         fut: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         try:
             await asyncio.wait_for(self.inbox.put(("pause", None, fut)), timeout)
@@ -177,10 +176,13 @@ class RoomActor:
         ``grace``: by then the timer should have played for the late seats (entrust), so the
         room's task, timer or log appends are not getting through. A dismiss vote (its own
         deadline) and a room handed away do not count."""
+        quiet = now - self.progressed
+        if quiet <= grace:   # nearly every room: the heartbeat checks them all
+            return False
         room = self.room
         if self.paused or room.closed or room.dismiss is not None or not room.in_hand():
             return False
-        return now - self.progressed > room.decision_seconds(self.auto.timers) + grace
+        return quiet > room.decision_seconds(self.auto.timers) + grace
 
     # ------------------------------------------------------------------ records
     async def record(self, rec: lr.Record) -> Effects:

@@ -1,6 +1,6 @@
 """A room's automation: decision timers, entrust and timeouts (auto-play), response windows
 (the arbiter), hand starts, prompts, the ready and dismiss countdowns, idle rooms. Its
-deadlines are named in one :class:`Deadlines`; one timer task sleeps until the earliest and
+deadlines are named in one :class:`Deadlines`; one event-loop timer fires at the earliest and
 posts a tick into the room's inbox (actor.py), so the room never changes from two places at
 once. One instance per room, used only from the room's task."""
 
@@ -48,7 +48,7 @@ class Timer(enum.Enum):
 
 class Deadlines:
     """Named deadlines on the ``time.monotonic()`` clock, and the earliest one: the room's
-    timer task wakes up then."""
+    timer fires then."""
 
     def __init__(self) -> None:
         self._at: dict[Timer, float] = {}
@@ -109,8 +109,9 @@ class Automation:
         # hold the room for ever); 0 = never
         self.ready_seconds = ready_seconds
         self.deadlines.set(Timer.IDLE, time.monotonic() + idle_seconds)
-        self.wake = asyncio.Event()
-        self.tick_queued = False        # the timer task posts one tick at a time
+        self.tick_queued = False        # the timer posts one tick at a time
+        self.timing = False             # from start_timer until stop_timer (no restart)
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def room(self) -> Room:
@@ -123,13 +124,13 @@ class Automation:
         answer that waited behind the append. (Their prompts' countdowns are not sent again:
         a client's countdown ends first, the server's deadline a pause later.)"""
         self.deadlines.postpone(seconds, Timer.DECISION, Timer.READY)
-        self.wake.set()
+        self.rearm()
 
     def failed(self) -> None:
         """The last pass failed: re-arm the timers and try again in a second."""
         self.deadline_key = self.entrust_decision = -1
         self.deadlines.set(Timer.RETRY, time.monotonic() + 1.0)
-        self.wake.set()
+        self.rearm()
 
     async def act(self, seat: int, action: Action, by: str) -> None:
         """Verify (RuleError leaves everything unchanged), log, apply, resolve a window."""
@@ -204,7 +205,7 @@ class Automation:
             await self.send_prompts()
         else:
             self.deadlines.clear(Timer.DECISION, Timer.ENTRUST)
-        self.wake.set()
+        self.rearm()
 
     def arm_ready_timeout(self) -> None:
         room = self.room
@@ -326,28 +327,36 @@ class Automation:
             return self.room.decision_seconds(self.timers) if self.room.in_hand() else 0
         return self.deadlines.left(Timer.DECISION, time.monotonic())
 
-    async def timer_loop(self) -> None:
-        while True:
-            # the idle deadline counts only between hands; a tick still queued (the room's
-            # task is busy, e.g. waiting for its log) is not joined by more: after() wakes
-            # this loop once the room's task has handled it
-            wake_at = None if self.tick_queued else \
-                self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
-            delay = 3600.0 if wake_at is None else max(0.0, wake_at - time.monotonic())
-            self.wake.clear()
-            try:
-                # not asyncio.wait_for: on Python 3.11 it can swallow the cancel of stop()
-                # when the wake-up lands at the same moment, leaving stop() waiting for it
-                async with asyncio.timeout(delay):
-                    await self.wake.wait()
-                continue
-            except TimeoutError:
-                pass
-            if self.room.closed:
-                return
-            try:
-                self.actor.inbox.put_nowait(("tick", None, None))
-                self.tick_queued = True
-            except asyncio.QueueFull:
-                await asyncio.sleep(0.05)
+    def start_timer(self) -> None:
+        self.timing = True
+        self.rearm()
+
+    def stop_timer(self) -> None:
+        """For good: the room stops or is handed over."""
+        self.timing = False
+        self.rearm()
+
+    def rearm(self) -> None:
+        """Time the next tick for the earliest deadline (the idle one counts only between
+        hands). A tick still queued (the room's task is busy, e.g. waiting for its log) is
+        not joined by more: after() re-arms once the room's task has handled it."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.timing or self.tick_queued or self.room.closed:
+            return
+        wake_at = self.deadlines.earliest(skip=Timer.IDLE if self.room.in_hand() else None)
+        if wake_at is not None:
+            self._timer = asyncio.get_running_loop().call_later(
+                max(0.0, wake_at - time.monotonic()), self._post_tick)
+
+    def _post_tick(self) -> None:
+        self._timer = None
+        if self.room.closed:
+            return
+        try:
+            self.actor.inbox.put_nowait(("tick", None, None))
+            self.tick_queued = True
+        except asyncio.QueueFull:   # a flooded inbox: a moment later
+            self._timer = asyncio.get_running_loop().call_later(0.05, self._post_tick)
 

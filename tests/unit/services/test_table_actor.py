@@ -148,11 +148,9 @@ async def test_a_timeout_whose_append_failed_fires_again() -> None:
 
 async def test_an_open_dismiss_vote_still_times_out_after_a_rebuild() -> None:
     room, actor, log = await seated_room(SLOW, dismiss_seconds=0.3)
-    # the first table dies before its countdown can end: without its timer task, only the
+    # the first table dies before its countdown can end: without its timer, only the
     # rebuilt actor can close the vote
-    timer = actor._timer
-    assert timer is not None
-    timer.cancel()
+    actor.auto.stop_timer()
     assert (await actor.submit("command", command(1, lm.AskDismiss()))).code == 0
     await actor.stop()
     assert room.dismiss is not None and not room.closed

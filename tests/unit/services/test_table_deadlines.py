@@ -1,5 +1,5 @@
 """A room's deadlines (services/table/automation.py, Deadlines): named, armed and cleared one
-by one, and the earliest armed one is when the room's timer task wakes up."""
+by one, and the earliest armed one is when the room's timer fires."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Issue 24: ``paiju_table_rooms_stuck`` counts rooms in a hand that recorded nothing for
 longer than their decision timer plus a grace (RoomActor.stuck). Real room actors with a
-1-second timer: one whose timer plays goes on and is never stuck; one whose timer task is
+1-second timer: one whose timer plays goes on and is never stuck; one whose timer is
 stopped (as a wedged room's would be) is stuck once its timer and the grace are past."""
 
 from __future__ import annotations
@@ -38,10 +38,9 @@ async def test_a_room_whose_timer_plays_is_not_stuck_and_one_whose_timer_died_is
             await asyncio.sleep(0.05)
             assert not actor.stuck(time.monotonic(), GRACE)
         assert entrusted() >= 2 and actor.next_index > index, "the timer played nothing"
-        # the timer task dies while a seat is still to be asked (1-second decisions):
+        # the timer stops while a seat is still to be asked (1-second decisions):
         # nothing records any more, stuck after timer + grace
-        assert actor._timer is not None
-        actor._timer.cancel()
+        actor.auto.stop_timer()
         assert room.in_hand() and room.decision_seconds(TABLE_NOW) == 1.0
         stopped = time.monotonic()
         while not actor.stuck(time.monotonic(), GRACE) and time.monotonic() - stopped < 10:
