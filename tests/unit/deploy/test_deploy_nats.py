@@ -622,6 +622,29 @@ def test_dev_and_test_nats_is_one_jetstream_server() -> None:
     assert dev["config"]["jetstream"]["enabled"] is True
 
 
+def seconds(duration: str) -> float:
+    """A NATS duration of the values ("15s", "1m")."""
+    number, unit = re.fullmatch(r"(\d+)([sm])", duration).groups()  # type: ignore[union-attr]
+    return int(number) * (60 if unit == "m" else 1)
+
+
+def test_every_environment_drops_a_client_that_stops_answering_within_a_minute() -> None:
+    """A frozen arbiter (or a lost host) keeps its place in the queue group until the server
+    drops it: each request the server hands it waits out the table's arbiter timeout. With
+    NATS's defaults (2 minutes, 2 PINGs) that lasts 4-6 minutes; a PING period short enough
+    that a collector's pause or a busy loop is not taken for a dead client."""
+    merges = {env: environment_merge(env) for env in ("dev", "prod")}
+    assert merges["dev"] == merges["prod"]
+    interval, most = seconds(merges["prod"]["ping_interval"]), merges["prod"]["ping_max"]
+    assert 10 <= interval and interval * (most + 1) <= 60
+
+
+def test_the_server_runs_with_the_ping_settings_of_the_values(authed_nats: AuthedNats) -> None:
+    varz, merge = authed_nats.varz(), environment_merge("prod")
+    assert varz["ping_interval"] == seconds(merge["ping_interval"]) * 10**9   # nanoseconds
+    assert varz["ping_max"] == merge["ping_max"]
+
+
 # ------------------------------------------------------------------ a real nats-server
 PASSWORDS = {user: f"pw-{user}-{os.getpid()}"
              for user in (*SERVICE_USERS, *SECOND_USERS, "admin")}
@@ -659,11 +682,18 @@ def write_server_files(directory: Path, name: str, doc: dict[str, Any]) -> Path:
     return conf
 
 
+def environment_merge(env: str) -> dict[str, Any]:
+    """What an environment's values add to nats.conf (config.merge)."""
+    values = yaml.safe_load((K8S / "nats" / f"values-{env}.yaml").read_text(encoding="utf-8"))
+    merge: dict[str, Any] = values["config"]["merge"]
+    return merge
+
+
 def render_config(port: int, store: Path) -> dict[str, Any]:
-    """The configuration the chart renders from these values; this test's port and store
-    instead of the chart's defaults."""
+    """The configuration the chart renders from prod's values and these (helm merges the
+    files' config.merge); this test's port and store instead of the chart's defaults."""
     return {"port": port, "jetstream": {"store_dir": str(store)},
-            **auth_values()["config"]["merge"]}
+            **environment_merge("prod"), **auth_values()["config"]["merge"]}
 
 
 @dataclass
@@ -671,6 +701,12 @@ class AuthedNats:
     port: int
     log: Path
     proc: subprocess.Popen[bytes]
+    monitor: int      # the monitoring port (/varz: the settings the server runs with)
+
+    def varz(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor}/varz", timeout=5) as r:
+            out: dict[str, Any] = json.loads(r.read())
+        return out
 
     def url(self, user: str | None = None, password: str | None = None) -> str:
         if user is None:
@@ -686,12 +722,13 @@ class AuthedNats:
 def authed_nats(tmp_path: Path) -> Iterator[AuthedNats]:
     """nats-server with the rendered configuration; the passwords in its environment, as
     the chart's container.env gives them from the Secret."""
-    port = free_port()
+    port, monitor = free_port(), free_port()
     conf = write_server_files(tmp_path, "nats.conf", render_config(port, tmp_path / "js"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAIJU_NATS_")}
     log = tmp_path / "nats.log"
     proc = subprocess.Popen([nats_server_binary(), "-c", str(conf), "-a", "127.0.0.1",
-                             "-l", str(log)], env=env, stdout=subprocess.DEVNULL,
+                             "-m", str(monitor), "-l", str(log)], env=env,
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 10
@@ -702,7 +739,7 @@ def authed_nats(tmp_path: Path) -> Iterator[AuthedNats]:
                 break
             assert time.monotonic() < deadline, "nats-server did not listen"
             time.sleep(0.02)
-        yield AuthedNats(port, log, proc)
+        yield AuthedNats(port, log, proc, monitor)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -1132,7 +1169,7 @@ def start_prod_cluster(tmp_path: Path) -> ProdCluster | None:
                    "cluster": {"name": "nats", "listen": f"127.0.0.1:{routes[i]}",
                                "routes": [f"nats://127.0.0.1:{r}" for r in routes if r != routes[i]],
                                **prod["config"]["cluster"]["merge"]},
-                   **auth_values()["config"]["merge"]}
+                   **prod["config"]["merge"], **auth_values()["config"]["merge"]}
             conf = write_server_files(tmp_path, f"nats{i}.conf", doc)
             logs.append(tmp_path / f"nats{i}.log")
             procs.append(subprocess.Popen(
