@@ -9,6 +9,7 @@ goes). Ready while the NATS connection is up."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 
@@ -98,7 +99,7 @@ async def start(cfg: Config, *, port: int | None = None, metrics_port: int | Non
     # SIGTERM: unready first, then the subscription drains (requests already taken are
     # answered; new ones go to the other replicas); the connection is closed in any case
     # (a drain fails on a connection that is reconnecting or closed)
-    svc.on_drain.append(nc.drain)
+    svc.on_drain.append(functools.partial(bus.drain, nc))
     svc.on_stop.append(nc.close)
     try:
         await watch_service(svc, {"nats": nats_connected(nc)}, cfg.nats.liveness_seconds)

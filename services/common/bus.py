@@ -160,6 +160,23 @@ async def sync(nc: Client) -> None:
     await flush(nc)
 
 
+async def drain(nc: Client) -> None:
+    """``nc.drain()`` that loses no message. nats-py's drain queues each subscription's UNSUB
+    and then writes its PING straight to the socket (as in :func:`sync`), so the server may
+    answer the PING before it has the UNSUB; a message it routes to the subscription in
+    between arrives after the drain dropped the subscription, and is lost: a request taken
+    by an arbiter that is stopping waits out its asker's timeout. So the UNSUBs go first,
+    and once the server has processed them (two round trips) every message it sent them is
+    in their queues; nats-py's drain then handles those, and its own UNSUBs are no-ops."""
+    if nc.is_closed or nc.is_draining:
+        return
+    if nc.is_connected:
+        for sid in list(nc._subs):   # nats-py lists them nowhere in public
+            await nc._send_unsubscribe(sid)
+        await sync(nc)
+    await nc.drain()
+
+
 def server_urls(url: str) -> list[str]:
     """``NATS_URL`` may name several servers of a cluster, comma-separated; the client picks
     one and reconnects across the others."""

@@ -150,7 +150,7 @@ class LobbyApp:
         await self.mutes.stop()
         await self.directory.close()
         await self.records.close()
-        await self.nc.drain()
+        await bus.drain(self.nc)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro)

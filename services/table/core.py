@@ -219,7 +219,7 @@ class TableCore:
         except Exception:
             pass
         if self.nc is not None:
-            await self.nc.drain()
+            await bus.drain(self.nc)
 
     async def drain(self) -> None:
         await self.adoption.drain()

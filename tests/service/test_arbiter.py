@@ -122,6 +122,44 @@ async def test_windows_asked_at_once_get_their_own_answers_from_the_replicas(
             await svc.stop(0)
 
 
+async def test_a_replica_stopping_drains_no_window_waits_or_is_decided_locally(
+        fresh_nats: EmbeddedNats) -> None:
+    """A rolling update: one replica stops (its SIGTERM path, ServiceHost.stop) while the
+    table's client keeps asking. The requests it had taken are answered, the next ones go
+    to the other replica: no timeout, no local decision, every window its own decision."""
+    stopping, staying = await arbiter(fresh_nats), await arbiter(fresh_nats)
+    nc = await nats.connect(fresh_nats.url)
+    client = ArbiterClient(nc, timeout=2)
+    asked = [window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")}),
+             window({2: Response("hu")}), window({1: Response("peng")})]
+    local = {reason: fallbacks(reason) for reason in ("timeout", "unavailable", "refused")}
+    done = asyncio.Event()
+    rounds = [0]
+
+    async def keep_asking(w: Window) -> None:
+        while not done.is_set():
+            assert await client.resolve(w, Rules()) == resolve(w)
+            rounds[0] += 1
+
+    try:
+        askers = [asyncio.create_task(keep_asking(w)) for w in asked * 20]
+        await asyncio.sleep(0.3)
+        before = rounds[0]
+        await stopping.stop(5)
+        assert rounds[0] > before   # asked all along the stop
+        after_stop = rounds[0]
+        await asyncio.sleep(0.3)
+        done.set()
+        await asyncio.gather(*askers)
+        assert rounds[0] > after_stop + 30   # the other replica answers on
+        assert {r: fallbacks(r) for r in local} == local
+        assert not client.local
+    finally:
+        done.set()
+        await nc.close()
+        await staying.stop(0)
+
+
 def decisions() -> float:
     """Every decision made in this process, by any arbiter replica of it."""
     return sum(sample.value for metric in REGISTRY.collect()
