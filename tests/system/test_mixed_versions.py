@@ -12,11 +12,13 @@ import io
 import subprocess
 import sys
 import tarfile
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from clients.robot.robot import run_tables
 from paiju.v1 import common_pb2, records_pb2, records_pb2_grpc
@@ -63,6 +65,15 @@ def service(name: str, nats: EmbeddedNats, tmp: Path, root: Path, **env: str) ->
     return svc.start()
 
 
+def table_metric(table: ServiceProc, name: str) -> float:
+    """The sum of a sample's values over its labels, from the table's /metrics."""
+    url = f"http://127.0.0.1:{table.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples if sample.name == name)
+
+
 @pytest.mark.parametrize("old", ["lobby", "table"])
 def test_an_old_and_a_new_service_play_hands_together(released: Path, tmp_path: Path,
                                                       old: str) -> None:
@@ -73,8 +84,8 @@ def test_an_old_and_a_new_service_play_hands_together(released: Path, tmp_path: 
         procs.append(arbiter := service("arbiter", nats, tmp_path, ROOT))
         wired = {"PAIJU_RECORDS__PORT": str(records.port),
                  "PAIJU_ARBITER__PORT": str(arbiter.port)}
-        procs.append(service("table", nats, tmp_path, released if old == "table" else ROOT,
-                             **wired))
+        procs.append(table := service("table", nats, tmp_path,
+                                      released if old == "table" else ROOT, **wired))
         procs.append(lobby := service("lobby", nats, tmp_path,
                                       released if old == "lobby" else ROOT, **wired))
         rooms: set[int] = set()
@@ -99,6 +110,11 @@ def test_an_old_and_a_new_service_play_hands_together(released: Path, tmp_path: 
 
         hands = asyncio.run(settled())
         assert sorted(h.room_id for h in hands) == sorted(rooms), hands
+        # the windows were the arbiter's, whichever way the table asked it (the released
+        # table over its Decide stream, this one over NATS): none decided in the table
+        asked = table_metric(table, "paiju_table_arbiter_seconds_count")
+        fell_back = table_metric(table, "paiju_table_arbiter_fallback_total")
+        assert asked > 0 and fell_back == 0, (asked, fell_back)
     finally:
         for proc in reversed(procs):
             proc.stop()
