@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nats.errors
 from nats.aio.client import Client, Server
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -167,14 +168,21 @@ async def drain(nc: Client) -> None:
     between arrives after the drain dropped the subscription, and is lost: a request taken
     by an arbiter that is stopping waits out its asker's timeout. So the UNSUBs go first,
     and once the server has processed them (two round trips) every message it sent them is
-    in their queues; nats-py's drain then handles those, and its own UNSUBs are no-ops."""
+    in their queues; nats-py's drain then handles those, and its own UNSUBs are no-ops. A
+    server that does not answer within ``DRAIN_SYNC_SECONDS`` leaves it to nats-py's drain
+    (a stopping pod's grace is short)."""
     if nc.is_closed or nc.is_draining:
         return
     if nc.is_connected:
         for sid in list(nc._subs):   # nats-py lists them nowhere in public
             await nc._send_unsubscribe(sid)
-        await sync(nc)
+        with contextlib.suppress(TimeoutError, nats.errors.Error):
+            async with asyncio.timeout(DRAIN_SYNC_SECONDS):
+                await sync(nc)
     await nc.drain()
+
+
+DRAIN_SYNC_SECONDS = 2.0
 
 
 def server_urls(url: str) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 
 import nats
@@ -20,13 +21,19 @@ PUBLISHERS = 4
 
 
 def sent_to(monitor: int, name: str) -> int:
-    """Messages the server wrote to the closed connection ``name``."""
+    """Messages the server wrote to the connection ``name``, once it lists it as closed (a
+    moment after the client closed it)."""
     url = f"http://127.0.0.1:{monitor}/connz?state=closed&limit=1024"
-    with urllib.request.urlopen(url, timeout=5) as reply:
-        connz = json.loads(reply.read())
-    (conn,) = [c for c in connz["connections"] if c.get("name") == name]
-    out: int = conn["out_msgs"]
-    return out
+    deadline = time.monotonic() + 10
+    while True:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            connz = json.loads(reply.read())
+        found = [c for c in connz["connections"] if c.get("name") == name]
+        if found:
+            out: int = found[0]["out_msgs"]
+            return out
+        assert time.monotonic() < deadline, f"{name} never listed as closed"
+        time.sleep(0.05)
 
 
 async def keep_publishing(nc: nats.NATS, done: asyncio.Event) -> None:
