@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import tempfile
@@ -52,7 +53,9 @@ def window() -> Window:
 
 async def measure(settings: dict[str, object], tmp: Path, quick: bool) -> dict[str, float]:
     conf = tmp / "nats.conf"
-    conf.write_text("".join(f"{k}: {v}\n" for k, v in settings.items()), encoding="utf-8")
+    # quoted: unquoted, NATS reads "2m" as 2 mega(seconds), not 2 minutes
+    conf.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in settings.items()),
+                    encoding="utf-8")
     natsd = EmbeddedNats(args=["-c", str(conf)]).start()
     arbiters = [make_service("arbiter", natsd.url, tmp) for _ in range(2)]
     nc = None

@@ -162,20 +162,24 @@ async def sync(nc: Client) -> None:
 
 
 async def drain(nc: Client) -> None:
-    """``nc.drain()`` that loses no message. nats-py's drain queues each subscription's UNSUB
-    and then writes its PING straight to the socket (as in :func:`sync`), so the server may
-    answer the PING before it has the UNSUB; a message it routes to the subscription in
-    between arrives after the drain dropped the subscription, and is lost: a request taken
-    by an arbiter that is stopping waits out its asker's timeout. So the UNSUBs go first,
-    and once the server has processed them (two round trips) every message it sent them is
-    in their queues; nats-py's drain then handles those, and its own UNSUBs are no-ops. A
-    server that does not answer within ``DRAIN_SYNC_SECONDS`` leaves it to nats-py's drain
-    (a stopping pod's grace is short)."""
+    """``nc.drain()`` that loses no message of the connection's subscriptions. nats-py's
+    drain queues each subscription's UNSUB and then writes its PING straight to the socket
+    (as in :func:`sync`), so the server may answer the PING before it has the UNSUB; a
+    message it routes to the subscription in between arrives after the drain dropped the
+    subscription, and is lost: a request taken by an arbiter that is stopping waits out its
+    asker's timeout. So the UNSUBs go first, and once the server has processed them (two
+    round trips) every message it sent them is in their queues; nats-py's drain then handles
+    those, and its own UNSUBs are no-ops. The inbox of the connection's own requests is left
+    to nats-py's drain, as before: replies to requests still waiting may come until then. A
+    server that does not answer within ``DRAIN_SYNC_SECONDS`` (a pod's grace is short, a
+    reconnect re-subscribes everything) leaves the rest to nats-py's drain."""
     if nc.is_closed or nc.is_draining:
         return
     if nc.is_connected:
-        for sid in list(nc._subs):   # nats-py lists them nowhere in public
-            await nc._send_unsubscribe(sid)
+        replies = bytes(nc._resp_sub_prefix or b"").decode()   # nats-py's request inbox
+        for sid, sub in list(nc._subs.items()):   # nats-py lists them nowhere in public
+            if not (replies and sub.subject.startswith(replies)):
+                await nc._send_unsubscribe(sid)
         with contextlib.suppress(TimeoutError, nats.errors.Error):
             async with asyncio.timeout(DRAIN_SYNC_SECONDS):
                 await sync(nc)

@@ -126,10 +126,12 @@ async def test_a_replica_stopping_drains_no_window_waits_or_is_decided_locally(
         fresh_nats: EmbeddedNats) -> None:
     """A rolling update: one replica stops (its SIGTERM path, ServiceHost.stop) while the
     table's client keeps asking. The requests it had taken are answered, the next ones go
-    to the other replica: no timeout, no local decision, every window its own decision."""
+    to the other replica: no timeout, no local decision, every window its own decision.
+    (The race bus.drain closes rarely shows here, where the askers share the arbiters' event
+    loop: tests/service/test_bus_drain.py is its test.)"""
     stopping, staying = await arbiter(fresh_nats), await arbiter(fresh_nats)
     nc = await nats.connect(fresh_nats.url)
-    client = ArbiterClient(nc, timeout=2)
+    client = ArbiterClient(nc, timeout=5)
     asked = [window({1: Response("peng"), 2: Response("pass"), 3: Response("peng")}),
              window({2: Response("hu")}), window({1: Response("peng")})]
     local = {reason: fallbacks(reason) for reason in ("timeout", "unavailable", "refused")}

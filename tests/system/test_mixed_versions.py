@@ -84,8 +84,10 @@ def test_an_old_and_a_new_service_play_hands_together(released: Path, tmp_path: 
         procs.append(arbiter := service("arbiter", nats, tmp_path, ROOT))
         wired = {"PAIJU_RECORDS__PORT": str(records.port),
                  "PAIJU_ARBITER__PORT": str(arbiter.port)}
+        # a slow round trip on this busy machine is not a fallback this test is after
         procs.append(table := service("table", nats, tmp_path,
-                                      released if old == "table" else ROOT, **wired))
+                                      released if old == "table" else ROOT, **wired,
+                                      PAIJU_TABLE__ARBITER_TIMEOUT_SECONDS="5"))
         procs.append(lobby := service("lobby", nats, tmp_path,
                                       released if old == "lobby" else ROOT, **wired))
         rooms: set[int] = set()

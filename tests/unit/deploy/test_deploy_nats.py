@@ -631,8 +631,8 @@ def seconds(duration: str) -> float:
 def test_every_environment_drops_a_client_that_stops_answering_within_a_minute() -> None:
     """A frozen arbiter (or a lost host) keeps its place in the queue group until the server
     drops it: each request the server hands it waits out the table's arbiter timeout. With
-    NATS's defaults (2 minutes, 2 PINGs) that lasts 4-6 minutes; a PING period short enough
-    that a collector's pause or a busy loop is not taken for a dead client."""
+    NATS's defaults (2 minutes, 2 PINGs) that lasts 4-6 minutes. And a PING period long
+    enough that a collector's pause or a busy loop is not taken for a dead client."""
     merges = {env: environment_merge(env) for env in ("dev", "prod")}
     assert merges["dev"] == merges["prod"]
     interval, most = seconds(merges["prod"]["ping_interval"]), merges["prod"]["ping_max"]
