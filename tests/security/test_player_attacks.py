@@ -34,17 +34,14 @@ async def test_vip_passwords_cannot_be_brute_forced(stack: Stack) -> None:
     room_id = created.room_joined.room.room_id
     thief, _ = await login(stack, 7002)
     codes = []
-    started = time.monotonic()
     for guess in range(40):   # bounded: as many as a lockout lets through, and more
         reply = await thief.request(lm.JoinRoom(room_id=room_id, password=f"{guess:04d}"))
         codes.append(code(reply))
-    took = time.monotonic() - started
     assert codes[:5] == [common_pb2.ERR_BAD_PASSWORD] * 5
     assert set(codes[5:]) == {common_pb2.ERR_RATE_LIMITED}   # locked out after five
     # the right password is refused too while locked out, so guesses cannot go on
     right = await thief.request(lm.JoinRoom(room_id=room_id, password="4821"))
     assert code(right) == common_pb2.ERR_RATE_LIMITED
-    assert 5 / took < 100   # five guesses a minute at most, not a hundred a second
     # another player with the password still gets in
     friend, _ = await login(stack, 7003)
     joined = await friend.request(lm.JoinRoom(room_id=room_id, password="4821"))
