@@ -27,23 +27,18 @@ import time
 from pathlib import Path
 
 import nats
-import yaml
 
 from bench.common import REPORTS, machine, write_report
 from games.arbitration import Response, Rules, Window
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.table.arbiter_client import ArbiterClient
+from tests.support.natsvalues import duration_seconds, environment_merge
 from tests.support.procs import make_service, start_together, stop_together
 
 REPORT = "frozen_arbiter.md"   # frozen_arbiter_defaults.md with --defaults
-VALUES = Path(__file__).resolve().parent.parent / "deploy" / "k8s" / "nats" / "values-prod.yaml"
 ASK_EVERY = 0.1
 NATS_DEFAULTS = {"ping_interval": "2m", "ping_max": 2}
-
-
-def seconds(duration: str) -> float:
-    return float(duration[:-1]) * (60 if duration.endswith("m") else 1)
 
 
 def window() -> Window:
@@ -70,7 +65,8 @@ async def measure(settings: dict[str, object], tmp: Path, quick: bool) -> dict[s
         assert frozen is not None
         os.kill(frozen.pid, signal.SIGSTOP)
         t0 = time.monotonic()
-        expected = seconds(str(settings["ping_interval"])) * (int(str(settings["ping_max"])) + 1)
+        expected = (duration_seconds(str(settings["ping_interval"]))
+                    * (int(str(settings["ping_max"])) + 1))
         until = t0 + (min(expected, 20.0) if quick else expected + 10.0)
         asked = late = 0
         last_late = 0.0
@@ -102,7 +98,7 @@ def main() -> None:
                         help="NATS's default ping settings instead of the values'")
     parser.add_argument("--out", default=str(REPORTS))
     args = parser.parse_args()
-    values = yaml.safe_load(VALUES.read_text(encoding="utf-8"))["config"]["merge"]
+    values = environment_merge("prod")
     settings = NATS_DEFAULTS if args.defaults else {
         "ping_interval": values["ping_interval"], "ping_max": values["ping_max"]}
     with tempfile.TemporaryDirectory(prefix="paiju-frozen-") as tmp:

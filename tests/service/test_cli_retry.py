@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import pytest
 
 from clients.cli.app import CliApp, Options
 from clients.robot.robot import run_tables
-from paiju.v1 import common_pb2, table_pb2
+from paiju.v1 import client_pb2, common_pb2, table_pb2
 from services.arbiter.server import start as start_arbiter
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
@@ -38,6 +38,11 @@ from services.table.server import start as start_table
 from tests.support.lobbyworld import SECRET
 
 MOVE_SECONDS = 0.3   # the lobby's bound on following a moving room, shortened
+
+
+def discard(frame: client_pb2.ClientFrame) -> bool:
+    """A mahjong turn's discard: the answer only its seat can give, never overtaken."""
+    return frame.mahjong_action.kind == "discard"
 
 
 @dataclass
@@ -57,11 +62,14 @@ class Faults:
     ERR_ROOM_MOVING without reaching the table, as a new owner still rebuilding the room),
     "unavailable" (ERR_UNAVAILABLE, as a room whose inbox is full) or "applied" (the table
     gets it and applies it, and its reply is lost: the link raises Unavailable, as after a
-    timeout); tries past the plan go through."""
+    timeout); tries past the plan go through. ``select[kind]``, where set, limits the plan to
+    the commands it accepts (the others go through): a turn's discard (打牌), which no other
+    seat can overtake while it is tried again, unlike a claim in a response window."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, user_id: int) -> None:
         self.user_id = user_id
         self.plan: dict[str, list[str]] = {}
+        self.select: dict[str, Callable[[client_pb2.ClientFrame], bool]] = {}
         self.tries: dict[str, list[Try]] = {}
         real = TableLink.command
 
@@ -69,7 +77,8 @@ class Faults:
                           timeout: float | None = None,
                           gone: Any = None) -> table_pb2.TableReply:
             kind = cmd.frame.WhichOneof("payload") if cmd.HasField("frame") else None
-            if cmd.user_id != self.user_id or kind is None or kind not in self.plan:
+            if cmd.user_id != self.user_id or kind is None or kind not in self.plan or (
+                    kind in self.select and not self.select[kind](cmd.frame)):
                 return await real(link, cmd, timeout, gone)
             tries = self.tries.setdefault(kind, [])
             now = next((t for t in tries if t.seq == cmd.frame.seq), None)
@@ -142,6 +151,7 @@ async def test_the_cli_sends_a_command_again_after_a_moment_and_it_counts_once(
     faults = Faults(monkeypatch, user)
     faults.plan["ask_ready"] = ["moving", "unavailable", "moving"]
     faults.plan["mahjong_action"] = ["moving", "unavailable"]
+    faults.select["mahjong_action"] = discard
     async with retry_stack(fresh_nats.url, tmp_path / "records.db") as stack:
         out: list[str] = []
         statuses: list[str] = []
@@ -160,7 +170,7 @@ async def test_the_cli_sends_a_command_again_after_a_moment_and_it_counts_once(
     ready = faults.logical("ask_ready")
     assert [t.fault for t in ready] == ["moving", "unavailable", "moving", "ok"]
     assert [t.table for t in ready] == [[], [], [], [(0, False)]]
-    # the first answer to a prompt: two "a moment", then served, once
+    # the first discard: two "a moment", then served, once
     act = faults.logical("mahjong_action")
     assert [t.fault for t in act] == ["moving", "unavailable", "ok"], act
     assert [t.table for t in act] == [[], [], [(0, False)]]
@@ -174,6 +184,7 @@ async def test_a_robot_sends_its_answer_again_after_a_moment_and_it_counts_once(
     first_uid = 4400
     faults = Faults(monkeypatch, first_uid)
     faults.plan["mahjong_action"] = ["moving", "unavailable", "ok", "applied"]
+    faults.select["mahjong_action"] = discard
     async with retry_stack(fresh_nats.url, tmp_path / "records.db") as stack:
         results = await asyncio.wait_for(run_tables(
             stack.address, "changsha", 1, SECRET, hands=1, first_uid=first_uid), 120)

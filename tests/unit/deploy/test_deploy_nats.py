@@ -36,6 +36,7 @@ import pytest
 
 from services.common import bus
 from services.common.natsd import free_port, nats_server_binary
+from tests.support.natsvalues import duration_seconds, environment_merge
 from tests.support.waiting import eventually
 from tests.unit.deploy.test_deploy_k8s import (
     K8S,
@@ -622,12 +623,6 @@ def test_dev_and_test_nats_is_one_jetstream_server() -> None:
     assert dev["config"]["jetstream"]["enabled"] is True
 
 
-def seconds(duration: str) -> float:
-    """A NATS duration of the values ("15s", "1m")."""
-    number, unit = re.fullmatch(r"(\d+)([sm])", duration).groups()  # type: ignore[union-attr]
-    return int(number) * (60 if unit == "m" else 1)
-
-
 def test_every_environment_drops_a_client_that_stops_answering_within_a_minute() -> None:
     """A frozen arbiter (or a lost host) keeps its place in the queue group until the server
     drops it: each request the server hands it waits out the table's arbiter timeout. With
@@ -635,13 +630,13 @@ def test_every_environment_drops_a_client_that_stops_answering_within_a_minute()
     enough that a collector's pause or a busy loop is not taken for a dead client."""
     merges = {env: environment_merge(env) for env in ("dev", "prod")}
     assert merges["dev"] == merges["prod"]
-    interval, most = seconds(merges["prod"]["ping_interval"]), merges["prod"]["ping_max"]
+    interval, most = duration_seconds(merges["prod"]["ping_interval"]), merges["prod"]["ping_max"]
     assert 10 <= interval and interval * (most + 1) <= 60
 
 
 def test_the_server_runs_with_the_ping_settings_of_the_values(authed_nats: AuthedNats) -> None:
     varz, merge = authed_nats.varz(), environment_merge("prod")
-    assert varz["ping_interval"] == seconds(merge["ping_interval"]) * 10**9   # nanoseconds
+    assert varz["ping_interval"] == duration_seconds(merge["ping_interval"]) * 10**9   # nanoseconds
     assert varz["ping_max"] == merge["ping_max"]
 
 
@@ -680,13 +675,6 @@ def write_server_files(directory: Path, name: str, doc: dict[str, Any]) -> Path:
         included.write_text(passwords_conf({u: PASSWORDS[u] for u in users()}),  # any starts
                             encoding="utf-8")
     return conf
-
-
-def environment_merge(env: str) -> dict[str, Any]:
-    """What an environment's values add to nats.conf (config.merge)."""
-    values = yaml.safe_load((K8S / "nats" / f"values-{env}.yaml").read_text(encoding="utf-8"))
-    merge: dict[str, Any] = values["config"]["merge"]
-    return merge
 
 
 def render_config(port: int, store: Path) -> dict[str, Any]:
