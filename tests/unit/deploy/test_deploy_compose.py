@@ -3,13 +3,17 @@ services get a valid configuration that wires them to each other."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from services.common.config import load_config
+from services.common.natsd import nats_server_binary
+from tests.support.natsvalues import environment_merge
 from tests.unit.deploy.test_deploy_k8s import STOP_GRACE
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to parse deploy/ (PyYAML>=6,<7)")
@@ -176,3 +180,21 @@ def test_one_nats_version_in_compose_the_chart_values_and_the_readme() -> None:
     readme = (DEPLOY / "README.md").read_text(encoding="utf-8")
     installs = re.findall(r"helm upgrade --install nats nats/nats (?:--version (\S+) )?", readme)
     assert installs and set(installs) == {chart}, installs
+
+
+def test_compose_nats_drops_a_silent_client_as_kubernetes_does() -> None:
+    """nats-server has no flag for its PINGs: compose mounts a config file that sets them
+    as the chart's values do, and the server it runs accepts that file."""
+    nats = compose()["services"]["nats"]
+    command = nats["command"]
+    target = command[command.index("--config") + 1]
+    mounts = dict(reversed(v.removesuffix(":ro").split(":", 1)) for v in nats["volumes"]
+                  if v.startswith("./"))
+    conf = DEPLOY / mounts[target]
+    text = conf.read_text(encoding="utf-8")
+    settings = dict(re.findall(r"^(\w+):\s*(\S+)\s*$", text, re.MULTILINE))
+    prod = environment_merge("prod")
+    assert settings == {key: json.dumps(prod[key]) for key in ("ping_interval", "ping_max")}
+    checked = subprocess.run([nats_server_binary(), "-t", "-c", str(conf)],
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
