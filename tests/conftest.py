@@ -20,6 +20,36 @@ from tests.support.pgctl import PrivatePostgres, private_postgres  # noqa: E402
 
 os.environ.setdefault("PAIJU_ENV", "test")
 
+# On a failure, what the test's own processes said: the warnings and errors (and the last
+# lines) of every log under its tmp_path. A flaky failure on a clean CI machine is then
+# read from its report, not guessed at; the files themselves do not outlive the machine.
+LOG_WARNINGS_SHOWN = 25
+LOG_LAST_SHOWN = 5
+LOG_LINE_CHARS = 400
+
+
+def _log_excerpt(path: Path) -> str:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    loud = [line for line in lines
+            if any(mark in line for mark in ('"level": "WARNING"', '"level": "ERROR"',
+                                             '"level": "CRITICAL"', "[ERR]", "[WRN]",
+                                             "Traceback"))]
+    shown = loud[-LOG_WARNINGS_SHOWN:] + ["..."] + lines[-LOG_LAST_SHOWN:]
+    return "\n".join(line[:LOG_LINE_CHARS] for line in shown)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and report.when in ("setup", "call") and isinstance(tmp, Path):
+        for path in sorted(tmp.rglob("*.log")):
+            if path.is_file():
+                report.sections.append((f"log {path.relative_to(tmp)} (warnings, last lines)",
+                                        _log_excerpt(path)))
+    return report
+
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[EmbeddedNats]:
