@@ -4,8 +4,9 @@ Starts a nats-server of its own (monitoring and profiling ports, bench/natsprobe
 plays the directory's life of N rooms, in steps: their entries written in the ``rooms``
 bucket (a value of a RoomEntry's size), then deleted, as closed rooms are (each leaves a
 delete marker), then the markers swept (services/table/markers.py, as the balancer table
-does once they are an hour old), then N ids created in ``room_ids`` (kept for ever, so that
-an id is never given out twice). After each step: the Go heap live after a collection the
+does once they are an hour old), then N ids created in ``room_ids`` one key each, as
+releases before services/table/room_ids.py kept them (for ever, so that an id is never given
+out twice; tables now keep one counter key there). After each step: the Go heap live after a collection the
 bench asks for, once the blocks' caches have been let go (SETTLE), the server's RSS, and
 the buckets' messages and subjects. Writes
 bench/reports/kv_markers.md.

@@ -45,6 +45,7 @@ from services.table.lifecycle import Rooms, RoomState
 from services.table.nats_commands import CommandSubscription, SendReply
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
+from services.table.room_ids import RoomIds
 from services.table.roomlog import (
     APPEND_RETRY_SECONDS,
     LeaseLapsed,
@@ -57,7 +58,6 @@ from services.table.views import Effects
 
 log = logging.getLogger("paiju.table")
 
-ROOM_ID_LOW, ROOM_ID_HIGH = 10_000_000, 99_999_999
 START_RETRY_SECONDS = 30.0      # streams and buckets set up at start: retried this long
 # Rooms rebuilt at once (adoption, drain hand-over, restart), and rooms checked at once after
 # a stall. A rebuild is mostly waits on NATS (log read, append, directory writes), so several
@@ -129,7 +129,7 @@ class TableCore:
         self.nc: Any = None
         self.js: Any = None
         self.kv_tables: Any = None
-        self.kv_ids: Any = None
+        self.room_ids: RoomIds
         self.log: RoomLog
         self.directory: DirectoryWriter
         self.view: DirectoryView
@@ -179,8 +179,8 @@ class TableCore:
                 await self._align_lease_ttl()
                 kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
                 kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
-                self.kv_ids = await bus.ensure_bucket(self.js, bus.ROOM_IDS_BUCKET,
-                                                      replicas=replicas)
+                self.room_ids = RoomIds(await bus.ensure_bucket(
+                    self.js, bus.ROOM_IDS_BUCKET, replicas=replicas))
                 return kv_rooms, kv_seats
             except (TimeoutError, nats.errors.Error) as exc:
                 if time.monotonic() >= deadline:
@@ -274,22 +274,16 @@ class TableCore:
         return room_entry(room, self.instance, self.address)
 
     async def _new_room_id(self) -> int:
-        """A room id never given out before (an atomic create in ``room_ids``, whose keys
-        are never deleted)."""
+        """A room id never given out before (room_ids.py); while the ``room_ids`` bucket has
+        no leader (an election) or does not answer, tried again within a bound."""
         deadline = time.monotonic() + APPEND_RETRY_SECONDS
-        for _ in range(50):
-            room_id = ROOM_ID_LOW + secrets.randbelow(ROOM_ID_HIGH - ROOM_ID_LOW + 1)
+        while True:
             try:
-                await self.kv_ids.create(str(room_id), self.instance.encode())
-                return room_id
-            except nats.js.errors.KeyWrongLastSequenceError:
-                continue   # taken: draw another
+                return await self.room_ids.allocate()
             except (TimeoutError, nats.errors.Error) as exc:
-                # no leader for the bucket (an election), or no answer: wait, within a bound
                 if time.monotonic() >= deadline:
                     raise Unavailable(f"room ids cannot be allocated now: {exc!r}") from None
                 await asyncio.sleep(0.25)
-        raise RuntimeError("could not allocate a room id")
 
     async def recover(self) -> None:
         """Take back this instance's rooms after a restart: fold each room's log."""
