@@ -11,7 +11,7 @@ streams), ``settle.<room>`` (settlements, stream SETTLE), ``records.settle`` (th
 prompt copy, core NATS) and ``arbiter.decide`` (a table asks the arbiters to decide a
 response window, request/reply). KV buckets: the tables' ``tables``
 (instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
-and ``room_ids`` (every id given out); the lobbies' ``match_tickets`` (matchmaking:
+and ``room_ids`` (the room id counter: services/table/room_ids.py); the lobbies' ``match_tickets`` (matchmaking:
 services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
 """
 
@@ -49,7 +49,7 @@ SETTLE_STREAM = "SETTLE"
 TABLES_BUCKET = "tables"
 ROOMS_BUCKET = "rooms"
 SEATS_BUCKET = "seats"          # user id -> the room and table where that user sits
-ROOM_IDS_BUCKET = "room_ids"    # every room id ever given out: never reused (logs, records)
+ROOM_IDS_BUCKET = "room_ids"    # the room id counter: ids are never reused (logs, records)
 MATCH_TICKETS_BUCKET = "match_tickets"   # the lobbies' matchmaking (paiju/contracts/lobby.py)
 
 

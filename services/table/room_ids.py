@@ -15,15 +15,27 @@ pins its first values).
 Earlier releases drew 8-digit ids at random and kept one key per id in the same bucket, for
 ever (about 170 bytes of every NATS node's memory per room). The ranges do not meet, so
 tables of both kinds can run together during a rolling release; the keys they wrote stay.
+
+The counter must never go back: records keeps every hand by room + hand, so an id given out
+again would have its hands taken for ones already written. A counter deleted or purged
+(its key holds a marker) is refused, not made again from 0 (RoomIdsLost: no room can be
+made). Where the bucket itself was lost, the counter is set again from records' room ids
+before a table starts: ``python -m services.table.room_ids next-after < ids`` prints the value
+(docs/runbooks.md, "The room id counter lost").
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+
+from services.common.bus import ROOM_IDS_BUCKET
 
 ID_LOW = 100_000_000       # 9 digits; earlier releases' ids are 8 digits (below this)
 SPAN = 900_000_000         # ids ID_LOW .. ID_LOW + SPAN - 1 = 999,999,999
@@ -32,10 +44,15 @@ NEXT_KEY = "next"          # the counter: the first value no table has reserved
 _HALF_BITS = 15            # 2 x 15 bits = 2**30 >= SPAN: on average 1.2 rounds of walking
 _HALF_MASK = (1 << _HALF_BITS) - 1
 _ROUND_KEYS = (b"paiju-room-id-1", b"paiju-room-id-2", b"paiju-room-id-3", b"paiju-room-id-4")
+RESERVE_TRIES = 50         # compare-and-set conflicts (other tables reserving) before giving up
 
 
 class RoomIdsExhausted(RuntimeError):
     """Every id of the range was given out."""
+
+
+class RoomIdsLost(RuntimeError):
+    """The counter was deleted or purged: made again from 0 it would give out ids again."""
 
 
 def _round(key: bytes, half: int) -> int:
@@ -51,6 +68,13 @@ def _feistel(x: int) -> int:
     return left << _HALF_BITS | right
 
 
+def _unfeistel(y: int) -> int:
+    left, right = y >> _HALF_BITS, y & _HALF_MASK
+    for key in reversed(_ROUND_KEYS):
+        left, right = right ^ _round(key, left), left
+    return left << _HALF_BITS | right
+
+
 def permute(c: int) -> int:
     """The place in range(SPAN) of counter value ``c`` (0 <= c < SPAN): a bijection. The
     network permutes range(2**30); applying it again until the value falls below SPAN
@@ -61,6 +85,23 @@ def permute(c: int) -> int:
     while x >= SPAN:
         x = _feistel(x)
     return x
+
+
+def unpermute(x: int) -> int:
+    """The counter value whose place is ``x``: ``unpermute(permute(c)) == c``."""
+    if not 0 <= x < SPAN:
+        raise ValueError(f"place out of range: {x}")
+    c = _unfeistel(x)
+    while c >= SPAN:
+        c = _unfeistel(c)
+    return c
+
+
+def next_after(room_ids: Iterable[int]) -> int:
+    """The counter value that gives out none of ``room_ids`` again (the next block's start
+    after the latest of them); earlier releases' ids, below ID_LOW, do not count."""
+    used = [unpermute(i - ID_LOW) for i in room_ids if ID_LOW <= i < ID_LOW + SPAN]
+    return 0 if not used else (max(used) // BLOCK + 1) * BLOCK
 
 
 class RoomIds:
@@ -83,21 +124,41 @@ class RoomIds:
 
     async def _reserve(self) -> tuple[int, int]:
         kv = self.kv
-        while True:
+        for _ in range(RESERVE_TRIES):
             try:
                 entry = await kv.get(NEXT_KEY)
-            except KeyNotFoundError:
-                try:
-                    await kv.create(NEXT_KEY, str(BLOCK).encode())
-                    return 0, BLOCK
-                except KeyWrongLastSequenceError:
-                    continue   # another table made it first
-            start = int(entry.value)
+                start, last = int(entry.value), entry.revision
+            except KeyNotFoundError as exc:
+                if exc.op is not None:   # a delete or purge marker: the counter was there
+                    raise RoomIdsLost(
+                        f"the room id counter (bucket {ROOM_IDS_BUCKET}, key {NEXT_KEY}) was deleted or purged: set it again "
+                        "from records' room ids (docs/runbooks.md, \"The room id counter "
+                        "lost\")") from None
+                start, last = 0, 0       # the bucket's first id: only if no key was ever there
             if start + BLOCK > SPAN:
                 raise RoomIdsExhausted(f"room ids exhausted: {start} of {SPAN} given out")
             try:
-                await kv.update(NEXT_KEY, str(start + BLOCK).encode(),
-                                last=entry.revision)
+                # last=0: made only where the key never was (nats-py's create would write
+                # over a delete marker)
+                await kv.update(NEXT_KEY, str(start + BLOCK).encode(), last=last)
                 return start, start + BLOCK
             except KeyWrongLastSequenceError:
-                continue       # another table reserved this block: read again
+                # another table reserved this block (or made the counter): read again
+                await asyncio.sleep(random.uniform(0, 0.01))
+        raise TimeoutError(f"no block of room ids reserved in {RESERVE_TRIES} tries")
+
+
+def main(argv: list[str]) -> int:
+    """``next-after``: room ids on stdin (one per line, e.g. records' hands), the counter
+    value to put in ``room_ids``' key ``next`` on stdout."""
+    if argv != ["next-after"]:
+        print("usage: python -m services.table.room_ids next-after < room_ids",
+              file=sys.stderr)
+        return 2
+    ids = [int(line) for line in sys.stdin if line.strip()]
+    print(next_after(ids))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -126,7 +126,7 @@ async def test_robots_are_refused_when_the_table_does_not_allow_them(
 
 
 def test_robot_ids_are_reserved() -> None:
-    rid = reserved.robot_id(99_999_999, 3)
+    rid = reserved.robot_id(999_999_999, 3)   # the highest room id (table/room_ids.py)
     assert reserved.is_robot(rid) and rid <= reserved.INT64_MAX
     assert not reserved.is_robot(reserved.new_guest_id())
     assert reserved.is_guest(reserved.new_guest_id())

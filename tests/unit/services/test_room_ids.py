@@ -3,37 +3,16 @@ the 9-digit range, and its values are pinned (ids already given out came from th
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
 
-from services.table.room_ids import (
-    _HALF_BITS,
-    _HALF_MASK,
-    _ROUND_KEYS,
-    ID_LOW,
-    SPAN,
-    _round,
-    permute,
-)
-
-
-def _unfeistel(y: int) -> int:
-    left, right = y >> _HALF_BITS, y & _HALF_MASK
-    for key in reversed(_ROUND_KEYS):
-        left, right = right ^ _round(key, left), left
-    return left << _HALF_BITS | right
-
-
-def unpermute(x: int) -> int:
-    """The inverse, walked back the same way: it exists, so ``permute`` gives no id twice."""
-    y = _unfeistel(x)
-    while y >= SPAN:
-        y = _unfeistel(y)
-    return y
+from services.table.room_ids import BLOCK, ID_LOW, SPAN, main, next_after, permute, unpermute
 
 
 def test_every_counter_value_has_its_own_place_in_the_range() -> None:
+    """``permute`` has an inverse, so it gives no place twice."""
     rng = random.Random(7)
     values = [0, 1, 2, SPAN // 2, SPAN - 2, SPAN - 1, *(rng.randrange(SPAN) for _ in range(5000))]
     for c in values:
@@ -61,3 +40,25 @@ def test_the_permutation_is_pinned() -> None:
 def test_a_counter_value_outside_the_range_is_refused(c: int) -> None:
     with pytest.raises(ValueError, match="out of range"):
         permute(c)
+    with pytest.raises(ValueError, match="out of range"):
+        unpermute(c)
+
+
+def test_the_counter_set_again_from_records_gives_none_of_their_ids_again() -> None:
+    """A lost counter is set from the room ids records holds (docs/runbooks.md): the value
+    starts the block after the latest of them; 8-digit ids of earlier releases do not count."""
+    given = [ID_LOW + permute(c) for c in range(3 * BLOCK + 5)]
+    after = next_after([*random.Random(3).sample(given, len(given)), 12_345_678])
+    assert after == 4 * BLOCK
+    assert not {ID_LOW + permute(c) for c in range(after, after + 5 * BLOCK)} & set(given)
+    assert next_after([]) == next_after([12_345_678]) == 0
+
+
+def test_next_after_reads_ids_from_stdin(monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    ids = [ID_LOW + permute(c) for c in (0, 40, 7)]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{i}\n" for i in ids) + "\n"))
+    assert main(["next-after"]) == 0
+    assert capsys.readouterr().out == f"{2 * BLOCK}\n"
+    assert main([]) == 2
+    assert "usage" in capsys.readouterr().err
