@@ -30,7 +30,7 @@ import asyncio
 import hashlib
 import random
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
@@ -75,26 +75,28 @@ def _unfeistel(y: int) -> int:
     return left << _HALF_BITS | right
 
 
+def _walk(step: Callable[[int], int], x: int) -> int:
+    """``step`` applied to ``x`` until the value falls in range(SPAN) (cycle walking)."""
+    x = step(x)
+    while x >= SPAN:
+        x = step(x)
+    return x
+
+
 def permute(c: int) -> int:
     """The place in range(SPAN) of counter value ``c`` (0 <= c < SPAN): a bijection. The
     network permutes range(2**30); applying it again until the value falls below SPAN
     (cycle walking) keeps the values of range(SPAN) a permutation of themselves."""
     if not 0 <= c < SPAN:
         raise ValueError(f"counter value out of range: {c}")
-    x = _feistel(c)
-    while x >= SPAN:
-        x = _feistel(x)
-    return x
+    return _walk(_feistel, c)
 
 
 def unpermute(x: int) -> int:
     """The counter value whose place is ``x``: ``unpermute(permute(c)) == c``."""
     if not 0 <= x < SPAN:
         raise ValueError(f"place out of range: {x}")
-    c = _unfeistel(x)
-    while c >= SPAN:
-        c = _unfeistel(c)
-    return c
+    return _walk(_unfeistel, x)
 
 
 def next_after(room_ids: Iterable[int]) -> int:
