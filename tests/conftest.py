@@ -26,10 +26,13 @@ os.environ.setdefault("PAIJU_ENV", "test")
 LOG_WARNINGS_SHOWN = 25
 LOG_LAST_SHOWN = 5
 LOG_LINE_CHARS = 400
+LOG_TAIL_BYTES = 1 << 20     # what is read of a log: its last MiB
 
 
 def _log_excerpt(path: Path) -> str:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    with path.open("rb") as f:
+        f.seek(max(0, f.seek(0, 2) - LOG_TAIL_BYTES))
+        lines = f.read().decode("utf-8", errors="replace").splitlines()
     loud = [line for line in lines
             if any(mark in line for mark in ('"level": "WARNING"', '"level": "ERROR"',
                                              '"level": "CRITICAL"', "[ERR]", "[WRN]",
@@ -44,10 +47,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     report: pytest.TestReport = yield
     tmp = getattr(item, "funcargs", {}).get("tmp_path")
     if report.failed and report.when in ("setup", "call") and isinstance(tmp, Path):
-        for path in sorted(tmp.rglob("*.log")):
-            if path.is_file():
-                report.sections.append((f"log {path.relative_to(tmp)} (warnings, last lines)",
-                                        _log_excerpt(path)))
+        try:   # the test's processes may still be running: files come and go meanwhile
+            for path in sorted(tmp.rglob("*.log")):
+                if path.is_file():
+                    report.sections.append((f"log {path.relative_to(tmp)} (warnings, last "
+                                            "lines)", _log_excerpt(path)))
+        except OSError as exc:
+            report.sections.append(("service logs", f"not read: {exc!r}"))
     return report
 
 

@@ -17,11 +17,14 @@ ever (about 170 bytes of every NATS node's memory per room). The ranges do not m
 tables of both kinds can run together during a rolling release; the keys they wrote stay.
 
 The counter must never go back: records keeps every hand by room + hand, so an id given out
-again would have its hands taken for ones already written. A counter deleted or purged
-(its key holds a marker) is refused, not made again from 0 (RoomIdsLost: no room can be
-made). Where the bucket itself was lost, the counter is set again from records' room ids
-before a table starts: ``python -m services.table.room_ids next-after < ids`` prints the value
-(docs/runbooks.md, "The room id counter lost").
+again would have its hands taken for ones already written. So a missing counter starts at 0
+only on a new cluster (no room in the ``rooms`` bucket or SETTLE) or over an earlier
+release's ids (the bucket holds their keys); a counter deleted or purged (its key holds a
+marker), a bucket made again empty where rooms were played, an unreadable value, or a value
+below a block this table already had, is refused (RoomIdsLost: no room can be made until an
+operator sets it, docs/runbooks.md "The room id counter lost"; rooms in play go on).
+``python -m services.table.room_ids next-after < ids`` prints the value to set from the ids
+known (records', the ``rooms`` bucket's, SETTLE's).
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ import asyncio
 import hashlib
 import random
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
-from services.common.bus import ROOM_IDS_BUCKET
+from services.common.bus import ROOM_IDS_BUCKET, ROOMS_BUCKET, SETTLE_STREAM
 
 ID_LOW = 100_000_000       # 9 digits; earlier releases' ids are 8 digits (below this)
 SPAN = 900_000_000         # ids ID_LOW .. ID_LOW + SPAN - 1 = 999,999,999
@@ -45,14 +48,20 @@ _HALF_BITS = 15            # 2 x 15 bits = 2**30 >= SPAN: on average 1.2 rounds 
 _HALF_MASK = (1 << _HALF_BITS) - 1
 _ROUND_KEYS = (b"paiju-room-id-1", b"paiju-room-id-2", b"paiju-room-id-3", b"paiju-room-id-4")
 RESERVE_TRIES = 50         # compare-and-set conflicts (other tables reserving) before giving up
+# next_after skips this many blocks more: blocks running tables hold with no id in use yet
+MARGIN_BLOCKS = 1024
 
 
-class RoomIdsExhausted(RuntimeError):
+class RoomIdsUnusable(RuntimeError):
+    """No room id can be given out: an operator must act (docs/runbooks.md)."""
+
+
+class RoomIdsExhausted(RoomIdsUnusable):
     """Every id of the range was given out."""
 
 
-class RoomIdsLost(RuntimeError):
-    """The counter was deleted or purged: made again from 0 it would give out ids again."""
+class RoomIdsLost(RoomIdsUnusable):
+    """The counter is gone or went back: started again it would give out ids again."""
 
 
 def _round(key: bytes, half: int) -> int:
@@ -100,17 +109,35 @@ def unpermute(x: int) -> int:
 
 
 def next_after(room_ids: Iterable[int]) -> int:
-    """The counter value that gives out none of ``room_ids`` again (the next block's start
-    after the latest of them); earlier releases' ids, below ID_LOW, do not count."""
+    """The counter value that gives out none of ``room_ids`` again: the start of the block
+    after the latest of them, and MARGIN_BLOCKS more for the blocks that running tables hold
+    with no id in use yet; earlier releases' ids, below ID_LOW, do not count."""
     used = [unpermute(i - ID_LOW) for i in room_ids if ID_LOW <= i < ID_LOW + SPAN]
-    return 0 if not used else (max(used) // BLOCK + 1) * BLOCK
+    return 0 if not used else (max(used) // BLOCK + 1 + MARGIN_BLOCKS) * BLOCK
+
+
+async def _messages(js: Any, stream: str) -> int:
+    try:
+        return int((await js.stream_info(stream)).state.messages)
+    except NotFoundError:
+        return 0
+
+
+async def may_start_at_zero(js: Any) -> bool:
+    """Whether a counter that was never there may start at 0: over an earlier release's ids
+    (``room_ids`` holds their keys; their range is apart), or on a new cluster (neither the
+    ``rooms`` bucket nor SETTLE has held anything). Anywhere else it was lost."""
+    if await _messages(js, f"KV_{ROOM_IDS_BUCKET}"):
+        return True
+    return not (await _messages(js, f"KV_{ROOMS_BUCKET}") or await _messages(js, SETTLE_STREAM))
 
 
 class RoomIds:
     """A table's source of room ids over the ``room_ids`` bucket (a nats-py KeyValue)."""
 
-    def __init__(self, kv: Any) -> None:
+    def __init__(self, kv: Any, may_start: Callable[[], Awaitable[bool]]) -> None:
         self.kv = kv
+        self.may_start = may_start     # may_start_at_zero over the table's JetStream
         self._next = self._end = 0
         self._reserving = asyncio.Lock()
 
@@ -129,14 +156,19 @@ class RoomIds:
         for _ in range(RESERVE_TRIES):
             try:
                 entry = await kv.get(NEXT_KEY)
-                start, last = int(entry.value), entry.revision
             except KeyNotFoundError as exc:
                 if exc.op is not None:   # a delete or purge marker: the counter was there
-                    raise RoomIdsLost(
-                        f"the room id counter (bucket {ROOM_IDS_BUCKET}, key {NEXT_KEY}) was deleted or purged: set it again "
-                        "from records' room ids (docs/runbooks.md, \"The room id counter "
-                        "lost\")") from None
-                start, last = 0, 0       # the bucket's first id: only if no key was ever there
+                    raise _lost("was deleted or purged") from None
+                if not await self.may_start():
+                    raise _lost("is missing where rooms were played") from None
+                start, last = 0, 0       # the first block of a new cluster
+            else:
+                try:
+                    start, last = int(entry.value), entry.revision
+                except ValueError:
+                    raise _lost(f"is unreadable ({entry.value!r})") from None
+            if start < self._end:        # below a block this table had: set back
+                raise _lost(f"went back to {start}, below {self._end}")
             if start + BLOCK > SPAN:
                 raise RoomIdsExhausted(f"room ids exhausted: {start} of {SPAN} given out")
             try:
@@ -148,6 +180,12 @@ class RoomIds:
                 # another table reserved this block (or made the counter): read again
                 await asyncio.sleep(random.uniform(0, 0.01))
         raise TimeoutError(f"no block of room ids reserved in {RESERVE_TRIES} tries")
+
+
+def _lost(what: str) -> RoomIdsLost:
+    return RoomIdsLost(f"the room id counter (bucket {ROOM_IDS_BUCKET}, key {NEXT_KEY}) {what}: "
+                       "no room can be made until it is set past every id given out "
+                       "(docs/runbooks.md, \"The room id counter lost\")")
 
 
 def main(argv: list[str]) -> int:

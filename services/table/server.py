@@ -18,6 +18,7 @@ from services.common.health import nats_connected, watch_service
 from services.common.server import ServiceHost, start_service
 from services.table import variants, views
 from services.table.core import TableCore, Unavailable
+from services.table.room_ids import RoomIdsUnusable
 
 log = logging.getLogger("paiju.table")
 
@@ -34,6 +35,9 @@ class TableService(table_pb2_grpc.TableServicer):
             room = await self.core.create_room(request)
         except Unavailable as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except RoomIdsUnusable as exc:   # an operator's to mend (docs/runbooks.md)
+            log.error("room not created", extra={"error": str(exc)})
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return table_pb2.CreateRoomReply(room=views.room_info(room))

@@ -197,7 +197,8 @@ async def test_a_robot_sends_its_answer_again_after_a_moment_and_it_counts_once(
     first = faults.logical("mahjong_action")
     assert [t.fault for t in first] == ["moving", "unavailable", "ok"], first
     assert [t.table for t in first] == [[], [], [(0, False)]]
-    lost = next(t for t in tries if t.fault == "applied")
+    lost = next((t for t in tries if t.fault == "applied"), None)
+    assert lost is not None, f"the hand ended before the fourth discard: {tries}"
     # a repeat is overtaken, or finds the room closed when the answer was the hand's last
     # (one hand: the room ends with it; the lobby takes that as a late answer, no error)
     closed = [code for code, o in lost.table[1:] if not o]

@@ -1,11 +1,13 @@
 """Room ids over a real nats-server (services/table/room_ids.py): tables allocating at the
 same time never get the same id, and the ``room_ids`` bucket keeps one key however many
 rooms are made, beside the keys of an earlier release's 8-digit ids; a counter deleted or
-purged is refused rather than started again from 0, and the range's end is a clear error."""
+purged, or a bucket made again empty where rooms were played, is refused rather than started
+again from 0, and so is one set back; the range's end is a clear error."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import nats
 import pytest
@@ -20,17 +22,29 @@ from services.table.room_ids import (
     RoomIds,
     RoomIdsExhausted,
     RoomIdsLost,
+    may_start_at_zero,
     next_after,
+    permute,
 )
+
+
+async def ids_bucket(nc: nats.NATS) -> tuple[Any, RoomIds]:
+    """The bucket and a table's RoomIds over it, as the table makes them (core.py)."""
+    js = nc.jetstream()
+    kv = await bus.ensure_bucket(js, bus.ROOM_IDS_BUCKET)
+    return kv, RoomIds(kv, lambda: may_start_at_zero(js))
 
 
 async def test_tables_allocating_together_never_share_an_id(fresh_nats: EmbeddedNats) -> None:
     conns = [await nats.connect(fresh_nats.url) for _ in range(3)]
     try:
-        buckets = [await bus.ensure_bucket(nc.jetstream(), bus.ROOM_IDS_BUCKET) for nc in conns]
-        # an earlier release's tables created a key per id, drawn at random below ID_LOW
+        made = [await ids_bucket(nc) for nc in conns]
+        buckets, tables = [kv for kv, _ in made], [ids for _, ids in made]
+        # an earlier release's tables created a key per id, drawn at random below ID_LOW,
+        # and played rooms: the counter starts over their keys
         await buckets[0].create("12345678", b"table-old")
-        tables = [RoomIds(kv) for kv in buckets]
+        await bus.ensure_bucket(conns[0].jetstream(), bus.ROOMS_BUCKET)
+        await (await conns[0].jetstream().key_value(bus.ROOMS_BUCKET)).put("12345678", b"{}")
 
         async def make(ids: RoomIds, n: int) -> list[int]:
             return [await ids.allocate() for _ in range(n)]
@@ -46,7 +60,7 @@ async def test_tables_allocating_together_never_share_an_id(fresh_nats: Embedded
         reserved = int((await buckets[1].get(NEXT_KEY)).value)
         assert reserved % BLOCK == 0 and 420 <= reserved <= 420 + 6 * BLOCK
         # a restarted table starts on a new block: no id of the blocks before comes again
-        again = [await RoomIds(buckets[2]).allocate() for _ in range(BLOCK + 1)]
+        again = [await (await ids_bucket(conns[2]))[1].allocate() for _ in range(BLOCK + 1)]
         assert not set(again) & set(ids)
     finally:
         for nc in conns:
@@ -58,10 +72,10 @@ async def test_a_counter_deleted_or_purged_is_never_started_again(
         fresh_nats: EmbeddedNats, how: str) -> None:
     nc = await nats.connect(fresh_nats.url)
     try:
-        kv = await bus.ensure_bucket(nc.jetstream(), bus.ROOM_IDS_BUCKET)
-        first = [await RoomIds(kv).allocate() for _ in range(3)]   # three tables' blocks
+        kv, _ = await ids_bucket(nc)
+        first = [await (await ids_bucket(nc))[1].allocate() for _ in range(3)]   # 3 blocks
         await getattr(kv, how)(NEXT_KEY)
-        ids = RoomIds(kv)
+        _, ids = await ids_bucket(nc)
         with pytest.raises(RoomIdsLost, match="deleted or purged"):
             await ids.allocate()
         # set again as the runbook says, from the ids given out, it goes on
@@ -74,12 +88,48 @@ async def test_a_counter_deleted_or_purged_is_never_started_again(
 async def test_the_end_of_the_range_is_a_clear_error(fresh_nats: EmbeddedNats) -> None:
     nc = await nats.connect(fresh_nats.url)
     try:
-        kv = await bus.ensure_bucket(nc.jetstream(), bus.ROOM_IDS_BUCKET)
+        kv, ids = await ids_bucket(nc)
         await kv.put(NEXT_KEY, str(SPAN - BLOCK).encode())
-        ids = RoomIds(kv)
         last = {await ids.allocate() for _ in range(BLOCK)}
         assert len(last) == BLOCK
         with pytest.raises(RoomIdsExhausted):
+            await ids.allocate()
+    finally:
+        await nc.close()
+
+
+async def test_a_bucket_made_again_empty_where_rooms_were_played_is_refused(
+        fresh_nats: EmbeddedNats) -> None:
+    """A new cluster counts from 0; the same empty bucket on a cluster whose ``rooms`` bucket
+    holds rooms (its room_ids lost and made again) does not."""
+    nc = await nats.connect(fresh_nats.url)
+    try:
+        js = nc.jetstream()
+        _, new = await ids_bucket(nc)
+        await bus.ensure_bucket(js, bus.ROOMS_BUCKET)
+        assert await new.allocate() == ID_LOW + permute(0)
+        await (await js.key_value(bus.ROOMS_BUCKET)).put(str(ID_LOW + permute(0)), b"{}")
+        await js.delete_key_value(bus.ROOM_IDS_BUCKET)
+        _, lost = await ids_bucket(nc)
+        with pytest.raises(RoomIdsLost, match="missing where rooms were played"):
+            await lost.allocate()
+    finally:
+        await nc.close()
+
+
+async def test_a_counter_set_back_or_unreadable_is_refused(fresh_nats: EmbeddedNats) -> None:
+    nc = await nats.connect(fresh_nats.url)
+    try:
+        kv, ids = await ids_bucket(nc)
+        for _ in range(BLOCK + 1):      # a second block: this table has had [0, 64)
+            await ids.allocate()
+        await kv.put(NEXT_KEY, str(BLOCK).encode())
+        for _ in range(BLOCK - 1):      # the block in hand goes on
+            await ids.allocate()
+        with pytest.raises(RoomIdsLost, match="went back to 32, below 64"):
+            await ids.allocate()
+        await kv.put(NEXT_KEY, b"many")
+        with pytest.raises(RoomIdsLost, match="unreadable"):
             await ids.allocate()
     finally:
         await nc.close()

@@ -184,7 +184,8 @@ def test_one_nats_version_in_compose_the_chart_values_and_the_readme() -> None:
 
 def test_compose_nats_drops_a_silent_client_as_kubernetes_does() -> None:
     """nats-server has no flag for its PINGs: compose mounts a config file that sets them
-    as the chart's values do, and the server it runs accepts that file."""
+    as the chart's values do, and nats-server (the wheel's, a version near the image's)
+    accepts that file."""
     nats = compose()["services"]["nats"]
     command = nats["command"]
     target = command[command.index("--config") + 1]
