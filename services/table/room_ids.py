@@ -189,13 +189,22 @@ def _lost(what: str) -> RoomIdsLost:
 
 
 def main(argv: list[str]) -> int:
-    """``next-after``: room ids on stdin (one per line, e.g. records' hands), the counter
-    value to put in ``room_ids``' key ``next`` on stdout."""
+    """``next-after``: room ids on stdin, one per line (a plain id, or a subject that ends
+    with one: ``settle.<id>``), the counter value to put in ``room_ids``' key ``next`` on
+    stdout."""
     if argv != ["next-after"]:
         print("usage: python -m services.table.room_ids next-after < room_ids",
               file=sys.stderr)
         return 2
-    ids = [int(line) for line in sys.stdin if line.strip()]
+    ids = []
+    for n, line in enumerate(sys.stdin, 1):
+        word = line.strip().rsplit(".", 1)[-1]
+        if not word:
+            continue
+        if not word.isdigit():
+            print(f"line {n}: not a room id: {line.strip()!r}", file=sys.stderr)
+            return 1
+        ids.append(int(word))
     print(next_after(ids))
     return 0
 

@@ -66,9 +66,13 @@ def test_the_counter_set_again_from_records_gives_none_of_their_ids_again() -> N
 
 def test_next_after_reads_ids_from_stdin(monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    ids = [ID_LOW + permute(c) for c in (0, 40, 7)]
-    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{i}\n" for i in ids) + "\n"))
+    ids = [ID_LOW + permute(c) for c in (0, 7)]
+    lines = [*(f"{i}\n" for i in ids), f"settle.{ID_LOW + permute(40)}\n", "\n"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(lines)))
     assert main(["next-after"]) == 0
     assert capsys.readouterr().out == f"{(2 + MARGIN_BLOCKS) * BLOCK}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{ids[0]}\nroom twelve\n"))
+    assert main(["next-after"]) == 1
+    assert "line 2: not a room id" in capsys.readouterr().err
     assert main([]) == 2
     assert "usage" in capsys.readouterr().err
