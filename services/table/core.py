@@ -45,7 +45,7 @@ from services.table.lifecycle import Rooms, RoomState
 from services.table.nats_commands import CommandSubscription, SendReply
 from services.table.parts import Reply
 from services.table.room import Room, RoomSettings
-from services.table.room_ids import RoomIds, may_start_at_zero
+from services.table.room_ids import RoomIds
 from services.table.roomlog import (
     APPEND_RETRY_SECONDS,
     LeaseLapsed,
@@ -180,8 +180,7 @@ class TableCore:
                 kv_rooms = await bus.ensure_bucket(self.js, bus.ROOMS_BUCKET, replicas=replicas)
                 kv_seats = await bus.ensure_bucket(self.js, bus.SEATS_BUCKET, replicas=replicas)
                 self.room_ids = RoomIds(await bus.ensure_bucket(
-                    self.js, bus.ROOM_IDS_BUCKET, replicas=replicas),
-                    lambda: may_start_at_zero(self.js))
+                    self.js, bus.ROOM_IDS_BUCKET, replicas=replicas), self.js)
                 return kv_rooms, kv_seats
             except (TimeoutError, nats.errors.Error) as exc:
                 if time.monotonic() >= deadline:

@@ -24,7 +24,9 @@ marker), a bucket made again empty where rooms were played, an unreadable value,
 below a block this table already had, is refused (RoomIdsLost: no room can be made until an
 operator sets it, docs/runbooks.md "The room id counter lost"; rooms in play go on).
 ``python -m services.table.room_ids next-after < ids`` prints the value to set from the ids
-known (records', the ``rooms`` bucket's, SETTLE's).
+known (records', the ``rooms`` bucket's, SETTLE's). What looks like a new cluster is not
+refused: a JetStream lost whole, a bucket lost after 30 days without a room, or a counter
+removed with no marker where an earlier release's keys are (the runbook names them).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import asyncio
 import hashlib
 import random
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import KeyWrongLastSequenceError, NotFoundError
+from nats.js.kv import KV_DEL, KV_OP, KV_PURGE
 
 from services.common.bus import ROOM_IDS_BUCKET, ROOMS_BUCKET, SETTLE_STREAM
 
@@ -124,20 +127,24 @@ async def _messages(js: Any, stream: str) -> int:
 
 
 async def may_start_at_zero(js: Any) -> bool:
-    """Whether a counter that was never there may start at 0: over an earlier release's ids
-    (``room_ids`` holds their keys; their range is apart), or on a new cluster (neither the
-    ``rooms`` bucket nor SETTLE has held anything). Anywhere else it was lost."""
-    if await _messages(js, f"KV_{ROOM_IDS_BUCKET}"):
+    """Whether a counter that was never there may start at 0: on a new cluster (neither the
+    ``rooms`` bucket nor SETTLE holds anything), or over an earlier release's ids
+    (``room_ids`` holds their keys; their range is apart). Anywhere else it was lost. The
+    rooms and SETTLE are looked at first: a room or a settlement there came after its
+    table wrote the counter, so a table starting beside another cannot take that one's
+    first room for a lost counter."""
+    if not (await _messages(js, f"KV_{ROOMS_BUCKET}") or await _messages(js, SETTLE_STREAM)):
         return True
-    return not (await _messages(js, f"KV_{ROOMS_BUCKET}") or await _messages(js, SETTLE_STREAM))
+    return bool(await _messages(js, f"KV_{ROOM_IDS_BUCKET}"))
 
 
 class RoomIds:
-    """A table's source of room ids over the ``room_ids`` bucket (a nats-py KeyValue)."""
+    """A table's source of room ids over the ``room_ids`` bucket (a nats-py KeyValue) of its
+    JetStream context ``js``."""
 
-    def __init__(self, kv: Any, may_start: Callable[[], Awaitable[bool]]) -> None:
+    def __init__(self, kv: Any, js: Any) -> None:
         self.kv = kv
-        self.may_start = may_start     # may_start_at_zero over the table's JetStream
+        self.js = js
         self._next = self._end = 0
         self._reserving = asyncio.Lock()
 
@@ -152,21 +159,24 @@ class RoomIds:
         return ID_LOW + permute(c)
 
     async def _reserve(self) -> tuple[int, int]:
-        kv = self.kv
         for _ in range(RESERVE_TRIES):
             try:
-                entry = await kv.get(NEXT_KEY)
-            except KeyNotFoundError as exc:
-                if exc.op is not None:   # a delete or purge marker: the counter was there
-                    raise _lost("was deleted or purged") from None
-                if not await self.may_start():
+                # from the stream's leader: a replica catching up (direct get) may answer an
+                # older value, or none
+                msg = await self.js.get_last_msg(f"KV_{ROOM_IDS_BUCKET}",
+                                                 f"$KV.{ROOM_IDS_BUCKET}.{NEXT_KEY}",
+                                                 direct=False)
+            except NotFoundError:
+                if not await may_start_at_zero(self.js):
                     raise _lost("is missing where rooms were played") from None
                 start, last = 0, 0       # the first block of a new cluster
             else:
-                try:
-                    start, last = int(entry.value), entry.revision
-                except ValueError:
-                    raise _lost(f"is unreadable ({entry.value!r})") from None
+                if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE):
+                    raise _lost("was deleted or purged")   # the counter was there
+                text = (msg.data or b"").decode("ascii", errors="replace")
+                if not text.isdigit():
+                    raise _lost(f"is unreadable ({text!r})")
+                start, last = int(text), int(msg.seq or 0)
             if start < self._end:        # below a block this table had: set back
                 raise _lost(f"went back to {start}, below {self._end}")
             if start + BLOCK > SPAN:
@@ -174,7 +184,7 @@ class RoomIds:
             try:
                 # last=0: made only where the key never was (nats-py's create would write
                 # over a delete marker)
-                await kv.update(NEXT_KEY, str(start + BLOCK).encode(), last=last)
+                await self.kv.update(NEXT_KEY, str(start + BLOCK).encode(), last=last)
                 return start, start + BLOCK
             except KeyWrongLastSequenceError:
                 # another table reserved this block (or made the counter): read again

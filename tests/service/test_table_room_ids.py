@@ -22,7 +22,6 @@ from services.table.room_ids import (
     RoomIds,
     RoomIdsExhausted,
     RoomIdsLost,
-    may_start_at_zero,
     next_after,
     permute,
 )
@@ -32,7 +31,7 @@ async def ids_bucket(nc: nats.NATS) -> tuple[Any, RoomIds]:
     """The bucket and a table's RoomIds over it, as the table makes them (core.py)."""
     js = nc.jetstream()
     kv = await bus.ensure_bucket(js, bus.ROOM_IDS_BUCKET)
-    return kv, RoomIds(kv, lambda: may_start_at_zero(js))
+    return kv, RoomIds(kv, js)
 
 
 async def test_tables_allocating_together_never_share_an_id(fresh_nats: EmbeddedNats) -> None:
