@@ -38,7 +38,7 @@ from nats.js.api import (
     StreamConfig,
 )
 from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
-from nats.js.kv import KeyValue
+from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 from prometheus_client import Counter, Gauge
 
 from services.common.config import ConfigError, NatsConfig, read_secret_file
@@ -531,6 +531,27 @@ async def ensure_bucket(js: JetStreamContext, bucket: str, ttl: float | None = N
     except Exception as exc:  # reporting only: the bucket works either way
         log.warning("stream info unavailable", extra={"stream": stream, "error": repr(exc)})
     return kv
+
+
+@dataclass(frozen=True, slots=True)
+class LatestEntry:
+    """A KV key's latest entry: ``value`` None when it is a delete or purge marker;
+    ``revision``, its stream sequence (what a compare-and-set names as the last)."""
+
+    value: bytes | None
+    revision: int
+
+
+async def kv_latest(js: JetStreamContext, bucket: str, key: str) -> LatestEntry | None:
+    """The latest entry of ``key`` in ``bucket``, read from its stream's leader; None when the
+    key was never there. A bucket's own get may be answered by any replica (direct get), and
+    one catching up after a restart or a partition can answer an older entry, or none."""
+    try:
+        msg = await js.get_last_msg(f"KV_{bucket}", f"$KV.{bucket}.{key}", direct=False)
+    except NotFoundError:
+        return None
+    marker = (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE)
+    return LatestEntry(None if marker else (msg.data or b""), int(msg.seq or 0))
 
 
 class KeyWatch:

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import grpc
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError, NotFoundError
-from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from paiju.contracts.directory import RoomEntry, SeatEntry, TableEntry
 from paiju.contracts.typed import BadContract, Contract
@@ -251,14 +251,10 @@ class Directory:
         assert self.rooms is not None
         if not leader or self.js is None:
             return await _get(self.rooms, str(room_id), RoomEntry)
-        try:
-            msg = await self.js.get_last_msg(f"KV_{bus.ROOMS_BUCKET}",
-                                             f"$KV.{bus.ROOMS_BUCKET}.{room_id}", direct=False)
-        except NotFoundError:
+        entry = await bus.kv_latest(self.js, bus.ROOMS_BUCKET, str(room_id))
+        if entry is None or not entry.value:
             return None
-        if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE) or not msg.data:
-            return None
-        return _decode(RoomEntry, msg.data, bus.ROOMS_BUCKET, str(room_id))
+        return _decode(RoomEntry, entry.value, bus.ROOMS_BUCKET, str(room_id))
 
     async def seat(self, user_id: int) -> SeatEntry | None:
         self._need()

@@ -39,9 +39,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from nats.js.errors import KeyWrongLastSequenceError, NotFoundError
-from nats.js.kv import KV_DEL, KV_OP, KV_PURGE
 
-from services.common.bus import ROOM_IDS_BUCKET, ROOMS_BUCKET, SETTLE_STREAM
+from services.common.bus import ROOM_IDS_BUCKET, ROOMS_BUCKET, SETTLE_STREAM, kv_latest
 
 ID_LOW = 100_000_000       # 9 digits; earlier releases' ids are 8 digits (below this)
 SPAN = 900_000_000         # ids ID_LOW .. ID_LOW + SPAN - 1 = 999,999,999
@@ -160,23 +159,19 @@ class RoomIds:
 
     async def _reserve(self) -> tuple[int, int]:
         for _ in range(RESERVE_TRIES):
-            try:
-                # from the stream's leader: a replica catching up (direct get) may answer an
-                # older value, or none
-                msg = await self.js.get_last_msg(f"KV_{ROOM_IDS_BUCKET}",
-                                                 f"$KV.{ROOM_IDS_BUCKET}.{NEXT_KEY}",
-                                                 direct=False)
-            except NotFoundError:
+            # from the stream's leader: a replica catching up may answer an older value
+            entry = await kv_latest(self.js, ROOM_IDS_BUCKET, NEXT_KEY)
+            if entry is None:
                 if not await may_start_at_zero(self.js):
-                    raise _lost("is missing where rooms were played") from None
+                    raise _lost("is missing where rooms were played")
                 start, last = 0, 0       # the first block of a new cluster
+            elif entry.value is None:
+                raise _lost("was deleted or purged")   # the counter was there
             else:
-                if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE):
-                    raise _lost("was deleted or purged")   # the counter was there
-                text = (msg.data or b"").decode("ascii", errors="replace")
+                text = entry.value.decode("ascii", errors="replace")
                 if not text.isdigit():
                     raise _lost(f"is unreadable ({text!r})")
-                start, last = int(text), int(msg.seq or 0)
+                start, last = int(text), entry.revision
             if start < self._end:        # below a block this table had: set back
                 raise _lost(f"went back to {start}, below {self._end}")
             if start + BLOCK > SPAN:
