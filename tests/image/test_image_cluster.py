@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -44,7 +45,15 @@ from tests.support.cluster import (
     sql_hands,
     uid_parts,
 )
-from tests.support.containers import Container, Fleet, Pod, run_args
+from tests.support.containers import (
+    FLEET_LABEL,
+    Container,
+    Fleet,
+    Pod,
+    podman,
+    remove_orphans,
+    run_args,
+)
 from tests.unit.deploy.test_deploy_k8s import render
 
 pytestmark = [pytest.mark.image, pytest.mark.postgres, pytest.mark.timeout(1500)]
@@ -320,6 +329,28 @@ def hands_seen(cl: Cluster) -> set[tuple[int, int]]:
             if parts is not None and parts[1] > 0:
                 seen.add((parts[0], parts[1]))
     return seen
+
+
+def container_ids() -> set[str]:
+    return {c["Id"] for c in json.loads(podman("ps", "--all", "--format", "json") or "[]")}
+
+
+def test_a_killed_runs_containers_are_removed_and_a_live_ones_kept(
+        built: dict[str, Built]) -> None:
+    """A pytest killed before its teardown leaves its fleet running on the pods' addresses:
+    the next fleet removes those, never the containers of a test process still running."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    ref = built["nats"].ref
+    left = podman("create", "--label", f"{FLEET_LABEL}={gone.pid}", ref).splitlines()[-1]
+    ours = podman("create", "--label", f"{FLEET_LABEL}={os.getpid()}", ref).splitlines()[-1]
+    try:
+        assert {left, ours} <= container_ids()
+        assert left in remove_orphans()
+        ids = container_ids()
+        assert left not in ids and ours in ids
+    finally:
+        podman("rm", "--force", left, ours, check=False)
 
 
 def test_every_service_ran_from_its_image_with_two_replicas(cluster: Cluster) -> None:

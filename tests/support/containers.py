@@ -78,14 +78,46 @@ class Container:
         return None if running == "true" else int(code or -1)
 
 
+# The label of a Fleet's containers: the pid of the test process that started them.
+FLEET_LABEL = "paiju.test.fleet"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
+
+
+def remove_orphans() -> list[str]:
+    """Remove the containers a Fleet of a test process that is gone left (a pytest killed
+    before its teardown); their ids. Left running they would hold the pods' addresses and
+    ports, and the next run's services would fail to bind or meet the old ones."""
+    out = podman("ps", "--all", "--filter", f"label={FLEET_LABEL}", "--format", "json",
+                 check=False)
+    gone = []
+    for c in json.loads(out or "[]"):
+        owner = (c.get("Labels") or {}).get(FLEET_LABEL, "")
+        if owner.isdigit() and int(owner) != os.getpid() and not _running(int(owner)):
+            podman("rm", "--force", "--time", "0", c["Id"], check=False)
+            gone.append(c["Id"])
+    return gone
+
+
 class Fleet:
-    """The containers of one test run: started, watched, and removed at the end by id."""
+    """The containers of one test run: started, watched, and removed at the end by id;
+    those an earlier run left behind, removed when it starts."""
 
     def __init__(self) -> None:
         self.containers: list[Container] = []
+        self.orphans_removed = remove_orphans()
 
     def run(self, label: str, args: list[str]) -> Container:
-        cid = podman("run", "--detach", "--network", "host", *args)
+        cid = podman("run", "--detach", "--network", "host",
+                     "--label", f"{FLEET_LABEL}={os.getpid()}", *args)
         c = Container(label, cid.splitlines()[-1], args)
         self.containers.append(c)
         return c
