@@ -4,12 +4,12 @@ Starts a nats-server of its own (monitoring and profiling ports, bench/natsprobe
 plays the directory's life of N rooms, in steps: their entries written in the ``rooms``
 bucket (a value of a RoomEntry's size), then deleted, as closed rooms are (each leaves a
 delete marker), then the markers swept (services/table/markers.py, as the balancer table
-does once they are an hour old), then N ids created in ``room_ids`` one key each, as
-releases before services/table/room_ids.py kept them (for ever, so that an id is never given
-out twice; tables now keep one counter key there). After each step: the Go heap live after a collection the
-bench asks for, once the blocks' caches have been let go (SETTLE), the server's RSS, and
-the buckets' messages and subjects. Writes
-bench/reports/kv_markers.md.
+does once they are an hour old), then N room ids given out by a table's counter
+(services/table/room_ids.py: one key however many), then N ids created in ``room_ids`` one
+key each, as earlier releases kept them (for ever, so that an id is never given out twice).
+After each step: the Go heap live after a collection the bench asks for, once the blocks'
+caches have been let go (SETTLE), the server's RSS, and the buckets' messages and subjects.
+Writes bench/reports/kv_markers.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from bench.natsprobe import Ports, sample
 from services.common import bus
 from services.common.natsd import EmbeddedNats
 from services.table.markers import sweep
+from services.table.room_ids import RoomIds
 
 BATCH = 500
 SETTLE = 12.0   # seconds before a sample: nats-server drops a block's cache 10 s after its use
@@ -57,10 +58,15 @@ async def run(n: int, ports: Ports, url: str) -> list[tuple[str, float, float, s
         await step(f"{n} rooms open")
         await in_batches(n, lambda i: rooms.delete(str(10_000_000 + i)))
         await step(f"{n} rooms closed: a delete marker each")
-        await sweep(js, bus.ROOMS_BUCKET, older_than=0)
+        while await sweep(js, bus.ROOMS_BUCKET, older_than=0):   # SWEEP_MOST at a time
+            pass
         await step("the markers swept")
+        counter = RoomIds(ids, js)
+        for _ in range(n):
+            await counter.allocate()
+        await step(f"{n} room ids given out: one counter key (room_ids.py)")
         await in_batches(n, lambda i: ids.create(str(10_000_000 + i), b"table-1"))
-        await step(f"{n} room ids given out")
+        await step(f"{n} room ids as earlier releases kept them: a key each")
     finally:
         await nc.close()
     return rows
