@@ -31,7 +31,7 @@ from typing import Any
 import nats
 
 from bench.common import command, machine, parse_options, write_report
-from services.common.bus import ensure_streams, settle_subject
+from services.common.bus import SETTLE_SUBJECT, ensure_streams
 from services.common.natsd import EmbeddedNats
 from services.records.reconcile import reconcile
 from tests.support.pgctl import PrivatePostgres
@@ -74,7 +74,7 @@ async def publish(url: str, count: int) -> tuple[int, int]:
     while n < count:
         room += 1
         for message in [*(hand(room, h) for h in range(1, 5)), final(room)]:
-            await js.publish(settle_subject(room), json.dumps(message).encode())
+            await js.publish(SETTLE_SUBJECT, json.dumps(message).encode())
             n += 1
     state = (await js.stream_info("SETTLE")).state
     await nc.close()

@@ -7,7 +7,7 @@ per log position: docs/ordered-events.md), ``room.<id>.chat`` (chat between lobb
 ``table.<instance>.adopt`` (a draining table asks another to take a room now:
 services/table/adoption.py), ``lobby.mute`` (operators' chat mutes), JetStream
 ``room.<id>.log.<shard>`` (the room's action log, in one of the ``ROOMLOG_<shard>``
-streams), ``settle.<room>`` (settlements, stream SETTLE), ``records.settle`` (their
+streams), ``settle.all`` (settlements, stream SETTLE), ``records.settle`` (their
 prompt copy, core NATS) and ``arbiter.decide`` (a table asks the arbiters to decide a
 response window, request/reply). KV buckets: the tables' ``tables``
 (instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
@@ -100,8 +100,12 @@ def session_kick(user_id: int) -> str:
 LOBBY_MUTE = "lobby.mute"
 
 
-def settle_subject(room_id: int) -> str:
-    return f"settle.{room_id}"
+# Every settlement, of every room, on one subject of SETTLE. JetStream keeps a subject's
+# state in every server's memory while the stream holds a message on it (about 160 bytes a
+# subject: bench/reports/kv_markers.md), and SETTLE keeps 30 days: a subject per room would
+# make that a cost per room played. Earlier releases published ``settle.<room>``, which the
+# stream's ``settle.*`` still takes.
+SETTLE_SUBJECT = "settle.all"
 
 
 # The prompt copy of every settlement: the table sends the same message on core NATS too

@@ -24,7 +24,7 @@ marker), a bucket made again empty where rooms were played, an unreadable value,
 below a block this table already had, is refused (RoomIdsLost: no room can be made until an
 operator sets it, docs/runbooks.md "The room id counter lost"; rooms in play go on).
 ``python -m services.table.room_ids next-after < ids`` prints the value to set from the ids
-known (records', the ``rooms`` bucket's, SETTLE's). What looks like a new cluster is not
+known (records', the ``rooms`` bucket's). What looks like a new cluster is not
 refused: a JetStream lost whole, a bucket lost after 30 days without a room, or a counter
 removed with no marker where an earlier release's keys are (the runbook names them).
 """
@@ -195,8 +195,8 @@ def _lost(what: str) -> RoomIdsLost:
 
 def main(argv: list[str]) -> int:
     """``next-after``: room ids on stdin, one per line (a plain id, or a subject that ends
-    with one: ``settle.<id>``), the counter value to put in ``room_ids``' key ``next`` on
-    stdout."""
+    with one, as earlier releases' SETTLE subjects ``settle.<id>`` do), the counter value to
+    put in ``room_ids``' key ``next`` on stdout."""
     if argv != ["next-after"]:
         print("usage: python -m services.table.room_ids next-after < room_ids",
               file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The settlement outbox: hand results go to JetStream (``settle.<room>``) with a dedupe id
+"""The settlement outbox: hand results go to JetStream (``settle.all``) with a dedupe id
 of room + hand; one that cannot be published waits here for the heartbeat's retry.
 
 Each attempt also sends the same message on core NATS to records (``bus.SETTLE_PROMPT``, its
@@ -55,7 +55,7 @@ class SettlementOutbox:
             try:
                 # bounded as an append's try: an answer lost to a connection moving must
                 # not hold the room for the client's 5 s; the heartbeat publishes it again
-                ack = await self.js.publish(bus.settle_subject(msg.room_id), data,
+                ack = await self.js.publish(bus.SETTLE_SUBJECT, data,
                                             headers=headers, timeout=APPEND_TRY_SECONDS)
             except Exception as exc:
                 log.warning("settlement not published yet", extra={"id": key, "error": repr(exc)})

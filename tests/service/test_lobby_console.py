@@ -21,7 +21,7 @@ import nats
 import pytest
 
 from paiju.v1 import common_pb2, lobby_msgs_pb2
-from services.common.bus import ensure_streams, settle_subject
+from services.common.bus import SETTLE_SUBJECT, ensure_streams
 from services.common.config import Config, ConfigError, load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
@@ -285,7 +285,7 @@ async def test_users_history_and_bad_or_unknown_ids(stack: Stack) -> None:
     js = nc.jetstream()
     await ensure_streams(js)
     seats = [7001, 7002, 7003, 7004]
-    await js.publish(settle_subject(vip), encode(hand_message(vip, 1, seats, [3, -1, -1, -1])),
+    await js.publish(SETTLE_SUBJECT, encode(hand_message(vip, 1, seats, [3, -1, -1, -1])),
                      headers={"Nats-Msg-Id": f"{vip}:1"})
     await nc.close()
 

@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 from paiju.v1 import lobby_msgs_pb2
-from services.common.bus import SETTLE_STREAM, settle_subject
+from services.common.bus import SETTLE_STREAM, SETTLE_SUBJECT
 from tests.service.test_records_support import encode, hand_message
 from tests.support.lobbyworld import E, World, code_of
 from tests.support.procs import make_service
@@ -29,7 +29,7 @@ async def test_a_player_sees_his_rating_and_the_leaderboard(
         await js.stream_info(SETTLE_STREAM)          # records made it at start
         for hand_no in (1, 2):
             message = hand_message(500001, hand_no, SEATS, [6, 0, 0, -6])
-            await js.publish(settle_subject(500001), encode(message))
+            await js.publish(SETTLE_SUBJECT, encode(message))
 
         async def rated_twice() -> lobby_msgs_pb2.RatingInfo:
             while True:

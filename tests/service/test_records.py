@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 
 from paiju.contracts.fair import FairRecord
 from paiju.v1 import records_pb2, records_pb2_grpc
-from services.common.bus import SETTLE_PROMPT, SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import SETTLE_PROMPT, SETTLE_STREAM, SETTLE_SUBJECT, ensure_streams
 from services.common.config import load_config
 from services.common.natsd import EmbeddedNats
 from services.common.server import ServiceHost
@@ -60,7 +60,7 @@ async def js(fresh_nats: EmbeddedNats) -> AsyncIterator[nats.js.JetStreamContext
 
 async def publish(js: nats.js.JetStreamContext, message: dict, msg_id: str | None) -> None:
     headers = {"Nats-Msg-Id": msg_id} if msg_id else None
-    await js.publish(settle_subject(message["room_id"]), encode(message), headers=headers)
+    await js.publish(SETTLE_SUBJECT, encode(message), headers=headers)
 
 
 async def total_hands(stub: records_pb2_grpc.RecordsStub, room_id: int = 0) -> int:
@@ -124,7 +124,7 @@ async def test_duplicates_are_acked_and_malformed_messages_terminated(
     good = hand_message(400002, 1, SEATS, [1, -1, 0, 0])
     await publish(js, good, None)
     await publish(js, good, None)  # a table retry after the dedupe window
-    await js.publish(settle_subject(400002), b"{not json")
+    await js.publish(SETTLE_SUBJECT, b"{not json")
     await publish(js, hand_message(400002, 2, SEATS, [5, 0, 0, 0]), None)  # not zero-sum
     await publish(js, hand_message(400002, 3, SEATS, [0, 0, -7, 7]), None)
 

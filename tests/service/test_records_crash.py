@@ -20,7 +20,7 @@ from pathlib import Path
 import nats
 from nats.js.errors import NotFoundError
 
-from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import SETTLE_STREAM, SETTLE_SUBJECT, ensure_streams
 from services.common.natsd import EmbeddedNats
 from services.records.consumer import DURABLE
 from services.records.store import START_COINS
@@ -48,7 +48,7 @@ async def publish(url: str, messages: list[dict], with_id: bool) -> None:
     await ensure_streams(js)
     for m in messages:
         headers = {"Nats-Msg-Id": f"{m['room_id']}:{m['hand_no']}"} if with_id else None
-        await js.publish(settle_subject(m["room_id"]), encode(m), headers=headers)
+        await js.publish(SETTLE_SUBJECT, encode(m), headers=headers)
     await nc.close()
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import asyncpg
 import nats
 
-from services.common.bus import ensure_streams, settle_subject
+from services.common.bus import SETTLE_SUBJECT, ensure_streams
 from services.common.natsd import EmbeddedNats
 from services.records.store import START_COINS
 from tests.service.test_records_crash import consumer_idle, wait_for
@@ -71,7 +71,7 @@ async def publish_through_faults(url: str, messages: list[dict], pg: PrivatePost
             m["settled_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # the delay's start
             while True:
                 try:
-                    await js.publish(settle_subject(m["room_id"]), encode(m),
+                    await js.publish(SETTLE_SUBJECT, encode(m),
                                      headers={"Nats-Msg-Id": key}, timeout=1)
                     break
                 except Exception:  # the broker is down or electing: the same message again

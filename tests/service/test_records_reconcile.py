@@ -14,7 +14,7 @@ import nats
 import pytest
 from sqlalchemy import func, select
 
-from services.common.bus import SETTLE_STREAM, ensure_streams, settle_subject
+from services.common.bus import SETTLE_STREAM, SETTLE_SUBJECT, ensure_streams
 from services.common.natsd import EmbeddedNats, free_port
 from services.records.db import make_engine, migrate
 from services.records.models import Hand, LedgerEntry, Player
@@ -59,7 +59,7 @@ async def test_reconcile_writes_what_the_database_lacks_exactly_once(
     url = f"sqlite+aiosqlite:///{tmp_path / 'restored.db'}"
     msgs = messages()
     for m in msgs:
-        await js.publish(settle_subject(77), encode(m))
+        await js.publish(SETTLE_SUBJECT, encode(m))
     # the "restored" database holds the first two hands (the backup's)
     engine = make_engine(url)
     await migrate(engine)
@@ -84,7 +84,7 @@ async def test_a_start_the_stream_no_longer_holds_is_refused(
         fresh_nats: EmbeddedNats, js: nats.js.JetStreamContext, tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'restored.db'}"
     for m in messages():
-        await js.publish(settle_subject(77), encode(m))
+        await js.publish(SETTLE_SUBJECT, encode(m))
     await js.purge_stream(SETTLE_STREAM, keep=2)       # as max_age would: seq 1..3 gone
     with pytest.raises(ReconcileError) as caught:
         await reconcile(url, fresh_nats.url, 2, do_migrate=True)
@@ -100,10 +100,10 @@ async def test_malformed_and_deleted_messages_are_counted_and_skipped(
         fresh_nats: EmbeddedNats, js: nats.js.JetStreamContext, tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'restored.db'}"
     msgs = messages()
-    await js.publish(settle_subject(77), encode(msgs[0]))
-    await js.publish(settle_subject(77), b"{not json")
-    bad = await js.publish(settle_subject(77), encode(msgs[1]))
-    await js.publish(settle_subject(77), encode(msgs[2]))
+    await js.publish(SETTLE_SUBJECT, encode(msgs[0]))
+    await js.publish(SETTLE_SUBJECT, b"{not json")
+    bad = await js.publish(SETTLE_SUBJECT, encode(msgs[1]))
+    await js.publish(SETTLE_SUBJECT, encode(msgs[2]))
     await js.delete_msg(SETTLE_STREAM, bad.seq)
     out = await reconcile(url, fresh_nats.url, 1, do_migrate=True)
     assert (out.written, out.malformed, out.missing, out.duplicates) == (2, 1, 1, 0)
@@ -130,12 +130,12 @@ async def test_since_starts_at_the_first_settlement_stored_at_or_after_a_time(
     msgs = messages()
     acks = []
     for m in msgs[:3]:
-        acks.append(await js.publish(settle_subject(77), encode(m)))
+        acks.append(await js.publish(SETTLE_SUBJECT, encode(m)))
     stored = await js.get_msg(SETTLE_STREAM, acks[-1].seq)
     assert stored.time is not None
     await asyncio.sleep(0.05)
     for m in msgs[3:]:
-        acks.append(await js.publish(settle_subject(77), encode(m)))
+        acks.append(await js.publish(SETTLE_SUBJECT, encode(m)))
     await js.delete_msg(SETTLE_STREAM, acks[3].seq)        # the first one after the time
     after = stored.time + timedelta(milliseconds=1)
     out = await reconcile(url, fresh_nats.url, None, do_migrate=True, since=after)

@@ -128,7 +128,7 @@ async def test_a_closed_room_log_is_purged_only_after_its_final_settlement(
         return await log_count(js, t.room_id) == 0
 
     await eventually(purged)
-    final = await js.get_last_msg(bus.SETTLE_STREAM, bus.settle_subject(t.room_id))
+    final = await js.get_last_msg(bus.SETTLE_STREAM, bus.SETTLE_SUBJECT)
     msg = json.loads(final.data)
     assert msg["final"] and msg["room_id"] == t.room_id and msg["hands_played"] == 0
     assert not core.rooms.in_state(RoomState.CLOSED)

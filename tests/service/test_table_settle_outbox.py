@@ -18,8 +18,8 @@ from paiju.contracts import settle as sm
 from services.common.bus import (
     SETTLE_PROMPT,
     SETTLE_STREAM,
+    SETTLE_SUBJECT,
     ensure_streams,
-    settle_subject,
     sync,
 )
 from services.common.natsd import EmbeddedNats
@@ -85,7 +85,7 @@ async def test_a_failed_settlement_waits_with_its_first_stamp_and_goes_out_once(
     broken.broken = False
     await outbox.retry()
     assert outbox.unsent == [] and not outbox.holds(777001)
-    stored = await js.get_last_msg(SETTLE_STREAM, settle_subject(777001))
+    stored = await js.get_last_msg(SETTLE_STREAM, SETTLE_SUBJECT)
     assert stored.headers is not None and stored.headers["Nats-Msg-Id"] == "777001:1"
     assert sm.decode(stored.data or b"") == waiting
     written = parse_settlement(stored.data or b"")
@@ -136,3 +136,17 @@ async def test_a_settlement_stored_with_its_answer_lost_is_counted_once_by_its_r
     await outbox.retry()
     assert not outbox.holds(777003) and counted() == (hands + 1, settlements + 1)
     assert (await js.stream_info(SETTLE_STREAM)).state.messages == 1
+
+
+async def test_every_rooms_settlements_share_one_subject(nats_js: tuple[Any, Any]) -> None:
+    """SETTLE keeps 30 days of settlements, and NATS keeps each subject's state in memory
+    while it holds a message on it: the rooms' settlements go to one subject, however many
+    rooms there are (bench/reports/kv_markers.md)."""
+    nc, js = nats_js
+    outbox = SettlementOutbox(nc, js)
+    rooms = range(777100, 777140)
+    await outbox.publish([hand(room) for room in rooms])
+    assert outbox.unsent == []
+    state = (await js.stream_info(SETTLE_STREAM, subjects_filter=">")).state
+    assert state.messages == len(rooms)
+    assert state.subjects == {SETTLE_SUBJECT: len(rooms)}

@@ -159,7 +159,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", USER_INBOX): False,             # private frames: inside room events
         ("publish", LOBBY_ROOMS): False,            # room metadata: the "rooms" bucket only
         ("publish", ROOM_CHAT): False,              # chat is the lobbies'
-        ("publish", bus.settle_subject(ROOM)): True,
+        ("publish", bus.SETTLE_SUBJECT): True,
         ("publish", bus.SETTLE_PROMPT): True,       # a settlement's prompt copy to records
         ("subscribe", bus.SETTLE_PROMPT): False,
         ("publish", "$KV.rooms.12345678"): True,
@@ -207,7 +207,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "_INBOX_table.abc.def"): False,   # a reply only, never unasked
         ("publish", "_INBOX_lobby.abc.def"): False,
         ("subscribe", bus.room_log(ROOM)): False,
-        ("subscribe", bus.settle_subject(ROOM)): False,
+        ("subscribe", bus.SETTLE_SUBJECT): False,
         ("subscribe", ">"): False,
     },
     "lobby": {
@@ -247,13 +247,13 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.STREAM.CREATE.SPY"): False,        # a stream sourcing ROOMLOG
         ("publish", "$JS.API.STREAM.CREATE.KV_rooms"): False,   # nor a bucket doing so
         # the settlements (every finished hand's private events)
-        ("subscribe", bus.settle_subject(ROOM)): False,
+        ("subscribe", bus.SETTLE_SUBJECT): False,
         ("subscribe", "settle.*"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE"): False,
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.records.settle.*"): False,
         ("publish", "$JS.API.CONSUMER.MSG.NEXT.SETTLE.records"): False,
         ("publish", "$JS.API.STREAM.MSG.GET.SETTLE"): False,
-        ("publish", bus.settle_subject(ROOM)): False,
+        ("publish", bus.SETTLE_SUBJECT): False,
         ("publish", bus.SETTLE_PROMPT): False,
         ("subscribe", bus.SETTLE_PROMPT): False,
         # the directory is read-only, private events come from tables only
@@ -299,14 +299,14 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", "$JS.API.CONSUMER.CREATE.SETTLE.spy.settle.*"): False,
         ("publish", bus.room_log(ROOM)): False,
         ("publish", bus.room_events(ROOM)): False,
-        ("publish", bus.settle_subject(ROOM)): False,
+        ("publish", bus.SETTLE_SUBJECT): False,
         ("publish", "$KV.rooms.12345678"): False,
         ("subscribe", bus.room_log(ROOM)): False,
         ("subscribe", bus.room_events(ROOM)): False,
         ("subscribe", USER_INBOX): False,
         ("publish", ROOM_CHAT): False,      # (a publish row before the subscribe row of a
         ("subscribe", ROOM_CHAT): False,    # subject: the spy would see admin's own message)
-        ("subscribe", bus.settle_subject(ROOM)): False,
+        ("subscribe", bus.SETTLE_SUBJECT): False,
         ("publish", ADOPT_A): False,
         ("subscribe", ADOPT_A): False,
         ("publish", COMMANDS): False,
@@ -327,7 +327,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", bus.room_log(ROOM)): False,
         ("publish", bus.room_events(ROOM)): False,
         ("publish", ROOM_CHAT): False,
-        ("publish", bus.settle_subject(ROOM)): False,
+        ("publish", bus.SETTLE_SUBJECT): False,
         ("publish", bus.SETTLE_PROMPT): False,
         ("publish", "$KV.rooms.12345678"): False,
         ("publish", "$JS.API.STREAM.INFO.SETTLE"): False,
@@ -349,7 +349,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("subscribe", "room.*.log.*"): False,
         ("subscribe", bus.room_events(ROOM)): False,
         ("subscribe", ROOM_CHAT): False,
-        ("subscribe", bus.settle_subject(ROOM)): False,
+        ("subscribe", bus.SETTLE_SUBJECT): False,
         ("subscribe", bus.SETTLE_PROMPT): False,
         ("subscribe", COMMANDS): False,
         ("subscribe", ADOPT_A): False,
@@ -969,7 +969,7 @@ async def test_no_user_receives_another_user_s_inbox_traffic(authed_nats: Authed
         # each service has its own inboxes; the lobby may subscribe none of the others'
         spies = [await lobby.subscribed(subject)
                  for subject in ("_INBOX.>", "_INBOX_records.>", "_INBOX_table.>", ">")]
-        await table.jetstream().publish(bus.settle_subject(1), b'{"private": "hands"}')
+        await table.jetstream().publish(bus.SETTLE_SUBJECT, b'{"private": "hands"}')
         sub = await records.jetstream().pull_subscribe(
             "settle.*", durable="records", stream=bus.SETTLE_STREAM)
         (msg,) = await sub.fetch(1, timeout=5)
@@ -1225,7 +1225,7 @@ async def test_prod_nats_gives_r3_under_the_service_users_and_survives_a_server(
         async with asyncio.timeout(30):
             while True:
                 with contextlib.suppress(Exception):
-                    ack = await js.publish(bus.settle_subject(1), b"{}", timeout=2)
+                    ack = await js.publish(bus.SETTLE_SUBJECT, b"{}", timeout=2)
                     break
                 await asyncio.sleep(0.2)
         assert ack.stream == bus.SETTLE_STREAM and table.connected_url.port != killed
