@@ -7,6 +7,7 @@ again from 0, and so is one set back; the range's end is a clear error."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nats
@@ -25,6 +26,14 @@ from services.table.room_ids import (
     next_after,
     permute,
 )
+
+
+@pytest.fixture
+async def nc(fresh_nats: EmbeddedNats) -> AsyncIterator[nats.NATS]:
+    """A connection to a nats-server of this test's own."""
+    conn = await nats.connect(fresh_nats.url)
+    yield conn
+    await conn.close()
 
 
 async def ids_bucket(nc: nats.NATS) -> tuple[Any, RoomIds]:
@@ -68,67 +77,51 @@ async def test_tables_allocating_together_never_share_an_id(fresh_nats: Embedded
 
 @pytest.mark.parametrize("how", ["delete", "purge"])
 async def test_a_counter_deleted_or_purged_is_never_started_again(
-        fresh_nats: EmbeddedNats, how: str) -> None:
-    nc = await nats.connect(fresh_nats.url)
-    try:
-        kv, _ = await ids_bucket(nc)
-        first = [await (await ids_bucket(nc))[1].allocate() for _ in range(3)]   # 3 blocks
-        await getattr(kv, how)(NEXT_KEY)
-        _, ids = await ids_bucket(nc)
-        with pytest.raises(RoomIdsLost, match="deleted or purged"):
-            await ids.allocate()
-        # set again as the runbook says, from the ids given out, it goes on
-        await kv.put(NEXT_KEY, str(next_after(first)).encode())
-        assert await ids.allocate() not in first
-    finally:
-        await nc.close()
+        nc: nats.NATS, how: str) -> None:
+    kv, _ = await ids_bucket(nc)
+    first = [await (await ids_bucket(nc))[1].allocate() for _ in range(3)]   # 3 blocks
+    await getattr(kv, how)(NEXT_KEY)
+    _, ids = await ids_bucket(nc)
+    with pytest.raises(RoomIdsLost, match="deleted or purged"):
+        await ids.allocate()
+    # set again as the runbook says, from the ids given out, it goes on
+    await kv.put(NEXT_KEY, str(next_after(first)).encode())
+    assert await ids.allocate() not in first
 
 
-async def test_the_end_of_the_range_is_a_clear_error(fresh_nats: EmbeddedNats) -> None:
-    nc = await nats.connect(fresh_nats.url)
-    try:
-        kv, ids = await ids_bucket(nc)
-        await kv.put(NEXT_KEY, str(SPAN - BLOCK).encode())
-        last = {await ids.allocate() for _ in range(BLOCK)}
-        assert len(last) == BLOCK
-        with pytest.raises(RoomIdsExhausted):
-            await ids.allocate()
-    finally:
-        await nc.close()
+async def test_the_end_of_the_range_is_a_clear_error(nc: nats.NATS) -> None:
+    kv, ids = await ids_bucket(nc)
+    await kv.put(NEXT_KEY, str(SPAN - BLOCK).encode())
+    last = {await ids.allocate() for _ in range(BLOCK)}
+    assert len(last) == BLOCK
+    with pytest.raises(RoomIdsExhausted):
+        await ids.allocate()
 
 
 async def test_a_bucket_made_again_empty_where_rooms_were_played_is_refused(
-        fresh_nats: EmbeddedNats) -> None:
+        nc: nats.NATS) -> None:
     """A new cluster counts from 0; the same empty bucket on a cluster whose ``rooms`` bucket
     holds rooms (its room_ids lost and made again) does not."""
-    nc = await nats.connect(fresh_nats.url)
-    try:
-        js = nc.jetstream()
-        _, new = await ids_bucket(nc)
-        await bus.ensure_bucket(js, bus.ROOMS_BUCKET)
-        assert await new.allocate() == ID_LOW + permute(0)
-        await (await js.key_value(bus.ROOMS_BUCKET)).put(str(ID_LOW + permute(0)), b"{}")
-        await js.delete_key_value(bus.ROOM_IDS_BUCKET)
-        _, lost = await ids_bucket(nc)
-        with pytest.raises(RoomIdsLost, match="missing where rooms were played"):
-            await lost.allocate()
-    finally:
-        await nc.close()
+    js = nc.jetstream()
+    _, new = await ids_bucket(nc)
+    await bus.ensure_bucket(js, bus.ROOMS_BUCKET)
+    assert await new.allocate() == ID_LOW + permute(0)
+    await (await js.key_value(bus.ROOMS_BUCKET)).put(str(ID_LOW + permute(0)), b"{}")
+    await js.delete_key_value(bus.ROOM_IDS_BUCKET)
+    _, lost = await ids_bucket(nc)
+    with pytest.raises(RoomIdsLost, match="missing where rooms were played"):
+        await lost.allocate()
 
 
-async def test_a_counter_set_back_or_unreadable_is_refused(fresh_nats: EmbeddedNats) -> None:
-    nc = await nats.connect(fresh_nats.url)
-    try:
-        kv, ids = await ids_bucket(nc)
-        for _ in range(BLOCK + 1):      # a second block: this table has had [0, 64)
-            await ids.allocate()
-        await kv.put(NEXT_KEY, str(BLOCK).encode())
-        for _ in range(BLOCK - 1):      # the block in hand goes on
-            await ids.allocate()
-        with pytest.raises(RoomIdsLost, match="went back to 32, below 64"):
-            await ids.allocate()
-        await kv.put(NEXT_KEY, b"many")
-        with pytest.raises(RoomIdsLost, match="unreadable"):
-            await ids.allocate()
-    finally:
-        await nc.close()
+async def test_a_counter_set_back_or_unreadable_is_refused(nc: nats.NATS) -> None:
+    kv, ids = await ids_bucket(nc)
+    for _ in range(BLOCK + 1):      # a second block: this table has had [0, 64)
+        await ids.allocate()
+    await kv.put(NEXT_KEY, str(BLOCK).encode())
+    for _ in range(BLOCK - 1):      # the block in hand goes on
+        await ids.allocate()
+    with pytest.raises(RoomIdsLost, match="went back to 32, below 64"):
+        await ids.allocate()
+    await kv.put(NEXT_KEY, b"many")
+    with pytest.raises(RoomIdsLost, match="unreadable"):
+        await ids.allocate()
