@@ -1,4 +1,4 @@
-"""The settlement message (JetStream ``SETTLE``, subject ``settle.<room>``): one per finished
+"""The settlement message (JetStream ``SETTLE``, subject ``settle.all``): one per finished
 hand (:class:`HandSettlement`) and one when a room with hands played closes
 (:class:`FinalSettlement`), told apart by ``final``.
 

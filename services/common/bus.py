@@ -101,7 +101,7 @@ LOBBY_MUTE = "lobby.mute"
 
 
 # Every settlement, of every room, on one subject of SETTLE. JetStream keeps a subject's
-# state in every server's memory while the stream holds a message on it (about 160 bytes a
+# state in every server's memory while the stream holds a message on it (120-160 bytes a
 # subject: bench/reports/kv_markers.md), and SETTLE keeps 30 days: a subject per room would
 # make that a cost per room played. Earlier releases published ``settle.<room>``, which the
 # stream's ``settle.*`` still takes.

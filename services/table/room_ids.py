@@ -40,7 +40,13 @@ from typing import Any
 
 from nats.js.errors import KeyWrongLastSequenceError, NotFoundError
 
-from services.common.bus import ROOM_IDS_BUCKET, ROOMS_BUCKET, SETTLE_STREAM, kv_latest
+from services.common.bus import (
+    ROOM_IDS_BUCKET,
+    ROOMS_BUCKET,
+    SETTLE_STREAM,
+    SETTLE_SUBJECT,
+    kv_latest,
+)
 
 ID_LOW = 100_000_000       # 9 digits; earlier releases' ids are 8 digits (below this)
 SPAN = 900_000_000         # ids ID_LOW .. ID_LOW + SPAN - 1 = 999,999,999
@@ -195,8 +201,9 @@ def _lost(what: str) -> RoomIdsLost:
 
 def main(argv: list[str]) -> int:
     """``next-after``: room ids on stdin, one per line (a plain id, or a subject that ends
-    with one, as earlier releases' SETTLE subjects ``settle.<id>`` do), the counter value to
-    put in ``room_ids``' key ``next`` on stdout."""
+    with one, as earlier releases' SETTLE subjects ``settle.<id>`` do; SETTLE's subject of
+    today, which names no room, is passed over), the counter value to put in ``room_ids``'
+    key ``next`` on stdout."""
     if argv != ["next-after"]:
         print("usage: python -m services.table.room_ids next-after < room_ids",
               file=sys.stderr)
@@ -204,7 +211,7 @@ def main(argv: list[str]) -> int:
     ids = []
     for n, line in enumerate(sys.stdin, 1):
         word = line.strip().rsplit(".", 1)[-1]
-        if not word:
+        if not word or line.strip() == SETTLE_SUBJECT:
             continue
         if not word.isdigit():
             print(f"line {n}: not a room id: {line.strip()!r}", file=sys.stderr)

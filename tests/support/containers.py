@@ -94,7 +94,8 @@ def _running(pid: int) -> bool:
 
 def remove_orphans() -> list[str]:
     """Remove the containers a Fleet of a test process that is gone left (a pytest killed
-    before its teardown); their ids. Left running they would hold the pods' addresses and
+    before its teardown); their ids. The pid is looked for in this process's pid namespace:
+    runs of the image tests share a host, not a podman store across containers. Left running they would hold the pods' addresses and
     ports, and the next run's services would fail to bind or meet the old ones."""
     out = podman("ps", "--all", "--filter", f"label={FLEET_LABEL}", "--format", "json",
                  check=False)

@@ -160,6 +160,7 @@ MATRIX: dict[str, dict[tuple[str, str], bool]] = {
         ("publish", LOBBY_ROOMS): False,            # room metadata: the "rooms" bucket only
         ("publish", ROOM_CHAT): False,              # chat is the lobbies'
         ("publish", bus.SETTLE_SUBJECT): True,
+        ("publish", "settle.12345678"): True,       # an earlier release's table, rolling out
         ("publish", bus.SETTLE_PROMPT): True,       # a settlement's prompt copy to records
         ("subscribe", bus.SETTLE_PROMPT): False,
         ("publish", "$KV.rooms.12345678"): True,

@@ -67,7 +67,10 @@ def test_the_counter_set_again_from_records_gives_none_of_their_ids_again() -> N
 def test_next_after_reads_ids_from_stdin(monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     ids = [ID_LOW + permute(c) for c in (0, 7)]
-    lines = [*(f"{i}\n" for i in ids), f"settle.{ID_LOW + permute(40)}\n", "\n"]
+    # SETTLE's subjects as `nats stream subjects SETTLE --names` lists them: an earlier
+    # release's, one per room, and today's one for all
+    lines = [*(f"{i}\n" for i in ids), f"settle.{ID_LOW + permute(40)}\n", "settle.all\n",
+             "\n"]
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(lines)))
     assert main(["next-after"]) == 0
     assert capsys.readouterr().out == f"{(2 + MARGIN_BLOCKS) * BLOCK}\n"
