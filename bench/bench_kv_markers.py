@@ -6,10 +6,11 @@ bucket (a value of a RoomEntry's size), then deleted, as closed rooms are (each 
 delete marker), then the markers swept (services/table/markers.py, as the balancer table
 does once they are an hour old), then N room ids given out by a table's counter
 (services/table/room_ids.py: one key however many), then N ids created in ``room_ids`` one
-key each, as earlier releases kept them (for ever, so that an id is never given out twice), then N rooms' settlements in SETTLE, first on a subject each, as earlier
-releases sent them, then on the one subject they go to now. After each step: the Go heap live after a collection the bench asks for, once the blocks'
-caches have been let go (SETTLE), the server's RSS, and the buckets' messages and subjects.
-Writes bench/reports/kv_markers.md.
+key each, as earlier releases kept them (for ever, so that an id is never given out twice),
+then N rooms' settlements in SETTLE, first on a subject each, as earlier releases sent them,
+then on the one subject they go to now. After each step: the Go heap live after a
+collection the bench asks for, once the blocks' caches have been let go (SETTLE), the
+server's RSS, and the streams' messages and subjects. Writes bench/reports/kv_markers.md.
 """
 
 from __future__ import annotations
@@ -51,13 +52,12 @@ async def run(n: int, ports: Ports, url: str) -> list[tuple[str, float, float, s
     async def step(name: str, settle: float = SETTLE) -> None:
         await asyncio.sleep(settle)
         s = sample(ports, collect=True)
-        def stream(bucket: str) -> str:
-            st = s.streams.get(f"KV_{bucket}", {})
+        def stream(name: str) -> str:
+            st = s.streams.get(name, {})
             return f"{st.get('messages', 0):.0f} / {st.get('subjects', 0):.0f}"
-        settled = s.streams.get(bus.SETTLE_STREAM, {})
         rows.append((name, s.memstats["HeapAlloc"] / 2 ** 20, s.rss_mib,
-                     stream(bus.ROOMS_BUCKET), stream(bus.ROOM_IDS_BUCKET),
-                     f"{settled.get('messages', 0):.0f} / {settled.get('subjects', 0):.0f}"))
+                     stream(f"KV_{bus.ROOMS_BUCKET}"), stream(f"KV_{bus.ROOM_IDS_BUCKET}"),
+                     stream(bus.SETTLE_STREAM)))
 
     def settlement(subject: Callable[[int], str], first_room: int
                    ) -> Callable[[int], Awaitable[object]]:

@@ -11,8 +11,8 @@ streams), ``settle.all`` (settlements, stream SETTLE), ``records.settle`` (their
 prompt copy, core NATS) and ``arbiter.decide`` (a table asks the arbiters to decide a
 response window, request/reply). KV buckets: the tables' ``tables``
 (instances, TTL), ``rooms`` (room owners and summaries), ``seats`` (where each user sits)
-and ``room_ids`` (the room id counter: services/table/room_ids.py); the lobbies' ``match_tickets`` (matchmaking:
-services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
+and ``room_ids`` (the room id counter: services/table/room_ids.py); the lobbies'
+``match_tickets`` (matchmaking: services/lobby/matchmaker.py). The whole picture: docs/architecture.md.
 """
 
 from __future__ import annotations

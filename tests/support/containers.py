@@ -94,9 +94,10 @@ def _running(pid: int) -> bool:
 
 def remove_orphans() -> list[str]:
     """Remove the containers a Fleet of a test process that is gone left (a pytest killed
-    before its teardown); their ids. The pid is looked for in this process's pid namespace:
-    runs of the image tests share a host, not a podman store across containers. Left running they would hold the pods' addresses and
-    ports, and the next run's services would fail to bind or meet the old ones."""
+    before its teardown); their ids. Left running they would hold the pods' addresses and
+    ports, and the next run's services would fail to bind or meet the old ones. The pid is
+    looked for in this process's pid namespace: runs of the image tests share a host, not a
+    podman store across containers."""
     out = podman("ps", "--all", "--filter", f"label={FLEET_LABEL}", "--format", "json",
                  check=False)
     gone = []
@@ -114,7 +115,7 @@ class Fleet:
 
     def __init__(self) -> None:
         self.containers: list[Container] = []
-        self.orphans_removed = remove_orphans()
+        remove_orphans()
 
     def run(self, label: str, args: list[str]) -> Container:
         cid = podman("run", "--detach", "--network", "host",
