@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,12 +100,6 @@ def worktree(rev: str, path: Path) -> Iterator[Path]:
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
                        check=False)
-
-
-@contextmanager
-def this_checkout() -> Iterator[Path]:
-    """The checkout this module runs from, as it is (uncommitted edits included)."""
-    yield ROOT
 
 
 class RunFailed(RuntimeError):
@@ -234,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="paiju-ab-") as trees:
             with worktree(args.base, Path(trees) / "base") as base_tree, \
                     (worktree(args.head, Path(trees) / "head") if args.head
-                     else this_checkout()) as head_tree:
+                     else nullcontext(ROOT)) as head_tree:   # this checkout, as it is
                 sides = (Side(label(args.base), base_tree),
                          Side(label(args.head) if args.head else checkout_label(), head_tree))
                 try:
